@@ -1,0 +1,253 @@
+#include "core/json_scan.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+namespace strata::json {
+
+namespace {
+
+// Index of the closing quote of a string whose opening quote is at p[i], or n.
+size_t string_end(const char* p, size_t i, size_t n) {
+  size_t j = i + 1;
+  while (j < n) {
+    const void* q = std::memchr(p + j, '"', n - j);
+    if (!q) return n;
+    size_t k = size_t(static_cast<const char*>(q) - p);
+    size_t slashes = 0;
+    while (k - slashes > i + 1 && p[k - 1 - slashes] == '\\') ++slashes;
+    if (slashes % 2 == 0) return k;
+    j = k + 1;
+  }
+  return n;
+}
+
+}  // namespace
+
+ScanError value_end(const char* p, size_t i, size_t n, size_t& end) {
+  if (i >= n) return ScanError::Truncated;
+  char c = p[i];
+  if (c == '"') {
+    size_t k = string_end(p, i, n);
+    if (k >= n) return ScanError::Truncated;
+    end = k + 1;
+    return ScanError::None;
+  }
+  if (c == '{' || c == '[') {
+    size_t depth = 0;
+    for (size_t j = i; j < n; ++j) {
+      char d = p[j];
+      if (d == '"') {
+        j = string_end(p, j, n);
+        if (j >= n) return ScanError::Truncated;
+      } else if (d == '{' || d == '[') {
+        ++depth;
+      } else if (d == '}' || d == ']') {
+        if (--depth == 0) {
+          end = j + 1;
+          return ScanError::None;
+        }
+      }
+    }
+    return ScanError::Truncated;
+  }
+  // A scalar: runs to the next delimiter.
+  size_t j = i;
+  while (j < n && p[j] != ',' && p[j] != '}' && p[j] != ']' && !is_ws(p[j])) ++j;
+  if (j == i) return ScanError::Malformed;
+  if (j >= n) return ScanError::Truncated;
+  end = j;
+  return ScanError::None;
+}
+
+size_t next_event_start(const char* p, size_t from, size_t n) {
+  for (size_t j = from; j < n; ++j) {
+    const void* q = std::memchr(p + j, '{', n - j);
+    if (!q) return n;
+    j = size_t(static_cast<const char*>(q) - p);
+    size_t k = j;
+    while (k > from && is_ws(p[k - 1])) --k;
+    if (k == from || p[k - 1] != ',') continue;
+    --k;
+    while (k > from && is_ws(p[k - 1])) --k;
+    if (k > from && p[k - 1] == '}') return j;
+  }
+  return n;
+}
+
+bool parse_int(std::string_view t, int64_t& v) {
+  t = trim_token(t);
+  size_t i = 0;
+  bool neg = false;
+  if (i < t.size() && t[i] == '-') neg = true, ++i;
+  if (i == t.size()) return false;
+  uint64_t acc = 0;
+  for (; i < t.size(); ++i) {
+    unsigned d = unsigned(t[i] - '0');
+    if (d > 9) return false;
+    if (acc > (UINT64_MAX - d) / 10) return false;
+    acc = acc * 10 + d;
+  }
+  if (neg) {
+    if (acc > uint64_t(INT64_MAX) + 1) return false;
+    v = acc == uint64_t(INT64_MAX) + 1 ? INT64_MIN : -int64_t(acc);
+  } else {
+    if (acc > uint64_t(INT64_MAX)) return false;
+    v = int64_t(acc);
+  }
+  return true;
+}
+
+bool micros_to_ns(std::string_view t, int64_t& ns) {
+  t = trim_token(t);
+  constexpr uint64_t kMaxMicros = uint64_t(INT64_MAX) / 1000 - 1;  // keeps ns inside int64
+  size_t i = 0;
+  bool neg = false;
+  if (i < t.size() && t[i] == '-') neg = true, ++i;
+  uint64_t whole = 0;
+  size_t digits = 0;
+  for (; i < t.size() && unsigned(t[i] - '0') <= 9; ++i, ++digits) {
+    whole = whole * 10 + unsigned(t[i] - '0');
+    if (whole > kMaxMicros) return false;
+  }
+  if (digits == 0) return false;
+  uint64_t frac = 0;
+  int frac_digits = 0;
+  bool round_up = false;
+  if (i < t.size() && t[i] == '.') {
+    ++i;
+    size_t start = i;
+    for (; i < t.size() && unsigned(t[i] - '0') <= 9; ++i) {
+      if (frac_digits < 3) {
+        frac = frac * 10 + unsigned(t[i] - '0');
+        ++frac_digits;
+      } else if (i == start + 3) {
+        round_up = t[i] >= '5';
+      }
+    }
+    if (i == start) return false;
+  }
+  if (i < t.size()) {
+    if (t[i] != 'e' && t[i] != 'E') return false;
+    // Exponent notation is rare in traces: take the slow, general path.
+    std::string s(t);
+    char* endp = nullptr;
+    double d = std::strtod(s.c_str(), &endp);
+    if (endp != s.c_str() + s.size() || !std::isfinite(d) || std::fabs(d) > double(kMaxMicros)) return false;
+    ns = int64_t(std::llround(d * 1000.0));
+    return true;
+  }
+  while (frac_digits < 3) frac *= 10, ++frac_digits;
+  int64_t v = int64_t(whole * 1000 + frac + (round_up ? 1 : 0));
+  ns = neg ? -v : v;
+  return true;
+}
+
+namespace {
+
+void put_utf8(uint32_t cp, std::string& out) {
+  if (cp < 0x80) {
+    out.push_back(char(cp));
+  } else if (cp < 0x800) {
+    out.push_back(char(0xC0 | (cp >> 6)));
+    out.push_back(char(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(char(0xE0 | (cp >> 12)));
+    out.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(char(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(char(0xF0 | (cp >> 18)));
+    out.push_back(char(0x80 | ((cp >> 12) & 0x3F)));
+    out.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(char(0x80 | (cp & 0x3F)));
+  }
+}
+
+bool hex4(std::string_view s, size_t i, uint32_t& v) {
+  if (i + 4 > s.size()) return false;
+  v = 0;
+  for (size_t k = i; k < i + 4; ++k) {
+    char c = s[k];
+    unsigned d = c >= '0' && c <= '9' ? unsigned(c - '0')
+                 : c >= 'a' && c <= 'f' ? unsigned(c - 'a' + 10)
+                 : c >= 'A' && c <= 'F' ? unsigned(c - 'A' + 10)
+                                        : 16u;
+    if (d > 15) return false;
+    v = v * 16 + d;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool unescape(std::string_view s, std::string& out) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (c != '\\') {
+      out.push_back(c);
+      continue;
+    }
+    if (++i >= s.size()) return false;
+    switch (s[i]) {
+      case '"': out.push_back('"'); break;
+      case '\\': out.push_back('\\'); break;
+      case '/': out.push_back('/'); break;
+      case 'b': out.push_back('\b'); break;
+      case 'f': out.push_back('\f'); break;
+      case 'n': out.push_back('\n'); break;
+      case 'r': out.push_back('\r'); break;
+      case 't': out.push_back('\t'); break;
+      case 'u': {
+        uint32_t cp;
+        if (!hex4(s, i + 1, cp)) return false;
+        i += 4;
+        if (cp >= 0xD800 && cp < 0xDC00) {
+          uint32_t lo;
+          if (i + 2 < s.size() && s[i + 1] == '\\' && s[i + 2] == 'u' && hex4(s, i + 3, lo) && lo >= 0xDC00 &&
+              lo < 0xE000) {
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+            i += 6;
+          } else {
+            cp = 0xFFFD;
+          }
+        } else if (cp >= 0xDC00 && cp < 0xE000) {
+          cp = 0xFFFD;
+        }
+        put_utf8(cp, out);
+        break;
+      }
+      default: return false;
+    }
+  }
+  return true;
+}
+
+size_t repair_utf8(char* p, size_t n) {
+  size_t fixed = 0;
+  auto* s = reinterpret_cast<unsigned char*>(p);
+  for (size_t i = 0; i < n;) {
+    unsigned char c = s[i];
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = len != 0 && i + len <= n;
+    for (size_t k = 1; ok && k < len; ++k) ok = (s[i + k] & 0xC0) == 0x80;
+    if (ok && len == 2) ok = c >= 0xC2;
+    if (ok && len == 3) {
+      uint32_t cp = ((c & 0x0Fu) << 12) | ((s[i + 1] & 0x3Fu) << 6) | (s[i + 2] & 0x3Fu);
+      ok = cp >= 0x800 && (cp < 0xD800 || cp > 0xDFFF);
+    }
+    if (ok && len == 4) {
+      uint32_t cp = ((c & 0x07u) << 18) | ((s[i + 1] & 0x3Fu) << 12) | ((s[i + 2] & 0x3Fu) << 6) | (s[i + 3] & 0x3Fu);
+      ok = cp >= 0x10000 && cp <= 0x10FFFF;
+    }
+    if (ok) {
+      i += len;
+    } else {
+      s[i++] = '?';
+      ++fixed;
+    }
+  }
+  return fixed;
+}
+
+}  // namespace strata::json

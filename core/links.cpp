@@ -1,0 +1,198 @@
+#include "core/links.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+namespace strata {
+
+namespace {
+
+bool is_launch(Cat c) { return c == Cat::CudaRuntime || c == Cat::CudaDriver; }
+bool is_gpu_op(Cat c) { return c == Cat::Kernel || c == Cat::GpuMemcpy || c == Cat::GpuMemset; }
+
+void link_pair(EventColumns& ev, EventId cpu, EventId gpu) {
+  if (ev.link[gpu] == kNoEvent) ev.link[gpu] = cpu;
+  // A launch keeps its earliest GPU op.
+  if (ev.link[cpu] == kNoEvent || ev.start[gpu] < ev.start[ev.link[cpu]]) ev.link[cpu] = gpu;
+}
+
+// Runtime/driver calls ↔ GPU ops through the correlation id. Ids can repeat (several
+// ranks or devices in one file): take the latest launch that starts before the GPU op.
+void link_by_correlation(TraceModel& m) {
+  auto& ev = m.ev;
+  std::vector<std::pair<int64_t, EventId>> launches;
+  for (EventId e = 0; e < ev.size(); ++e)
+    if (ev.id[e] >= 0 && is_launch(ev.category(e))) launches.emplace_back(ev.id[e], e);
+  std::sort(launches.begin(), launches.end(), [&](auto& a, auto& b) {
+    return a.first != b.first ? a.first < b.first : ev.start[a.second] < ev.start[b.second];
+  });
+  for (EventId e = 0; e < ev.size(); ++e) {
+    if (ev.id[e] < 0 || !is_gpu_op(ev.category(e))) continue;
+    auto lo = std::lower_bound(launches.begin(), launches.end(), std::make_pair(ev.id[e], EventId(0)),
+                               [](auto& a, auto& b) { return a.first < b.first; });
+    EventId best = kNoEvent;
+    for (auto it = lo; it != launches.end() && it->first == ev.id[e]; ++it) {
+      if (best == kNoEvent || ev.start[it->second] <= ev.start[e]) best = it->second;
+    }
+    if (best != kNoEvent) link_pair(ev, best, e);
+  }
+}
+
+// gpu_user_annotation ranges ↔ the user_annotation they project, by External id.
+void link_annotations(TraceModel& m) {
+  auto& ev = m.ev;
+  std::unordered_map<int64_t, EventId> cpu;
+  for (EventId e = 0; e < ev.size(); ++e)
+    if (ev.id[e] >= 0 && ev.category(e) == Cat::UserAnnotation) cpu.emplace(ev.id[e], e);
+  for (EventId e = 0; e < ev.size(); ++e) {
+    if (ev.id[e] < 0 || ev.category(e) != Cat::GpuUserAnnotation) continue;
+    auto it = cpu.find(ev.id[e]);
+    if (it == cpu.end()) continue;
+    ev.link[e] = it->second;
+    if (ev.link[it->second] == kNoEvent) ev.link[it->second] = e;
+  }
+}
+
+// The slice a flow event binds to: the deepest enclosing one, or with bind_next the next
+// one to start.
+EventId bind(const TraceModel& m, const FlowRec& f) {
+  if (f.track >= m.tracks.size()) return kNoEvent;
+  if (!f.bind_next) return m.event_at(f.track, f.ts);
+  const Track& t = m.tracks[f.track];
+  EventId best = kNoEvent;
+  for (const Range& level : t.levels) {
+    auto b = m.ev.start.begin() + level.begin, e = m.ev.start.begin() + level.end;
+    auto it = std::lower_bound(b, e, f.ts);
+    if (it == e) continue;
+    auto id = EventId(it - m.ev.start.begin());
+    if (best == kNoEvent || m.ev.start[id] < m.ev.start[best]) best = id;
+  }
+  return best;
+}
+
+void record_fwd_bwd(TraceModel& m, EventId fwd, EventId bwd) {
+  if (!m.bwd_to_fwd.emplace(bwd, fwd).second) return;
+  auto [it, added] = m.fwd_to_bwd.emplace(fwd, bwd);
+  // The forward op keeps its outermost backward op.
+  if (!added && m.ev.depth[bwd] < m.ev.depth[it->second]) it->second = bwd;
+}
+
+void link_flows(TraceModel& m, std::vector<FlowRec>& flows) {
+  auto& ev = m.ev;
+  auto& st = m.stats;
+  std::sort(flows.begin(), flows.end(), [](const FlowRec& a, const FlowRec& b) {
+    if (a.cat != b.cat) return a.cat < b.cat;
+    if (a.id != b.id) return a.id < b.id;
+    if (a.ts != b.ts) return a.ts < b.ts;
+    return a.phase < b.phase;  // s before f at the same time
+  });
+  uint8_t fwdbwd_cat = UINT8_MAX;
+  for (size_t c = 0; c < m.category_names.size(); ++c)
+    if (m.category_names[c] == "fwdbwd") fwdbwd_cat = uint8_t(c);
+  std::vector<const FlowRec*> open;
+  for (size_t i = 0; i < flows.size();) {
+    size_t j = i;
+    open.clear();
+    for (; j < flows.size() && flows[j].cat == flows[i].cat && flows[j].id == flows[i].id; ++j) {
+      const FlowRec& f = flows[j];
+      if (f.phase == Phase::FlowStart) {
+        open.push_back(&f);
+        continue;
+      }
+      if (f.phase != Phase::FlowEnd) continue;  // steps carry no binding we use
+      if (open.empty()) {
+        ++st.flow_events_unmatched;
+        continue;
+      }
+      const FlowRec& s = *open.back();
+      open.pop_back();
+      ++st.flows_total;
+      EventId src = bind(m, s), dst = bind(m, f);
+      if (src == kNoEvent || dst == kNoEvent) {
+        ++st.flow_events_unmatched;
+        continue;
+      }
+      ++st.flows_resolved;
+      if (is_gpu_op(ev.category(dst))) {
+        // Bind to the launch call itself when the flow starts inside an op that made it.
+        EventId launch = src;
+        while (launch != kNoEvent && !is_launch(ev.category(launch))) launch = m.parent_of(launch);
+        link_pair(ev, launch != kNoEvent ? launch : src, dst);
+      } else if (f.cat == fwdbwd_cat) {
+        record_fwd_bwd(m, src, dst);
+      }
+    }
+    st.flow_events_unmatched += open.size();
+    i = j;
+  }
+}
+
+// Forward ↔ backward from Sequence number + Fwd thread id. `Fwd thread id` is PyTorch's
+// own small thread number, not the OS tid: learn which CPU thread it names from the
+// sequence numbers that only one thread has.
+void link_sequence_numbers(TraceModel& m, std::vector<SeqRec>& seqs) {
+  auto& ev = m.ev;
+  std::map<std::pair<int64_t, uint32_t>, EventId> forward;  // (seq, track) → outermost op
+  std::unordered_map<int64_t, std::vector<uint32_t>> threads_of_seq;
+  for (const SeqRec& s : seqs) {
+    if (s.fwd_tid > 0) continue;
+    uint32_t t = m.track_of(s.event);
+    auto [it, added] = forward.emplace(std::make_pair(s.seq, t), s.event);
+    if (added) threads_of_seq[s.seq].push_back(t);
+    else if (ev.depth[s.event] < ev.depth[it->second]) it->second = s.event;
+  }
+  std::map<int64_t, std::map<uint32_t, uint64_t>> votes;  // fwd thread number → track → count
+  for (const SeqRec& s : seqs) {
+    if (s.fwd_tid <= 0) continue;
+    auto it = threads_of_seq.find(s.seq);
+    if (it != threads_of_seq.end() && it->second.size() == 1) votes[s.fwd_tid][it->second[0]]++;
+  }
+  std::unordered_map<int64_t, uint32_t> thread_of;
+  for (auto& [num, counts] : votes) {
+    auto best = std::max_element(counts.begin(), counts.end(), [](auto& a, auto& b) { return a.second < b.second; });
+    thread_of[num] = best->first;
+  }
+  for (const SeqRec& s : seqs) {
+    if (s.fwd_tid <= 0 || m.bwd_to_fwd.count(s.event)) continue;
+    auto t = thread_of.find(s.fwd_tid);
+    if (t == thread_of.end()) continue;
+    auto f = forward.find({s.seq, t->second});
+    if (f != forward.end()) record_fwd_bwd(m, f->second, s.event);
+  }
+}
+
+void link_python_parents(TraceModel& m, const std::vector<PythonRec>& pythons) {
+  std::unordered_map<int64_t, EventId> by_id;
+  for (const PythonRec& p : pythons)
+    if (p.id >= 0) by_id.emplace(p.id, p.event);
+  for (const PythonRec& p : pythons) {
+    if (p.parent < 0 || m.ev.link[p.event] != kNoEvent) continue;
+    auto it = by_id.find(p.parent);
+    if (it != by_id.end() && it->second != p.event) m.ev.link[p.event] = it->second;
+  }
+}
+
+}  // namespace
+
+void resolve_links(TraceModel& m, LinkInputs& in) {
+  link_by_correlation(m);
+  link_annotations(m);
+  link_flows(m, in.flows);
+  link_sequence_numbers(m, in.seqs);
+  link_python_parents(m, in.pythons);
+  auto& ev = m.ev;
+  auto& st = m.stats;
+  for (EventId e = 0; e < ev.size(); ++e) {
+    Cat c = ev.category(e);
+    if (is_gpu_op(c)) {
+      ++st.gpu_ops;
+      if (ev.link[e] != kNoEvent) ++st.gpu_ops_linked;
+    } else if (is_launch(c) && ev.link[e] != kNoEvent) {
+      ++st.launches_linked;
+    }
+  }
+  st.fwdbwd_pairs = m.fwd_to_bwd.size();
+}
+
+}  // namespace strata

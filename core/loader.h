@@ -1,0 +1,27 @@
+// Loading a PyTorch profiler (Kineto) trace, plain or gzipped, into the trace model.
+#pragma once
+
+#include "core/progress.h"
+#include "core/trace_model.h"
+
+#include <memory>
+#include <string>
+
+namespace strata {
+
+struct LoadOptions {
+  unsigned threads = 0;  // 0: one per core
+};
+
+struct LoadResult {
+  std::unique_ptr<TraceModel> model;  // null on error
+  std::string error;                  // one line naming the file and where it went wrong
+};
+
+// Progress counts bytes of the file (while reading a .gz) and then of the JSON.
+// Stages: 1 reading, 2 parsing, 3 building the model.
+LoadResult load_trace(const std::string& path, Progress* progress = nullptr, const LoadOptions& options = {});
+
+int64_t peak_rss_bytes();
+
+}  // namespace strata

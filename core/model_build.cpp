@@ -1,0 +1,434 @@
+// Merging parsed chunks into the trace model: global ids, tracks from metadata, the
+// (track, depth, start) order with nesting computed, and overflow tracks for overlaps.
+#include "core/model_build.h"
+
+#include "core/links.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <numeric>
+
+namespace strata {
+
+namespace {
+
+struct GlobalKey {
+  int64_t pid, tid;
+  StrId pid_s, tid_s;
+  bool operator<(const GlobalKey& o) const {
+    return std::tie(pid, pid_s, tid, tid_s) < std::tie(o.pid, o.pid_s, o.tid, o.tid_s);
+  }
+};
+
+template <class T>
+void append_and_free(std::vector<T>& dst, std::vector<T>& src) {
+  dst.insert(dst.end(), src.begin(), src.end());
+  std::vector<T>().swap(src);
+}
+
+// Reorders a column by `perm` (new index → old index).
+template <class T>
+void permute(std::vector<T>& col, const std::vector<uint32_t>& perm) {
+  std::vector<T> out(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) out[i] = col[perm[i]];
+  col.swap(out);
+}
+
+int64_t number_after(std::string_view s, std::string_view prefix) {
+  if (s.substr(0, prefix.size()) != prefix) return -1;
+  s.remove_prefix(prefix.size());
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  int64_t v = -1;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  return r.ec == std::errc() ? v : -1;
+}
+
+class Builder {
+ public:
+  Builder(TraceModel& m, Progress* progress) : m_(m), progress_(progress) {}
+  void run(std::vector<ChunkOut>& chunks);
+
+ private:
+  void merge(std::vector<ChunkOut>& chunks);
+  void apply_metadata();
+  void classify();
+  void pair_begin_end();
+  void order_and_nest();
+  void warn(std::string text) {
+    ++m_.warning_count;
+    if (m_.warnings.size() < 50) m_.warnings.push_back(std::move(text));
+  }
+
+  TraceModel& m_;
+  Progress* progress_;
+  std::vector<uint32_t> track_;  // per event, global track, until events are ordered
+  std::vector<bool> drop_;       // events merged away (B/E pairs)
+  std::map<std::pair<int64_t, StrId>, uint32_t> process_index_;
+  std::map<GlobalKey, uint32_t> track_index_;
+  std::vector<GlobalKey> track_keys_;
+  std::vector<RawTrackInfo> track_info_;
+  std::vector<MetaRec> metas_;
+  std::vector<SeqRec> seqs_;
+  std::vector<PythonRec> pythons_;
+  std::vector<FlowRec> flows_;
+  std::vector<CounterRec> counters_;
+};
+
+void Builder::merge(std::vector<ChunkOut>& chunks) {
+  auto& ev = m_.ev;
+  for (int c = 0; c < int(Cat::Count); ++c) m_.category_names.emplace_back(cat_name(Cat(c)));
+  m_.stats.per_category.assign(m_.category_names.size(), 0);
+  size_t total = 0;
+  for (auto& ch : chunks) total += ch.start.size();
+  ev.start.reserve(total);
+  ev.dur.reserve(total);
+  ev.name.reserve(total);
+  ev.cat.reserve(total);
+  ev.phase.reserve(total);
+  ev.id.reserve(total);
+  ev.source_offset.reserve(total);
+  track_.reserve(total);
+
+  uint64_t entry_base = 0;
+  for (auto& ch : chunks) {
+    // Strings, categories and tracks: chunk-local ids → global ones.
+    std::vector<StrId> str(ch.strings.size());
+    for (StrId s = 0; s < str.size(); ++s) str[s] = m_.strings.intern(ch.strings.view(s));
+    auto S = [&](StrId s) { return s == kNoStr ? kNoStr : str[s]; };
+    std::vector<uint8_t> cat(ch.categories.size());
+    for (size_t c = 0; c < cat.size(); ++c) {
+      auto it = std::find(m_.category_names.begin(), m_.category_names.end(), ch.categories[c]);
+      if (it == m_.category_names.end()) {
+        if (m_.category_names.size() >= 255) {
+          cat[c] = uint8_t(Cat::Other);
+          continue;
+        }
+        m_.category_names.push_back(ch.categories[c]);
+        m_.stats.per_category.push_back(0);
+        it = m_.category_names.end() - 1;
+      }
+      cat[c] = uint8_t(it - m_.category_names.begin());
+      m_.stats.per_category[cat[c]] += ch.per_category[c];
+    }
+    std::vector<uint32_t> trk(ch.track_keys.size());
+    for (size_t t = 0; t < trk.size(); ++t) {
+      const RawTrackKey& k = ch.track_keys[t];
+      GlobalKey g{k.pid, k.tid, S(k.pid_s), S(k.tid_s)};
+      auto [it, added] = track_index_.try_emplace(g, uint32_t(track_keys_.size()));
+      if (added) {
+        track_keys_.push_back(g);
+        track_info_.push_back(ch.track_info[t]);
+      } else {
+        auto& info = track_info_[it->second];
+        if (info.device < 0) info.device = ch.track_info[t].device;
+        if (info.stream < 0) info.stream = ch.track_info[t].stream;
+      }
+      trk[t] = it->second;
+    }
+
+    auto base = uint32_t(ev.start.size());
+    for (auto& n : ch.name) n = str[n];
+    for (auto& c : ch.cat) c = cat[c];
+    for (auto& t : ch.track) t = trk[t];
+    append_and_free(ev.start, ch.start);
+    append_and_free(ev.dur, ch.dur);
+    append_and_free(ev.name, ch.name);
+    append_and_free(ev.cat, ch.cat);
+    append_and_free(ev.phase, ch.phase);
+    append_and_free(ev.id, ch.id);
+    append_and_free(ev.source_offset, ch.offset);
+    append_and_free(track_, ch.track);
+
+    for (auto s : ch.seqs) seqs_.push_back({s.event + base, s.seq, s.fwd_tid});
+    for (auto p : ch.pythons) pythons_.push_back({p.event + base, p.id, p.parent});
+    for (auto f : ch.flows) {
+      f.track = trk[f.track];
+      f.cat = cat[f.cat];
+      flows_.push_back(f);
+    }
+    for (auto mr : ch.metas) metas_.push_back({mr.kind, trk[mr.track], S(mr.text), mr.number});
+    for (auto c : ch.counters) counters_.push_back({c.ts, trk[c.track], S(c.name), S(c.key), c.value});
+    auto& mem = m_.memory;
+    for (size_t i = 0; i < ch.memory.size(); ++i) {
+      mem.ts.push_back(ch.memory.ts[i]);
+      mem.bytes.push_back(ch.memory.bytes[i]);
+      mem.total_allocated.push_back(ch.memory.total_allocated[i]);
+      mem.total_reserved.push_back(ch.memory.total_reserved[i]);
+      mem.addr.push_back(ch.memory.addr[i]);
+      mem.device_type.push_back(ch.memory.device_type[i]);
+      mem.device_id.push_back(ch.memory.device_id[i]);
+      mem.track.push_back(trk[ch.memory.track[i]]);
+    }
+    m_.stats.trace_events += ch.entries;
+    for (size_t p = 0; p < std::size(ch.per_phase); ++p) m_.stats.per_phase[p] += ch.per_phase[p];
+    m_.warning_count += ch.warning_count;
+    for (auto& w : ch.warnings)
+      if (m_.warnings.size() < 50)
+        m_.warnings.push_back("event #" + std::to_string(entry_base + w.entry) + " at byte " +
+                              std::to_string(w.offset) + ": " + w.text);
+    entry_base += ch.entries;
+    ch = ChunkOut();
+  }
+
+  // Processes and tracks, in order of first appearance.
+  for (uint32_t t = 0; t < track_keys_.size(); ++t) {
+    const GlobalKey& k = track_keys_[t];
+    auto [pit, padded] = process_index_.try_emplace({k.pid, k.pid_s}, uint32_t(m_.processes.size()));
+    if (padded) {
+      Process p;
+      p.pid = k.pid;
+      p.pid_label = k.pid_s;
+      p.sort_index = k.pid;
+      m_.processes.push_back(p);
+    }
+    Track tr;
+    tr.process = pit->second;
+    tr.tid = k.tid;
+    tr.tid_label = k.tid_s;
+    tr.sort_index = k.tid;
+    m_.tracks.push_back(tr);
+  }
+}
+
+void Builder::apply_metadata() {
+  for (const MetaRec& mr : metas_) {
+    Track& t = m_.tracks[mr.track];
+    Process& p = m_.processes[t.process];
+    switch (mr.kind) {
+      case MetaKind::ProcessName: if (mr.text != kNoStr) p.name = mr.text; break;
+      case MetaKind::ProcessLabels: if (mr.text != kNoStr) p.labels = mr.text; break;
+      case MetaKind::ProcessSortIndex: p.sort_index = mr.number; break;
+      // The first thread_name wins: PyTorch later renames threads it merely touched.
+      case MetaKind::ThreadName: if (mr.text != kNoStr && t.name == kNoStr) t.name = mr.text; break;
+      case MetaKind::ThreadSortIndex: t.sort_index = mr.number; break;
+    }
+  }
+  for (const CounterRec& c : counters_) {
+    uint32_t proc = m_.tracks[c.track].process;
+    std::string name = std::string(m_.strings.view(c.name));
+    std::string_view key = m_.strings.view(c.key);
+    if (key != "value" && key != name) name.append(".").append(key);
+    StrId id = m_.strings.intern(name);
+    auto it = std::find_if(m_.counters.begin(), m_.counters.end(),
+                           [&](const CounterSeries& s) { return s.process == proc && s.name == id; });
+    if (it == m_.counters.end()) {
+      m_.counters.push_back({proc, id, {}, {}});
+      it = m_.counters.end() - 1;
+    }
+    it->ts.push_back(c.ts);
+    it->value.push_back(c.value);
+  }
+  for (auto& s : m_.counters) {
+    std::vector<uint32_t> order(s.ts.size());
+    std::iota(order.begin(), order.end(), 0u);
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return s.ts[a] < s.ts[b]; });
+    permute(s.ts, order);
+    permute(s.value, order);
+  }
+}
+
+void Builder::classify() {
+  // A track is a GPU stream when its events are GPU work; its process row is then a GPU.
+  std::vector<uint32_t> gpu_events(m_.tracks.size()), cpu_events(m_.tracks.size());
+  for (size_t e = 0; e < track_.size(); ++e) {
+    Cat c = m_.ev.category(EventId(e));
+    if (is_gpu_cat(c)) gpu_events[track_[e]]++;
+    else if (c != Cat::Trace && c != Cat::None) cpu_events[track_[e]]++;
+    else if (c == Cat::None) cpu_events[track_[e]]++;
+  }
+  for (uint32_t t = 0; t < m_.tracks.size(); ++t) {
+    Track& tr = m_.tracks[t];
+    Process& p = m_.processes[tr.process];
+    std::string_view tid_label = m_.strings.view(tr.tid_label);
+    if (gpu_events[t] > 0 && gpu_events[t] >= cpu_events[t]) {
+      tr.kind = TrackKind::GpuStream;
+      tr.stream = track_info_[t].stream >= 0 ? track_info_[t].stream : number_after(tid_label, "stream");
+      if (tr.stream < 0) tr.stream = tr.tid;
+      int64_t dev = number_after(m_.strings.view(p.labels), "GPU");
+      if (dev < 0) dev = track_info_[t].device;
+      if (dev < 0) dev = p.pid;
+      p.device = int32_t(dev);
+    } else if (cpu_events[t] > 0) {
+      tr.kind = TrackKind::CpuThread;
+    }
+    if (tr.name == kNoStr) {
+      std::string name = tr.kind == TrackKind::GpuStream ? "stream " + std::to_string(tr.stream)
+                         : tr.tid_label != kNoStr        ? std::string(tid_label)
+                                                         : "thread " + std::to_string(tr.tid);
+      tr.name = m_.strings.intern(name);
+    }
+  }
+  for (Process& p : m_.processes)
+    if (p.device < 0 && number_after(m_.strings.view(p.labels), "GPU") >= 0)
+      p.device = int32_t(number_after(m_.strings.view(p.labels), "GPU"));
+}
+
+void Builder::pair_begin_end() {
+  // B/E pairs become complete events; an unmatched B or E is dropped with a warning.
+  auto& ev = m_.ev;
+  if (m_.stats.per_phase[size_t(Phase::Begin)] == 0 && m_.stats.per_phase[size_t(Phase::End)] == 0) return;
+  drop_.assign(ev.size(), false);
+  std::vector<uint32_t> be;
+  for (uint32_t e = 0; e < ev.size(); ++e)
+    if (ev.phase[e] == Phase::Begin || ev.phase[e] == Phase::End) be.push_back(e);
+  std::stable_sort(be.begin(), be.end(), [&](uint32_t a, uint32_t b) {
+    return std::tie(track_[a], ev.start[a]) < std::tie(track_[b], ev.start[b]);
+  });
+  std::vector<uint32_t> open;
+  uint64_t unmatched = 0;
+  for (size_t i = 0; i < be.size(); ++i) {
+    uint32_t e = be[i];
+    if (i > 0 && track_[be[i - 1]] != track_[e]) {
+      unmatched += open.size();
+      for (uint32_t o : open) drop_[o] = true;
+      open.clear();
+    }
+    if (ev.phase[e] == Phase::Begin) {
+      open.push_back(e);
+    } else {
+      drop_[e] = true;
+      if (open.empty()) {
+        ++unmatched;
+        continue;
+      }
+      uint32_t b = open.back();
+      open.pop_back();
+      ev.dur[b] = ev.start[e] - ev.start[b];
+      ev.phase[b] = Phase::Complete;
+    }
+  }
+  unmatched += open.size();
+  for (uint32_t o : open) drop_[o] = true;
+  if (unmatched) warn(std::to_string(unmatched) + " begin/end (B/E) events without a partner were dropped");
+}
+
+void Builder::order_and_nest() {
+  auto& ev = m_.ev;
+  size_t n = ev.size();
+  // Events per track, each list sorted by (start, longer first, file order).
+  std::vector<std::vector<uint32_t>> lists(m_.tracks.size());
+  {
+    std::vector<uint32_t> counts(m_.tracks.size());
+    for (size_t e = 0; e < n; ++e)
+      if (drop_.empty() || !drop_[e]) counts[track_[e]]++;
+    for (size_t t = 0; t < lists.size(); ++t) lists[t].reserve(counts[t]);
+    for (uint32_t e = 0; e < n; ++e)
+      if (drop_.empty() || !drop_[e]) lists[track_[e]].push_back(e);
+  }
+  std::vector<uint32_t>().swap(track_);
+  auto by_start = [&](uint32_t a, uint32_t b) {
+    if (ev.start[a] != ev.start[b]) return ev.start[a] < ev.start[b];
+    if (ev.dur[a] != ev.dur[b]) return ev.dur[a] > ev.dur[b];
+    return a < b;
+  };
+
+  std::vector<uint16_t> depth(n, 0);
+  std::vector<uint32_t> perm;
+  perm.reserve(n);
+  constexpr size_t kMaxDepth = UINT16_MAX;
+  for (uint32_t t = 0; t < lists.size(); ++t) {  // `lists` grows as overflow tracks appear
+    std::vector<uint32_t> list = std::move(lists[t]);
+    if (!std::is_sorted(list.begin(), list.end(), by_start)) std::sort(list.begin(), list.end(), by_start);
+    std::vector<uint32_t> overflow, stack;
+    std::vector<uint32_t> per_depth;
+    uint32_t kept = 0;
+    for (uint32_t e : list) {
+      while (!stack.empty() && ev.end(stack.back()) <= ev.start[e]) stack.pop_back();
+      if (!stack.empty() && (ev.end(e) > ev.end(stack.back()) || stack.size() >= kMaxDepth)) {
+        overflow.push_back(e);
+        continue;
+      }
+      depth[e] = uint16_t(stack.size());
+      if (per_depth.size() <= stack.size()) per_depth.push_back(0);
+      per_depth[stack.size()]++;
+      stack.push_back(e);
+      list[kept++] = e;
+    }
+    list.resize(kept);
+    // Level by level, each level in start order.
+    Track& tr = m_.tracks[t];
+    tr.events.begin = uint32_t(perm.size());
+    std::vector<uint32_t> offset(per_depth.size() + 1, 0);
+    for (size_t d = 0; d < per_depth.size(); ++d) offset[d + 1] = offset[d] + per_depth[d];
+    tr.levels.resize(per_depth.size());
+    for (size_t d = 0; d < per_depth.size(); ++d)
+      tr.levels[d] = {tr.events.begin + offset[d], tr.events.begin + offset[d + 1]};
+    perm.resize(perm.size() + list.size());
+    for (uint32_t e : list) perm[tr.events.begin + offset[depth[e]]++] = e;
+    tr.events.end = uint32_t(perm.size());
+    if (!overflow.empty()) {
+      m_.stats.overlaps += overflow.size();
+      Track o;
+      o.kind = tr.kind;
+      o.process = tr.process;
+      o.tid = tr.tid;
+      o.tid_label = tr.tid_label;
+      o.stream = tr.stream;
+      o.sort_index = tr.sort_index;
+      std::string name(m_.strings.view(tr.name));
+      name.append(" (overlapping)");
+      o.name = m_.strings.intern(name);
+      o.overflow_of = t;
+      m_.tracks[t].overflow = uint32_t(m_.tracks.size());
+      m_.tracks.push_back(std::move(o));
+      lists.push_back(std::move(overflow));
+    }
+  }
+  if (m_.stats.overlaps)
+    warn(std::to_string(m_.stats.overlaps) +
+         " events overlapped others on their thread without nesting; they are kept on '(overlapping)' rows");
+
+  // Apply the order; keep old → new for the passes that hold old indices.
+  std::vector<uint32_t> new_index(n, kNoEvent);
+  for (uint32_t i = 0; i < perm.size(); ++i) new_index[perm[i]] = i;
+  permute(ev.start, perm);
+  permute(ev.dur, perm);
+  permute(ev.name, perm);
+  permute(ev.cat, perm);
+  permute(ev.phase, perm);
+  permute(ev.id, perm);
+  permute(ev.source_offset, perm);
+  permute(depth, perm);
+  ev.depth = std::move(depth);
+  ev.link.assign(ev.size(), kNoEvent);
+  auto remap = [&](auto& recs) {
+    size_t k = 0;
+    for (auto& r : recs)
+      if (new_index[r.event] != kNoEvent) {
+        r.event = new_index[r.event];
+        recs[k++] = r;
+      }
+    recs.resize(k);
+  };
+  remap(seqs_);
+  remap(pythons_);
+}
+
+void Builder::run(std::vector<ChunkOut>& chunks) {
+  merge(chunks);
+  apply_metadata();
+  classify();
+  pair_begin_end();
+  order_and_nest();
+  if (progress_ && progress_->cancelled()) return;
+  LinkInputs in{std::move(seqs_), std::move(pythons_), std::move(flows_)};
+  resolve_links(m_, in);
+  auto& ev = m_.ev;
+  if (ev.size()) {
+    m_.time_begin = INT64_MAX;
+    m_.time_end = INT64_MIN;
+    for (size_t e = 0; e < ev.size(); ++e) {
+      m_.time_begin = std::min(m_.time_begin, ev.start[e]);
+      m_.time_end = std::max(m_.time_end, ev.start[e] + ev.dur[e]);
+    }
+  }
+}
+
+}  // namespace
+
+void build_model(std::vector<ChunkOut>& chunks, TraceModel& model, Progress* progress) {
+  Builder(model, progress).run(chunks);
+}
+
+}  // namespace strata

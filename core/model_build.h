@@ -1,0 +1,14 @@
+#pragma once
+
+#include "core/kineto_parse.h"
+#include "core/trace_model.h"
+
+#include <vector>
+
+namespace strata {
+
+// Merges chunks (in file order; they are emptied) into `model`: strings, categories,
+// processes and tracks, nesting, overflow tracks, then links (links.h).
+void build_model(std::vector<ChunkOut>& chunks, TraceModel& model, Progress* progress);
+
+}  // namespace strata

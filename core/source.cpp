@@ -1,0 +1,196 @@
+#include "core/source.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+namespace strata {
+
+SourceBuffer& SourceBuffer::operator=(SourceBuffer&& o) noexcept {
+  if (this != &o) {
+    release();
+    data_ = o.data_;
+    size_ = o.size_;
+    capacity_ = o.capacity_;
+    mapped_ = o.mapped_;
+    o.data_ = nullptr;
+    o.size_ = o.capacity_ = o.mapped_ = 0;
+  }
+  return *this;
+}
+
+void SourceBuffer::release() {
+  if (!data_) return;
+  if (mapped_)
+    munmap(data_, mapped_);
+  else
+    std::free(data_);
+  data_ = nullptr;
+}
+
+SourceBuffer SourceBuffer::allocate(size_t capacity) {
+  SourceBuffer b;
+  b.data_ = static_cast<char*>(std::malloc(capacity + kSourcePadding));
+  if (!b.data_) return b;
+  b.capacity_ = capacity;
+  std::memset(b.data_ + capacity, 0, kSourcePadding);
+  return b;
+}
+
+bool SourceBuffer::grow(size_t capacity) {
+  if (mapped_) return false;
+  auto* p = static_cast<char*>(std::realloc(data_, capacity + kSourcePadding));
+  if (!p) return false;
+  data_ = p;
+  capacity_ = capacity;
+  std::memset(data_ + capacity, 0, kSourcePadding);
+  return true;
+}
+
+SourceBuffer SourceBuffer::map_file(int fd, size_t size) {
+  // Reserve room for the file plus padding, then map the file over its start: the bytes
+  // after the end of the file are anonymous zero pages, so reads past the end are safe.
+  SourceBuffer b;
+  size_t page = size_t(sysconf(_SC_PAGESIZE));
+  size_t total = (size + kSourcePadding + page - 1) / page * page;
+  void* region = mmap(nullptr, total, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (region == MAP_FAILED) return b;
+  void* file = mmap(region, size, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0);
+  if (file == MAP_FAILED) {
+    munmap(region, total);
+    return b;
+  }
+  b.data_ = static_cast<char*>(region);
+  b.size_ = b.capacity_ = size;
+  b.mapped_ = total;
+  return b;
+}
+
+namespace {
+
+std::string errno_text(const std::string& path, const char* what) {
+  return path + ": " + what + ": " + std::strerror(errno);
+}
+
+void inflate_gzip(const std::string& path, const unsigned char* in, size_t in_size, ReadResult& r,
+                  Progress* progress) {
+  // The trailer's ISIZE (size mod 2^32) is a good first guess for the output size.
+  size_t guess = in_size * 4;
+  if (in_size >= 18) {
+    uint32_t isize;
+    std::memcpy(&isize, in + in_size - 4, 4);
+    if (isize >= in_size) guess = isize;
+  }
+  r.buffer = SourceBuffer::allocate(guess + 1);
+  if (!r.buffer.data()) {
+    r.error = path + ": out of memory for " + std::to_string(guess) + " bytes";
+    return;
+  }
+  z_stream zs{};
+  if (inflateInit2(&zs, 15 + 32) != Z_OK) {
+    r.error = path + ": cannot initialise zlib";
+    return;
+  }
+  size_t out = 0, consumed = 0;
+  int rc = Z_OK;
+  while (true) {
+    if (out == r.buffer.capacity() && !r.buffer.grow(r.buffer.capacity() + r.buffer.capacity() / 2 + 4096)) {
+      r.error = path + ": out of memory inflating gzip at compressed byte " + std::to_string(consumed);
+      break;
+    }
+    size_t in_chunk = std::min<size_t>(in_size - consumed, 1u << 30);
+    zs.next_in = const_cast<unsigned char*>(in + consumed);
+    zs.avail_in = uInt(in_chunk);
+    size_t out_chunk = std::min<size_t>(r.buffer.capacity() - out, 1u << 30);
+    zs.next_out = reinterpret_cast<unsigned char*>(r.buffer.writable() + out);
+    zs.avail_out = uInt(out_chunk);
+    rc = inflate(&zs, Z_NO_FLUSH);
+    consumed += in_chunk - zs.avail_in;
+    out += out_chunk - zs.avail_out;
+    if (progress) progress->done.store(consumed, std::memory_order_relaxed);
+    if (progress && progress->cancelled()) {
+      r.error = path + ": cancelled";
+      break;
+    }
+    if (rc == Z_STREAM_END) {
+      // Concatenated gzip members form one stream; skip trailing zero padding.
+      size_t rest = consumed;
+      while (rest < in_size && in[rest] == 0) ++rest;
+      if (rest >= in_size) break;
+      consumed = rest;
+      inflateReset(&zs);
+      continue;
+    }
+    if (rc == Z_OK) continue;
+    if (rc == Z_BUF_ERROR && consumed == in_size) {
+      r.warning = path + ": gzip stream is truncated at compressed byte " + std::to_string(consumed) +
+                  "; reading the " + std::to_string(out) + " bytes it holds";
+      break;
+    }
+    if (rc == Z_BUF_ERROR) continue;  // output full: grow and go on
+    r.error = path + ": corrupt gzip data at compressed byte " + std::to_string(consumed) + " (" +
+              (zs.msg ? zs.msg : "inflate error") + ")";
+    break;
+  }
+  inflateEnd(&zs);
+  r.buffer.set_size(out);
+  if (r.buffer.capacity() > out) std::memset(r.buffer.writable() + out, 0, std::min<size_t>(r.buffer.capacity() - out, kSourcePadding));
+  if (!r.error.empty()) r.buffer = SourceBuffer();
+}
+
+}  // namespace
+
+ReadResult read_source(const std::string& path, Progress* progress) {
+  ReadResult r;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    r.error = errno_text(path, "cannot open");
+    return r;
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    r.error = errno_text(path, "cannot stat");
+    ::close(fd);
+    return r;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    r.error = path + ": is a directory, not a trace file";
+    ::close(fd);
+    return r;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    r.error = path + ": not a regular file";
+    ::close(fd);
+    return r;
+  }
+  size_t size = size_t(st.st_size);
+  r.file_bytes = size;
+  if (progress) progress->total.store(size, std::memory_order_relaxed);
+  if (size == 0) {
+    r.error = path + ": empty file (0 bytes)";
+    ::close(fd);
+    return r;
+  }
+  SourceBuffer mapped = SourceBuffer::map_file(fd, size);
+  ::close(fd);
+  if (!mapped.data()) {
+    r.error = errno_text(path, "cannot map");
+    return r;
+  }
+  auto* bytes = reinterpret_cast<const unsigned char*>(mapped.data());
+  if (size >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b) {
+    r.gzip = true;
+    madvise(mapped.writable(), size, MADV_SEQUENTIAL);
+    inflate_gzip(path, bytes, size, r, progress);
+    return r;
+  }
+  r.buffer = std::move(mapped);
+  return r;
+}
+
+}  // namespace strata

@@ -1,0 +1,110 @@
+#include "core/trace_model.h"
+
+#include "core/json_scan.h"
+
+#include <algorithm>
+
+namespace strata {
+
+const char* cat_name(Cat c) {
+  switch (c) {
+    case Cat::Other: return "other";
+    case Cat::CpuOp: return "cpu_op";
+    case Cat::UserAnnotation: return "user_annotation";
+    case Cat::GpuUserAnnotation: return "gpu_user_annotation";
+    case Cat::CudaRuntime: return "cuda_runtime";
+    case Cat::CudaDriver: return "cuda_driver";
+    case Cat::Kernel: return "kernel";
+    case Cat::GpuMemcpy: return "gpu_memcpy";
+    case Cat::GpuMemset: return "gpu_memset";
+    case Cat::CudaSync: return "cuda_sync";
+    case Cat::CudaEvent: return "cuda_event";
+    case Cat::PythonFunction: return "python_function";
+    case Cat::CpuInstant: return "cpu_instant_event";
+    case Cat::Trace: return "Trace";
+    case Cat::Overhead: return "overhead";
+    case Cat::None: return "(none)";
+    case Cat::Count: break;
+  }
+  return "?";
+}
+
+bool is_gpu_cat(Cat c) {
+  return c == Cat::Kernel || c == Cat::GpuMemcpy || c == Cat::GpuMemset || c == Cat::GpuUserAnnotation;
+}
+
+template <class T>
+static size_t cap(const std::vector<T>& v) {
+  return v.capacity() * sizeof(T);
+}
+
+size_t EventColumns::bytes() const {
+  return cap(start) + cap(dur) + cap(name) + cap(cat) + cap(phase) + cap(depth) + cap(id) + cap(source_offset) +
+         cap(link);
+}
+
+size_t MemoryEvents::bytes_used() const {
+  return cap(ts) + cap(bytes) + cap(total_allocated) + cap(total_reserved) + cap(addr) + cap(device_type) +
+         cap(device_id) + cap(track);
+}
+
+size_t TraceModel::bytes() const {
+  size_t b = ev.bytes() + memory.bytes_used() + strings.bytes();
+  for (const Track& t : tracks) b += sizeof(Track) + cap(t.levels);
+  b += cap(processes);
+  for (const CounterSeries& s : counters) b += sizeof(s) + cap(s.ts) + cap(s.value);
+  // Hash map nodes: key, value, next pointer and the bucket slot.
+  b += (fwd_to_bwd.size() + bwd_to_fwd.size()) * 32 + (fwd_to_bwd.bucket_count() + bwd_to_fwd.bucket_count()) * 8;
+  return b;
+}
+
+uint32_t TraceModel::track_of(EventId e) const {
+  auto it = std::upper_bound(tracks.begin(), tracks.end(), e,
+                             [](EventId x, const Track& t) { return x < t.events.begin; });
+  // Tracks are laid out in index order, so the last one starting at or before e holds it,
+  // skipping empty tracks that start at the same place.
+  while (it != tracks.begin()) {
+    --it;
+    if (e >= it->events.begin && e < it->events.end) return uint32_t(it - tracks.begin());
+    if (it->events.begin < e) break;
+  }
+  return kNoTrack;
+}
+
+EventId TraceModel::parent_of(EventId e) const {
+  uint16_t d = ev.depth[e];
+  if (d == 0) return kNoEvent;
+  uint32_t t = track_of(e);
+  if (t == kNoTrack) return kNoEvent;
+  const Range& level = tracks[t].levels[d - 1];
+  auto b = ev.start.begin() + level.begin, en = ev.start.begin() + level.end;
+  auto it = std::upper_bound(b, en, ev.start[e]);
+  if (it == b) return kNoEvent;
+  return EventId(it - ev.start.begin() - 1);
+}
+
+EventId TraceModel::event_at(uint32_t track, Ns t) const {
+  const Track& tr = tracks[track];
+  for (size_t d = tr.levels.size(); d-- > 0;) {
+    const Range& level = tr.levels[d];
+    auto b = ev.start.begin() + level.begin, en = ev.start.begin() + level.end;
+    auto it = std::upper_bound(b, en, t);
+    if (it == b) continue;
+    auto id = EventId(it - ev.start.begin() - 1);
+    if (ev.end(id) >= t) return id;
+  }
+  return kNoEvent;
+}
+
+std::string_view TraceModel::source_of(EventId e) const {
+  if (!source || e >= ev.size()) return {};
+  uint64_t off = ev.source_offset[e];
+  const char* p = source->data();
+  size_t n = source->size();
+  if (off >= n || p[off] != '{') return {};
+  size_t end;
+  if (json::value_end(p, off, n, end) != json::ScanError::None) return {};
+  return {p + off, end - off};
+}
+
+}  // namespace strata

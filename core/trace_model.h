@@ -1,0 +1,192 @@
+// The in-memory trace model: what every loader produces and every analysis and view reads.
+//
+// Events are stored column-wise, sorted by (track, depth, start), so each nesting level of
+// each track is one contiguous, non-overlapping, start-sorted range: the visible part of a
+// level is two binary searches away. Only the arguments analyses need are columns; the
+// rest is read on demand from the event's bytes in the source (see `source_offset`).
+#pragma once
+
+#include "core/source.h"
+#include "core/strings.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace strata {
+
+using Ns = int64_t;  // nanoseconds
+using EventId = uint32_t;
+inline constexpr EventId kNoEvent = UINT32_MAX;
+inline constexpr uint32_t kNoTrack = UINT32_MAX;
+
+// Event categories the analyses know. Older spellings (2021 TensorBoard plugin's
+// `Operator`/`Runtime`/`Kernel`/…) map to the same values; anything else is `Other` and
+// keeps its spelling in `TraceModel::category_names`.
+enum class Cat : uint8_t {
+  Other = 0,
+  CpuOp,
+  UserAnnotation,
+  GpuUserAnnotation,
+  CudaRuntime,
+  CudaDriver,
+  Kernel,
+  GpuMemcpy,
+  GpuMemset,
+  CudaSync,
+  CudaEvent,
+  PythonFunction,
+  CpuInstant,
+  Trace,
+  Overhead,
+  None,  // the event had no `cat` (legacy autograd profiler, metadata)
+  Count
+};
+const char* cat_name(Cat c);
+bool is_gpu_cat(Cat c);  // runs on a GPU stream: kernel, memcpy, memset, gpu_user_annotation
+
+enum class Phase : uint8_t { Complete, Instant, Counter, FlowStart, FlowStep, FlowEnd, Metadata, Begin, End, Other };
+
+struct Range {
+  uint32_t begin = 0, end = 0;
+  uint32_t size() const { return end - begin; }
+  bool empty() const { return begin == end; }
+};
+
+enum class TrackKind : uint8_t { CpuThread, GpuStream, Other };
+
+struct Track {
+  TrackKind kind = TrackKind::Other;
+  uint32_t process = 0;        // index into TraceModel::processes
+  int64_t tid = 0;             // numeric thread / stream id (a string tid is parsed or hashed)
+  StrId tid_label = kNoStr;    // the tid as written when it was a string ("stream 7")
+  StrId name = kNoStr;         // thread_name metadata, else a made-up one
+  int64_t stream = -1;         // GPU streams: the CUDA stream id
+  int64_t sort_index = 0;
+  Range events;                // all events of this track
+  std::vector<Range> levels;   // levels[d]: events at nesting depth d
+  uint32_t overflow = kNoTrack;     // events that overlapped here without nesting live there
+  uint32_t overflow_of = kNoTrack;  // this track holds such events of that track
+};
+
+struct Process {
+  int64_t pid = 0;
+  StrId pid_label = kNoStr;  // the pid as written when it was a string ("Spans")
+  StrId name = kNoStr;       // process_name metadata
+  StrId labels = kNoStr;     // process_labels metadata ("GPU 0", "CPU")
+  int64_t sort_index = 0;
+  int32_t device = -1;       // GPU index when this process row is a GPU
+};
+
+// Event columns; all have the same length. `link` pairs a CPU launch (runtime/driver call)
+// with the GPU op it launched, in both directions (resolved from `correlation` and ac2g-style
+// flows; a launch keeps its earliest GPU op), a gpu_user_annotation with its user_annotation,
+// and points a python_function frame at its parent frame (`Python parent id`).
+struct EventColumns {
+  std::vector<Ns> start;
+  std::vector<Ns> dur;
+  std::vector<StrId> name;
+  std::vector<uint8_t> cat;        // index into TraceModel::category_names; Cat values first
+  std::vector<Phase> phase;
+  std::vector<uint16_t> depth;
+  std::vector<int64_t> id;         // correlation (runtime, GPU ops) or External id (CPU ops), -1 if none
+  std::vector<uint64_t> source_offset;  // byte offset of the event's `{` in the (decompressed) source
+  std::vector<EventId> link;
+
+  size_t size() const { return start.size(); }
+  Ns end(EventId e) const { return start[e] + dur[e]; }
+  Cat category(EventId e) const { return cat[e] < uint8_t(Cat::Count) ? Cat(cat[e]) : Cat::Other; }
+  size_t bytes() const;
+};
+
+// `[memory]` allocator events (profile_memory).
+struct MemoryEvents {
+  std::vector<Ns> ts;
+  std::vector<int64_t> bytes;  // negative = free
+  std::vector<int64_t> total_allocated;
+  std::vector<int64_t> total_reserved;
+  std::vector<uint64_t> addr;
+  std::vector<int8_t> device_type;  // 0 CPU, 1 CUDA (as PyTorch writes it)
+  std::vector<int16_t> device_id;
+  std::vector<uint32_t> track;
+  size_t size() const { return ts.size(); }
+  size_t bytes_used() const;
+};
+
+// Counter (`ph: C`) samples: one series per (process, name, arg key).
+struct CounterSeries {
+  uint32_t process = 0;
+  StrId name = kNoStr;
+  std::vector<Ns> ts;
+  std::vector<double> value;
+};
+
+struct DeviceInfo {
+  int64_t id = -1;
+  std::string name;
+  int64_t total_global_mem = 0;
+  int64_t compute_major = 0, compute_minor = 0;
+  int64_t num_sms = 0;
+};
+
+struct DistributedInfo {
+  std::string backend;
+  int64_t rank = -1;
+  int64_t world_size = -1;
+};
+
+struct LoadStats {
+  uint64_t file_bytes = 0;     // as stored (compressed when .gz)
+  uint64_t json_bytes = 0;     // decompressed JSON
+  uint64_t trace_events = 0;   // entries of traceEvents
+  uint64_t per_phase[size_t(Phase::Other) + 1] = {};
+  std::vector<uint64_t> per_category;  // by index into category_names (events of every phase)
+  uint64_t flows_total = 0, flows_resolved = 0;   // flow pairs (s with its f)
+  uint64_t flow_events_unmatched = 0;             // s or f without a partner, or binding to no slice
+  uint64_t launches_linked = 0, gpu_ops = 0, gpu_ops_linked = 0;
+  uint64_t fwdbwd_pairs = 0;
+  uint64_t overlaps = 0;       // X events that overlapped without nesting (kept on overflow tracks)
+  double seconds_read = 0, seconds_parse = 0, seconds_build = 0, seconds_total = 0;
+  size_t model_bytes = 0;
+  int64_t peak_rss_bytes = 0;
+};
+
+struct TraceModel {
+  std::string path;
+  std::shared_ptr<const SourceBuffer> source;  // the decompressed JSON, for lazy reads
+
+  StringTable strings;
+  std::vector<std::string> category_names;  // index = EventColumns::cat
+  EventColumns ev;
+  std::vector<Track> tracks;
+  std::vector<Process> processes;
+  MemoryEvents memory;
+  std::vector<CounterSeries> counters;
+
+  // Forward op ↔ its backward op (fwdbwd flows, or Sequence number + Fwd thread id).
+  std::unordered_map<EventId, EventId> fwd_to_bwd, bwd_to_fwd;
+
+  std::vector<DeviceInfo> devices;
+  DistributedInfo distributed;
+  std::string schema_version, trace_name, display_time_unit;
+  int64_t base_time_ns = 0;
+  Ns time_begin = 0, time_end = 0;  // over all timed events
+
+  uint64_t warning_count = 0;
+  std::vector<std::string> warnings;  // the first few, each naming the event and byte offset
+  LoadStats stats;
+
+  uint32_t track_of(EventId e) const;  // binary search over track ranges
+  std::string_view name_of(EventId e) const { return strings.view(ev.name[e]); }
+  // Enclosing event one level up on the same track, or kNoEvent.
+  EventId parent_of(EventId e) const;
+  // The deepest event on `track` whose [start, end] contains t, or kNoEvent.
+  EventId event_at(uint32_t track, Ns t) const;
+  // The source bytes of an event (its JSON object), for the details panel.
+  std::string_view source_of(EventId e) const;
+  size_t bytes() const;
+};
+
+}  // namespace strata
