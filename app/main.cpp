@@ -27,6 +27,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cmd == "info") return cmd_info(argc - 1, argv + 1);
+  if (cmd == "record") return cmd_record(argc - 1, argv + 1);
+  if (cmd == "attach") return cmd_attach(argc - 1, argv + 1);
   // A bare file argument opens it.
   if (!cmd.empty() && cmd[0] != '-') return cmd_info(argc, argv);
   std::fprintf(stderr, "strata: unknown command '%s'\n", argv[1]);

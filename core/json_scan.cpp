@@ -3,6 +3,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace strata::json {
 
@@ -25,6 +29,29 @@ size_t string_end(const char* p, size_t i, size_t n) {
 
 }  // namespace
 
+namespace {
+
+// Bit k set when p[k] is one of " \ { } [ ] (`len` ≤ 16 bytes from p).
+inline uint32_t special_mask(const char* p, size_t len) {
+#if defined(__SSE2__)
+  if (len == 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    __m128i m = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
+    m = _mm_or_si128(m, _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('{')), _mm_cmpeq_epi8(v, _mm_set1_epi8('}'))));
+    m = _mm_or_si128(m, _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('[')), _mm_cmpeq_epi8(v, _mm_set1_epi8(']'))));
+    return uint32_t(_mm_movemask_epi8(m));
+  }
+#endif
+  uint32_t m = 0;
+  for (size_t k = 0; k < len; ++k) {
+    char c = p[k];
+    if (c == '"' || c == '\\' || c == '{' || c == '}' || c == '[' || c == ']') m |= 1u << k;
+  }
+  return m;
+}
+
+}  // namespace
+
 ScanError value_end(const char* p, size_t i, size_t n, size_t& end) {
   if (i >= n) return ScanError::Truncated;
   char c = p[i];
@@ -35,18 +62,30 @@ ScanError value_end(const char* p, size_t i, size_t n, size_t& end) {
     return ScanError::None;
   }
   if (c == '{' || c == '[') {
-    size_t depth = 0;
-    for (size_t j = i; j < n; ++j) {
-      char d = p[j];
-      if (d == '"') {
-        j = string_end(p, j, n);
-        if (j >= n) return ScanError::Truncated;
-      } else if (d == '{' || d == '[') {
-        ++depth;
-      } else if (d == '}' || d == ']') {
-        if (--depth == 0) {
-          end = j + 1;
-          return ScanError::None;
+    // Visit only the structural characters, found 16 bytes at a time.
+    size_t depth = 0, skip = SIZE_MAX;
+    bool in_string = false;
+    for (size_t block = i; block < n; block += 16) {
+      uint32_t mask = special_mask(p + block, std::min<size_t>(16, n - block));
+      while (mask) {
+        size_t j = block + size_t(__builtin_ctz(mask));
+        mask &= mask - 1;
+        if (j == skip) continue;  // escaped by the backslash before it
+        char d = p[j];
+        if (in_string) {
+          if (d == '\\') skip = j + 1;
+          else if (d == '"') in_string = false;
+          continue;
+        }
+        if (d == '"') {
+          in_string = true;
+        } else if (d == '{' || d == '[') {
+          ++depth;
+        } else if (d == '}' || d == ']') {
+          if (--depth == 0) {
+            end = j + 1;
+            return ScanError::None;
+          }
         }
       }
     }
@@ -81,13 +120,13 @@ bool parse_int(std::string_view t, int64_t& v) {
   size_t i = 0;
   bool neg = false;
   if (i < t.size() && t[i] == '-') neg = true, ++i;
-  if (i == t.size()) return false;
+  size_t digits = t.size() - i;
+  if (digits == 0 || digits > 19) return false;
   uint64_t acc = 0;
   for (; i < t.size(); ++i) {
     unsigned d = unsigned(t[i] - '0');
     if (d > 9) return false;
-    if (acc > (UINT64_MAX - d) / 10) return false;
-    acc = acc * 10 + d;
+    acc = acc * 10 + d;  // 19 digits cannot overflow 64 bits
   }
   if (neg) {
     if (acc > uint64_t(INT64_MAX) + 1) return false;

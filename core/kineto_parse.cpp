@@ -4,6 +4,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace strata {
@@ -87,8 +88,9 @@ Phase phase_of(std::string_view s) {
 // The raw key of a field: the bytes between its quotes (keys we look for have no escapes).
 std::string_view key_of(od::field& f) {
   const char* k = f.key().raw();
-  const void* q = std::memchr(k, '"', 256);
-  return q ? std::string_view(k, size_t(static_cast<const char*>(q) - k)) : std::string_view();
+  size_t len = 0;
+  while (k[len] != '"') ++len;  // simdjson has seen this key's closing quote
+  return {k, len};
 }
 
 // A value written either as a number or as a string holding one.
@@ -121,8 +123,9 @@ class EventParser {
  public:
   EventParser(const char* buf, size_t n, ChunkOut& out) : buf_(buf), n_(n), out_(out) {}
 
-  // Parses the entry in [begin, end); returns false when it was skipped (with a warning).
-  void parse(size_t begin, size_t end);
+  // Parses the object in [begin, end). A tentative parse checks a guessed extent: it warns
+  // about nothing and returns false unless the object is well-formed and fills it exactly.
+  bool parse(size_t begin, size_t end, bool tentative);
 
  private:
   bool read_fields(od::object& obj, Fields& f, size_t at);
@@ -137,6 +140,7 @@ class EventParser {
   ChunkOut& out_;
   od::parser parser_;
   std::string scratch_, unescaped_;
+  bool quiet_ = false;
   RawTrackKey last_key_{};
   uint32_t last_track_ = UINT32_MAX;
 };
@@ -228,7 +232,7 @@ bool EventParser::read_args(od::object& args, Fields& f, size_t at) {
   for (auto field_result : args) {
     od::field field;
     if (std::move(field_result).get(field)) {
-      out_.warn(at, "malformed args");
+      if (!quiet_) out_.warn(at, "malformed args");
       return false;
     }
     std::string_view k = key_of(field);
@@ -302,7 +306,7 @@ bool EventParser::read_fields(od::object& obj, Fields& f, size_t at) {
   for (auto field_result : obj) {
     od::field field;
     if (std::move(field_result).get(field)) {
-      out_.warn(at, "malformed event object");
+      if (!quiet_) out_.warn(at, "malformed event object");
       return false;
     }
     std::string_view k = key_of(field);
@@ -348,7 +352,7 @@ bool EventParser::read_fields(od::object& obj, Fields& f, size_t at) {
   return true;
 }
 
-void EventParser::parse(size_t begin, size_t end) {
+bool EventParser::parse(size_t begin, size_t end, bool tentative) {
   size_t len = end - begin;
   const char* p = buf_ + begin;
   od::document doc;
@@ -356,9 +360,18 @@ void EventParser::parse(size_t begin, size_t end) {
   Fields f;
   od::object obj;
   if (!err) err = doc.get_object().get(obj);
+  quiet_ = tentative;
   bool ok = !err && read_fields(obj, f, begin);
+  quiet_ = false;
+  if (tentative) {
+    const char* rest;
+    if (!ok || !doc.current_location().get(rest)) return false;  // trailing content: wrong extent
+    emit(f, begin);
+    return true;
+  }
   if (err == simdjson::UTF8_ERROR || (!ok && !err && !simdjson::validate_utf8(p, len))) {
-    // Invalid UTF-8 inside a name is seen in real traces: repair a copy and go on.
+    // Invalid UTF-8 inside a name is seen in real traces: repair a copy and go on. The
+    // fields point into the copy until emit() has interned them.
     scratch_.assign(p, len);
     size_t fixed = json::repair_utf8(scratch_.data(), scratch_.size());
     scratch_.append(kSourcePadding, ' ');
@@ -366,17 +379,15 @@ void EventParser::parse(size_t begin, size_t end) {
     err = parser_.iterate(scratch_.data(), len, scratch_.size()).get(doc);
     if (!err) err = doc.get_object().get(obj);
     ok = !err && read_fields(obj, f, begin);
-    if (ok) {
-      out_.warn(begin, "replaced " + std::to_string(fixed) + " invalid UTF-8 byte(s)");
-      // Strings point into scratch_: intern them before it is reused.
-    }
+    if (ok) out_.warn(begin, "replaced " + std::to_string(fixed) + " invalid UTF-8 byte(s)");
   }
   if (err) {
     out_.warn(begin, std::string("malformed event: ") + simdjson::error_message(err));
-    return;
+    return false;
   }
-  if (!ok) return;
+  if (!ok) return false;
   emit(f, begin);
+  return true;
 }
 
 void EventParser::emit(const Fields& f, size_t at) {
@@ -479,10 +490,25 @@ void EventParser::emit(const Fields& f, size_t at) {
   }
 }
 
+// A guess at the end of the object starting at p[pos]: the `}` before the next `}, {`
+// separator. Right for every event but the array's last, unless a separator-like run
+// occurs inside the event; the tentative parse tells. 0 when there is no guess.
+size_t guess_object_end(const char* p, size_t pos, size_t n) {
+  size_t next = json::next_event_start(p, pos + 1, n);
+  if (next >= n) return 0;
+  size_t e = next;
+  while (e > pos && json::is_ws(p[e - 1])) --e;
+  if (e > pos && p[e - 1] == ',') --e;
+  while (e > pos && json::is_ws(p[e - 1])) --e;
+  return e > pos + 1 && p[e - 1] == '}' ? e : 0;
+}
+
 }  // namespace
 
 void parse_entries(const char* buf, size_t n, size_t begin, size_t limit, ChunkOut& out, Progress* progress) {
   EventParser parser(buf, n, out);
+  bool guessing = true;
+  unsigned misses = 0;
   out.begin = begin;
   size_t pos = begin, reported = begin;
   while (true) {
@@ -495,8 +521,19 @@ void parse_entries(const char* buf, size_t n, size_t begin, size_t limit, ChunkO
       out.next = n;
       break;
     }
-    size_t end;
-    json::ScanError err = json::value_end(buf, pos, n, end);
+    // Guessing the extent from the separator before the next event and letting simdjson
+    // check it is much cheaper than matching braces first; match them only when it fails.
+    size_t end = 0;
+    if (guessing && buf[pos] == '{') {
+      size_t guess = guess_object_end(buf, pos, std::min(n, limit + (size_t(1) << 20)));
+      if (guess && parser.parse(pos, guess, true)) {
+        misses = 0;
+        end = guess;
+      } else if (++misses > 16) {
+        guessing = false;  // a layout the guess does not fit
+      }
+    }
+    json::ScanError err = end ? json::ScanError::None : json::value_end(buf, pos, n, end);
     if (err == json::ScanError::Truncated) {
       out.truncated = true;
       out.next = pos;
@@ -508,8 +545,10 @@ void parse_entries(const char* buf, size_t n, size_t begin, size_t limit, ChunkO
       out.next = pos;
       break;
     }
-    if (buf[pos] == '{') {
-      parser.parse(pos, end);
+    if (misses == 0 && guessing && buf[pos] == '{') {
+      // parsed above
+    } else if (buf[pos] == '{') {
+      parser.parse(pos, end, false);
     } else {
       out.warn(pos, "traceEvents entry is not an object");
     }

@@ -202,11 +202,11 @@ void add_base_time(TraceModel& m) {
 
 }  // namespace
 
-LoadResult load_trace(const std::string& path, Progress* progress, const LoadOptions& options) {
+namespace {
+
+LoadResult load_source(const std::string& path, ReadResult read, Clock::time_point t0, Progress* progress,
+                       const LoadOptions& options) {
   LoadResult result;
-  auto t0 = Clock::now();
-  if (progress) progress->stage = 1;
-  ReadResult read = read_source(path, progress);
   if (!read.error.empty()) {
     result.error = read.error;
     return result;
@@ -298,6 +298,21 @@ LoadResult load_trace(const std::string& path, Progress* progress, const LoadOpt
   m.stats.peak_rss_bytes = peak_rss_bytes();
   result.model = std::move(model);
   return result;
+}
+
+}  // namespace
+
+LoadResult load_trace(const std::string& path, Progress* progress, const LoadOptions& options) {
+  auto t0 = Clock::now();
+  if (progress) progress->stage = 1;
+  return load_source(path, read_source(path, progress), t0, progress, options);
+}
+
+LoadResult load_trace_bytes(const std::string& name, std::string_view bytes, Progress* progress,
+                            const LoadOptions& options) {
+  auto t0 = Clock::now();
+  if (progress) progress->stage = 1;
+  return load_source(name, read_source_bytes(name, bytes, progress), t0, progress, options);
 }
 
 }  // namespace strata

@@ -21,6 +21,9 @@ struct LoadResult {
 // Progress counts bytes of the file (while reading a .gz) and then of the JSON.
 // Stages: 1 reading, 2 parsing, 3 building the model.
 LoadResult load_trace(const std::string& path, Progress* progress = nullptr, const LoadOptions& options = {});
+// The same for a file's bytes already in memory (`name` is used in messages).
+LoadResult load_trace_bytes(const std::string& name, std::string_view bytes, Progress* progress = nullptr,
+                            const LoadOptions& options = {});
 
 int64_t peak_rss_bytes();
 

@@ -73,6 +73,8 @@ SourceBuffer SourceBuffer::map_file(int fd, size_t size) {
 
 namespace {
 
+bool is_gzip(std::string_view b) { return b.size() >= 2 && uint8_t(b[0]) == 0x1f && uint8_t(b[1]) == 0x8b; }
+
 std::string errno_text(const std::string& path, const char* what) {
   return path + ": " + what + ": " + std::strerror(errno);
 }
@@ -182,14 +184,36 @@ ReadResult read_source(const std::string& path, Progress* progress) {
     r.error = errno_text(path, "cannot map");
     return r;
   }
-  auto* bytes = reinterpret_cast<const unsigned char*>(mapped.data());
-  if (size >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b) {
+  if (is_gzip(mapped.view())) {
     r.gzip = true;
     madvise(mapped.writable(), size, MADV_SEQUENTIAL);
-    inflate_gzip(path, bytes, size, r, progress);
+    inflate_gzip(path, reinterpret_cast<const unsigned char*>(mapped.data()), size, r, progress);
     return r;
   }
   r.buffer = std::move(mapped);
+  return r;
+}
+
+ReadResult read_source_bytes(const std::string& name, std::string_view bytes, Progress* progress) {
+  ReadResult r;
+  r.file_bytes = bytes.size();
+  if (progress) progress->total.store(bytes.size(), std::memory_order_relaxed);
+  if (bytes.empty()) {
+    r.error = name + ": empty file (0 bytes)";
+    return r;
+  }
+  if (is_gzip(bytes)) {
+    r.gzip = true;
+    inflate_gzip(name, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), r, progress);
+    return r;
+  }
+  r.buffer = SourceBuffer::allocate(bytes.size());
+  if (!r.buffer.data()) {
+    r.error = name + ": out of memory for " + std::to_string(bytes.size()) + " bytes";
+    return r;
+  }
+  std::memcpy(r.buffer.writable(), bytes.data(), bytes.size());
+  r.buffer.set_size(bytes.size());
   return r;
 }
 

@@ -48,5 +48,7 @@ struct ReadResult {
 
 // Reads `path`; progress counts bytes of the file as stored.
 ReadResult read_source(const std::string& path, Progress* progress);
+// The same for bytes already in memory (`name` is used in messages); they are copied.
+ReadResult read_source_bytes(const std::string& name, std::string_view bytes, Progress* progress);
 
 }  // namespace strata
