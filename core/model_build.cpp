@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
+#include <type_traits>
 #include <map>
 #include <numeric>
 
@@ -27,12 +29,22 @@ void append_and_free(std::vector<T>& dst, std::vector<T>& src) {
   std::vector<T>().swap(src);
 }
 
-// Reorders a column by `perm` (new index → old index).
+// Reorders a column by `perm` (new index → old index) through `scratch`, which is reused
+// across columns: first touches of fresh memory cost more than the copy back.
+template <class T>
+void permute(std::vector<T>& col, const std::vector<uint32_t>& perm, std::vector<uint64_t>& scratch) {
+  static_assert(sizeof(T) <= sizeof(uint64_t) && std::is_trivially_copyable_v<T>);
+  if (scratch.size() < perm.size()) scratch.resize(perm.size());
+  T* out = reinterpret_cast<T*>(scratch.data());
+  for (size_t i = 0; i < perm.size(); ++i) out[i] = col[perm[i]];
+  col.resize(perm.size());
+  std::memcpy(col.data(), out, perm.size() * sizeof(T));
+}
+
 template <class T>
 void permute(std::vector<T>& col, const std::vector<uint32_t>& perm) {
-  std::vector<T> out(perm.size());
-  for (size_t i = 0; i < perm.size(); ++i) out[i] = col[perm[i]];
-  col.swap(out);
+  std::vector<uint64_t> scratch;
+  permute(col, perm, scratch);
 }
 
 int64_t number_after(std::string_view s, std::string_view prefix) {
@@ -329,7 +341,21 @@ void Builder::order_and_nest() {
   constexpr size_t kMaxDepth = UINT16_MAX;
   for (uint32_t t = 0; t < lists.size(); ++t) {  // `lists` grows as overflow tracks appear
     std::vector<uint32_t> list = std::move(lists[t]);
-    if (!std::is_sorted(list.begin(), list.end(), by_start)) std::sort(list.begin(), list.end(), by_start);
+    if (!std::is_sorted(list.begin(), list.end(), by_start)) {
+      // Sort compact keys rather than indices into the columns: no indirection per compare.
+      struct Key {
+        Ns start, dur;
+        uint32_t e;
+      };
+      std::vector<Key> keys(list.size());
+      for (size_t i = 0; i < list.size(); ++i) keys[i] = {ev.start[list[i]], ev.dur[list[i]], list[i]};
+      std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+        if (a.start != b.start) return a.start < b.start;
+        if (a.dur != b.dur) return a.dur > b.dur;
+        return a.e < b.e;
+      });
+      for (size_t i = 0; i < list.size(); ++i) list[i] = keys[i].e;
+    }
     std::vector<uint32_t> overflow, stack;
     std::vector<uint32_t> per_depth;
     uint32_t kept = 0;
@@ -382,14 +408,15 @@ void Builder::order_and_nest() {
   // Apply the order; keep old → new for the passes that hold old indices.
   std::vector<uint32_t> new_index(n, kNoEvent);
   for (uint32_t i = 0; i < perm.size(); ++i) new_index[perm[i]] = i;
-  permute(ev.start, perm);
-  permute(ev.dur, perm);
-  permute(ev.name, perm);
-  permute(ev.cat, perm);
-  permute(ev.phase, perm);
-  permute(ev.id, perm);
-  permute(ev.source_offset, perm);
-  permute(depth, perm);
+  std::vector<uint64_t> scratch;
+  permute(ev.start, perm, scratch);
+  permute(ev.dur, perm, scratch);
+  permute(ev.name, perm, scratch);
+  permute(ev.cat, perm, scratch);
+  permute(ev.phase, perm, scratch);
+  permute(ev.id, perm, scratch);
+  permute(ev.source_offset, perm, scratch);
+  permute(depth, perm, scratch);
   ev.depth = std::move(depth);
   ev.link.assign(ev.size(), kNoEvent);
   auto remap = [&](auto& recs) {
