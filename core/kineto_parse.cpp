@@ -1,5 +1,6 @@
 #include "core/kineto_parse.h"
 
+#include "core/big_alloc.h"
 #include "core/json_scan.h"
 
 #include <simdjson.h>
@@ -509,14 +510,15 @@ void parse_entries(const char* buf, size_t n, size_t begin, size_t limit, ChunkO
   // Reserve for a generous estimate of the events ahead: growing by copies touches twice
   // the memory, and untouched reserved pages cost nothing.
   size_t estimate = (std::min(limit, n) - std::min(begin, n)) / 96 + 16;
-  out.start.reserve(estimate);
-  out.dur.reserve(estimate);
-  out.name.reserve(estimate);
-  out.cat.reserve(estimate);
-  out.phase.reserve(estimate);
-  out.id.reserve(estimate);
-  out.offset.reserve(estimate);
-  out.track.reserve(estimate);
+  reserve_huge(out.start, estimate);
+  reserve_huge(out.dur, estimate);
+  reserve_huge(out.name, estimate);
+  reserve_huge(out.cat, estimate);
+  reserve_huge(out.phase, estimate);
+  reserve_huge(out.id, estimate);
+  reserve_huge(out.offset, estimate);
+  reserve_huge(out.track, estimate);
+  reserve_huge(out.flows, estimate / 2);
   EventParser parser(buf, n, out);
   bool guessing = true;
   unsigned misses = 0;

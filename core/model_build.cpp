@@ -2,6 +2,7 @@
 // (track, depth, start) order with nesting computed, and overflow tracks for overlaps.
 #include "core/model_build.h"
 
+#include "core/big_alloc.h"
 #include "core/links.h"
 
 #include <algorithm>
@@ -34,7 +35,7 @@ void append_and_free(std::vector<T>& dst, std::vector<T>& src) {
 template <class T>
 void permute(std::vector<T>& col, const std::vector<uint32_t>& perm, std::vector<uint64_t>& scratch) {
   static_assert(sizeof(T) <= sizeof(uint64_t) && std::is_trivially_copyable_v<T>);
-  if (scratch.size() < perm.size()) scratch.resize(perm.size());
+  if (scratch.size() < perm.size()) assign_huge(scratch, perm.size(), uint64_t(0));
   T* out = reinterpret_cast<T*>(scratch.data());
   for (size_t i = 0; i < perm.size(); ++i) out[i] = col[perm[i]];
   col.resize(perm.size());
@@ -93,15 +94,20 @@ void Builder::merge(std::vector<ChunkOut>& chunks) {
   m_.stats.per_category.assign(m_.category_names.size(), 0);
   size_t total = 0;
   for (auto& ch : chunks) total += ch.start.size();
-  ev.start.reserve(total);
-  ev.dur.reserve(total);
-  ev.name.reserve(total);
-  ev.cat.reserve(total);
-  ev.phase.reserve(total);
-  ev.id.reserve(total);
-  ev.source_offset.reserve(total);
-  track_.reserve(total);
+  reserve_huge(ev.start, total);
+  reserve_huge(ev.dur, total);
+  reserve_huge(ev.name, total);
+  reserve_huge(ev.cat, total);
+  reserve_huge(ev.phase, total);
+  reserve_huge(ev.id, total);
+  reserve_huge(ev.source_offset, total);
+  reserve_huge(track_, total);
 
+  size_t flows = 0, seqs = 0, pythons = 0;
+  for (auto& ch : chunks) flows += ch.flows.size(), seqs += ch.seqs.size(), pythons += ch.pythons.size();
+  reserve_huge(flows_, flows);
+  reserve_huge(seqs_, seqs);
+  reserve_huge(pythons_, pythons);
   uint64_t entry_base = 0;
   for (auto& ch : chunks) {
     // Strings, categories and tracks: chunk-local ids → global ones.
@@ -324,7 +330,7 @@ void Builder::order_and_nest() {
     std::vector<uint32_t> counts(m_.tracks.size());
     for (size_t e = 0; e < n; ++e)
       if (drop_.empty() || !drop_[e]) counts[track_[e]]++;
-    for (size_t t = 0; t < lists.size(); ++t) lists[t].reserve(counts[t]);
+    for (size_t t = 0; t < lists.size(); ++t) reserve_huge(lists[t], counts[t]);
     for (uint32_t e = 0; e < n; ++e)
       if (drop_.empty() || !drop_[e]) lists[track_[e]].push_back(e);
   }
@@ -335,9 +341,10 @@ void Builder::order_and_nest() {
     return a < b;
   };
 
-  std::vector<uint16_t> depth(n, 0);
+  std::vector<uint16_t> depth;
+  assign_huge(depth, n, uint16_t(0));
   std::vector<uint32_t> perm;
-  perm.reserve(n);
+  reserve_huge(perm, n);
   constexpr size_t kMaxDepth = UINT16_MAX;
   for (uint32_t t = 0; t < lists.size(); ++t) {  // `lists` grows as overflow tracks appear
     std::vector<uint32_t> list = std::move(lists[t]);
@@ -347,7 +354,8 @@ void Builder::order_and_nest() {
         Ns start, dur;
         uint32_t e;
       };
-      std::vector<Key> keys(list.size());
+      std::vector<Key> keys;
+      assign_huge(keys, list.size(), Key{});
       for (size_t i = 0; i < list.size(); ++i) keys[i] = {ev.start[list[i]], ev.dur[list[i]], list[i]};
       std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
         if (a.start != b.start) return a.start < b.start;
@@ -406,7 +414,8 @@ void Builder::order_and_nest() {
          " events overlapped others on their thread without nesting; they are kept on '(overlapping)' rows");
 
   // Apply the order; keep old → new for the passes that hold old indices.
-  std::vector<uint32_t> new_index(n, kNoEvent);
+  std::vector<uint32_t> new_index;
+  assign_huge(new_index, n, kNoEvent);
   for (uint32_t i = 0; i < perm.size(); ++i) new_index[perm[i]] = i;
   std::vector<uint64_t> scratch;
   permute(ev.start, perm, scratch);
@@ -418,7 +427,7 @@ void Builder::order_and_nest() {
   permute(ev.source_offset, perm, scratch);
   permute(depth, perm, scratch);
   ev.depth = std::move(depth);
-  ev.link.assign(ev.size(), kNoEvent);
+  assign_huge(ev.link, ev.size(), kNoEvent);
   auto remap = [&](auto& recs) {
     size_t k = 0;
     for (auto& r : recs)
