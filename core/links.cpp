@@ -54,10 +54,28 @@ void link_annotations(TraceModel& m) {
   }
 }
 
+// The outermost CPU op that starts exactly at t: flows between CPU ops (fwdbwd) start at
+// the op that carries the sequence number, and its first child often starts with it.
+EventId op_starting_at(const TraceModel& m, uint32_t track, Ns t) {
+  for (const Range& level : m.tracks[track].levels) {
+    auto b = m.ev.start.begin() + level.begin, e = m.ev.start.begin() + level.end;
+    auto it = std::lower_bound(b, e, t);
+    for (; it != e && *it == t; ++it) {
+      auto id = EventId(it - m.ev.start.begin());
+      if (m.ev.category(id) == Cat::CpuOp) return id;
+    }
+  }
+  return kNoEvent;
+}
+
 // The slice a flow event binds to: the deepest enclosing one, or with bind_next the next
-// one to start.
-EventId bind(const TraceModel& m, const FlowRec& f) {
+// one to start; between CPU threads, preferably the op starting at the flow's time.
+EventId bind(const TraceModel& m, const FlowRec& f, bool cpu_to_cpu) {
   if (f.track >= m.tracks.size()) return kNoEvent;
+  if (cpu_to_cpu) {
+    EventId op = op_starting_at(m, f.track, f.ts);
+    if (op != kNoEvent) return op;
+  }
   if (!f.bind_next) return m.event_at(f.track, f.ts);
   const Track& t = m.tracks[f.track];
   EventId best = kNoEvent;
@@ -108,7 +126,8 @@ void link_flows(TraceModel& m, std::vector<FlowRec>& flows) {
       const FlowRec& s = *open.back();
       open.pop_back();
       ++st.flows_total;
-      EventId src = bind(m, s), dst = bind(m, f);
+      bool cpu_to_cpu = f.cat == fwdbwd_cat;
+      EventId src = bind(m, s, cpu_to_cpu), dst = bind(m, f, cpu_to_cpu);
       if (src == kNoEvent || dst == kNoEvent) {
         ++st.flow_events_unmatched;
         continue;

@@ -88,8 +88,11 @@ std::string info_text(const TraceModel& m) {
     out += format("  distributed: rank %" PRId64 " of %" PRId64 " (%s)\n", m.distributed.rank, m.distributed.world_size,
                   m.distributed.backend.c_str());
   out += "  tracks:\n";
+  std::vector<uint32_t> events_of_process(m.processes.size());
+  for (const Track& t : m.tracks) events_of_process[t.process] += t.events.size();
   for (uint32_t pi = 0; pi < m.processes.size(); ++pi) {
     const Process& p = m.processes[pi];
+    if (events_of_process[pi] == 0) continue;  // PyTorch names every GPU, used or not
     out += "    " + process_title(m, p) + "\n";
     for (const Track& t : m.tracks) {
       if (t.process != pi || t.events.empty()) continue;
