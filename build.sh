@@ -10,7 +10,7 @@ JOBS=${JOBS:-$(nproc)}
 
 PACKAGES=(cmake ninja-build g++ clang libclang-rt-14-dev pkg-config python3 zlib1g-dev
   libsimdjson-dev doctest-dev libimgui-dev libglfw3-dev libgl-dev libstb-dev
-  xvfb xauth libgl1-mesa-dri)
+  xvfb xauth libgl1-mesa-dri fonts-dejavu-core)
 
 install_deps() {
   local missing=()

@@ -9,8 +9,12 @@ namespace {
 
 void usage(FILE* out) {
   std::fputs(
-      "usage: strata [FILE]                 open a trace (prints its summary until the viewer is built)\n"
-      "       strata info FILE [--json]     what a trace holds: events, tracks, steps, devices, load figures\n",
+      "usage: strata [FILE]                 open a trace in the viewer (prints its summary without a display)\n"
+      "       strata view [FILE] [--screenshot OUT.png] [--size WxH] [--focus PATH] [--bench-frames N]\n"
+      "                                     the viewer; headless: render, save a PNG (or time frames), exit\n"
+      "       strata info FILE [--json]     what a trace holds: events, tracks, steps, devices, load figures\n"
+      "       strata summary FILE [--json]  iterations, phases, top layers and kernels, utilization, idle causes, memory\n"
+      "       strata annotate FILE -o OUT.json[.gz]  the trace plus iteration/phase/layer tiers (opens in Perfetto)\n",
       out);
 }
 
@@ -29,6 +33,12 @@ int main(int argc, char** argv) {
   if (cmd == "info") return cmd_info(argc - 1, argv + 1);
   if (cmd == "record") return cmd_record(argc - 1, argv + 1);
   if (cmd == "attach") return cmd_attach(argc - 1, argv + 1);
+  if (cmd == "summary") return cmd_summary(argc - 1, argv + 1);
+  if (cmd == "annotate") return cmd_annotate(argc - 1, argv + 1);
+#ifdef STRATA_HAVE_VIEWER
+  if (cmd == "view") return cmd_view(argc - 1, argv + 1);
+  if (!cmd.empty() && cmd[0] != '-' && viewer_display_available()) return cmd_view(argc, argv);
+#endif
   // A bare file argument opens it.
   if (!cmd.empty() && cmd[0] != '-') return cmd_info(argc, argv);
   std::fprintf(stderr, "strata: unknown command '%s'\n", argv[1]);

@@ -115,6 +115,24 @@ size_t next_event_start(const char* p, size_t from, size_t n) {
   return n;
 }
 
+namespace {
+
+// Eight ASCII digits at p (SWAR); false if any byte is not a digit.
+bool eight_digits(const char* p, uint64_t& value) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  if (((v & 0xF0F0F0F0F0F0F0F0ull) | (((v + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) >> 4)) !=
+      0x3333333333333333ull)
+    return false;
+  v -= 0x3030303030303030ull;
+  v = (v * 10) + (v >> 8);  // pairs of digits
+  value = (((v & 0x000000FF000000FFull) * (100 + (1000000ull << 32))) +
+           (((v >> 16) & 0x000000FF000000FFull) * (1 + (10000ull << 32)))) >> 32;
+  return true;
+}
+
+}  // namespace
+
 bool parse_int(std::string_view t, int64_t& v) {
   t = trim_token(t);
   size_t i = 0;
@@ -146,11 +164,18 @@ bool micros_to_ns(std::string_view t, int64_t& ns) {
   if (i < t.size() && t[i] == '-') neg = true, ++i;
   uint64_t whole = 0;
   size_t digits = 0;
+  // Epoch microseconds have 16 digits: take them eight at a time while they last.
+  uint64_t eight;
+  while (digits < 16 && i + 8 <= t.size() && eight_digits(t.data() + i, eight)) {
+    whole = whole * 100000000 + eight;
+    i += 8;
+    digits += 8;
+  }
   for (; i < t.size() && unsigned(t[i] - '0') <= 9; ++i, ++digits) {
     whole = whole * 10 + unsigned(t[i] - '0');
     if (whole > kMaxMicros) return false;
   }
-  if (digits == 0) return false;
+  if (digits == 0 || whole > kMaxMicros) return false;
   uint64_t frac = 0;
   int frac_digits = 0;
   bool round_up = false;

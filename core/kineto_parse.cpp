@@ -525,13 +525,13 @@ void parse_entries(const char* buf, size_t n, size_t begin, size_t limit, ChunkO
   out.begin = begin;
   size_t pos = begin, reported = begin;
   while (true) {
-    if (pos >= limit) {
-      out.next = pos;
-      break;
-    }
     if (pos >= n) {
       out.truncated = true;
       out.next = n;
+      break;
+    }
+    if (pos >= limit) {
+      out.next = pos;
       break;
     }
     // Guessing the extent from the separator before the next event and letting simdjson

@@ -44,6 +44,15 @@ int64_t read_number(od::value v) {
   return -1;
 }
 
+// A scalar's text: a string unescaped, anything else as written.
+std::string scalar_text(std::string_view raw) {
+  raw = json::trim_token(raw);
+  if (raw.size() < 2 || raw.front() != '"' || raw.back() != '"') return std::string(raw);
+  std::string out;
+  if (!json::unescape(raw.substr(1, raw.size() - 2), out)) return std::string(raw.substr(1, raw.size() - 2));
+  return out;
+}
+
 // Top-level keys other than traceEvents. Values are small; each is parsed on its own.
 class HeaderReader {
  public:
@@ -53,13 +62,20 @@ class HeaderReader {
     if (key != "deviceProperties" && key != "distributedInfo" && key != "baseTimeNanoseconds" &&
         key != "displayTimeUnit" && key != "schemaVersion" && key != "traceName")
       return;
+    std::string_view raw(src_.data() + begin, end - begin);
+    if (key == "baseTimeNanoseconds") {
+      int64_t v;
+      if (json::parse_int(raw, v) && v > 0) m_.base_time_ns = v;
+      return;
+    }
+    if (key == "displayTimeUnit") return void(m_.display_time_unit = scalar_text(raw));
+    if (key == "schemaVersion") return void(m_.schema_version = scalar_text(raw));
+    if (key == "traceName") return void(m_.trace_name = scalar_text(raw));
     od::document doc;
-    if (parser_.iterate(src_.data() + begin, end - begin, src_.size() - begin + kSourcePadding).get(doc)) return;
-    od::value v;
-    if (doc.get_value().get(v)) return;
+    if (parser_.iterate(raw.data(), raw.size(), src_.size() - begin + kSourcePadding).get(doc)) return;
     if (key == "deviceProperties") {
       od::array arr;
-      if (v.get_array().get(arr)) return;
+      if (doc.get_array().get(arr)) return;
       for (auto item : arr) {
         od::object o;
         if (item.get_object().get(o)) continue;
@@ -78,7 +94,7 @@ class HeaderReader {
       }
     } else if (key == "distributedInfo") {
       od::object o;
-      if (v.get_object().get(o)) return;
+      if (doc.get_object().get(o)) return;
       for (auto f : o) {
         std::string_view k;
         if (f.unescaped_key().get(k)) break;
@@ -86,14 +102,6 @@ class HeaderReader {
         else if (k == "rank") m_.distributed.rank = read_number(f.value());
         else if (k == "world_size") m_.distributed.world_size = read_number(f.value());
       }
-    } else if (key == "baseTimeNanoseconds") {
-      m_.base_time_ns = std::max<int64_t>(0, read_number(v));
-    } else if (key == "displayTimeUnit") {
-      m_.display_time_unit = read_string(v);
-    } else if (key == "schemaVersion") {
-      m_.schema_version = read_string(v);
-    } else if (key == "traceName") {
-      m_.trace_name = read_string(v);
     }
   }
 

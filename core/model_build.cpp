@@ -40,7 +40,7 @@ void permute(std::vector<T>& col, const std::vector<uint32_t>& perm, std::vector
   T* out = reinterpret_cast<T*>(scratch.data());
   for (size_t i = 0; i < perm.size(); ++i) out[i] = col[perm[i]];
   col.resize(perm.size());
-  std::memcpy(col.data(), out, perm.size() * sizeof(T));
+  if (!perm.empty()) std::memcpy(col.data(), out, perm.size() * sizeof(T));
 }
 
 template <class T>

@@ -81,12 +81,14 @@ std::string errno_text(const std::string& path, const char* what) {
 
 void inflate_gzip(const std::string& path, const unsigned char* in, size_t in_size, ReadResult& r,
                   Progress* progress) {
-  // The trailer's ISIZE (size mod 2^32) is a good first guess for the output size.
+  // The trailer's ISIZE (size mod 2^32) is a good first guess for the output size, when
+  // it is plausible: deflate expands at most about 1032 to 1, and a damaged file's
+  // trailer is arbitrary.
   size_t guess = in_size * 4;
   if (in_size >= 18) {
     uint32_t isize;
     std::memcpy(&isize, in + in_size - 4, 4);
-    if (isize >= in_size) guess = isize;
+    if (isize >= in_size && isize / 1032 <= in_size) guess = isize;
   }
   r.buffer = SourceBuffer::allocate(guess + 1);
   if (!r.buffer.data()) {

@@ -45,7 +45,7 @@ StrId StringTable::intern(std::string_view s) {
     if (id == kNoStr) break;
     if (hashes_[id] == h && views_[id] == s) return id;
   }
-  if (block_used_ + s.size() > block_size_) {
+  if (blocks_.empty() || block_used_ + s.size() > block_size_) {
     block_size_ = std::max<size_t>(64 * 1024, s.size());
     blocks_.push_back(std::make_unique<char[]>(block_size_));
     arena_capacity_ += block_size_;

@@ -1,0 +1,114 @@
+// `strata record`: launch a job with the CUPTI agent loaded and record it.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "app/commands.h"
+#include "client/launch.h"
+#include "client/options.h"
+#include "protocol/message.h"
+
+namespace {
+
+void usage(FILE* out) {
+  std::fputs(
+      "usage: strata record [--duration S | --iterations N] [--delay S] [--pattern GLOB] [--profiler-range]\n"
+      "                     [--kinds LIST] [-o FILE] -- CMD ARGS...\n"
+      "       strata record --dormant -- CMD ARGS...\n"
+      "Runs CMD with Strata's CUPTI agent and writes a Kineto-compatible trace (FILE.gz: gzipped).\n"
+      "  --duration S      record S seconds from the first CUDA call (after --delay)\n"
+      "  --iterations N    record N iterations, counted from NVTX ranges matching --pattern\n"
+      "                    (default *iteration*), or from cudaProfilerStart/Stop with --profiler-range\n"
+      "  --kinds LIST      what to record: kernel,memcpy,memset,runtime,driver,sync,nvtx,external (the\n"
+      "                    default), runtime-all (every runtime API), overhead; or edits: -nvtx,+overhead\n"
+      "  --dormant         load the agent idle; record later with `strata attach PID`\n"
+      "Without --duration or --iterations it records until the job exits.\n",
+      out);
+}
+
+void ignore_signal(int) {}  // the job gets Ctrl-C; we stay to report where the trace is
+
+}  // namespace
+
+int cmd_record(int argc, char** argv) {
+  strata::collector::RecordOptions opt;
+  bool dormant = false;
+  int i = 1;
+  for (; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a == "-h" || a == "--help") {
+      usage(stdout);
+      return 0;
+    }
+    if (a == "--dormant") {
+      dormant = true;
+      continue;
+    }
+    std::string error;
+    if (strata::collector::parse_record_option(argc, argv, i, opt, error)) {
+      if (!error.empty()) {
+        std::fprintf(stderr, "strata record: %s\n", error.c_str());
+        return 2;
+      }
+      continue;
+    }
+    if (!a.empty() && a[0] == '-') {
+      std::fprintf(stderr, "strata record: unknown option %s\n", a.c_str());
+      usage(stderr);
+      return 2;
+    }
+    break;  // the command starts here ("--" is optional)
+  }
+  if (i >= argc) {
+    std::fputs("strata record: no command given\n", stderr);
+    usage(stderr);
+    return 2;
+  }
+  std::string error;
+  const std::string agent = strata::collector::find_agent(&error);
+  if (agent.empty()) {
+    std::fprintf(stderr, "strata record: %s\n", error.c_str());
+    return 1;
+  }
+  std::string request;
+  if (!dormant) {
+    if (opt.output.empty()) opt.output = strata::collector::default_output_name();
+    ::unlink(opt.output.c_str());  // the job's first process claims the name exclusively
+    auto msg = strata::collector::start_request(opt);
+    msg.set("exclusive", "1");
+    request = strata::collector::encode_message(msg);
+    request.pop_back();  // no newline in an environment variable
+  }
+  const std::vector<std::string> command(argv + i, argv + argc);
+  const pid_t pid = strata::collector::launch_with_agent(command, agent, request, &error);
+  if (pid < 0) {
+    std::fprintf(stderr, "strata record: %s\n", error.c_str());
+    return 127;
+  }
+  struct sigaction sa {};
+  sa.sa_handler = ignore_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  if (dormant)
+    std::fprintf(stderr, "strata record: pid %d runs with the agent dormant; record with `strata attach %d --duration S`\n",
+                 pid, pid);
+  const int status = strata::collector::wait_child(pid);
+  if (!dormant) {
+    struct stat st {};
+    if (::stat(opt.output.c_str(), &st) == 0)
+      std::fprintf(stderr, "strata record: trace written to %s (%lld KiB)\n", opt.output.c_str(),
+                   static_cast<long long>(st.st_size / 1024));
+    else
+      std::fprintf(stderr, "strata record: no trace was written: the job never initialized CUDA, or the agent "
+                           "reported why above\n");
+  }
+  return status;
+}

@@ -1,0 +1,249 @@
+// The details panel: what the selected item is, where it sits, what it cost on CPU and GPU,
+// what bounds it, a sortable table of its kernels, its arguments (read lazily from the
+// file) and its source location when the trace has Python frames.
+#include "app/viewer/viewer.h"
+
+#include <imgui.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+namespace strata::viewer {
+
+using render::ItemRef;
+
+namespace {
+
+void row(const char* key, const std::string& value) {
+  ImGui::TableNextRow();
+  ImGui::TableNextColumn();
+  ImGui::TextDisabled("%s", key);
+  ImGui::TableNextColumn();
+  ImGui::TextWrapped("%s", value.c_str());
+}
+
+std::string pct(double a, double b) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", b > 0 ? 100.0 * a / b : 0.0);
+  return buf;
+}
+
+// Union length of GPU op intervals (they may overlap across streams).
+Ns busy_union(const TraceModel& m, std::vector<EventId> ops) {
+  std::sort(ops.begin(), ops.end(), [&](EventId a, EventId b) { return m.ev.start[a] < m.ev.start[b]; });
+  Ns busy = 0, cs = 0, ce = -1;
+  for (EventId e : ops) {
+    if (m.ev.start[e] > ce) {
+      if (ce > cs) busy += ce - cs;
+      cs = m.ev.start[e];
+      ce = m.ev.end(e);
+    } else {
+      ce = std::max(ce, m.ev.end(e));
+    }
+  }
+  if (ce > cs) busy += ce - cs;
+  return busy;
+}
+
+}  // namespace
+
+void draw_details(Viewer& v) {
+  if (!v.trace) return;
+  const ItemRef sel = v.hl.selected;
+  render::Timeline& tl = v.trace->timeline;
+  const TraceModel& m = *v.trace->model;
+  if (!sel.valid()) {
+    ImGui::TextDisabled("Click an item on the timeline to see its details.");
+    ImGui::Spacing();
+    ImGui::TextWrapped("%s", m.path.c_str());
+    ImGui::Text("%zu events on %zu tracks, %s", m.ev.size(), m.tracks.size(),
+                fmt_dur(double(m.time_end - m.time_begin)).c_str());
+    ImGui::Spacing();
+    ImGui::TextDisabled("Keys");
+    ImGui::BulletText("Wheel or W/S: zoom at the cursor");
+    ImGui::BulletText("Drag or A/D: pan; Shift+wheel: scroll rows");
+    ImGui::BulletText("Double-click: zoom to an item; F: fit selection");
+    ImGui::BulletText("Esc: back; 0: whole trace; / or Ctrl+F: search");
+    return;
+  }
+  std::string_view name = tl.name_of(sel);
+  ImGui::PushFont(v.font_bold);
+  ImGui::PushTextWrapPos(0);
+  ImGui::TextUnformatted(name.data(), name.data() + std::min<size_t>(name.size(), 2000));
+  ImGui::PopTextWrapPos();
+  ImGui::PopFont();
+
+  Ns start = tl.start_of(sel), end = tl.end_of(sel), dur = end - start;
+  ItemRef parent = v.path.size() >= 2 ? v.path[v.path.size() - 2] : ItemRef{};
+  bool gpu = sel.kind == ItemRef::Event && is_gpu_cat(m.ev.category(sel.index));
+  // GPU work under the item.
+  Ns gpu_sum = 0, gpu_first = INT64_MAX, gpu_last = INT64_MIN;
+  for (EventId g : v.sel_kernels) {
+    gpu_sum += m.ev.dur[g];
+    gpu_first = std::min(gpu_first, m.ev.start[g]);
+    gpu_last = std::max(gpu_last, m.ev.end(g));
+  }
+  if (ImGui::BeginTable("facts", 2, ImGuiTableFlags_SizingFixedFit)) {
+    ImGui::TableSetupColumn("k", ImGuiTableColumnFlags_WidthFixed);
+    ImGui::TableSetupColumn("v", ImGuiTableColumnFlags_WidthStretch);
+    if (sel.kind == ItemRef::Event) {
+      row("Category", m.category_names[m.ev.cat[sel.index]]);
+      uint32_t t = m.track_of(sel.index);
+      for (const render::Lane& l : tl.lanes)
+        if (l.kind == render::LaneKind::Track && l.index == t) row("Track", tl.sections[l.section].title + " / " + l.title);
+    } else {
+      row("Tier", tl.tiers().tiers[sel.tier].title);
+    }
+    row("Start", fmt_time(v, double(start)));
+    row("Duration", fmt_dur(double(dur)));
+    if (parent.valid()) {
+      Ns pd = tl.end_of(parent) - tl.start_of(parent);
+      row("Share of parent", pct(double(dur), double(pd)) + " of " + std::string(tl.name_of(parent).substr(0, 60)));
+    }
+    if (gpu) {
+      EventId l = m.ev.link[sel.index];
+      if (l != kNoEvent) {
+        row("Launched by", std::string(m.name_of(l)) + " at " + fmt_time(v, double(m.ev.start[l])));
+        row("Launch to start", fmt_dur(double(start - m.ev.start[l])));
+        EventId op = m.parent_of(l);
+        if (op != kNoEvent) row("CPU op", std::string(m.name_of(op).substr(0, 120)));
+      }
+    } else if (!v.sel_kernels.empty()) {
+      Ns busy = busy_union(m, v.sel_kernels);
+      row("CPU time", fmt_dur(double(dur)));
+      row("GPU time", fmt_dur(double(gpu_sum)) + " in " + std::to_string(v.sel_kernels.size()) + " ops (busy " +
+                          fmt_dur(double(busy)) + ")");
+      row("GPU span", fmt_dur(double(gpu_last - gpu_first)) + ", ends " + fmt_dur(double(std::abs(gpu_last - end))) +
+                          (gpu_last > end ? " after the CPU side" : " before the CPU side"));
+      // Bound by: does the GPU keep up with what the CPU issues?
+      std::string bound;
+      double util = gpu_last > gpu_first ? double(busy) / double(gpu_last - gpu_first) : 0;
+      if (gpu_sum < dur / 2 && util < 0.5) bound = "CPU (launch overhead): the GPU is busy " + pct(double(busy), double(gpu_last - gpu_first)) + " of its span";
+      else if (util >= 0.8) bound = "GPU: kernels run back to back (" + pct(double(busy), double(gpu_last - gpu_first)) + " busy)";
+      else bound = "mixed: GPU busy " + pct(double(busy), double(gpu_last - gpu_first)) + " of its span";
+      row("Bound by", bound);
+    } else if (sel.kind == ItemRef::Event) {
+      row("GPU time", "none launched");
+    }
+    if (sel.kind == ItemRef::Event) {
+      auto fb = m.fwd_to_bwd.find(sel.index);
+      if (fb != m.fwd_to_bwd.end()) row("Backward op", std::string(m.name_of(fb->second)) + ", " + fmt_dur(double(m.ev.dur[fb->second])));
+      auto bf = m.bwd_to_fwd.find(sel.index);
+      if (bf != m.bwd_to_fwd.end()) row("Forward op", std::string(m.name_of(bf->second)) + ", " + fmt_dur(double(m.ev.dur[bf->second])));
+    }
+    ImGui::EndTable();
+  }
+  if (ImGui::SmallButton("Zoom to (F)")) focus_on(v, sel);
+  ImGui::SameLine();
+  if (gpu && m.ev.link[sel.index] != kNoEvent && ImGui::SmallButton("Go to launch"))
+    select(v, ItemRef::event(m.ev.link[sel.index]), true);
+
+  // Source location: Python frames enclosing the event on its thread.
+  if (sel.kind == ItemRef::Event) {
+    EventId e = gpu && m.ev.link[sel.index] != kNoEvent ? m.ev.link[sel.index] : sel.index;
+    std::vector<EventId> frames;
+    for (EventId p = m.parent_of(e); p != kNoEvent && frames.size() < 40; p = m.parent_of(p))
+      if (m.ev.category(p) == Cat::PythonFunction) frames.push_back(p);
+    if (!frames.empty() && ImGui::CollapsingHeader("Source (Python stack)", ImGuiTreeNodeFlags_DefaultOpen)) {
+      for (EventId f : frames) {
+        std::string_view n = m.name_of(f);
+        ImGui::BulletText("%.*s", int(std::min<size_t>(n.size(), 200)), n.data());
+      }
+    }
+  }
+
+  // Kernels: sortable table.
+  if (!v.sel_kernels.empty() && !gpu &&
+      ImGui::CollapsingHeader(("Kernels (" + std::to_string(v.sel_kernels.size()) + ")").c_str(), ImGuiTreeNodeFlags_DefaultOpen)) {
+    ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY |
+                            ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_Resizable | ImGuiTableFlags_SizingFixedFit;
+    float h = std::min(ImGui::GetTextLineHeightWithSpacing() * float(v.sel_kernels.size() + 2), 320.0f * v.scale);
+    if (ImGui::BeginTable("kernels", 4, flags, ImVec2(0, h))) {
+      ImGui::TableSetupScrollFreeze(0, 1);
+      ImGui::TableSetupColumn("Kernel", ImGuiTableColumnFlags_WidthStretch);
+      ImGui::TableSetupColumn("Duration", ImGuiTableColumnFlags_DefaultSort | ImGuiTableColumnFlags_PreferSortDescending);
+      ImGui::TableSetupColumn("Share");
+      ImGui::TableSetupColumn("Start");
+      ImGui::TableHeadersRow();
+      if (ImGuiTableSortSpecs* ss = ImGui::TableGetSortSpecs(); ss && ss->SpecsCount > 0) {
+        static ImGuiTableSortSpecs* last = nullptr;
+        (void)last;
+        const ImGuiTableColumnSortSpecs& sp = ss->Specs[0];
+        bool asc = sp.SortDirection == ImGuiSortDirection_Ascending;
+        auto key = [&](EventId e) -> double {
+          switch (sp.ColumnIndex) {
+            case 1:
+            case 2: return double(m.ev.dur[e]);
+            case 3: return double(m.ev.start[e]);
+            default: return 0;
+          }
+        };
+        if (sp.ColumnIndex == 0)
+          std::stable_sort(v.sel_kernels.begin(), v.sel_kernels.end(), [&](EventId a, EventId b) {
+            return asc ? m.name_of(a) < m.name_of(b) : m.name_of(a) > m.name_of(b);
+          });
+        else
+          std::stable_sort(v.sel_kernels.begin(), v.sel_kernels.end(),
+                           [&](EventId a, EventId b) { return asc ? key(a) < key(b) : key(a) > key(b); });
+        ss->SpecsDirty = false;
+      }
+      ImGuiListClipper clip;
+      clip.Begin(int(v.sel_kernels.size()));
+      while (clip.Step()) {
+        for (int i = clip.DisplayStart; i < clip.DisplayEnd; ++i) {
+          EventId k = v.sel_kernels[size_t(i)];
+          ImGui::TableNextRow();
+          ImGui::TableNextColumn();
+          std::string_view kn = m.name_of(k);
+          std::string shown(render::short_name(kn).substr(0, 80));
+          shown += "##k" + std::to_string(i);
+          if (ImGui::Selectable(shown.c_str(), false, ImGuiSelectableFlags_SpanAllColumns)) {
+            focus_on(v, ItemRef::event(k));
+            ImGui::EndTable();
+            return;
+          }
+          if (ImGui::IsItemHovered()) ImGui::SetTooltip("%.*s", int(std::min<size_t>(kn.size(), 400)), kn.data());
+          ImGui::TableNextColumn();
+          ImGui::TextUnformatted(fmt_dur(double(m.ev.dur[k])).c_str());
+          ImGui::TableNextColumn();
+          ImGui::TextUnformatted(pct(double(m.ev.dur[k]), double(gpu_sum)).c_str());
+          ImGui::TableNextColumn();
+          ImGui::TextUnformatted(fmt_time(v, double(m.ev.start[k])).c_str());
+        }
+      }
+      ImGui::EndTable();
+    }
+  }
+
+  // Arguments: the event's JSON, read from the file only now.
+  if (sel.kind == ItemRef::Event && ImGui::CollapsingHeader("Arguments")) {
+    std::string_view src = m.source_of(sel.index);
+    if (src.empty()) ImGui::TextDisabled("(not available)");
+    else {
+      std::string text;
+      // A light pretty-print: one key per line.
+      int depth = 0;
+      bool in_str = false;
+      for (size_t i = 0; i < src.size() && text.size() < 20000; ++i) {
+        char c = src[i];
+        if (in_str) {
+          text += c;
+          if (c == '\\' && i + 1 < src.size()) text += src[++i];
+          else if (c == '"') in_str = false;
+          continue;
+        }
+        if (c == '"') in_str = true, text += c;
+        else if (c == '{' || c == '[') text += c, text += '\n', text.append(size_t(++depth) * 2, ' ');
+        else if (c == '}' || c == ']') text += '\n', text.append(size_t(std::max(--depth, 0)) * 2, ' '), text += c;
+        else if (c == ',') text += ",\n", text.append(size_t(depth) * 2, ' ');
+        else if (c != ' ' && c != '\n' && c != '\t' && c != '\r') text += c;
+      }
+      ImGui::PushTextWrapPos(0);
+      ImGui::TextUnformatted(text.c_str());
+      ImGui::PopTextWrapPos();
+    }
+  }
+}
+
+}  // namespace strata::viewer

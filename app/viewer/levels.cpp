@@ -1,0 +1,134 @@
+// Breadcrumbs (the focus path of the selection) and the levels view in Hotline's manner:
+// stacked rows, each holding the children of the item chosen in the row above, rescaled to
+// full width after noise reduction, with durations and shares on the blocks.
+#include "app/viewer/viewer.h"
+
+#include <imgui.h>
+
+#include <algorithm>
+
+namespace strata::viewer {
+
+using render::ItemRef;
+
+void draw_breadcrumbs(Viewer& v) {
+  if (!v.trace) return;
+  render::Timeline& tl = v.trace->timeline;
+  if (ImGui::SmallButton("Trace##root")) {
+    select(v, {}, false);
+    animate_to(v, v.view.limit_begin, v.view.limit_end);
+    return;
+  }
+  std::vector<ItemRef> path = v.path;  // copy: a click changes it
+  for (size_t i = 0; i < path.size(); ++i) {
+    ImGui::SameLine(0, 4 * v.scale);
+    ImGui::TextDisabled("\xE2\x96\xB8");
+    ImGui::SameLine(0, 4 * v.scale);
+    std::string_view n = tl.name_of(path[i]);
+    std::string label(n.substr(0, 48));
+    if (n.size() > 48) label += "\xE2\x80\xA6";
+    bool last = i + 1 == path.size();
+    // Drawn by hand: names may hold "##", which ImGui labels treat as an id separator.
+    ImVec2 ts = ImGui::CalcTextSize(label.c_str(), nullptr, false);
+    ImVec2 pad = ImGui::GetStyle().FramePadding;
+    ImVec2 p = ImGui::GetCursorScreenPos();
+    ImGui::PushID(int(i));
+    bool clicked = ImGui::InvisibleButton("crumb", ImVec2(ts.x + pad.x * 2, ts.y));
+    bool hov = ImGui::IsItemHovered();
+    ImGui::PopID();
+    ImU32 bg = ImGui::GetColorU32(last ? ImGuiCol_ButtonActive : hov ? ImGuiCol_ButtonHovered : ImGuiCol_Button);
+    ImGui::GetWindowDrawList()->AddRectFilled(p, ImVec2(p.x + ts.x + pad.x * 2, p.y + ts.y), bg, ImGui::GetStyle().FrameRounding);
+    ImGui::GetWindowDrawList()->AddText(ImVec2(p.x + pad.x, p.y), ImGui::GetColorU32(ImGuiCol_Text), label.c_str());
+    if (clicked) focus_on(v, path[i]);
+    if (ImGui::IsItemHovered() && n.size() > 48) ImGui::SetTooltip("%.*s", int(std::min<size_t>(n.size(), 300)), n.data());
+  }
+}
+
+void draw_levels(Viewer& v) {
+  if (!v.trace) return;
+  render::Timeline& tl = v.trace->timeline;
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const float s = v.scale;
+  const float row_h = 34.0f * s, gap = 4.0f * s;
+  ImVec2 origin = ImGui::GetCursorScreenPos();
+  float width = ImGui::GetContentRegionAvail().x;
+  const ImVec2 mouse = ImGui::GetIO().MousePos;
+
+  std::vector<render::Block> blocks = render::level_roots(tl);
+  if (blocks.empty()) {
+    ImGui::TextDisabled("No levels: the trace has no iterations or CPU ops.");
+    return;
+  }
+  std::string_view parent_name = "Trace";
+  size_t rows = v.levels_chosen.size() + 1;
+  float y = origin.y;
+  ItemRef clicked;
+  double clicked_t0 = 0, clicked_t1 = 0;
+  for (size_t row = 0; row < rows && !blocks.empty(); ++row) {
+    Ns total = 0, parent_span = 0;
+    for (const render::Block& b : blocks) total += b.end - b.start;
+    parent_span = row == 0 ? (v.trace->model->time_end - v.trace->model->time_begin)
+                           : tl.end_of(v.levels_chosen[row - 1]) - tl.start_of(v.levels_chosen[row - 1]);
+    // Row title on the left.
+    float title_w = 150.0f * s;
+    std::string title(parent_name.substr(0, 22));
+    dl->AddText(ImVec2(origin.x, y + (row_h - ImGui::GetFontSize()) * 0.5f), IM_COL32(170, 172, 180, 255), title.c_str());
+    float bx = origin.x + title_w, bw = width - title_w;
+    double xcur = bx;
+    ItemRef chosen = row < v.levels_chosen.size() ? v.levels_chosen[row] : ItemRef{};
+    for (const render::Block& b : blocks) {
+      double w = total > 0 ? double(b.end - b.start) / double(total) * double(bw) : 0;
+      float x0 = float(xcur), x1 = float(xcur + w);
+      xcur += w;
+      if (x1 - x0 < 1) x1 = x0 + 1;
+      render::Rgba c = b.merged > 1 ? render::rgba(90, 92, 100) : tl.colour_of(b.ref);
+      bool is_chosen = b.merged == 1 && b.ref == chosen;
+      dl->AddRectFilled(ImVec2(x0, y), ImVec2(x1 - 1, y + row_h), ImU32(c));
+      if (is_chosen) dl->AddRect(ImVec2(x0, y), ImVec2(x1 - 1, y + row_h), IM_COL32(255, 255, 255, 255), 0, 0, 2 * s);
+      double share = parent_span > 0 ? 100.0 * double(b.end - b.start) / double(parent_span) : 0;
+      std::string name = b.merged > 1 ? std::to_string(b.merged) + " small items" : std::string(tl.name_of(b.ref).substr(0, 200));
+      std::string sub = fmt_dur(double(b.end - b.start)) + "  " + std::to_string(int(share + 0.5)) + "%";
+      if (share < 1 && share > 0) {
+        char buf[16];
+        std::snprintf(buf, sizeof buf, "%.1f%%", share);
+        sub = fmt_dur(double(b.end - b.start)) + "  " + buf;
+      }
+      render::Rgba tc = render::text_on(c);
+      float room = x1 - x0 - 8 * s;
+      auto put = [&](const std::string& t, float ty, render::Rgba colour) {
+        std::string_view tv = t;
+        if (b.merged == 1 && v.metrics.width(tv) > room) tv = render::short_name(tv);
+        render::FittedLabel fit = render::fit_label(tv, room, v.metrics);
+        if (!fit.bytes) return;
+        std::string out(tv.substr(0, fit.bytes));
+        if (fit.ellipsis) out += "\xE2\x80\xA6";
+        dl->AddText(ImVec2(x0 + 4 * s, ty), ImU32(colour), out.c_str());
+      };
+      put(name, y + 2 * s, tc);
+      put(sub, y + row_h * 0.5f, render::with_alpha(tc, 190));
+      if (mouse.x >= x0 && mouse.x < x1 && mouse.y >= y && mouse.y < y + row_h && ImGui::IsWindowHovered()) {
+        ImGui::BeginTooltip();
+        ImGui::Text("%s", name.c_str());
+        ImGui::Text("%s, %.1f%% of %.*s", fmt_dur(double(b.end - b.start)).c_str(), share, int(parent_name.size()),
+                    parent_name.data());
+        if (b.merged > 1) ImGui::TextDisabled("merged: each under 1%% of the parent (click to zoom the timeline)");
+        ImGui::EndTooltip();
+        if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) {
+          if (b.merged > 1) clicked_t0 = double(b.start), clicked_t1 = double(b.end);
+          else clicked = b.ref;
+        }
+      }
+    }
+    y += row_h + gap;
+    if (row + 1 < rows) {
+      ItemRef c = v.levels_chosen[row];
+      parent_name = tl.name_of(c);
+      blocks = render::children_of(tl, c, 0.01);
+    }
+  }
+  ImGui::Dummy(ImVec2(width, y - origin.y));
+  if (clicked.valid()) focus_on(v, clicked);
+  else if (clicked_t1 > clicked_t0) animate_to(v, clicked_t0, clicked_t1);
+}
+
+}  // namespace strata::viewer

@@ -1,0 +1,65 @@
+// Internals of libstrata_agent.so shared by its units: the recording state machine that
+// CUPTI callbacks and the control thread both drive, and the CUPTI layer's entry points.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "../protocol/kinds.h"
+#include "../trace/records.h"
+
+namespace strata::agent {
+
+// Transitions are made with compare-exchange so exactly one thread owns each step.
+// Starting and Disabling are held only while activities are being switched, so the
+// control thread never flushes a half-enabled or half-disabled recording.
+enum class State : int { Dormant, Armed, Starting, Recording, Disabling, Stopping, Detached };
+const char* state_name(State s);
+
+enum class Trigger : int { None, Nvtx, ProfilerApi };
+
+struct Shared {
+  std::atomic<State> state{State::Dormant};
+  std::atomic<Trigger> trigger{Trigger::None};
+  std::atomic<uint32_t> iterations_target{0};
+  std::atomic<uint32_t> iterations_done{0};
+  std::atomic<uint64_t> cupti_dropped{0};  // reported by CUPTI per completed buffer
+  std::atomic<uint32_t> kinds{collector::kDefaultKinds};  // what to record; set while Dormant
+  char pattern[256] = {};  // NVTX iteration pattern; written only while Dormant
+  // The NVTX range that started a triggered recording: CUPTI recorded only its end, so
+  // the control thread adds its start. Written before `trigger_range_ready` is set.
+  uint64_t trigger_range_ts = 0;
+  uint32_t trigger_range_tid = 0;
+  char trigger_range_name[128] = {};
+  std::atomic<bool> trigger_range_ready{false};
+  int wake_fd = -1;        // eventfd: callbacks wake the control thread
+};
+Shared& shared();
+void wake_control();
+
+// CUPTI layer (cupti_layer.cpp).
+bool cupti_attach(std::string* error);  // subscribe and register buffer callbacks
+bool activities_enable();               // the recorded kinds, noisy APIs filtered
+void activities_disable();
+void activities_flush();                // forced: returns partly filled buffers too
+void set_trigger_callbacks(Trigger t, bool on);
+void cupti_detach();
+uint64_t cupti_timestamp();
+// Decodes completed buffers, oldest first.
+void drain_records(const std::function<void(const collector::Record&)>& fn);
+uint64_t pool_exhausted();
+
+// Devices as the driver reports them (device_info.cpp); empty when unavailable.
+std::vector<collector::DeviceInfo> query_devices();
+
+// Control thread (control.cpp).
+bool control_start(std::string* error);
+// Starts a recording described like a "start" request, e.g. from STRATA_RECORD.
+void control_autostart(const std::string& request_line);
+void control_at_exit();
+void control_after_fork_child();
+
+}  // namespace strata::agent

@@ -1,0 +1,282 @@
+// Everything that calls CUPTI: subscription, the activity-buffer callbacks, which kinds
+// are recorded, and the NVTX / cudaProfilerStart-Stop callbacks that count iterations.
+// Code here may run on the job's threads: it never takes a lock and never waits.
+#include <cupti.h>
+#include <fnmatch.h>
+#include <nvtx3/nvToolsExt.h>
+#include <generated_nvtx_meta.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "../protocol/kinds.h"
+#include "../trace/api_names.h"
+#include "../trace/cupti_decode.h"
+#include "agent.h"
+#include "buffer_pool.h"
+
+namespace strata::agent {
+
+namespace {
+
+using collector::RecordKind;
+
+constexpr size_t kBufferBytes = size_t{2} << 20;
+constexpr size_t kDefaultPoolMiB = 64;
+
+struct Cupti {
+  CUpti_SubscriberHandle subscriber = nullptr;
+  BufferPool pool;
+  std::vector<CUpti_CallbackId> noisy_runtime;     // runtime-all: switched off after enabling the kind
+  std::vector<CUpti_CallbackId> unrecorded_runtime;  // runtime: all the rest, switched off after the kind
+  std::vector<CUpti_CallbackId> recorded_driver;   // driver: switched on one by one
+  uint32_t enabled = 0;                            // the kinds mask of the current recording
+};
+Cupti& cupti() {
+  static Cupti* c = new Cupti;  // never destroyed: callbacks may fire during exit
+  return *c;
+}
+
+std::string result_text(CUptiResult r) {
+  const char* s = nullptr;
+  cuptiGetResultString(r, &s);
+  return s != nullptr ? s : "CUPTI error " + std::to_string(static_cast<int>(r));
+}
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *max_records = 0;
+  *buffer = cupti().pool.acquire();
+  *size = *buffer != nullptr ? cupti().pool.buffer_bytes() : 0;  // 0: CUPTI drops and counts
+}
+
+void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
+  size_t dropped = 0;
+  if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped > 0)
+    shared().cupti_dropped.fetch_add(dropped, std::memory_order_relaxed);
+  if (buffer != nullptr) cupti().pool.complete(buffer, valid);
+  wake_control();
+}
+
+// Armed -> Recording on the job's thread, so the first iteration is recorded whole.
+// `range` is the NVTX range that triggered it, if any.
+void trigger_start(const char* range) {
+  Shared& sh = shared();
+  State expected = State::Armed;
+  if (!sh.state.compare_exchange_strong(expected, State::Starting)) return;
+  if (range != nullptr) {
+    cuptiGetTimestamp(&sh.trigger_range_ts);
+    sh.trigger_range_tid = static_cast<uint32_t>(gettid());
+    std::strncpy(sh.trigger_range_name, range, sizeof sh.trigger_range_name - 1);
+    sh.trigger_range_ready.store(true, std::memory_order_release);
+  }
+  activities_enable();
+  sh.state.store(State::Recording);
+  wake_control();
+}
+
+void trigger_iteration_done() {
+  Shared& sh = shared();
+  if (sh.state.load() != State::Recording) return;
+  if (sh.iterations_done.fetch_add(1) + 1 < sh.iterations_target.load()) return;
+  State expected = State::Recording;
+  if (!sh.state.compare_exchange_strong(expected, State::Disabling)) return;
+  activities_disable();
+  sh.state.store(State::Stopping);
+  wake_control();
+}
+
+// Per-thread NVTX stack of "this range matched the pattern", 64 levels deep.
+thread_local uint64_t t_matched = 0;
+thread_local uint32_t t_depth = 0;
+
+const char* push_message(CUpti_CallbackId cbid, const void* params) {
+  if (cbid == CUPTI_CBID_NVTX_nvtxRangePushA) return static_cast<const nvtxRangePushA_params*>(params)->message;
+  const nvtxEventAttributes_t* attr =
+      cbid == CUPTI_CBID_NVTX_nvtxRangePushEx
+          ? static_cast<const nvtxRangePushEx_params*>(params)->eventAttrib
+          : static_cast<const nvtxDomainRangePushEx_params*>(params)->core.eventAttrib;
+  return attr != nullptr && attr->messageType == NVTX_MESSAGE_TYPE_ASCII ? attr->message.ascii : nullptr;
+}
+
+void on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data) {
+  if (cbid == CUPTI_CBID_NVTX_nvtxRangePop || cbid == CUPTI_CBID_NVTX_nvtxDomainRangePop) {
+    if (t_depth == 0) return;
+    --t_depth;
+    const bool matched = t_depth < 64 && ((t_matched >> t_depth) & 1u) != 0;
+    if (matched) trigger_iteration_done();
+    return;
+  }
+  const char* msg = push_message(cbid, data->functionParams);
+  const bool matched = msg != nullptr && fnmatch(shared().pattern, msg, FNM_CASEFOLD) == 0;
+  if (t_depth < 64) {
+    const uint64_t bit = uint64_t{1} << t_depth;
+    t_matched = matched ? (t_matched | bit) : (t_matched & ~bit);
+  }
+  ++t_depth;
+  if (matched) trigger_start(msg);
+}
+
+void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain == CUPTI_CB_DOMAIN_NVTX) {
+    if (shared().trigger.load() == Trigger::Nvtx) on_nvtx(cbid, static_cast<const CUpti_NvtxData*>(data));
+    return;
+  }
+  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API || shared().trigger.load() != Trigger::ProfilerApi) return;
+  const auto* d = static_cast<const CUpti_CallbackData*>(data);
+  if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000 && d->callbackSite == CUPTI_API_EXIT)
+    trigger_start(nullptr);
+  else if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000 && d->callbackSite == CUPTI_API_ENTER)
+    trigger_iteration_done();
+}
+
+std::string_view api_name(RecordKind kind, uint32_t cbid) {
+  const char* name = nullptr;
+  const auto domain = kind == RecordKind::Runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API;
+  if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || name == nullptr) return "unknown CUDA API";
+  return collector::strip_api_version(name);
+}
+
+void classify_apis(Cupti& c) {
+  for (uint32_t id = 1; id < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++id) {
+    const std::string_view name = api_name(RecordKind::Runtime, id);
+    if (collector::is_noisy_api(name)) c.noisy_runtime.push_back(id);
+    if (!collector::is_recorded_runtime_api(name)) c.unrecorded_runtime.push_back(id);
+  }
+  for (uint32_t id = 1; id < CUPTI_DRIVER_TRACE_CBID_SIZE; ++id)
+    if (collector::is_recorded_driver_api(api_name(RecordKind::Driver, id))) c.recorded_driver.push_back(id);
+}
+
+size_t pool_buffers() {
+  size_t mib = kDefaultPoolMiB;
+  if (const char* e = std::getenv("STRATA_BUFFER_MB"); e != nullptr && std::atoi(e) > 0)
+    mib = static_cast<size_t>(std::atoi(e));
+  return std::max<size_t>(2, (mib << 20) / kBufferBytes);
+}
+
+// Activity kinds switched on whole, by kinds bit. RUNTIME and DRIVER are handled apart.
+// Runtime: the kind, then per-API switches off (cuptiActivityEnableRuntimeApi): all but the
+// recorded calls (`runtime`), or only the noisy ones (`runtime-all`). Switching single APIs
+// *on* without the kind stops working once the kind has been on and off in the process
+// (seen with CUPTI 13.0), hence off-switches after the kind. Driver: the few recorded
+// APIs on (cuptiActivityEnableDriverApi), never the kind.
+struct KindMap {
+  uint32_t bit;
+  CUpti_ActivityKind kind;
+  bool optional;  // not every driver/CUPTI supports it; the recording goes on without
+};
+constexpr KindMap kKinds[] = {
+    {collector::kKindKernel, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, false},
+    {collector::kKindMemcpy, CUPTI_ACTIVITY_KIND_MEMCPY, false},
+    {collector::kKindMemset, CUPTI_ACTIVITY_KIND_MEMSET, false},
+    {collector::kKindSync, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, true},
+    {collector::kKindExternal, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, false},
+    {collector::kKindNvtx, CUPTI_ACTIVITY_KIND_MARKER, true},
+    {collector::kKindOverhead, CUPTI_ACTIVITY_KIND_OVERHEAD, true},
+};
+
+// Period of CUPTI's worker-thread flush (ms): full buffers reach the file while recording.
+uint32_t flush_period_ms() {
+  if (const char* e = std::getenv("STRATA_FLUSH_MS"); e != nullptr && *e != '\0') return static_cast<uint32_t>(std::atoi(e));
+  return 500;
+}
+
+}  // namespace
+
+bool cupti_attach(std::string* error) {
+  Cupti& c = cupti();
+  CUptiResult r = cuptiSubscribe(&c.subscriber, on_callback, nullptr);
+  if (r != CUPTI_SUCCESS) {
+    *error = "CUPTI is not available (" + result_text(r) + "): no NVIDIA GPU or driver here?";
+    return false;
+  }
+  r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+  if (r != CUPTI_SUCCESS) {
+    *error = "cannot register CUPTI buffer callbacks (" + result_text(r) + ")";
+    cuptiUnsubscribe(c.subscriber);
+    return false;
+  }
+  cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);  // OS tids, like the CPU rows
+  if (!c.pool.init(pool_buffers(), kBufferBytes)) {
+    *error = "cannot allocate the activity buffer pool";
+    cuptiUnsubscribe(c.subscriber);
+    return false;
+  }
+  classify_apis(c);
+  return true;
+}
+
+bool activities_enable() {
+  Cupti& c = cupti();
+  const uint32_t mask = shared().kinds.load();
+  c.enabled = mask;
+  bool ok = true;
+  for (const KindMap& k : kKinds)
+    if ((mask & k.bit) != 0 && cuptiActivityEnable(k.kind) != CUPTI_SUCCESS && !k.optional) ok = false;
+  if ((mask & (collector::kKindRuntime | collector::kKindRuntimeAll)) != 0) {
+    if (cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME) != CUPTI_SUCCESS) ok = false;
+    const auto& off = (mask & collector::kKindRuntimeAll) != 0 ? c.noisy_runtime : c.unrecorded_runtime;
+    for (CUpti_CallbackId id : off) cuptiActivityEnableRuntimeApi(id, 0);  // after the kind
+  }
+  if ((mask & collector::kKindDriver) != 0)
+    for (CUpti_CallbackId id : c.recorded_driver) cuptiActivityEnableDriverApi(id, 1);
+  if (const uint32_t period = flush_period_ms(); period > 0) cuptiActivityFlushPeriod(period);
+  return ok;
+}
+
+void activities_disable() {
+  Cupti& c = cupti();
+  for (const KindMap& k : kKinds)
+    if ((c.enabled & k.bit) != 0) cuptiActivityDisable(k.kind);
+  if ((c.enabled & (collector::kKindRuntime | collector::kKindRuntimeAll)) != 0)
+    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
+  if ((c.enabled & collector::kKindDriver) != 0)
+    for (CUpti_CallbackId id : c.recorded_driver) cuptiActivityEnableDriverApi(id, 0);
+  c.enabled = 0;
+  cuptiActivityFlushPeriod(0);
+}
+
+void activities_flush() { cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); }
+
+void set_trigger_callbacks(Trigger t, bool on) {
+  const uint32_t enable = on ? 1 : 0;
+  CUpti_SubscriberHandle sub = cupti().subscriber;
+  if (t == Trigger::Nvtx) {
+    for (CUpti_CallbackId id : {CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx,
+                                CUPTI_CBID_NVTX_nvtxRangePop, CUPTI_CBID_NVTX_nvtxDomainRangePushEx,
+                                CUPTI_CBID_NVTX_nvtxDomainRangePop})
+      cuptiEnableCallback(enable, sub, CUPTI_CB_DOMAIN_NVTX, id);
+  } else if (t == Trigger::ProfilerApi) {
+    cuptiEnableCallback(enable, sub, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000);
+    cuptiEnableCallback(enable, sub, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000);
+  }
+}
+
+void cupti_detach() {
+  set_trigger_callbacks(Trigger::Nvtx, false);
+  set_trigger_callbacks(Trigger::ProfilerApi, false);
+  activities_disable();
+  activities_flush();
+  cuptiUnsubscribe(cupti().subscriber);  // lets another tool (e.g. torch.profiler) subscribe
+}
+
+uint64_t cupti_timestamp() {
+  uint64_t ts = 0;
+  cuptiGetTimestamp(&ts);
+  return ts;
+}
+
+void drain_records(const std::function<void(const collector::Record&)>& fn) {
+  cupti().pool.drain([&](uint8_t* buffer, size_t valid) {
+    CUpti_Activity* rec = nullptr;
+    collector::Record r;
+    while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS)
+      if (collector::decode_activity(*rec, api_name, r)) fn(r);
+  });
+}
+
+uint64_t pool_exhausted() { return cupti().pool.exhausted(); }
+
+}  // namespace strata::agent

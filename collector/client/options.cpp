@@ -1,0 +1,64 @@
+#include "options.h"
+
+#include <charconv>
+#include <cmath>
+#include <ctime>
+
+#include "protocol/kinds.h"
+
+namespace strata::collector {
+
+bool parse_seconds(const std::string& text, uint64_t& ms) {
+  double s = 0;
+  auto res = std::from_chars(text.data(), text.data() + text.size(), s);
+  if (res.ec != std::errc() || res.ptr != text.data() + text.size() || !std::isfinite(s) || s < 0 || s > 1e7)
+    return false;
+  ms = static_cast<uint64_t>(std::llround(s * 1000.0));
+  return true;
+}
+
+bool parse_record_option(int argc, char** argv, int& i, RecordOptions& opt, std::string& error) {
+  const std::string a = argv[i];
+  const bool takes_value = a == "--duration" || a == "--iterations" || a == "--delay" || a == "--pattern" || a == "--kinds" || a == "-o";
+  if (a == "--profiler-range") {
+    opt.source = "profiler";
+    return true;
+  }
+  if (!takes_value) return false;
+  if (i + 1 >= argc) {
+    error = a + " needs a value";
+    return true;
+  }
+  const std::string v = argv[++i];
+  if (a == "--duration" && (!parse_seconds(v, opt.duration_ms) || opt.duration_ms == 0))
+    error = "--duration takes seconds > 0, e.g. --duration 2.5";
+  else if (a == "--delay" && !parse_seconds(v, opt.delay_ms))
+    error = "--delay takes seconds, e.g. --delay 10";
+  else if (a == "--iterations") {
+    uint32_t n = 0;
+    auto res = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (res.ec != std::errc() || res.ptr != v.data() + v.size() || n == 0) error = "--iterations takes a count > 0";
+    opt.iterations = n;
+  } else if (a == "--pattern") {
+    opt.pattern = v;
+  } else if (a == "--kinds") {
+    std::string why;
+    if (const auto mask = parse_kinds(v, &why)) opt.kinds = kinds_text(*mask);
+    else error = "--kinds: " + why;
+  } else if (a == "-o") {
+    opt.output = absolute_path(v);
+  }
+  if (error.empty() && opt.duration_ms > 0 && opt.iterations > 0) error = "give --duration or --iterations, not both";
+  return true;
+}
+
+std::string default_output_name() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "strata-%Y%m%d-%H%M%S.pt.trace.json", &tm);
+  return absolute_path(buf);
+}
+
+}  // namespace strata::collector

@@ -1,0 +1,22 @@
+// Command-line options shared by `strata record` and `strata attach`.
+#pragma once
+
+#include <string>
+
+#include "client/agents.h"
+
+namespace strata::collector {
+
+// Consumes the recording option at argv[i] (and its value), advancing i.
+// Returns false when argv[i] is not a recording option; sets `error` when it is one
+// but its value is missing or invalid.
+//   --duration S   --iterations N   --delay S   --pattern GLOB   --profiler-range   --kinds LIST   -o FILE
+bool parse_record_option(int argc, char** argv, int& i, RecordOptions& opt, std::string& error);
+
+// Seconds as typed ("2", "0.5") to milliseconds; false when not a non-negative number.
+bool parse_seconds(const std::string& text, uint64_t& ms);
+
+// strata-YYYYmmdd-HHMMSS.pt.trace.json in the current directory.
+std::string default_output_name();
+
+}  // namespace strata::collector

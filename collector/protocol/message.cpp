@@ -1,0 +1,155 @@
+#include "message.h"
+
+#include <charconv>
+
+namespace strata::collector {
+
+namespace {
+
+bool needs_escape(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return u <= 0x20 || u == 0x7f || c == '%' || c == '=';
+}
+
+void append_escaped(std::string& out, std::string_view s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  for (char c : s) {
+    if (!needs_escape(c)) {
+      out += c;
+      continue;
+    }
+    const auto u = static_cast<unsigned char>(c);
+    out += '%';
+    out += kHex[u >> 4];
+    out += kHex[u & 15];
+  }
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::optional<std::string> unescape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out += s[i];
+      continue;
+    }
+    if (i + 2 >= s.size()) return std::nullopt;
+    const int hi = hex_value(s[i + 1]);
+    const int lo = hex_value(s[i + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
+bool valid_word(std::string_view w) {
+  if (w.empty() || w.size() > 64) return false;
+  for (char c : w)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  return true;
+}
+
+}  // namespace
+
+const std::string* Message::get(std::string_view key) const {
+  for (const auto& [k, v] : fields)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+Message& Message::set(std::string key, std::string value) {
+  for (auto& [k, v] : fields)
+    if (k == key) {
+      v = std::move(value);
+      return *this;
+    }
+  fields.emplace_back(std::move(key), std::move(value));
+  return *this;
+}
+
+std::string encode_message(const Message& m) {
+  std::string out = m.verb;
+  for (const auto& [k, v] : m.fields) {
+    out += ' ';
+    out += k;
+    out += '=';
+    append_escaped(out, v);
+  }
+  out += '\n';
+  return out;
+}
+
+std::optional<Message> decode_message(std::string_view line, std::string* error) {
+  auto fail = [&](std::string why) -> std::optional<Message> {
+    if (error != nullptr) *error = std::move(why);
+    return std::nullopt;
+  };
+  if (line.size() > kMaxMessageBytes) return fail("message longer than " + std::to_string(kMaxMessageBytes) + " bytes");
+  if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
+  if (line.find('\n') != std::string_view::npos) return fail("more than one line");
+  Message m;
+  size_t pos = 0;
+  bool first = true;
+  while (pos <= line.size()) {
+    size_t end = line.find(' ', pos);
+    if (end == std::string_view::npos) end = line.size();
+    const std::string_view word = line.substr(pos, end - pos);
+    pos = end + 1;
+    if (word.empty()) {
+      if (end == line.size()) break;
+      return fail("empty word (double space)");
+    }
+    if (first) {
+      if (!valid_word(word)) return fail("bad command word");
+      m.verb = word;
+      first = false;
+      continue;
+    }
+    const size_t eq = word.find('=');
+    if (eq == std::string_view::npos) return fail("expected KEY=VALUE, got '" + std::string(word.substr(0, 40)) + "'");
+    const std::string_view key = word.substr(0, eq);
+    if (!valid_word(key)) return fail("bad key");
+    auto value = unescape(word.substr(eq + 1));
+    if (!value) return fail("bad %-escape in value of " + std::string(key));
+    if (m.get(key) != nullptr) return fail("duplicate key " + std::string(key));
+    m.fields.emplace_back(std::string(key), std::move(*value));
+  }
+  if (first) return fail("empty message");
+  return m;
+}
+
+Message error_reply(std::string text) {
+  Message m;
+  m.verb = "error";
+  m.set("message", std::move(text));
+  return m;
+}
+
+bool is_error(const Message& reply) { return reply.verb != "ok"; }
+
+std::string error_text(const Message& reply) {
+  if (const std::string* t = reply.get("message")) return *t;
+  return reply.verb == "ok" ? std::string() : "malformed reply";
+}
+
+std::optional<uint64_t> get_uint(const Message& m, std::string_view key, bool* bad) {
+  const std::string* v = m.get(key);
+  if (v == nullptr) return std::nullopt;
+  uint64_t out = 0;
+  auto res = std::from_chars(v->data(), v->data() + v->size(), out);
+  if (res.ec != std::errc() || res.ptr != v->data() + v->size() || v->empty()) {
+    if (bad != nullptr) *bad = true;
+    return std::nullopt;
+  }
+  return out;
+}
+
+}  // namespace strata::collector

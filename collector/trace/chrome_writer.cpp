@@ -1,0 +1,450 @@
+#include "chrome_writer.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+namespace strata::collector {
+
+namespace {
+
+std::string_view memcpy_kind_name(uint32_t k) {
+  static constexpr std::string_view kNames[] = {"Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+                                                "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP"};
+  return k < std::size(kNames) ? kNames[k] : kNames[0];
+}
+
+std::string_view memory_kind_name(uint32_t k) {
+  static constexpr std::string_view kNames[] = {"Unknown", "Pageable", "Pinned",        "Device",
+                                                "Array",   "Managed",  "Device Static", "Managed Static"};
+  return k < std::size(kNames) ? kNames[k] : kNames[0];
+}
+
+std::string_view sync_name(uint32_t type) {
+  switch (static_cast<SyncType>(type)) {
+    case SyncType::EventSync: return "cudaEventSynchronize";
+    case SyncType::StreamWaitEvent: return "cudaStreamWaitEvent";
+    case SyncType::StreamSync: return "cudaStreamSynchronize";
+    case SyncType::ContextSync: return "cudaDeviceSynchronize";
+    case SyncType::Unknown: break;
+  }
+  return "Synchronize";
+}
+
+void append_uint(std::string& out, uint64_t v) {
+  char buf[24];
+  auto res = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, res.ptr);
+}
+
+// Length of the valid UTF-8 sequence at s[i], or 0 when it is invalid.
+size_t utf8_length(std::string_view s, size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  size_t n = 0;
+  uint32_t cp = 0;
+  if (c >= 0xc2 && c <= 0xdf) { n = 2; cp = c & 0x1fu; }
+  else if (c >= 0xe0 && c <= 0xef) { n = 3; cp = c & 0x0fu; }
+  else if (c >= 0xf0 && c <= 0xf4) { n = 4; cp = c & 0x07u; }
+  else return 0;
+  if (i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    const auto cc = static_cast<unsigned char>(s[i + k]);
+    if ((cc & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (cc & 0x3fu);
+  }
+  // Reject overlong forms, surrogates and values past U+10FFFF.
+  if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
+    return 0;
+  return n;
+}
+
+}  // namespace
+
+void append_json_escaped(std::string& out, std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      out += "\\u00";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else if (c >= 0x80) {
+      const size_t n = utf8_length(s, i);
+      if (n == 0) {
+        out += "\xef\xbf\xbd";
+        ++i;
+        continue;
+      }
+      out.append(s.substr(i, n));
+      i += n;
+      continue;
+    } else {
+      out += static_cast<char>(c);
+    }
+    ++i;
+  }
+}
+
+void append_us(std::string& out, int64_t ns) {
+  uint64_t mag = static_cast<uint64_t>(ns);
+  if (ns < 0) {
+    out += '-';
+    mag = ~mag + 1;
+  }
+  append_uint(out, mag / 1000);
+  out += '.';
+  const auto frac = static_cast<unsigned>(mag % 1000);
+  out += static_cast<char>('0' + frac / 100);
+  out += static_cast<char>('0' + frac / 10 % 10);
+  out += static_cast<char>('0' + frac % 10);
+}
+
+ChromeTraceWriter::ChromeTraceWriter(TraceSink& sink, size_t max_pending)
+    : sink_(sink), max_pending_(max_pending) {}
+
+void ChromeTraceWriter::begin(const TraceHeader& header) {
+  header_ = header;
+  std::string& s = line_;
+  s = "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [";
+  for (size_t i = 0; i < header.devices.size(); ++i) {
+    const DeviceInfo& d = header.devices[i];
+    s += i ? ",\n    {" : "\n    {";
+    s += "\"id\": " + std::to_string(d.id) + ", \"name\": \"";
+    append_json_escaped(s, d.name);
+    s += "\", \"totalGlobalMem\": " + std::to_string(d.total_global_mem) +
+         ", \"computeMajor\": " + std::to_string(d.compute_major) +
+         ", \"computeMinor\": " + std::to_string(d.compute_minor) +
+         ", \"maxThreadsPerBlock\": " + std::to_string(d.max_threads_per_block) +
+         ", \"maxThreadsPerMultiprocessor\": " + std::to_string(d.max_threads_per_sm) +
+         ", \"regsPerBlock\": " + std::to_string(d.regs_per_block) +
+         ", \"regsPerMultiprocessor\": " + std::to_string(d.regs_per_sm) +
+         ", \"warpSize\": " + std::to_string(d.warp_size) +
+         ", \"sharedMemPerBlock\": " + std::to_string(d.shared_mem_per_block) +
+         ", \"sharedMemPerMultiprocessor\": " + std::to_string(d.shared_mem_per_sm) +
+         ", \"numSms\": " + std::to_string(d.num_sms) +
+         ", \"sharedMemPerBlockOptin\": " + std::to_string(d.shared_mem_per_block_optin) + "}";
+  }
+  s += header.devices.empty() ? "],\n" : "\n  ],\n";
+  s += "  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": " + std::to_string(header.base_ns) +
+       ",\n  \"traceEvents\": [";
+  sink_.write(s);
+}
+
+void ChromeTraceWriter::note_time(uint64_t ns) { latest_ns_ = std::max(latest_ns_, ns); }
+
+void ChromeTraceWriter::ts_value(uint64_t ns) {
+  append_us(line_, static_cast<int64_t>(ns - header_.base_ns));
+}
+
+void ChromeTraceWriter::open_event(std::string_view ph, std::string_view cat, std::string_view name,
+                                   uint64_t pid, uint64_t tid, uint64_t ts) {
+  line_ = events_ ? ",\n  {\"ph\": \"" : "\n  {\"ph\": \"";
+  line_ += ph;
+  line_ += "\", \"cat\": \"";
+  line_ += cat;
+  line_ += "\", \"name\": \"";
+  append_json_escaped(line_, name);
+  line_ += "\", \"pid\": ";
+  append_uint(line_, pid);
+  line_ += ", \"tid\": ";
+  append_uint(line_, tid);
+  line_ += ", \"ts\": ";
+  ts_value(ts);
+  args_open_ = false;
+}
+
+void ChromeTraceWriter::duration(uint64_t start, uint64_t end) {
+  line_ += ", \"dur\": ";
+  append_us(line_, end > start ? static_cast<int64_t>(end - start) : 0);  // Kineto clamps too
+}
+
+void ChromeTraceWriter::arg(std::string_view key, uint64_t value) {
+  line_ += args_open_ ? ", \"" : ", \"args\": {\"";
+  args_open_ = true;
+  line_ += key;
+  line_ += "\": ";
+  append_uint(line_, value);
+}
+
+void ChromeTraceWriter::arg(std::string_view key, double value) {
+  line_ += args_open_ ? ", \"" : ", \"args\": {\"";
+  args_open_ = true;
+  line_ += key;
+  line_ += "\": ";
+  char buf[32];
+  auto res = std::to_chars(buf, buf + sizeof buf, std::isfinite(value) ? value : 0.0,
+                           std::chars_format::fixed, 3);
+  line_.append(buf, res.ptr);
+}
+
+void ChromeTraceWriter::arg(std::string_view key, std::string_view value) {
+  line_ += args_open_ ? ", \"" : ", \"args\": {\"";
+  args_open_ = true;
+  line_ += key;
+  line_ += "\": \"";
+  append_json_escaped(line_, value);
+  line_ += '"';
+}
+
+void ChromeTraceWriter::arg3(std::string_view key, const int32_t v[3]) {
+  line_ += args_open_ ? ", \"" : ", \"args\": {\"";
+  args_open_ = true;
+  line_ += key;
+  line_ += "\": [" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + ", " + std::to_string(v[2]) + "]";
+}
+
+void ChromeTraceWriter::close_event() {
+  line_ += args_open_ ? "}}" : "}";
+  sink_.write(line_);
+  ++events_;
+}
+
+uint64_t ChromeTraceWriter::external_id(uint32_t correlation) const {
+  auto it = external_.find(correlation);
+  return it == external_.end() ? 0 : it->second;
+}
+
+const DeviceInfo* ChromeTraceWriter::device(uint32_t id) const {
+  for (const DeviceInfo& d : header_.devices)
+    if (d.id == static_cast<int>(id)) return &d;
+  return nullptr;
+}
+
+template <class Map>
+void ChromeTraceWriter::bound(Map& map) {
+  if (map.size() < max_pending_) return;
+  map.erase(map.begin());  // arbitrary victim: a join lost is better than unbounded memory
+  ++evicted_;
+}
+
+void ChromeTraceWriter::add(const Record& r) {
+  switch (r.kind) {
+    case RecordKind::Kernel:
+    case RecordKind::Memcpy:
+    case RecordKind::Memset: gpu_op(r); break;
+    case RecordKind::Runtime:
+    case RecordKind::Driver: api_call(r); break;
+    case RecordKind::Sync: sync(r); break;
+    case RecordKind::Overhead: overhead(r); break;
+    case RecordKind::RangeStart:
+      bound(open_ranges_);
+      open_ranges_[r.range_id] = OpenRange{r.start, r.pid, r.tid, std::string(r.name), std::string(r.domain)};
+      note_time(r.start);
+      break;
+    case RecordKind::RangeEnd: range_end(r); break;
+    case RecordKind::Mark: mark(r); break;
+    case RecordKind::ExternalCorrelation:
+      bound(external_);
+      external_[r.correlation] = r.external_id;
+      break;
+  }
+}
+
+void ChromeTraceWriter::gpu_op(const Record& r) {
+  note_time(r.end);
+  context_device_[r.context] = r.device;
+  gpu_rows_.insert({r.device, r.stream});
+  std::string name;
+  std::string_view cat;
+  if (r.kind == RecordKind::Kernel) {
+    cat = "kernel";
+    name = r.name;
+  } else if (r.kind == RecordKind::Memcpy) {
+    cat = "gpu_memcpy";
+    name = "Memcpy ";
+    name += memcpy_kind_name(r.sub_kind);
+    name += " (";
+    name += memory_kind_name(r.src_kind);
+    name += " -> ";
+    name += memory_kind_name(r.dst_kind);
+    name += ")";
+  } else {
+    cat = "gpu_memset";
+    name = "Memset (";
+    name += memory_kind_name(r.src_kind);
+    name += ")";
+  }
+  open_event("X", cat, name, r.device, r.stream, r.start);
+  duration(r.start, r.end);
+  if (r.kind == RecordKind::Kernel && r.queued != 0) arg("queued", r.queued > r.start ? 0 : r.start - r.queued);
+  arg("device", uint64_t{r.device});
+  arg("context", uint64_t{r.context});
+  arg("stream", uint64_t{r.stream});
+  arg("correlation", uint64_t{r.correlation});
+  if (const uint64_t ext = external_id(r.correlation)) arg("External id", ext);
+  if (r.kind == RecordKind::Kernel) {
+    arg("registers per thread", uint64_t{r.registers});
+    arg("shared memory", uint64_t{r.static_smem} + r.dynamic_smem);
+    if (const DeviceInfo* d = device(r.device); d != nullptr && d->num_sms > 0 && d->warp_size > 0) {
+      const double blocks = double(r.grid[0]) * r.grid[1] * r.grid[2];
+      const double threads = double(r.block[0]) * r.block[1] * r.block[2];
+      const double blocks_per_sm = blocks / d->num_sms;
+      arg("blocks per SM", blocks_per_sm);
+      arg("warps per SM", blocks_per_sm * std::ceil(threads / d->warp_size));
+    }
+    arg3("grid", r.grid);
+    arg3("block", r.block);
+  } else {
+    arg("bytes", r.bytes);
+    if (r.end > r.start) arg("memory bandwidth (GB/s)", double(r.bytes) / double(r.end - r.start));
+  }
+  close_event();
+  const GpuSide gpu{r.start, r.device, r.stream};
+  link_flow(r.correlation, nullptr, &gpu);
+}
+
+void ChromeTraceWriter::api_call(const Record& r) {
+  note_time(r.end);
+  cpu_rows_.insert({r.pid, r.tid});
+  open_event("X", r.kind == RecordKind::Runtime ? "cuda_runtime" : "cuda_driver", r.name, r.pid, r.tid,
+             r.start);
+  duration(r.start, r.end);
+  arg("cbid", uint64_t{r.cbid});
+  arg("correlation", uint64_t{r.correlation});
+  if (const uint64_t ext = external_id(r.correlation)) arg("External id", ext);
+  close_event();
+  const CpuSide cpu{r.start, r.pid, r.tid};
+  link_flow(r.correlation, &cpu, nullptr);
+}
+
+void ChromeTraceWriter::link_flow(uint32_t correlation, const CpuSide* cpu, const GpuSide* gpu) {
+  if (correlation == 0) return;
+  if (cpu != nullptr) {
+    if (auto it = gpu_waiting_.find(correlation); it != gpu_waiting_.end()) {
+      flow_pair(correlation, *cpu, it->second);
+      gpu_waiting_.erase(it);
+    } else {
+      bound(api_waiting_);
+      api_waiting_[correlation] = *cpu;
+    }
+    return;
+  }
+  if (auto it = api_waiting_.find(correlation); it != api_waiting_.end()) {
+    flow_pair(correlation, it->second, *gpu);
+    api_waiting_.erase(it);  // one arrow per launch, as Kineto draws them
+  } else {
+    bound(gpu_waiting_);
+    gpu_waiting_[correlation] = *gpu;
+  }
+}
+
+void ChromeTraceWriter::flow_pair(uint32_t correlation, const CpuSide& cpu, const GpuSide& gpu) {
+  open_event("s", "ac2g", "ac2g", cpu.pid, cpu.tid, cpu.ts);
+  line_ += ", \"id\": ";
+  append_uint(line_, correlation);
+  close_event();
+  open_event("f", "ac2g", "ac2g", gpu.device, gpu.stream, gpu.ts);
+  line_ += ", \"id\": ";
+  append_uint(line_, correlation);
+  line_ += ", \"bp\": \"e\"";
+  close_event();
+}
+
+void ChromeTraceWriter::sync(const Record& r) {
+  note_time(r.end);
+  auto dev = context_device_.find(r.context);
+  const uint32_t device_id = dev == context_device_.end() ? 0 : dev->second;
+  const uint32_t row = r.stream == kInvalidStream ? 0 : r.stream;
+  gpu_rows_.insert({device_id, row});
+  open_event("X", "cuda_sync", sync_name(r.sub_kind), device_id, row, r.start);
+  duration(r.start, r.end);
+  arg("device", uint64_t{device_id});
+  if (r.stream != kInvalidStream) arg("stream", uint64_t{r.stream});
+  arg("correlation", uint64_t{r.correlation});
+  close_event();
+}
+
+void ChromeTraceWriter::overhead(const Record& r) {
+  note_time(r.end);
+  if (r.pid != 0) cpu_rows_.insert({r.pid, r.tid});
+  open_event("X", "overhead", r.name, r.pid != 0 ? r.pid : r.device, r.tid, r.start);
+  duration(r.start, r.end);
+  close_event();
+}
+
+void ChromeTraceWriter::add_open_range(uint64_t start, uint32_t pid, uint32_t tid, std::string name) {
+  orphan_starts_[{pid, tid}] = OpenRange{start, pid, tid, std::move(name), {}};
+}
+
+void ChromeTraceWriter::range_end(const Record& r) {
+  note_time(r.end);
+  auto it = open_ranges_.find(r.range_id);
+  OpenRange o;
+  if (it != open_ranges_.end()) {
+    o = std::move(it->second);
+    open_ranges_.erase(it);
+  } else if (auto orphan = orphan_starts_.find({r.pid, r.tid}); orphan != orphan_starts_.end()) {
+    o = std::move(orphan->second);
+    orphan_starts_.erase(orphan);
+  } else {
+    return;  // started before recording: nothing to pair
+  }
+  cpu_rows_.insert({o.pid, o.tid});
+  open_event("X", "user_annotation", o.name, o.pid, o.tid, o.start);
+  duration(o.start, r.end);
+  if (!o.domain.empty()) arg("domain", std::string_view(o.domain));
+  close_event();
+}
+
+void ChromeTraceWriter::mark(const Record& r) {
+  note_time(r.start);
+  cpu_rows_.insert({r.pid, r.tid});
+  open_event("i", "user_annotation", r.name, r.pid, r.tid, r.start);
+  line_ += ", \"s\": \"t\"";
+  if (!r.domain.empty()) arg("domain", r.domain);
+  close_event();
+}
+
+void ChromeTraceWriter::finish(const TraceStats& stats) {
+  uint64_t unmatched = 0;
+  auto close_unfinished = [&](const OpenRange& o) {
+    cpu_rows_.insert({o.pid, o.tid});
+    open_event("X", "user_annotation", o.name, o.pid, o.tid, o.start);
+    duration(o.start, std::max(o.start, latest_ns_));
+    arg("unfinished", uint64_t{1});
+    close_event();
+    ++unmatched;
+  };
+  for (const auto& [id, o] : open_ranges_) close_unfinished(o);
+  for (const auto& [thread, o] : orphan_starts_) close_unfinished(o);
+  open_ranges_.clear();
+  orphan_starts_.clear();
+  std::set<uint32_t> gpu_pids;
+  for (const auto& [dev, stream] : gpu_rows_) {
+    gpu_pids.insert(dev);
+    open_event("M", "__metadata", "thread_name", dev, stream, header_.base_ns);
+    arg("name", "stream " + std::to_string(stream));
+    close_event();
+  }
+  for (uint32_t dev : gpu_pids) {
+    open_event("M", "__metadata", "process_name", dev, 0, header_.base_ns);
+    arg("name", "GPU " + std::to_string(dev));
+    close_event();
+  }
+  std::set<uint32_t> cpu_pids;
+  for (const auto& [pid, tid] : cpu_rows_) {
+    cpu_pids.insert(pid);
+    open_event("M", "__metadata", "thread_name", pid, tid, header_.base_ns);
+    arg("name", "thread " + std::to_string(tid));
+    close_event();
+  }
+  for (uint32_t pid : cpu_pids) {
+    open_event("M", "__metadata", "process_name", pid, 0, header_.base_ns);
+    arg("name", pid == header_.pid && !header_.command.empty() ? header_.command : "process " + std::to_string(pid));
+    close_event();
+  }
+  std::string& s = line_;
+  s = "\n  ],\n  \"collector\": {\"name\": \"strata\", \"records\": " + std::to_string(stats.records) +
+      ", \"droppedRecords\": " + std::to_string(stats.dropped) +
+      ", \"unmatchedRanges\": " + std::to_string(unmatched) +
+      ", \"evictedJoins\": " + std::to_string(evicted_) + "},\n  \"traceName\": \"";
+  append_json_escaped(s, header_.trace_name);
+  s += "\"\n}\n";
+  sink_.write(s);
+  sink_.flush();
+}
+
+}  // namespace strata::collector

@@ -1,0 +1,99 @@
+// Streams compact records as Kineto-compatible Chrome trace JSON, one event per line.
+// Works incrementally: the file is valid up to the last written line while recording
+// goes on, and finish() closes it. Bookkeeping for joins (flows, external ids, NVTX
+// range pairs) is bounded; evictions are counted rather than growing without limit.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "records.h"
+#include "trace_sink.h"
+
+namespace strata::collector {
+
+class ChromeTraceWriter {
+ public:
+  explicit ChromeTraceWriter(TraceSink& sink, size_t max_pending = size_t{1} << 20);
+
+  void begin(const TraceHeader& header);
+  void add(const Record& r);
+  // A range whose start CUPTI did not record (it began the recording): the next range end
+  // on that thread whose start is unknown closes it.
+  void add_open_range(uint64_t start, uint32_t pid, uint32_t tid, std::string name);
+  // Closes ranges still open at the latest timestamp seen, writes row names and stats.
+  void finish(const TraceStats& stats);
+
+  uint64_t events_written() const { return events_; }
+
+ private:
+  struct CpuSide {
+    uint64_t ts;
+    uint32_t pid;
+    uint32_t tid;
+  };
+  struct GpuSide {
+    uint64_t ts;
+    uint32_t device;
+    uint32_t stream;
+  };
+  struct OpenRange {
+    uint64_t start;
+    uint32_t pid;
+    uint32_t tid;
+    std::string name;
+    std::string domain;
+  };
+
+  void open_event(std::string_view ph, std::string_view cat, std::string_view name, uint64_t pid,
+                  uint64_t tid, uint64_t ts);
+  void duration(uint64_t start, uint64_t end);
+  void arg(std::string_view key, uint64_t value);
+  void arg(std::string_view key, double value);
+  void arg(std::string_view key, std::string_view value);
+  void arg3(std::string_view key, const int32_t v[3]);
+  void close_event();
+  void ts_value(uint64_t ns);
+
+  void gpu_op(const Record& r);
+  void api_call(const Record& r);
+  void sync(const Record& r);
+  void overhead(const Record& r);
+  void range_end(const Record& r);
+  void mark(const Record& r);
+  void link_flow(uint32_t correlation, const CpuSide* cpu, const GpuSide* gpu);
+  void flow_pair(uint32_t correlation, const CpuSide& cpu, const GpuSide& gpu);
+  uint64_t external_id(uint32_t correlation) const;
+  const DeviceInfo* device(uint32_t id) const;
+  void note_time(uint64_t ns);
+  template <class Map>
+  void bound(Map& map);
+
+  TraceSink& sink_;
+  size_t max_pending_;
+  TraceHeader header_;
+  std::string line_;
+  bool args_open_ = false;
+  uint64_t events_ = 0;
+  uint64_t latest_ns_ = 0;
+  uint64_t evicted_ = 0;
+  std::unordered_map<uint32_t, uint64_t> external_;  // correlation -> External id
+  std::unordered_map<uint32_t, CpuSide> api_waiting_;  // launches whose GPU op is not seen yet
+  std::unordered_map<uint32_t, GpuSide> gpu_waiting_;  // GPU ops whose launch is not seen yet
+  std::unordered_map<uint32_t, uint32_t> context_device_;
+  std::unordered_map<uint32_t, OpenRange> open_ranges_;
+  std::map<std::pair<uint32_t, uint32_t>, OpenRange> orphan_starts_;  // (pid, tid)
+  std::set<std::pair<uint32_t, uint32_t>> gpu_rows_;  // (device, stream)
+  std::set<std::pair<uint32_t, uint32_t>> cpu_rows_;  // (pid, tid)
+};
+
+// Appends `s` to `out` as JSON string contents: escapes, and replaces invalid UTF-8 with U+FFFD.
+void append_json_escaped(std::string& out, std::string_view s);
+// "{us}.{ns:03}" for a signed nanosecond offset, as Kineto writes timestamps.
+void append_us(std::string& out, int64_t ns);
+
+}  // namespace strata::collector

@@ -1,0 +1,176 @@
+// Automatic annotation of a trace: iterations → phases → layers (nested) → ops → GPU work,
+// with per-node metrics, a noise-reduced copy of the tree and whole-trace analyses.
+//
+// The tree is stored as columns in depth-first pre-order: node n's subtree is the index range
+// [n, subtree_end[n]), its first child is n + 1 (when subtree_end[n] > n + 1) and the next
+// sibling of a child c is subtree_end[c]. Node 0 is the root (the whole trace).
+#pragma once
+
+#include "core/progress.h"
+#include "core/trace_model.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace strata {
+
+using NodeId = uint32_t;
+inline constexpr NodeId kNoNode = UINT32_MAX;
+
+enum class NodeKind : uint8_t { Root, Iteration, Phase, Layer, Op, Group };
+enum class PhaseKind : uint8_t { DataLoading, Forward, Loss, ZeroGrad, Backward, Optimizer, Other, Count };
+// What bounds a node: the GPU is busy, the GPU waits for the host's launches, for data
+// loading, or for synchronization.
+enum class Bound : uint8_t { Unknown, Gpu, CpuLaunch, DataLoading, Sync };
+// Where the layer tier came from.
+enum class LayerSource : uint8_t { None, Module, UserAnnotation, Heuristic };
+enum class IterationSource : uint8_t { ProfilerStep, OptimizerStep, DataLoader, Periodic, WholeTrace, None };
+
+const char* node_kind_name(NodeKind k);
+const char* phase_name(PhaseKind p);  // "Forward", "Data loading", …
+const char* bound_name(Bound b);
+const char* layer_source_name(LayerSource s);
+const char* iteration_source_name(IterationSource s);
+
+struct AnnotationTree {
+  std::vector<NodeKind> kind;
+  std::vector<StrId> name;          // into `strings`
+  std::vector<NodeId> parent;       // kNoNode for the root
+  std::vector<NodeId> subtree_end;  // one past the node's last descendant
+  std::vector<uint16_t> depth;
+  std::vector<PhaseKind> phase;     // the phase a node is in (Other above the phase tier)
+  std::vector<Ns> begin, end;       // CPU span
+  std::vector<EventId> event;       // op nodes: the CPU op; layer nodes: the module / annotation event
+  std::vector<NodeId> mirror;       // backward layer nodes: the forward layer they differentiate
+  std::vector<uint32_t> members;    // group nodes: how many siblings they merged (else 1)
+  std::vector<NodeId> origin;       // reduced trees: the original node (a group's first member)
+  // Metrics (filled by compute_metrics).
+  std::vector<Ns> gpu_busy;               // union of its GPU ops' intervals
+  std::vector<Ns> gpu_begin, gpu_end;     // first start, last end of its GPU ops (0 when none)
+  std::vector<uint32_t> kernels;          // GPU ops (kernels, copies, sets)
+  std::vector<float> share;               // of the parent's CPU span (0..1)
+  std::vector<Bound> bound;
+  StringTable strings;
+
+  size_t size() const { return kind.size(); }
+  std::string_view name_of(NodeId n) const { return strings.view(name[n]); }
+  Ns duration(NodeId n) const { return end[n] - begin[n]; }
+  NodeId first_child(NodeId n) const { return subtree_end[n] > n + 1 ? n + 1 : kNoNode; }
+  NodeId next_sibling(NodeId c) const {
+    NodeId p = parent[c];
+    return p != kNoNode && subtree_end[c] < subtree_end[p] ? subtree_end[c] : kNoNode;
+  }
+  std::vector<NodeId> children(NodeId n) const;
+  // "Iteration 38/Backward/layer1.0/conv2/aten::convolution_backward" (the root is left out).
+  std::string path(NodeId n) const;
+  // The nearest ancestor-or-self of this kind, or kNoNode.
+  NodeId ancestor(NodeId n, NodeKind k) const;
+  size_t bytes() const;
+};
+
+struct ReduceOptions {
+  double tiny_share = 0.05;   // siblings each under this share of the parent merge into a group
+  double hoist_share = 0.75;  // a lone child over this share of its parent replaces the parent's other children…
+  bool hoist = true;          // …(hoisting: the big child's children are shown one tier up)
+  bool collapse_runs = true;  // consecutive siblings with the same name become one "name ×N"
+  uint32_t min_group = 2;     // fewer tiny siblings than this stay as they are
+};
+
+struct AnnotateOptions {
+  unsigned threads = 0;  // 0: hardware concurrency (at most 8)
+  ReduceOptions reduce;
+  bool user_annotations_as_layers = true;  // record_function / NVTX ranges inside forward
+  bool module_events_as_layers = true;     // nn.Module python_function events
+};
+
+struct Iteration {
+  NodeId node = kNoNode;
+  std::string name;
+  Ns begin = 0, end = 0;
+  bool partial = false;  // cut by the trace window's edge
+};
+
+struct DeviceUtil {
+  int32_t device = -1;
+  int64_t stream = -1;  // -1: the whole device
+  Ns busy = 0, elapsed = 0;
+  uint64_t ops = 0;
+};
+
+struct KernelStat {
+  std::string name;
+  uint64_t count = 0;
+  Ns total = 0, max = 0;
+  bool tensor_core = false;
+  uint8_t kind = 0;  // 0 compute, 1 communication, 2 memory
+};
+
+struct IdleGaps {
+  Ns total = 0, launch = 0, data_loading = 0, sync = 0, other = 0;
+  uint64_t count = 0;
+};
+
+struct MemoryUse {
+  bool present = false;
+  int64_t peak_allocated = 0, peak_reserved = 0;
+  Ns peak_ts = 0;
+  std::string peak_where;  // the annotation path at the peak
+  int64_t activations = 0, optimizer_state = 0, temporaries = 0, persistent = 0;  // bytes (CUDA)
+  struct PhaseAlloc { PhaseKind phase; int64_t allocated = 0, freed = 0; };
+  std::vector<PhaseAlloc> per_phase;
+  struct LayerAlloc { std::string path; int64_t allocated = 0, net = 0; };
+  std::vector<LayerAlloc> top_layers;  // forward layers that allocate the most (net)
+};
+
+struct Analyses {
+  Ns window_begin = 0, window_end = 0;  // the iterations' span (else the trace's)
+  std::vector<DeviceUtil> utilization;  // per device (stream -1) then per stream
+  IdleGaps idle;
+  std::vector<KernelStat> kernels;      // by total time, descending
+  Ns compute = 0, communication = 0, memory_ops = 0;  // busy (union) per class, all devices
+  Ns compute_comm_overlap = 0;
+  Ns tensor_core = 0, kernel_total = 0;  // summed kernel time
+  Ns iter_mean = 0, iter_median = 0, iter_p95 = 0, iter_min = 0, iter_max = 0;
+  int64_t batch_size = -1;
+  double samples_per_s = 0;
+  MemoryUse memory;
+};
+
+struct Annotation {
+  AnnotationTree tree;     // unreduced
+  AnnotationTree reduced;  // noise-reduced (group nodes, hoisting, collapsed runs)
+  std::vector<NodeId> node_of_event;  // per event: the deepest node it belongs to, else kNoNode
+  std::vector<Iteration> iterations;
+  Analyses analyses;
+  IterationSource iteration_source = IterationSource::None;
+  LayerSource layer_source = LayerSource::None;
+  uint32_t main_track = kNoTrack;
+  std::vector<uint32_t> backward_tracks;
+  uint64_t backward_ops = 0, backward_mapped_links = 0, backward_mapped_order = 0;
+  uint64_t gpu_ops = 0, gpu_ops_annotated = 0;
+  std::vector<std::string> notes;  // what could not be determined, in words
+  double seconds = 0;
+  double pass_seconds[6] = {};  // structure, iterations+phases, layers+backward+tree, metrics, reduction, analyses
+  bool cancelled = false;
+};
+
+// Runs every pass. Progress stages: 1 structure, 2 iterations and phases, 3 layers,
+// 4 metrics, 5 reduction, 6 analyses; `done`/`total` count passes. Checks cancel between
+// passes (a cancelled result has `cancelled` set and may be partial).
+Annotation annotate(const TraceModel& m, const AnnotateOptions& options = {}, Progress* progress = nullptr);
+
+// The noise-reduced copy of a tree (also run by annotate()).
+AnnotationTree reduce_tree(const AnnotationTree& t, const ReduceOptions& options);
+
+// Summary as readable text or JSON (schema: docs/summary-json.md).
+std::string summary_text(const TraceModel& m, const Annotation& a);
+std::string summary_json(const TraceModel& m, const Annotation& a);
+
+// Writes the original trace plus the annotation tiers (`strata annotate`). Gzips when the
+// name ends in .gz. Returns an empty string on success, else the error.
+std::string write_annotated_trace(const TraceModel& m, const Annotation& a, const std::string& out_path);
+// The same, into a string (uncompressed).
+std::string annotated_trace_json(const TraceModel& m, const Annotation& a);
+
+}  // namespace strata

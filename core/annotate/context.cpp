@@ -1,0 +1,265 @@
+// Structure shared by every pass: parents, op roots, track roles, the GPU ops in time order.
+#include "core/annotate/internal.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+namespace strata::annot {
+
+std::string_view strip_prefix(std::string_view s, std::string_view p) {
+  return s.starts_with(p) ? s.substr(p.size()) : s;
+}
+
+static bool contains(std::string_view s, std::string_view needle) { return s.find(needle) != std::string_view::npos; }
+
+static std::string_view aten_name(std::string_view n) {
+  n = strip_prefix(n, "aten::");
+  return n;
+}
+
+bool is_annotation_name(std::string_view n) {
+  return n.starts_with("ProfilerStep#") || n.starts_with("enumerate(DataLoader)#") ||
+         (n.starts_with("Optimizer.") && n.find('#') != std::string_view::npos);
+}
+
+std::vector<EventId> child_ops(const Context& c, EventId r) {
+  std::vector<EventId> out;
+  const Track& tr = c.m.tracks[c.track[r]];
+  size_t d = size_t(c.m.ev.depth[r]) + 1;
+  if (d >= tr.levels.size()) return out;
+  const Range& lv = tr.levels[d];
+  auto& st = c.m.ev.start;
+  auto it = std::lower_bound(st.begin() + lv.begin, st.begin() + lv.end, st[r]);
+  for (auto e = EventId(it - st.begin()); e < lv.end && st[e] < c.m.ev.end(r); ++e)
+    if (c.parent[e] == r && c.is_op[e]) out.push_back(e);
+  return out;
+}
+
+bool is_loss_op(std::string_view n) {
+  n = aten_name(n);
+  return contains(n, "loss") || n.starts_with("binary_cross_entropy") || n == "kl_div" ||
+         n.starts_with("cross_entropy");
+}
+
+bool is_data_movement(std::string_view n) {
+  static constexpr std::array<std::string_view, 22> names = {
+      "to",    "_to_copy", "copy_",  "lift_fresh", "view",      "pin_memory", "_pin_memory", "contiguous",
+      "empty", "empty_strided", "detach", "alias", "select", "slice",  "reshape",  "unsqueeze", "squeeze",
+      "stack", "cat",   "as_strided", "record_stream", "set_"};
+  if (!n.starts_with("aten::")) return false;
+  n = aten_name(n);
+  return std::find(names.begin(), names.end(), n) != names.end();
+}
+
+bool is_parametric(std::string_view n) {
+  n = aten_name(n);
+  static constexpr std::array<std::string_view, 16> keys = {
+      "conv", "linear", "addmm", "matmul", "mm", "bmm", "baddbmm", "einsum", "embedding", "batch_norm",
+      "layer_norm", "group_norm", "lstm", "gru", "attention", "rms_norm"};
+  for (std::string_view k : keys)
+    if (n.starts_with(k) || (k.size() > 3 && contains(n, k))) return true;
+  return false;
+}
+
+bool is_optimizer_like(std::string_view n) {
+  if (n.starts_with("aten::_foreach_") || n.starts_with("aten::_fused_")) return true;
+  static constexpr std::array<std::string_view, 7> names = {"add_", "mul_", "addcdiv_", "addcmul_", "lerp_", "sqrt", "div_"};
+  n = aten_name(n);
+  return std::find(names.begin(), names.end(), n) != names.end();
+}
+
+bool is_backward_name(std::string_view n) {
+  if (n.starts_with("autograd::engine::evaluate_function")) return true;
+  if (n.starts_with("torch::autograd::")) return true;
+  // "ConvolutionBackward0", "CudnnConvolutionBackward"
+  size_t p = n.rfind("Backward");
+  if (p == std::string_view::npos || n.starts_with("aten::")) return false;
+  for (size_t i = p + 8; i < n.size(); ++i)
+    if (n[i] < '0' || n[i] > '9') return false;
+  return true;
+}
+
+bool is_sync_call(std::string_view n) {
+  return n == "cudaStreamSynchronize" || n == "cudaDeviceSynchronize" || n == "cudaEventSynchronize" ||
+         n == "cudaMemcpy" || n == "cuStreamSynchronize" || n == "cuCtxSynchronize" || n == "hipStreamSynchronize" ||
+         n == "hipDeviceSynchronize" || n == "hipMemcpy" || n == "hipEventSynchronize" || n == "aten::item" ||
+         n == "aten::_local_scalar_dense" || n == "cudaStreamWaitEvent";
+}
+
+std::string_view op_kind(std::string_view n) {
+  n = strip_prefix(n, "autograd::engine::evaluate_function: ");
+  n = aten_name(n);
+  std::string_view s = n;
+  // Backward spellings: "ConvolutionBackward0", "CudnnBatchNormBackward0".
+  size_t p = s.rfind("Backward");
+  bool backward = p != std::string_view::npos && p > 0;
+  if (backward) s = s.substr(0, p);
+  auto has = [&](std::string_view k) {
+    for (size_t i = 0; i + k.size() <= s.size(); ++i) {
+      bool eq = true;
+      for (size_t j = 0; j < k.size() && eq; ++j) {
+        char a = s[i + j];
+        if (a >= 'A' && a <= 'Z') a = char(a - 'A' + 'a');
+        eq = a == k[j];
+      }
+      if (eq) return true;
+    }
+    return false;
+  };
+  if (has("accumulategrad")) return "accumulate_grad";
+  if (has("conv")) return "conv";
+  if (has("batchnorm") || has("batch_norm")) return "batch_norm";
+  if (has("layernorm") || has("layer_norm")) return "layer_norm";
+  if (has("groupnorm") || has("group_norm")) return "group_norm";
+  if (has("embedding")) return "embedding";
+  if (has("attention") || has("sdpa")) return "attention";
+  if (has("loss")) return "loss";
+  if (has("logsoftmax") || has("log_softmax") || has("softmax")) return "softmax";
+  if (has("dropout")) return "dropout";
+  if (has("pool")) return "pool";
+  if (has("relu") || has("threshold") || has("gelu") || has("silu") || has("sigmoid") || has("tanh") ||
+      has("hardtanh") || has("elu"))
+    return "activation";
+  if (has("baddbmm") || has("bmm")) return "bmm";
+  if (has("addmm") || has("linear") || has("matmul") || s == "mm" || s == "Mm" || has("einsum")) return "linear";
+  if (s == "t" || s == "T" || has("transpose") || has("permute") || has("view") || has("reshape") || has("expand") ||
+      has("unsafe") || has("squeeze") || has("select") || has("slice") || has("contiguous") || has("clone"))
+    return "reshape";
+  if (has("add") || has("sub")) return "add";
+  if (has("mul") || has("div")) return "mul";
+  if (has("mean") || has("sum")) return "reduce";
+  if (has("cat") || has("stack")) return "cat";
+  return "other";
+}
+
+namespace {
+
+void compute_parents(Context& c) {
+  const TraceModel& m = c.m;
+  size_t n = m.ev.size();
+  c.parent.assign(n, kNoEvent);
+  c.track.assign(n, kNoTrack);
+  c.is_op.assign(n, 0);
+  c.op_root.assign(n, kNoEvent);
+  parallel_for(c.threads, m.tracks.size(), [&](size_t ti) {
+    const Track& t = m.tracks[ti];
+    for (EventId e = t.events.begin; e < t.events.end; ++e) c.track[e] = uint32_t(ti);
+    for (size_t d = 1; d < t.levels.size(); ++d) {
+      const Range& up = t.levels[d - 1];
+      const Range& lv = t.levels[d];
+      EventId p = up.begin;
+      for (EventId e = lv.begin; e < lv.end; ++e) {
+        while (p + 1 < up.end && m.ev.start[p + 1] <= m.ev.start[e]) ++p;
+        if (p < up.end && m.ev.start[p] <= m.ev.start[e]) c.parent[e] = p;
+      }
+    }
+    bool cpu = t.kind == TrackKind::CpuThread;
+    for (EventId e = t.events.begin; e < t.events.end; ++e) {
+      Cat k = m.ev.category(e);
+      bool op = (k == Cat::CpuOp || (cpu && k == Cat::None && m.ev.phase[e] == Phase::Complete)) &&
+                !is_annotation_name(m.name_of(e));
+      c.is_op[e] = op;
+      EventId p = c.parent[e];
+      EventId pr = p != kNoEvent ? c.op_root[p] : kNoEvent;
+      c.op_root[e] = pr != kNoEvent ? pr : (op ? e : kNoEvent);
+    }
+  });
+}
+
+void choose_tracks(Context& c) {
+  const TraceModel& m = c.m;
+  size_t nt = m.tracks.size();
+  std::vector<uint64_t> steps(nt), ops(nt), bwd(nt), launches(nt);
+  for (size_t ti = 0; ti < nt; ++ti) {
+    const Track& t = m.tracks[ti];
+    if (t.kind != TrackKind::CpuThread) continue;
+    size_t base = t.overflow_of != kNoTrack ? t.overflow_of : ti;
+    for (EventId e = t.events.begin; e < t.events.end; ++e) {
+      Cat k = m.ev.category(e);
+      if (c.op_root[e] == e) {
+        ++ops[base];
+        if (is_backward_name(m.name_of(e))) ++bwd[base];
+      } else if ((k == Cat::UserAnnotation || k == Cat::None || k == Cat::CpuOp) && m.name_of(e).starts_with("ProfilerStep#")) {
+        ++steps[base];
+      } else if ((k == Cat::CudaRuntime || k == Cat::CudaDriver) && m.ev.link[e] != kNoEvent) {
+        ++launches[base];
+      }
+    }
+  }
+  double best = -1;
+  for (size_t ti = 0; ti < nt; ++ti) {
+    const Track& t = m.tracks[ti];
+    if (t.kind != TrackKind::CpuThread || t.overflow_of != kNoTrack) continue;
+    double fwd_ops = double(ops[ti] - bwd[ti]);
+    double score = double(steps[ti]) * 1e12 + fwd_ops * 4 + double(launches[ti]);
+    if (ops[ti] && bwd[ti] * 2 > ops[ti]) score = fwd_ops;  // the autograd thread
+    if (score > best) {
+      best = score;
+      c.main_track = uint32_t(ti);
+    }
+  }
+  c.is_main.assign(nt, 0);
+  c.is_backward_track.assign(nt, 0);
+  for (uint32_t t = c.main_track; t != kNoTrack && t < nt; t = m.tracks[t].overflow) c.is_main[t] = 1;
+  for (size_t ti = 0; ti < nt; ++ti) {
+    const Track& t = m.tracks[ti];
+    size_t base = t.overflow_of != kNoTrack ? t.overflow_of : ti;
+    if (t.kind != TrackKind::CpuThread || c.is_main[base]) continue;
+    // Only the main process's autograd threads.
+    if (c.main_track != kNoTrack && t.process != m.tracks[c.main_track].process) continue;
+    if (bwd[base] > 0 && bwd[base] * 4 >= ops[base]) c.is_backward_track[ti] = 1;
+  }
+}
+
+void collect(Context& c) {
+  const TraceModel& m = c.m;
+  for (size_t ti = 0; ti < m.tracks.size(); ++ti) {
+    const Track& t = m.tracks[ti];
+    if (t.kind == TrackKind::GpuStream) {
+      for (EventId e = t.events.begin; e < t.events.end; ++e) {
+        Cat k = m.ev.category(e);
+        if (k == Cat::Kernel || k == Cat::GpuMemcpy || k == Cat::GpuMemset) c.gpu_ops.push_back(e);
+      }
+    } else if (c.is_main[ti]) {
+      for (EventId e = t.events.begin; e < t.events.end; ++e) {
+        Cat k = m.ev.category(e);
+        if (c.op_root[e] == e || k == Cat::UserAnnotation ||
+            ((k == Cat::None || k == Cat::CpuOp) && m.ev.phase[e] == Phase::Complete && is_annotation_name(m.name_of(e))))
+          c.main_items.push_back(e);
+        else if (c.op_root[e] == kNoEvent && is_backward_name(m.name_of(e)))
+          c.main_items.push_back(e);
+      }
+    } else if (c.is_backward_track[ti]) {
+      for (EventId e = t.events.begin; e < t.events.end; ++e)
+        if (c.op_root[e] == e) c.bwd_items.push_back(e);
+    }
+  }
+  auto by_start = [&](EventId a, EventId b) {
+    if (m.ev.start[a] != m.ev.start[b]) return m.ev.start[a] < m.ev.start[b];
+    if (m.ev.dur[a] != m.ev.dur[b]) return m.ev.dur[a] > m.ev.dur[b];
+    return a < b;
+  };
+  // Each GPU track's levels are start-sorted runs; a sort of nearly sorted data is cheap.
+  std::sort(c.gpu_ops.begin(), c.gpu_ops.end(), by_start);
+  std::sort(c.main_items.begin(), c.main_items.end(), by_start);
+  std::sort(c.bwd_items.begin(), c.bwd_items.end(), by_start);
+  c.has_gpu = !c.gpu_ops.empty();
+  c.has_backward = !c.bwd_items.empty();
+  if (!c.has_backward)
+    for (EventId e : c.main_items)
+      if (is_backward_name(m.name_of(e))) {
+        c.has_backward = true;
+        break;
+      }
+}
+
+}  // namespace
+
+void build_context(Context& c) {
+  compute_parents(c);
+  choose_tracks(c);
+  collect(c);
+}
+
+}  // namespace strata::annot

@@ -1,0 +1,131 @@
+// Shared state of the annotation passes (not part of the public API).
+#pragma once
+
+#include "core/annotate/annotation.h"
+
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace strata::annot {
+
+// Derived per-event columns and the roles of the tracks, computed once.
+struct Context {
+  const TraceModel& m;
+  const AnnotateOptions& opt;
+  unsigned threads = 1;
+
+  std::vector<EventId> parent;   // enclosing event on the same track, else kNoEvent
+  std::vector<EventId> op_root;  // outermost CPU op ancestor-or-self, else kNoEvent
+  std::vector<uint32_t> track;   // per event: its track
+  std::vector<uint8_t> is_op;    // CPU op (cpu_op, or an uncategorised X event on a CPU thread)
+
+  uint32_t main_track = kNoTrack;          // the thread that runs the training loop
+  std::vector<uint8_t> is_main;            // per track: the main thread or its overflow track
+  std::vector<uint8_t> is_backward_track;  // per track: the autograd engine's threads
+  std::vector<EventId> gpu_ops;            // kernels, copies, sets; by start
+  std::vector<EventId> main_items;         // op roots and user annotations on the main thread, by start
+  std::vector<EventId> bwd_items;          // op roots on autograd threads, by start
+  bool has_backward = false;
+  bool has_gpu = false;
+
+  Context(const TraceModel& model, const AnnotateOptions& o) : m(model), opt(o) {}
+  std::string_view name(EventId e) const { return m.name_of(e); }
+  Cat cat(EventId e) const { return m.ev.category(e); }
+};
+
+// The tree while it is built: nodes in creation order, finalized into pre-order columns.
+struct Builder {
+  std::vector<NodeKind> kind;
+  std::vector<StrId> name;
+  std::vector<NodeId> parent;
+  std::vector<PhaseKind> phase;
+  std::vector<Ns> begin, end;
+  std::vector<EventId> event;
+  std::vector<NodeId> mirror;
+  StringTable strings;
+
+  NodeId add(NodeKind k, std::string_view nm, NodeId par, PhaseKind ph, Ns b, Ns e, EventId ev = kNoEvent) {
+    auto id = NodeId(kind.size());
+    kind.push_back(k);
+    name.push_back(strings.intern(nm));
+    parent.push_back(par);
+    phase.push_back(ph);
+    begin.push_back(b);
+    end.push_back(e);
+    event.push_back(ev);
+    mirror.push_back(kNoNode);
+    return id;
+  }
+  size_t size() const { return kind.size(); }
+  void widen(NodeId n, Ns b, Ns e) {
+    if (b < begin[n]) begin[n] = b;
+    if (e > end[n]) end[n] = e;
+  }
+};
+
+// One iteration's phase segments on the main thread's timeline.
+struct Segment {
+  PhaseKind phase;
+  Ns begin, end;
+  NodeId node = kNoNode;
+  std::vector<EventId> items;  // main-thread items and backward roots in it, by start
+};
+
+struct IterWork {
+  Iteration it;
+  std::vector<EventId> items;  // main items in [begin, end), by start
+  std::vector<Segment> segments;
+  std::vector<EventId> markers;  // phase markers (annotation ranges), not layers
+};
+
+// Passes.
+void build_context(Context& c);
+std::vector<IterWork> find_iterations(Context& c, Annotation& a);
+void find_phases(Context& c, IterWork& w, Annotation& a);
+// Layers and op nodes for every segment; fills node_of for op roots (and descendants later).
+void build_layers(Context& c, std::vector<IterWork>& iters, Builder& b, Annotation& a, std::vector<NodeId>& node_of);
+void map_backward(Context& c, std::vector<IterWork>& iters, Builder& b, Annotation& a, std::vector<NodeId>& node_of);
+void finalize_tree(Context& c, Builder& b, Annotation& a, std::vector<NodeId>& node_of);
+void compute_metrics(Context& c, AnnotationTree& t, const std::vector<NodeId>& node_of_event);
+void run_analyses(Context& c, Annotation& a);
+
+// CPU ops one level below `r` on its track, in time order.
+std::vector<EventId> child_ops(const Context& c, EventId r);
+// Ranges PyTorch writes as record_function annotations (some formats give them cat cpu_op).
+bool is_annotation_name(std::string_view n);
+
+// Name classification.
+bool is_loss_op(std::string_view n);
+bool is_data_movement(std::string_view n);
+bool is_parametric(std::string_view n);
+bool is_optimizer_like(std::string_view n);
+bool is_backward_name(std::string_view n);
+bool is_sync_call(std::string_view n);
+// A short kind for an op ("conv", "batch_norm", "linear", …), forward or backward spelling.
+std::string_view op_kind(std::string_view n);
+std::string_view strip_prefix(std::string_view s, std::string_view p);
+
+// Runs f(i) for i in [0, n) on up to `threads` threads.
+void parallel_for(unsigned threads, size_t n, const auto& f);
+
+}  // namespace strata::annot
+
+#include <thread>
+
+namespace strata::annot {
+void parallel_for(unsigned threads, size_t n, const auto& f) {
+  if (threads <= 1 || n < 2) {
+    for (size_t i = 0; i < n; ++i) f(i);
+    return;
+  }
+  unsigned k = unsigned(std::min<size_t>(threads, n));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < k; ++t)
+    pool.emplace_back([&, t] {
+      for (size_t i = t; i < n; i += k) f(i);
+    });
+  for (size_t i = 0; i < n; i += k) f(i);
+  for (auto& th : pool) th.join();
+}
+}  // namespace strata::annot

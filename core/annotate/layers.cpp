@@ -1,0 +1,240 @@
+// The tree down to ops: iteration → phase → layers (nested) → op. Forward layers come from
+// nn.Module python frames, else user annotations (record_function / NVTX ranges) around the
+// ops; forward ops with neither are grouped into layer-like units named by what they do,
+// and repeated runs of units (residual blocks, transformer layers) get a block tier.
+#include "core/annotate/internal.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace strata::annot {
+
+namespace {
+
+bool is_anchor(std::string_view kind) {
+  return kind != "reshape" && kind != "other" && kind != "add" && kind != "mul" && kind != "cat" && kind != "reduce";
+}
+
+struct LayerBuild {
+  Context& c;
+  Builder& b;
+  Annotation& a;
+  std::vector<NodeId>& node_of;
+  std::unordered_map<EventId, NodeId> layer_of_event;
+  std::unordered_map<NodeId, std::vector<NodeId>> direct_ops;  // non-module parents → op children
+  std::vector<uint8_t> marker;  // per event: a phase marker
+  std::vector<NodeId> containers;  // layers made from one op holding a whole graph
+  bool any_module = false, any_annotation = false, any_heuristic = false;
+
+  LayerBuild(Context& cx, Builder& bx, Annotation& ax, std::vector<NodeId>& no)
+      : c(cx), b(bx), a(ax), node_of(no) {}
+
+  // The layer chain of an op root (outermost first): nn.Module frames and user ranges.
+  void chain(EventId r, std::vector<EventId>& out) {
+    out.clear();
+    for (EventId p = c.parent[r]; p != kNoEvent; p = c.parent[p]) {
+      Cat k = c.cat(p);
+      std::string_view n = c.name(p);
+      if (k == Cat::PythonFunction) {
+        if (c.opt.module_events_as_layers && n.starts_with("nn.Module: ")) out.push_back(p);
+      } else if (k == Cat::UserAnnotation) {
+        if (c.opt.user_annotations_as_layers && !marker[p] && !n.starts_with("ProfilerStep#")) out.push_back(p);
+      }
+    }
+    std::reverse(out.begin(), out.end());
+  }
+
+  NodeId layer_node(EventId e, NodeId parent, PhaseKind ph) {
+    auto it = layer_of_event.find(e);
+    if (it != layer_of_event.end()) return it->second;
+    bool module = c.cat(e) == Cat::PythonFunction;
+    std::string_view n = module ? strip_prefix(c.name(e), "nn.Module: ") : c.name(e);
+    NodeId id = b.add(NodeKind::Layer, n, parent, ph, c.m.ev.start[e], c.m.ev.end(e), e);
+    layer_of_event.emplace(e, id);
+    (module ? any_module : any_annotation) = true;
+    return id;
+  }
+
+  void forward_segment(Segment& s, NodeId phase_node) {
+    std::vector<EventId> ch;
+    for (EventId r : s.items) {
+      if (c.op_root[r] != r) continue;
+      chain(r, ch);
+      // A compiled graph (CompiledFunction, TorchScript) holds the whole forward in one op:
+      // its child ops are what gets grouped.
+      if (ch.empty() && !is_parametric(c.name(r))) {
+        std::vector<EventId> kids = child_ops(c, r);
+        if (kids.size() >= 8) {
+          NodeId box = b.add(NodeKind::Layer, c.name(r), phase_node, s.phase, c.m.ev.start[r], c.m.ev.end(r), r);
+          node_of[r] = box;
+          containers.push_back(box);
+          for (EventId k : kids) {
+            NodeId op = b.add(NodeKind::Op, c.name(k), box, s.phase, c.m.ev.start[k], c.m.ev.end(k), k);
+            node_of[k] = op;
+            direct_ops[box].push_back(op);
+          }
+          continue;
+        }
+      }
+      NodeId parent = phase_node;
+      for (EventId l : ch) parent = layer_node(l, parent, s.phase);
+      NodeId op = b.add(NodeKind::Op, c.name(r), parent, s.phase, c.m.ev.start[r], c.m.ev.end(r), r);
+      node_of[r] = op;
+      if (parent == phase_node || b.event[parent] == kNoEvent || c.cat(b.event[parent]) != Cat::PythonFunction)
+        direct_ops[parent].push_back(op);
+    }
+  }
+
+  // Layer-like units for runs of ops that have no finer structure.
+  struct Unit {
+    std::string_view kind;
+    std::vector<NodeId> ops;
+    bool lead = false;      // has ops before its anchor (views, residual adds, counters)
+    bool has_add = false;   // one of them is an add (a residual connection)
+  };
+
+  void heuristic_units(NodeId parent, const std::vector<NodeId>& ops) {
+    // Ops that only prepare (views, in-place counters like BatchNorm's num_batches_tracked,
+    // residual adds) join the next anchor op's unit; trailing ones join the last unit.
+    std::vector<Unit> us;
+    std::vector<NodeId> pending;
+    bool pending_add = false;
+    for (NodeId op : ops) {
+      std::string_view k = op_kind(b.strings.view(b.name[op]));
+      if (!is_anchor(k)) {
+        pending.push_back(op);
+        pending_add |= k == "add";
+        continue;
+      }
+      Unit u{k, pending, !pending.empty(), pending_add};
+      u.ops.push_back(op);
+      us.push_back(std::move(u));
+      pending.clear();
+      pending_add = false;
+    }
+    if (!pending.empty()) {
+      if (us.empty()) us.push_back({"ops", {}, true, pending_add});
+      us.back().ops.insert(us.back().ops.end(), pending.begin(), pending.end());
+    }
+    // Structural merges: a projection shortcut (a conv right after a norm, its norm, then
+    // the residual add and activation) is one unit; so is an MLP block (linear directly
+    // followed by its norm, activation, dropout).
+    std::vector<Unit> merged;
+    for (size_t i = 0; i < us.size(); ++i) {
+      Unit u = us[i];
+      if (u.kind == "conv" && !merged.empty() && merged.back().kind == "batch_norm" && i + 2 < us.size() &&
+          us[i + 1].kind == "batch_norm" && us[i + 2].kind == "activation" && us[i + 2].has_add) {
+        for (size_t k = 1; k <= 2; ++k) u.ops.insert(u.ops.end(), us[i + k].ops.begin(), us[i + k].ops.end());
+        u.kind = "shortcut";
+        i += 2;
+      } else if (u.kind == "linear" && i + 1 < us.size() && !us[i + 1].lead &&
+                 (us[i + 1].kind == "layer_norm" || us[i + 1].kind == "batch_norm")) {
+        size_t j = i + 1;
+        u.ops.insert(u.ops.end(), us[j].ops.begin(), us[j].ops.end());
+        while (j + 1 < us.size() && !us[j + 1].lead && (us[j + 1].kind == "activation" || us[j + 1].kind == "dropout")) {
+          ++j;
+          u.ops.insert(u.ops.end(), us[j].ops.begin(), us[j].ops.end());
+        }
+        u.kind = "mlp";
+        i = j;
+      }
+      merged.push_back(std::move(u));
+    }
+    std::vector<NodeId> units;
+    std::vector<std::string_view> kinds;
+    std::unordered_map<std::string_view, uint32_t> counter;
+    for (Unit& u : merged) {
+      NodeId first = u.ops.front();
+      std::string nm = std::string(u.kind) + "_" + std::to_string(counter[u.kind]++);
+      NodeId id = b.add(NodeKind::Layer, nm, parent, b.phase[first], b.begin[first], b.end[first]);
+      for (NodeId op : u.ops) {
+        b.parent[op] = id;
+        b.widen(id, b.begin[op], b.end[op]);
+      }
+      units.push_back(id);
+      kinds.push_back(u.kind);
+    }
+    any_heuristic = true;
+    blocks(parent, units, kinds);
+  }
+
+  // Tandem repeats of unit kinds: blocks of P units repeated at least twice in a row.
+  void blocks(NodeId parent, const std::vector<NodeId>& units, const std::vector<std::string_view>& kinds) {
+    size_t n = units.size(), i = 0;
+    uint32_t count = 0;
+    while (i + 4 <= n) {
+      size_t best_p = 0, best_r = 0;
+      size_t max_p = std::min<size_t>(64, (n - i) / 2);
+      for (size_t p = 3; p <= max_p; ++p) {
+        size_t r = 1;
+        while (i + (r + 1) * p <= n) {
+          bool same = true;
+          for (size_t k = 0; k < p && same; ++k) same = kinds[i + k] == kinds[i + r * p + k];
+          if (!same) break;
+          ++r;
+        }
+        if (r >= 2 && p * r > best_p * best_r) {
+          best_p = p;
+          best_r = r;
+        }
+      }
+      if (best_r < 2) {
+        ++i;
+        continue;
+      }
+      for (size_t r = 0; r < best_r; ++r) {
+        NodeId first = units[i + r * best_p];
+        NodeId blk = b.add(NodeKind::Layer, "block_" + std::to_string(count++), parent, b.phase[first], b.begin[first],
+                           b.end[first]);
+        for (size_t k = 0; k < best_p; ++k) {
+          NodeId u = units[i + r * best_p + k];
+          b.parent[u] = blk;
+          b.widen(blk, b.begin[u], b.end[u]);
+        }
+      }
+      i += best_p * best_r;
+    }
+  }
+};
+
+}  // namespace
+
+void build_layers(Context& c, std::vector<IterWork>& iters, Builder& b, Annotation& a, std::vector<NodeId>& node_of) {
+  LayerBuild lb(c, b, a, node_of);
+  lb.marker.assign(c.m.ev.size(), 0);
+  for (auto& w : iters)
+    for (EventId e : w.markers) lb.marker[e] = 1;
+  Ns rb = iters.empty() ? c.m.time_begin : iters.front().it.begin;
+  Ns re = iters.empty() ? c.m.time_end : iters.back().it.end;
+  NodeId root = b.add(NodeKind::Root, "trace", kNoNode, PhaseKind::Other, rb, re);
+  for (auto& w : iters) {
+    NodeId it = b.add(NodeKind::Iteration, w.it.name, root, PhaseKind::Other, w.it.begin, w.it.end);
+    w.it.node = it;
+    b.widen(root, w.it.begin, w.it.end);
+    for (Segment& s : w.segments) {
+      NodeId ph = b.add(NodeKind::Phase, phase_name(s.phase), it, s.phase, s.begin, s.end);
+      s.node = ph;
+      if (s.phase == PhaseKind::Forward) {
+        lb.forward_segment(s, ph);
+        continue;
+      }
+      for (EventId r : s.items) {
+        if (c.op_root[r] != r || c.is_backward_track[c.track[r]]) continue;  // backward roots: map_backward
+        NodeId op = b.add(NodeKind::Op, c.name(r), ph, s.phase, c.m.ev.start[r], c.m.ev.end(r), r);
+        node_of[r] = op;
+      }
+    }
+  }
+  // Only ops directly in the forward phase: a module or a user range is already a layer.
+  for (auto& [parent, ops] : lb.direct_ops)
+    if ((b.kind[parent] == NodeKind::Phase ||
+         std::find(lb.containers.begin(), lb.containers.end(), parent) != lb.containers.end()) &&
+        ops.size() >= 4)
+      lb.heuristic_units(parent, ops);
+  a.layer_source = lb.any_module ? LayerSource::Module
+                   : lb.any_annotation ? LayerSource::UserAnnotation
+                   : lb.any_heuristic ? LayerSource::Heuristic
+                                      : LayerSource::None;
+}
+
+}  // namespace strata::annot

@@ -1,0 +1,246 @@
+// `strata summary`: the annotation's findings as readable text or JSON (docs/summary-json.md).
+#include "core/annotate/annotation.h"
+#include "core/json_writer.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <map>
+#include <unordered_map>
+
+namespace strata {
+
+namespace {
+
+std::string fmt(const char* f, auto... args) {
+  char buf[1024];
+  std::snprintf(buf, sizeof buf, f, args...);
+  return buf;
+}
+
+std::string dur(Ns ns) {
+  double v = double(ns);
+  if (ns >= 1'000'000'000 || ns <= -1'000'000'000) return fmt("%.3f s", v / 1e9);
+  if (ns >= 1'000'000 || ns <= -1'000'000) return fmt("%.3f ms", v / 1e6);
+  if (ns >= 1'000 || ns <= -1'000) return fmt("%.1f us", v / 1e3);
+  return fmt("%" PRId64 " ns", ns);
+}
+
+std::string mib(int64_t b) { return fmt("%.1f MiB", double(b) / 1048576.0); }
+double pct(Ns a, Ns b) { return b > 0 ? 100.0 * double(a) / double(b) : 0.0; }
+
+struct PhaseRow {
+  PhaseKind phase;
+  Ns time = 0, gpu_busy = 0;
+  uint64_t kernels = 0, count = 0;
+  std::map<Bound, Ns> bound;
+};
+
+struct LayerRow {
+  std::string path;  // without the iteration
+  Ns time = 0, gpu_busy = 0;
+  uint64_t kernels = 0, count = 0;
+  Bound bound = Bound::Unknown;
+};
+
+struct Digest {
+  std::vector<PhaseRow> phases;
+  std::vector<LayerRow> layers;
+  size_t iterations = 0;
+};
+
+Digest digest(const Annotation& a) {
+  const AnnotationTree& t = a.tree;
+  Digest d;
+  d.iterations = std::max<size_t>(1, a.iterations.size());
+  std::map<PhaseKind, PhaseRow> ph;
+  std::unordered_map<std::string, LayerRow> ly;
+  for (NodeId i = 0; i < t.size(); ++i) {
+    if (t.kind[i] == NodeKind::Phase) {
+      PhaseRow& r = ph[t.phase[i]];
+      r.phase = t.phase[i];
+      r.time += t.duration(i);
+      r.gpu_busy += t.gpu_busy[i];
+      r.kernels += t.kernels[i];
+      r.bound[t.bound[i]] += t.duration(i);
+      ++r.count;
+    } else if (t.kind[i] == NodeKind::Layer && t.first_child(i) != kNoNode && t.kind[t.first_child(i)] == NodeKind::Op) {
+      // Leaf layers (their children are ops), keyed by phase and layer path.
+      std::string p = t.path(i);
+      size_t slash = p.find('/');
+      if (slash != std::string::npos) p = p.substr(slash + 1);
+      LayerRow& r = ly[p];
+      r.path = p;
+      r.time += t.duration(i);
+      r.gpu_busy += t.gpu_busy[i];
+      r.kernels += t.kernels[i];
+      r.bound = t.bound[i];
+      ++r.count;
+    }
+  }
+  for (auto& [k, r] : ph) d.phases.push_back(r);
+  for (auto& [k, r] : ly) d.layers.push_back(r);
+  std::sort(d.layers.begin(), d.layers.end(), [](auto& x, auto& y) {
+    Ns ax = std::max(x.gpu_busy, x.time / 100), ay = std::max(y.gpu_busy, y.time / 100);
+    return ax != ay ? ax > ay : x.path < y.path;
+  });
+  return d;
+}
+
+Bound main_bound(const PhaseRow& r) {
+  Bound best = Bound::Unknown;
+  Ns bt = -1;
+  for (auto& [b, tm] : r.bound)
+    if (tm > bt) {
+      bt = tm;
+      best = b;
+    }
+  return best;
+}
+
+}  // namespace
+
+std::string summary_text(const TraceModel& m, const Annotation& a) {
+  const Analyses& r = a.analyses;
+  Digest d = digest(a);
+  std::string o = m.path + "\n";
+  size_t partial = 0;
+  for (auto& it : a.iterations) partial += it.partial;
+  o += fmt("  iterations: %zu (from %s)%s\n", a.iterations.size(), iteration_source_name(a.iteration_source),
+           partial ? fmt(", %zu partial", partial).c_str() : "");
+  if (!a.iterations.empty())
+    o += fmt("  iteration time: mean %s, median %s, p95 %s, min %s, max %s\n", dur(r.iter_mean).c_str(),
+             dur(r.iter_median).c_str(), dur(r.iter_p95).c_str(), dur(r.iter_min).c_str(), dur(r.iter_max).c_str());
+  if (r.batch_size > 0)
+    o += fmt("  throughput: batch %" PRId64 ", %.1f samples/s\n", r.batch_size, r.samples_per_s);
+  o += "  phases (per iteration):\n";
+  Ns iter_total = 0;
+  for (auto& p : d.phases) iter_total += p.time;
+  for (auto& p : d.phases)
+    o += fmt("    %-15s %12s %5.1f%%   GPU busy %12s   %6.1f kernels   bound: %s\n", phase_name(p.phase),
+             dur(p.time / Ns(d.iterations)).c_str(), pct(p.time, iter_total), dur(p.gpu_busy / Ns(d.iterations)).c_str(),
+             double(p.kernels) / double(d.iterations), bound_name(main_bound(p)));
+  o += fmt("  layers (from %s), top by GPU time per iteration:\n", layer_source_name(a.layer_source));
+  for (size_t i = 0; i < d.layers.size() && i < 10; ++i) {
+    auto& l = d.layers[i];
+    o += fmt("    %-60s CPU %10s  GPU %10s  %5.1f kernels  %s\n", l.path.size() > 60 ? ("…" + l.path.substr(l.path.size() - 58)).c_str() : l.path.c_str(),
+             dur(l.time / Ns(d.iterations)).c_str(), dur(l.gpu_busy / Ns(d.iterations)).c_str(),
+             double(l.kernels) / double(d.iterations), bound_name(l.bound));
+  }
+  if (a.backward_ops)
+    o += fmt("  backward ops: %" PRIu64 ", mapped to forward layers via links %" PRIu64 ", by op order %" PRIu64 "\n",
+             a.backward_ops, a.backward_mapped_links, a.backward_mapped_order);
+  o += "  top kernels:\n";
+  for (size_t i = 0; i < r.kernels.size() && i < 10; ++i) {
+    auto& k = r.kernels[i];
+    std::string nm = k.name.size() > 70 ? k.name.substr(0, 67) + "..." : k.name;
+    o += fmt("    %5.1f%% %12s %7" PRIu64 "x  %s%s\n", pct(k.total, r.kernel_total), dur(k.total).c_str(), k.count, nm.c_str(),
+             k.tensor_core ? "  [tensor cores]" : "");
+  }
+  o += fmt("  GPU utilization over %s:\n", dur(r.window_end - r.window_begin).c_str());
+  for (auto& u : r.utilization) {
+    if (u.stream < 0) o += fmt("    GPU %d: %5.1f%% busy (%" PRIu64 " ops)\n", u.device, pct(u.busy, u.elapsed), u.ops);
+    else o += fmt("      stream %" PRId64 ": %5.1f%% busy (%" PRIu64 " ops)\n", u.stream, pct(u.busy, u.elapsed), u.ops);
+  }
+  if (r.idle.count)
+    o += fmt("  GPU idle: %s in %" PRIu64 " gaps: waiting on host launches %.1f%%, data loading %.1f%%, synchronization "
+             "%.1f%%, other %.1f%%\n",
+             dur(r.idle.total).c_str(), r.idle.count, pct(r.idle.launch, r.idle.total), pct(r.idle.data_loading, r.idle.total),
+             pct(r.idle.sync, r.idle.total), pct(r.idle.other, r.idle.total));
+  if (r.kernel_total)
+    o += fmt("  compute %s, communication %s (overlapped with compute %s), memory ops %s; tensor-core kernels %.1f%% of "
+             "kernel time\n",
+             dur(r.compute).c_str(), dur(r.communication).c_str(), dur(r.compute_comm_overlap).c_str(),
+             dur(r.memory_ops).c_str(), pct(r.tensor_core, r.kernel_total));
+  if (r.memory.present) {
+    auto& mu = r.memory;
+    o += fmt("  memory: peak allocated %s (reserved %s) at %s\n", mib(mu.peak_allocated).c_str(),
+             mib(mu.peak_reserved).c_str(), mu.peak_where.empty() ? "?" : mu.peak_where.c_str());
+    o += fmt("    activations %s, temporaries %s, optimizer state %s, other still allocated %s\n", mib(mu.activations).c_str(),
+             mib(mu.temporaries).c_str(), mib(mu.optimizer_state).c_str(), mib(mu.persistent).c_str());
+    for (auto& p : mu.per_phase)
+      o += fmt("    %-15s allocates %s, frees %s\n", phase_name(p.phase), mib(p.allocated).c_str(), mib(p.freed).c_str());
+    for (size_t i = 0; i < mu.top_layers.size() && i < 5; ++i)
+      o += fmt("    layer %s allocates %s (net %s)\n", mu.top_layers[i].path.c_str(), mib(mu.top_layers[i].allocated).c_str(),
+               mib(mu.top_layers[i].net).c_str());
+  } else {
+    o += "  memory: no [memory] events (profile_memory was off)\n";
+  }
+  o += fmt("  annotated %" PRIu64 " of %" PRIu64 " GPU ops; %zu annotation nodes (%zu after noise reduction); %.3f s\n",
+           a.gpu_ops_annotated, a.gpu_ops, a.tree.size(), a.reduced.size(), a.seconds);
+  for (auto& n : a.notes) o += "  note: " + n + "\n";
+  return o;
+}
+
+std::string summary_json(const TraceModel& m, const Annotation& a) {
+  const Analyses& r = a.analyses;
+  Digest d = digest(a);
+  JsonWriter w;
+  w.begin_object();
+  w.field("file", m.path).field("schema", "strata.summary/1");
+  w.key("iterations").begin_object();
+  w.field("count", uint64_t(a.iterations.size())).field("source", iteration_source_name(a.iteration_source));
+  w.field("mean_ns", r.iter_mean).field("median_ns", r.iter_median).field("p95_ns", r.iter_p95);
+  w.field("min_ns", r.iter_min).field("max_ns", r.iter_max);
+  w.key("list").begin_array();
+  for (auto& it : a.iterations)
+    w.begin_object().field("name", it.name).field("begin_ns", it.begin).field("end_ns", it.end).field("partial", it.partial).end_object();
+  w.end_array().end_object();
+  w.key("throughput").begin_object().field("batch_size", r.batch_size).field("samples_per_s", r.samples_per_s).end_object();
+  w.key("phases").begin_array();
+  for (auto& p : d.phases)
+    w.begin_object().field("phase", phase_name(p.phase)).field("total_ns", p.time).field("per_iteration_ns", p.time / Ns(d.iterations))
+        .field("gpu_busy_ns", p.gpu_busy).field("kernels", p.kernels).field("segments", p.count)
+        .field("bound", bound_name(main_bound(p))).end_object();
+  w.end_array();
+  w.field("layer_source", layer_source_name(a.layer_source));
+  w.key("layers").begin_array();
+  for (size_t i = 0; i < d.layers.size() && i < 50; ++i) {
+    auto& l = d.layers[i];
+    w.begin_object().field("path", l.path).field("total_ns", l.time).field("gpu_busy_ns", l.gpu_busy).field("kernels", l.kernels)
+        .field("occurrences", l.count).field("bound", bound_name(l.bound)).end_object();
+  }
+  w.end_array();
+  w.key("backward").begin_object().field("ops", a.backward_ops).field("mapped_by_links", a.backward_mapped_links)
+      .field("mapped_by_order", a.backward_mapped_order).end_object();
+  w.key("kernels").begin_array();
+  for (size_t i = 0; i < r.kernels.size() && i < 50; ++i) {
+    auto& k = r.kernels[i];
+    static const char* kinds[] = {"compute", "communication", "memory"};
+    w.begin_object().field("name", k.name).field("count", k.count).field("total_ns", k.total).field("max_ns", k.max)
+        .field("kind", kinds[k.kind]).field("tensor_core", k.tensor_core).end_object();
+  }
+  w.end_array();
+  w.key("utilization").begin_array();
+  for (auto& u : r.utilization)
+    w.begin_object().field("device", int64_t(u.device)).field("stream", u.stream).field("busy_ns", u.busy)
+        .field("elapsed_ns", u.elapsed).field("ops", u.ops).field("utilization", u.elapsed ? double(u.busy) / double(u.elapsed) : 0.0)
+        .end_object();
+  w.end_array();
+  w.key("idle").begin_object().field("gaps", r.idle.count).field("total_ns", r.idle.total).field("launch_ns", r.idle.launch)
+      .field("data_loading_ns", r.idle.data_loading).field("sync_ns", r.idle.sync).field("other_ns", r.idle.other).end_object();
+  w.key("work").begin_object().field("compute_ns", r.compute).field("communication_ns", r.communication)
+      .field("memory_ops_ns", r.memory_ops).field("compute_communication_overlap_ns", r.compute_comm_overlap)
+      .field("kernel_time_ns", r.kernel_total).field("tensor_core_ns", r.tensor_core).end_object();
+  auto& mu = r.memory;
+  w.key("memory").begin_object().field("present", mu.present).field("peak_allocated", mu.peak_allocated)
+      .field("peak_reserved", mu.peak_reserved).field("peak_ns", mu.peak_ts).field("peak_where", mu.peak_where)
+      .field("activations", mu.activations).field("temporaries", mu.temporaries).field("optimizer_state", mu.optimizer_state)
+      .field("persistent", mu.persistent);
+  w.key("per_phase").begin_array();
+  for (auto& p : mu.per_phase)
+    w.begin_object().field("phase", phase_name(p.phase)).field("allocated", p.allocated).field("freed", p.freed).end_object();
+  w.end_array();
+  w.key("top_layers").begin_array();
+  for (auto& l : mu.top_layers) w.begin_object().field("path", l.path).field("allocated", l.allocated).field("net", l.net).end_object();
+  w.end_array().end_object();
+  w.key("annotation").begin_object().field("nodes", uint64_t(a.tree.size())).field("reduced_nodes", uint64_t(a.reduced.size()))
+      .field("gpu_ops", a.gpu_ops).field("gpu_ops_annotated", a.gpu_ops_annotated).field("seconds", a.seconds).end_object();
+  w.key("notes").begin_array();
+  for (auto& n : a.notes) w.value(n);
+  w.end_array();
+  w.end_object();
+  return w.str() + "\n";
+}
+
+}  // namespace strata

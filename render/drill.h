@@ -1,0 +1,47 @@
+// Multi-scale drill-down on the timeline's items, GUI-free: the focus path (breadcrumbs),
+// children of an item for the levels view (with noise reduction), what belongs to a selected
+// item (for highlighting and flow arrows) and the GPU work under an item.
+#pragma once
+
+#include "render/timeline.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace strata::render {
+
+// Tier spans containing the item (coarse to fine), then its event ancestors, then the item.
+// A GPU op is placed by its launch: ... ▸ the CPU op ▸ the kernel.
+std::vector<ItemRef> focus_path(const Timeline& tl, ItemRef r);
+
+struct Block {
+  ItemRef ref;        // the child (the first one when merged)
+  Ns start = 0, end = 0;
+  Ns busy = 0;        // summed durations (merged blocks: of all of them)
+  uint32_t merged = 1;  // > 1: small children merged into one "other" block
+};
+
+// The top of the levels view: level 0 of the first tier, else the depth-0 events of the CPU
+// thread that does the most.
+std::vector<Block> level_roots(const Timeline& tl);
+// Children of an item: the next tier level or tier, then the event's nested events, then
+// (for a launch) the GPU op it launched. Children shorter than `noise_frac` of the parent
+// are merged with their small neighbours into one block.
+std::vector<Block> children_of(const Timeline& tl, ItemRef parent, double noise_frac = 0.01);
+
+// What belongs to `sel`: ancestors, launches and the GPU ops they launched, the forward or
+// backward counterpart, tier spans containing it. `flows` gets (launch, GPU op) pairs.
+void related_of(const Timeline& tl, ItemRef sel, Highlight& hl, std::vector<std::pair<EventId, EventId>>* flows,
+                size_t cap = 4096);
+
+// GPU ops launched from inside the item (its CPU events and their descendants, or for a tier
+// span every CPU thread within its time), at most `cap`.
+std::vector<EventId> gpu_ops_under(const Timeline& tl, ItemRef r, size_t cap = 100000);
+
+// Resolves "Iteration 38/Backward/layer2" (names or prefixes, '/'-separated) from the roots
+// down through children_of. Returns an invalid ref when the first part matches nothing; else
+// the deepest match.
+ItemRef resolve_focus(const Timeline& tl, std::string_view path);
+
+}  // namespace strata::render

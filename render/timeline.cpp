@@ -1,0 +1,484 @@
+#include "render/timeline.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <map>
+
+namespace strata::render {
+
+void FrameLayout::clear() {
+  rects.clear();
+  texts.clear();
+  text.clear();
+  items.clear();
+  rows.clear();
+  gutter.clear();
+  counter_rects.clear();
+  folded_items = labels = 0;
+}
+
+namespace {
+
+Hue hue_for_category(Cat c) {
+  switch (c) {
+    case Cat::CpuOp: return Hue::CpuOp;
+    case Cat::UserAnnotation: return Hue::Annotation;
+    case Cat::GpuUserAnnotation: return Hue::Annotation;
+    case Cat::CudaRuntime:
+    case Cat::CudaDriver:
+    case Cat::CudaSync:
+    case Cat::CudaEvent: return Hue::Runtime;
+    case Cat::Kernel: return Hue::Kernel;
+    case Cat::GpuMemcpy: return Hue::Memcpy;
+    case Cat::GpuMemset: return Hue::Memset;
+    case Cat::PythonFunction: return Hue::Python;
+    case Cat::None: return Hue::CpuOp;
+    default: return Hue::Other;
+  }
+}
+
+std::string process_title(const TraceModel& m, const Process& p) {
+  std::string s;
+  if (p.device >= 0) {
+    s = "GPU " + std::to_string(p.device);
+    for (const DeviceInfo& d : m.devices)
+      if (d.id == p.device && !d.name.empty()) s += "  " + d.name;
+    return s;
+  }
+  auto str = [&](StrId id) { return id != kNoStr ? std::string(m.strings.view(id)) : std::string(); };
+  std::string labels = str(p.labels), pid = str(p.pid_label), name = str(p.name);
+  if (!labels.empty()) s = labels + "  ";
+  s += !pid.empty() ? pid : "Process " + std::to_string(p.pid);
+  if (!name.empty()) s += " (" + name + ")";
+  return s;
+}
+
+std::string track_title(const TraceModel& m, const Track& t) {
+  if (t.overflow_of != kNoTrack) return "\xE2\x86\xB3 overlapping";
+  if (t.kind == TrackKind::GpuStream) {
+    if (t.stream >= 0) return "Stream " + std::to_string(t.stream);
+    if (t.tid_label != kNoStr) return std::string(m.strings.view(t.tid_label));
+    return "Stream " + std::to_string(t.tid);
+  }
+  if (t.name != kNoStr && !m.strings.view(t.name).empty()) return std::string(m.strings.view(t.name));
+  if (t.tid_label != kNoStr && !m.strings.view(t.tid_label).empty()) return std::string(m.strings.view(t.tid_label));
+  return "Thread " + std::to_string(t.tid);
+}
+
+}  // namespace
+
+void Timeline::build(const TraceModel& m) {
+  m_ = &m;
+  sections.clear();
+  lanes.clear();
+  counters.clear();
+  name_step_.assign(m.strings.size(), 0);
+  short_.assign(m.strings.size(), 0);
+  cat_hue_.resize(m.category_names.size());
+  for (size_t c = 0; c < cat_hue_.size(); ++c)
+    cat_hue_[c] = c < size_t(Cat::Count) ? hue_for_category(Cat(c)) : Hue::Other;
+  track_lane_.assign(m.tracks.size(), {UINT32_MAX, 0});
+
+  sections.push_back({"Annotation", false, {}});  // section 0: tiers (set_tiers)
+
+  // Processes: CPU ones first, then GPUs by device.
+  std::vector<uint32_t> procs(m.processes.size());
+  for (uint32_t i = 0; i < procs.size(); ++i) procs[i] = i;
+  // Processes holding only a handful of events (Kineto's "Spans", "Traces") go last.
+  std::vector<uint64_t> proc_events(m.processes.size(), 0);
+  for (const Track& t : m.tracks) proc_events[t.process] += t.events.size();
+  std::stable_sort(procs.begin(), procs.end(), [&](uint32_t a, uint32_t b) {
+    const Process &pa = m.processes[a], &pb = m.processes[b];
+    bool ma = proc_events[a] < 8, mb = proc_events[b] < 8;
+    if (ma != mb) return !ma;
+    bool ga = pa.device >= 0, gb = pb.device >= 0;
+    if (ga != gb) return !ga;
+    if (ga) return pa.device < pb.device;
+    if (pa.sort_index != pb.sort_index) return pa.sort_index < pb.sort_index;
+    return pa.pid < pb.pid;
+  });
+  std::vector<std::vector<uint32_t>> by_proc(m.processes.size());
+  for (uint32_t t = 0; t < m.tracks.size(); ++t)
+    if (m.tracks[t].overflow_of == kNoTrack && !m.tracks[t].events.empty()) by_proc[m.tracks[t].process].push_back(t);
+  for (uint32_t p : procs) {
+    auto& ts = by_proc[p];
+    if (ts.empty()) continue;
+    std::stable_sort(ts.begin(), ts.end(), [&](uint32_t a, uint32_t b) {
+      const Track &x = m.tracks[a], &y = m.tracks[b];
+      if (x.kind != y.kind) return x.kind < y.kind;
+      if (x.sort_index != y.sort_index) return x.sort_index < y.sort_index;
+      if (x.stream != y.stream) return x.stream < y.stream;
+      return x.tid < y.tid;
+    });
+    Section s{process_title(m, m.processes[p]), false, {}};
+    uint32_t sec = uint32_t(sections.size());
+    auto add_track = [&](uint32_t t) {
+      Lane l;
+      l.kind = LaneKind::Track;
+      l.index = t;
+      l.section = sec;
+      l.title = track_title(m, m.tracks[t]);
+      l.levels = uint16_t(std::max<size_t>(1, m.tracks[t].levels.size()));
+      track_lane_[t] = {uint32_t(lanes.size()), 0};
+      s.lanes.push_back(uint32_t(lanes.size()));
+      lanes.push_back(std::move(l));
+    };
+    for (uint32_t t : ts) {
+      add_track(t);
+      for (uint32_t o = m.tracks[t].overflow; o != kNoTrack; o = m.tracks[o].overflow) add_track(o);
+    }
+    sections.push_back(std::move(s));
+  }
+
+  // Memory (allocator events, one series per device) and counters.
+  std::map<std::pair<int, int>, uint32_t> series;
+  for (size_t i = 0; i < m.memory.size(); ++i) {
+    auto key = std::make_pair(int(m.memory.device_type[i]), int(m.memory.device_id[i]));
+    auto it = series.find(key);
+    if (it == series.end()) {
+      CounterTrack c;
+      c.title = key.first == 1 ? "Memory GPU " + std::to_string(key.second) : "Memory CPU";
+      c.bytes = true;
+      it = series.emplace(key, uint32_t(counters.size())).first;
+      counters.push_back(std::move(c));
+    }
+    CounterTrack& c = counters[it->second];
+    c.ts.push_back(m.memory.ts[i]);
+    c.value.push_back(double(m.memory.total_allocated[i]));
+  }
+  for (const CounterSeries& cs : m.counters) {
+    CounterTrack c;
+    c.title = std::string(m.strings.view(cs.name));
+    c.ts = cs.ts;
+    c.value = cs.value;
+    counters.push_back(std::move(c));
+  }
+  if (!counters.empty()) {
+    Section s{"Memory and counters", false, {}};
+    for (uint32_t i = 0; i < counters.size(); ++i) {
+      CounterTrack& c = counters[i];
+      // Samples may come unsorted across threads.
+      if (!std::is_sorted(c.ts.begin(), c.ts.end())) {
+        std::vector<uint32_t> o(c.ts.size());
+        for (uint32_t k = 0; k < o.size(); ++k) o[k] = k;
+        std::stable_sort(o.begin(), o.end(), [&](uint32_t a, uint32_t b) { return c.ts[a] < c.ts[b]; });
+        std::vector<Ns> ts(o.size());
+        std::vector<double> v(o.size());
+        for (size_t k = 0; k < o.size(); ++k) ts[k] = c.ts[o[k]], v[k] = c.value[o[k]];
+        c.ts = std::move(ts);
+        c.value = std::move(v);
+      }
+      for (size_t k = 0; k < c.value.size(); ++k)
+        if (c.value[k] > c.max_value) c.max_value = c.value[k], c.max_at = c.ts[k];
+      Lane l;
+      l.kind = LaneKind::Counter;
+      l.index = i;
+      l.section = uint32_t(sections.size());
+      l.title = c.title;
+      s.lanes.push_back(uint32_t(lanes.size()));
+      lanes.push_back(std::move(l));
+    }
+    sections.push_back(std::move(s));
+  }
+  rebuild_sections();
+}
+
+void Timeline::set_tiers(Tiers t) {
+  tiers_ = std::move(t);
+  rebuild_sections();
+}
+
+void Timeline::rebuild_sections() {
+  if (sections.empty()) return;
+  // Drop the old tier lanes (they are last in `lanes` only if added after build; keep indices
+  // stable by marking them unused instead).
+  sections[0].lanes.clear();
+  for (uint32_t i = 0; i < tiers_.tiers.size(); ++i) {
+    Lane l;
+    l.kind = LaneKind::Tier;
+    l.index = i;
+    l.section = 0;
+    l.title = tiers_.tiers[i].title;
+    l.levels = uint16_t(std::max<size_t>(1, tiers_.tiers[i].levels.size()));
+    sections[0].lanes.push_back(uint32_t(lanes.size()));
+    lanes.push_back(std::move(l));
+  }
+}
+
+size_t Timeline::view_bytes() const {
+  size_t b = name_step_.capacity() + short_.capacity() * sizeof(uint32_t) + cat_hue_.capacity() +
+             track_lane_.capacity() * sizeof(track_lane_[0]);
+  for (const Lane& l : lanes) b += sizeof(Lane) + l.title.capacity();
+  for (const Section& s : sections) b += sizeof(Section) + s.title.capacity() + s.lanes.capacity() * 4;
+  for (const CounterTrack& c : counters) b += sizeof(CounterTrack) + c.ts.capacity() * 8 + c.value.capacity() * 8;
+  return b;
+}
+
+float Timeline::content_height() const {
+  float h = 0;
+  for (const Section& s : sections) {
+    if (s.lanes.empty()) continue;
+    h += style.section_h;
+    if (s.collapsed) continue;
+    for (uint32_t li : s.lanes) {
+      const Lane& l = lanes[li];
+      h += (l.kind == LaneKind::Counter ? style.counter_h : float(l.collapsed ? 1 : l.levels) * style.row_h) +
+           style.lane_gap;
+    }
+  }
+  return h;
+}
+
+uint8_t Timeline::name_step(StrId s) {
+  if (s >= name_step_.size()) return 3;
+  uint8_t& v = name_step_[s];
+  if (!v) v = uint8_t(name_hash(m_->strings.view(s)) % 5 + 1);
+  return v;
+}
+
+Hue Timeline::hue_of_event(EventId e) const {
+  uint8_t c = m_->ev.cat[e];
+  Hue h = c < cat_hue_.size() ? cat_hue_[c] : Hue::Other;
+  if ((h == Hue::Annotation || h == Hue::CpuOp) && m_->ev.depth[e] == 0 && m_->name_of(e).starts_with("ProfilerStep#"))
+    h = Hue::Iteration;
+  return h;
+}
+
+Rgba Timeline::colour_of(ItemRef r) {
+  if (r.kind == ItemRef::TierSpan) return tiers_.tiers[r.tier].colour[r.index];
+  if (r.kind != ItemRef::Event) return base_colour(Hue::Other);
+  static constexpr float kSteps[] = {-0.28f, -0.14f, 0.0f, 0.14f, 0.28f};
+  Hue h = hue_of_event(r.index);
+  float s = kSteps[name_step(m_->ev.name[r.index]) - 1];
+  Rgba b = base_colour(h);
+  return s < 0 ? darken(b, -s) : lighten(b, s);
+}
+
+std::string_view Timeline::name_of(ItemRef r) const {
+  if (r.kind == ItemRef::TierSpan) return tiers_.tiers[r.tier].name_of(r.index);
+  if (r.kind == ItemRef::Event) return m_->name_of(r.index);
+  return {};
+}
+
+Ns Timeline::start_of(ItemRef r) const {
+  if (r.kind == ItemRef::TierSpan) return tiers_.tiers[r.tier].start[r.index];
+  if (r.kind == ItemRef::Event) return m_->ev.start[r.index];
+  return 0;
+}
+
+Ns Timeline::end_of(ItemRef r) const {
+  if (r.kind == ItemRef::TierSpan) return tiers_.tiers[r.tier].start[r.index] + tiers_.tiers[r.tier].dur[r.index];
+  if (r.kind == ItemRef::Event) return m_->ev.end(r.index);
+  return 0;
+}
+
+std::string_view Timeline::label_text(EventId e, float room, const FontMetrics& f, FittedLabel& fit) {
+  std::string_view full = m_->name_of(e);
+  fit = fit_label(full, room, f, 1);
+  if (!fit.ellipsis) return full;
+  Cat c = m_->ev.category(e);
+  if (c != Cat::Kernel && c != Cat::CpuOp && c != Cat::CudaRuntime && c != Cat::None) return full;
+  StrId id = m_->ev.name[e];
+  std::string_view sn = full;
+  if (id < short_.size()) {
+    uint32_t& cached = short_[id];
+    if (!cached) {
+      std::string_view s = short_name(full);
+      size_t off = size_t(s.data() - full.data());
+      cached = (s.size() != full.size() && off < 65536 && s.size() < 65536 && s.size() > 0)
+                   ? uint32_t(off << 16 | s.size())
+                   : UINT32_MAX;
+    }
+    if (cached != UINT32_MAX) sn = full.substr(cached >> 16, cached & 0xFFFF);
+  }
+  if (sn.size() == full.size()) return full;
+  fit = fit_label(sn, room, f, 1);
+  return sn;
+}
+
+void Timeline::layout_row(const SpanColumns& c, const TimeView& v, float y, const FontMetrics& f, const Highlight& hl,
+                          LaneKind kind, uint32_t source, uint32_t lane, uint16_t depth, FrameLayout& out) {
+  uint32_t ib = uint32_t(out.items.size());
+  layout_level(c, v, out.items, {style.min_px});
+  uint32_t ie = uint32_t(out.items.size());
+  out.rows.push_back({y, y + style.row_h, kind, lane, source, depth, ib, ie});
+  const float w = v.width_px;
+  const float y0 = y + 1, y1 = y + style.row_h - 1;
+  const float ty = y + (style.row_h - f.height) * 0.5f;
+  const bool is_tier = kind == LaneKind::Tier;
+  const Tier* tier = is_tier ? &tiers_.tiers[source] : nullptr;
+  for (uint32_t k = ib; k < ie; ++k) {
+    const LayoutItem& it = out.items[k];
+    float x0 = std::max(it.x0, 0.0f), x1 = std::min(it.x1, w);
+    if (x1 < x0 + 1) x1 = x0 + 1;
+    ItemRef ref = is_tier ? ItemRef::span(source, it.first) : ItemRef::event(it.first);
+    uint8_t flags = 0;
+    Rgba fill;
+    if (it.count > 1) {
+      flags |= kFolded;
+      ++out.folded_items;
+      fill = darken(is_tier ? tier->colour[it.first] : base_colour(hue_of_event(it.first)), 0.35f);
+    } else {
+      fill = colour_of(ref);
+      if (hl.selected == ref) flags |= kSelected;
+      if (is_tier) {
+        uint64_t key = uint64_t(source) << 32 | it.first;
+        if (std::binary_search(hl.related_spans.begin(), hl.related_spans.end(), key)) flags |= kRelated;
+      } else {
+        if (std::binary_search(hl.related.begin(), hl.related.end(), it.first)) flags |= kRelated;
+        if (hl.matches && std::binary_search(hl.matches->begin(), hl.matches->end(), it.first)) flags |= kMatch;
+      }
+      if (hl.dim_others && !(flags & (kSelected | kRelated | kMatch))) flags |= kDim;
+    }
+    out.rects.push_back({x0, y0, x1, y1, fill, flags});
+    float room = x1 - x0 - 2 * style.text_pad;
+    if (room < f.advance[uint8_t('m')] + f.ellipsis * 0.5f) continue;
+    FittedLabel fit;
+    std::string_view text;
+    char buf[32];
+    if (it.count > 1) {
+      // "407 ops" where it fits, else "407".
+      const char* what = is_tier ? "" : is_gpu_cat(m_->ev.category(it.first)) ? " GPU ops" : " ops";
+      int n = std::snprintf(buf, sizeof buf, "%u%s", it.count, what);
+      text = std::string_view(buf, size_t(std::max(n, 0)));
+      fit = fit_label(text, room, f, uint32_t(text.size()));
+      if (!fit.bytes || fit.ellipsis) {
+        n = std::snprintf(buf, sizeof buf, "%u", it.count);
+        text = std::string_view(buf, size_t(std::max(n, 0)));
+        fit = fit_label(text, room, f, uint32_t(text.size()));
+      }
+    } else if (is_tier) {
+      text = tier->name_of(it.first);
+      fit = fit_label(text, room, f, 1);
+    } else {
+      text = label_text(it.first, room, f, fit);
+    }
+    if (!fit.bytes) continue;
+    float tx = it.count > 1 ? x0 + (x1 - x0 - fit.width) * 0.5f : x0 + style.text_pad;
+    Rgba tc = text_on(fill);
+    if (flags & kFolded) tc = with_alpha(tc, 200);
+    out.texts.push_back({tx, ty, tc, uint32_t(out.text.size()), fit.bytes, fit.width - (fit.ellipsis ? f.ellipsis : 0.0f), fit.ellipsis});
+    out.text.append(text.data(), fit.bytes);
+    ++out.labels;
+  }
+}
+
+void Timeline::layout(const TimeView& v, float scroll_y, float view_h, const FontMetrics& f, const Highlight& hl,
+                      FrameLayout& out) {
+  out.clear();
+  if (!m_) return;
+  float y = -scroll_y;
+  const float w = v.width_px;
+  for (uint32_t si = 0; si < sections.size(); ++si) {
+    const Section& s = sections[si];
+    if (s.lanes.empty()) continue;
+    if (y + style.section_h > 0 && y < view_h) out.gutter.push_back({y, y + style.section_h, true, si, s.collapsed, true});
+    y += style.section_h;
+    if (s.collapsed) continue;
+    for (uint32_t li : s.lanes) {
+      const Lane& l = lanes[li];
+      float lh = l.kind == LaneKind::Counter ? style.counter_h : float(l.collapsed ? 1 : l.levels) * style.row_h;
+      if (y + lh > 0 && y < view_h) {
+        out.gutter.push_back({y, y + lh, false, li, l.collapsed, l.kind != LaneKind::Counter && l.levels > 1});
+        uint16_t nrows = l.collapsed ? 1 : l.levels;
+        for (uint16_t d = 0; d < nrows; ++d) {
+          float ry = y + float(d) * style.row_h;
+          if (ry + style.row_h <= 0 || ry >= view_h) continue;
+          SpanColumns c;
+          if (l.kind == LaneKind::Tier) {
+            const Tier& t = tiers_.tiers[l.index];
+            if (d >= t.levels.size()) continue;
+            c = {t.start.data(), t.dur.data(), t.levels[d].begin, t.levels[d].end};
+          } else if (l.kind == LaneKind::Track) {
+            const Track& t = m_->tracks[l.index];
+            if (d >= t.levels.size()) continue;
+            c = {m_->ev.start.data(), m_->ev.dur.data(), t.levels[d].begin, t.levels[d].end};
+          } else {
+            continue;
+          }
+          layout_row(c, v, ry, f, hl, l.kind, l.index, li, d, out);
+        }
+        if (l.kind == LaneKind::Counter) {
+          const CounterTrack& c = counters[l.index];
+          out.rows.push_back({y, y + lh, LaneKind::Counter, li, l.index, 0, 0, 0});
+          if (c.max_value > 0 && !c.ts.empty()) {
+            const float base = y + lh - 2, hmax = lh - 6;
+            float run_x = 0, run_h = -1;
+            auto flush = [&](float x_end) {
+              if (run_h > 0) out.counter_rects.push_back({run_x, base - run_h, x_end, base, rgba(204, 121, 167, 200), 0});
+            };
+            for (float x = 0; x < w; x += 1) {
+              double ta = v.t_of(x), tb = v.t_of(x + 1);
+              size_t lo = size_t(std::lower_bound(c.ts.begin(), c.ts.end(), Ns(ta)) - c.ts.begin());
+              size_t hi = size_t(std::lower_bound(c.ts.begin() + lo, c.ts.end(), Ns(tb)) - c.ts.begin());
+              double val = lo > 0 ? c.value[lo - 1] : 0;  // the value holding at the column's start
+              if (lo == 0 && hi == 0) val = 0;
+              if (lo >= c.ts.size() && ta > double(c.ts.back())) val = c.value.back();
+              size_t n = hi - lo, stride = n > 32 ? n / 32 : 1;
+              for (size_t k = lo; k < hi; k += stride) val = std::max(val, c.value[k]);
+              float hpx = float(val / c.max_value) * hmax;
+              if (std::abs(hpx - run_h) >= 0.5f) {
+                flush(x);
+                run_x = x;
+                run_h = hpx;
+              }
+            }
+            flush(w);
+          }
+        }
+      }
+      y += lh + style.lane_gap;
+    }
+  }
+}
+
+ItemRef Timeline::hit(const FrameLayout& fl, float x, float y, uint32_t* fold_count) const {
+  if (fold_count) *fold_count = 0;
+  for (const RowHit& r : fl.rows) {
+    if (y < r.y0 || y >= r.y1 || r.kind == LaneKind::Counter) continue;
+    int k = hit_test(fl.items.data() + r.item_begin, r.item_end - r.item_begin, x);
+    if (k < 0) return {};
+    const LayoutItem& it = fl.items[r.item_begin + uint32_t(k)];
+    if (fold_count) *fold_count = it.count;
+    return r.kind == LaneKind::Tier ? ItemRef::span(r.source, it.first) : ItemRef::event(it.first);
+  }
+  return {};
+}
+
+float Timeline::row_y(ItemRef r) const {
+  uint32_t want_lane = UINT32_MAX;
+  uint16_t depth = 0;
+  if (r.kind == ItemRef::Event) {
+    uint32_t t = m_->track_of(r.index);
+    if (t >= track_lane_.size()) return -1;
+    want_lane = track_lane_[t].first;
+    depth = m_->ev.depth[r.index];
+  } else if (r.kind == ItemRef::TierSpan) {
+    const Tier& t = tiers_.tiers[r.tier];
+    for (uint16_t d = 0; d < t.levels.size(); ++d)
+      if (r.index >= t.levels[d].begin && r.index < t.levels[d].end) depth = d;
+    for (uint32_t li : sections[0].lanes)
+      if (lanes[li].index == r.tier) want_lane = li;
+  } else {
+    return -1;
+  }
+  float y = 0;
+  for (const Section& s : sections) {
+    if (s.lanes.empty()) continue;
+    y += style.section_h;
+    for (uint32_t li : s.lanes) {
+      const Lane& l = lanes[li];
+      float lh = l.kind == LaneKind::Counter ? style.counter_h : float(l.collapsed ? 1 : l.levels) * style.row_h;
+      if (li == want_lane) {
+        if (s.collapsed) return y - style.section_h * 0.5f;
+        if (l.collapsed) depth = 0;
+        return y + (float(depth) + 0.5f) * style.row_h;
+      }
+      if (!s.collapsed) y += lh + style.lane_gap;
+    }
+  }
+  return -1;
+}
+
+}  // namespace strata::render

@@ -1,0 +1,164 @@
+// The timeline's rows and their per-frame layout: sections (annotation tiers, each process,
+// memory), lanes (a tier, a CPU thread, a GPU stream, a counter) and rows (one nesting level
+// each). `Timeline::layout` turns a view into a draw list the app hands to Dear ImGui; it
+// also keeps what was laid out for hit testing. No GUI calls here.
+#pragma once
+
+#include "core/trace_model.h"
+#include "render/labels.h"
+#include "render/level_layout.h"
+#include "render/palette.h"
+#include "render/tiers.h"
+#include "render/time_view.h"
+
+#include <string>
+#include <vector>
+
+namespace strata::render {
+
+// Something on the timeline a user can point at.
+struct ItemRef {
+  enum Kind : uint8_t { None, Event, TierSpan };
+  Kind kind = None;
+  uint32_t tier = 0;   // TierSpan: which tier
+  uint32_t index = 0;  // Event: EventId; TierSpan: span index in the tier
+  bool operator==(const ItemRef&) const = default;
+  bool valid() const { return kind != None; }
+  static ItemRef event(EventId e) { return {Event, 0, e}; }
+  static ItemRef span(uint32_t t, uint32_t i) { return {TierSpan, t, i}; }
+};
+
+enum class LaneKind : uint8_t { Tier, Track, Counter };
+
+struct CounterTrack {
+  std::string title;
+  std::vector<Ns> ts;
+  std::vector<double> value;
+  double max_value = 0;
+  Ns max_at = 0;
+  bool bytes = false;  // values are bytes (memory)
+};
+
+struct Lane {
+  LaneKind kind = LaneKind::Track;
+  uint32_t index = 0;       // tier, track or counter index
+  uint32_t section = 0;
+  std::string title;
+  uint16_t levels = 1;      // rows when expanded
+  bool collapsed = false;   // shows level 0 only
+};
+
+struct Section {
+  std::string title;
+  bool collapsed = false;
+  std::vector<uint32_t> lanes;
+};
+
+struct DrawRect {
+  float x0, y0, x1, y1;
+  Rgba fill;
+  uint8_t flags;  // DrawFlags
+};
+enum DrawFlags : uint8_t { kFolded = 1, kSelected = 2, kRelated = 4, kMatch = 8, kDim = 16 };
+
+struct DrawText {
+  float x, y;
+  Rgba colour;
+  uint32_t offset, len;  // into FrameLayout::text (copied)
+  float text_w;          // width of the text before the ellipsis
+  bool ellipsis;
+};
+
+// One laid-out row, for hit testing and for the app's row labels and arrows.
+struct RowHit {
+  float y0, y1;
+  LaneKind kind;
+  uint32_t lane, source;  // lane index; tier / track / counter index
+  uint16_t depth;
+  uint32_t item_begin, item_end;  // into FrameLayout::items
+};
+
+// Lane and section headers in the gutter.
+struct GutterLabel {
+  float y0, y1;
+  bool section;
+  uint32_t index;  // section or lane
+  bool collapsed;
+  bool expandable;
+};
+
+struct FrameLayout {
+  std::vector<DrawRect> rects;
+  std::vector<DrawText> texts;
+  std::string text;
+  std::vector<LayoutItem> items;
+  std::vector<RowHit> rows;
+  std::vector<GutterLabel> gutter;
+  std::vector<DrawRect> counter_rects;  // counter plots, drawn under everything else
+  size_t folded_items = 0, labels = 0;
+  void clear();
+};
+
+// What to highlight: the selection and what belongs to it, and search matches.
+struct Highlight {
+  ItemRef selected;
+  std::vector<EventId> related;        // sorted
+  std::vector<uint64_t> related_spans;  // (tier << 32 | span), sorted
+  const std::vector<EventId>* matches = nullptr;  // sorted by id
+  bool dim_others = false;
+};
+
+struct TimelineStyle {
+  float row_h = 20.0f;
+  float section_h = 24.0f;
+  float lane_gap = 6.0f;
+  float counter_h = 48.0f;
+  float min_px = 3.0f;
+  float text_pad = 4.0f;
+};
+
+class Timeline {
+ public:
+  void build(const TraceModel& m);  // sections and lanes for the model's tracks and counters
+  void set_tiers(Tiers t);         // replaces the annotation section
+  const Tiers& tiers() const { return tiers_; }
+  const TraceModel* model() const { return m_; }
+
+  float content_height() const;
+  // Lays out what is visible: the view horizontally, [scroll_y, scroll_y + view_h) vertically.
+  void layout(const TimeView& v, float scroll_y, float view_h, const FontMetrics& f, const Highlight& hl,
+              FrameLayout& out);
+  // The item under (x, y) in the last layout's coordinates; `fold_count` gets the folded count.
+  ItemRef hit(const FrameLayout& fl, float x, float y, uint32_t* fold_count = nullptr) const;
+  // The vertical middle of the row showing `r`, in content coordinates (scroll not applied), or < 0.
+  float row_y(ItemRef r) const;
+  // Time extent of an item.
+  Ns start_of(ItemRef r) const;
+  Ns end_of(ItemRef r) const;
+  std::string_view name_of(ItemRef r) const;
+  Rgba colour_of(ItemRef r);
+  Hue hue_of_event(EventId e) const;
+  size_t view_bytes() const;  // what the view keeps besides the model (caches, lanes, counters)
+
+  std::vector<Section> sections;
+  std::vector<Lane> lanes;
+  std::vector<CounterTrack> counters;
+  TimelineStyle style;
+
+ private:
+  void rebuild_sections();
+  uint8_t name_step(StrId s);
+  std::string_view label_text(EventId e, float room, const FontMetrics& f, FittedLabel& fit);
+  void layout_row(const SpanColumns& c, const TimeView& v, float y, const FontMetrics& f, const Highlight& hl,
+                  LaneKind kind, uint32_t source, uint32_t lane, uint16_t depth, FrameLayout& out);
+
+  const TraceModel* m_ = nullptr;
+  Tiers tiers_;
+  std::vector<uint32_t> track_order_;      // tracks grouped for display
+  std::vector<uint8_t> name_step_;         // per StrId: 0 unknown, else lightness step + 1
+  std::vector<uint32_t> short_;            // per StrId: (offset << 16 | len) of the short name, 0 = unknown
+  std::vector<Hue> cat_hue_;               // per category index
+  std::vector<std::pair<uint32_t, uint16_t>> track_lane_;  // per track: lane index, unused
+};
+
+}  // namespace strata::render

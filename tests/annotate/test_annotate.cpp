@@ -1,0 +1,197 @@
+// Iterations, phases, layers and backward mapping on real traces.
+#include "helpers.h"
+
+#include <algorithm>
+
+using namespace strata;
+using namespace strata::test;
+
+namespace {
+
+std::vector<std::string> phases_of(const Annotation& a, size_t iteration) {
+  REQUIRE(iteration < a.iterations.size());
+  return child_names(a.tree, a.iterations[iteration].node);
+}
+
+}  // namespace
+
+TEST_CASE("resnet18 train (nn.Module events): iterations, phases, module layers, backward mapping") {
+  auto m = load(torch2_trace("resnet18-train-h100.pt.trace.json.gz"));
+  Annotation a = annotate(*m);
+  check_tree(a.tree);
+  REQUIRE(a.iterations.size() == 2);
+  CHECK(a.iteration_source == IterationSource::ProfilerStep);
+  CHECK(a.iterations[0].name == "Iteration 2");
+  CHECK(a.iterations[1].name == "Iteration 3");
+  CHECK(phases_of(a, 0) == std::vector<std::string>{"Data loading", "Zero grad", "Forward", "Loss", "Backward",
+                                                    "Optimizer step", "Other"});
+  CHECK(a.layer_source == LayerSource::Module);
+  for (const char* n : {"ResNet_0", "Sequential_0", "BasicBlock_0", "Conv2d_0", "BatchNorm2d_19", "Linear_0"})
+    CHECK_MESSAGE(has_layer(a.tree, n), n);
+  CHECK(a.backward_ops == 268);
+  CHECK(a.backward_mapped_links == 140);
+  CHECK(a.gpu_ops == 724);
+  CHECK(a.gpu_ops_annotated == 724);
+  // Backward layers mirror forward ones.
+  size_t mirrored = 0;
+  for (NodeId i = 0; i < a.tree.size(); ++i)
+    if (a.tree.mirror[i] != kNoNode) {
+      ++mirrored;
+      CHECK(a.tree.phase[i] == PhaseKind::Backward);
+      CHECK(a.tree.name_of(i) == a.tree.name_of(a.tree.mirror[i]));
+    }
+  CHECK(mirrored > 50);
+  // A backward conv kernel's path names the forward layer.
+  bool found = false;
+  for (EventId e = 0; e < m->ev.size() && !found; ++e) {
+    if (m->ev.category(e) != Cat::Kernel || a.node_of_event[e] == kNoNode) continue;
+    std::string p = a.tree.path(a.node_of_event[e]);
+    found = p.starts_with("Iteration 2/Backward/ResNet_0/Sequential_0/BasicBlock_0/Conv2d_1/");
+  }
+  CHECK(found);
+  CHECK(a.analyses.batch_size == 16);
+  CHECK(a.analyses.memory.present);
+  CHECK(a.analyses.memory.peak_allocated > 100 * 1024 * 1024);
+}
+
+TEST_CASE("transformer train: module layers and fwdbwd mapping") {
+  auto m = load(torch2_trace("transformer-train-h100.pt.trace.json.gz"));
+  Annotation a = annotate(*m);
+  check_tree(a.tree);
+  REQUIRE(a.iterations.size() == 2);
+  CHECK(phases_of(a, 1) == std::vector<std::string>{"Data loading", "Zero grad", "Forward", "Loss", "Backward",
+                                                    "Optimizer step"});
+  for (const char* n : {"TinyEncoder_0", "TransformerEncoderLayer_1", "MultiheadAttention_0", "LayerNorm_3"})
+    CHECK_MESSAGE(has_layer(a.tree, n), n);
+  CHECK(a.backward_ops == 302);
+  CHECK(a.backward_mapped_links == 242);
+  CHECK(a.gpu_ops_annotated == a.gpu_ops);
+  CHECK(a.analyses.tensor_core > 0);  // nvjet GEMMs
+  CHECK(a.analyses.batch_size == 8);  // from the embedding's indices, not its table
+}
+
+TEST_CASE("resnet18 inference: forward only") {
+  auto m = load(torch2_trace("resnet18-infer-h100.pt.trace.json.gz"));
+  Annotation a = annotate(*m);
+  check_tree(a.tree);
+  REQUIRE(a.iterations.size() == 2);
+  for (size_t i = 0; i < 2; ++i) CHECK(phases_of(a, i) == std::vector<std::string>{"Data loading", "Forward"});
+  CHECK(a.backward_ops == 0);
+  CHECK(std::any_of(a.notes.begin(), a.notes.end(), [](auto& n) { return n.find("inference") != std::string::npos; }));
+}
+
+TEST_CASE("no ProfilerStep: iterations from the optimizer's markers") {
+  auto m = load(torch2_trace("mlp-train-nosteps-h100.pt.trace.json.gz"));
+  Annotation a = annotate(*m);
+  check_tree(a.tree);
+  CHECK(a.iteration_source == IterationSource::OptimizerStep);
+  REQUIRE(a.iterations.size() == 5);
+  for (size_t i = 0; i < 5; ++i)
+    CHECK(phases_of(a, i) == std::vector<std::string>{"Zero grad", "Data loading", "Forward", "Loss", "Backward",
+                                                      "Optimizer step"});
+  CHECK(a.layer_source == LayerSource::Heuristic);
+  CHECK(a.backward_ops == 80);
+  CHECK(a.backward_mapped_links == 40);
+}
+
+TEST_CASE("hotline traces: one step, reverse-order backward mapping") {
+  struct Case { const char* file; uint64_t bwd, order; };
+  for (Case c : {Case{"hotline-resnet50-rtx3090.pt.trace.json.gz", 339, 176},
+                 Case{"hotline-transformer-rtx3090.pt.trace.json.gz", 1058, 655},
+                 Case{"hotline-gnn-rtx3090.pt.trace.json.gz", 213, 77}}) {
+    std::string p = shared_trace(c.file);
+    if (!exists(p)) continue;
+    CAPTURE(c.file);
+    auto m = load(p);
+    Annotation a = annotate(*m);
+    check_tree(a.tree);
+    REQUIRE(a.iterations.size() == 1);
+    CHECK(a.iterations[0].name == "Iteration 38");
+    auto ph = phases_of(a, 0);
+    // The loop's order: data, forward, loss, zero_grad, backward, optimizer (with tiny gaps between).
+    std::vector<std::string> main;
+    for (auto& s : ph)
+      if (s != "Other") main.push_back(s);
+    CHECK(main == std::vector<std::string>{"Data loading", "Forward", "Loss", "Zero grad", "Backward", "Optimizer step"});
+    CHECK(a.backward_ops == c.bwd);
+    CHECK(a.backward_mapped_order == c.order);
+    CHECK(a.gpu_ops_annotated == a.gpu_ops);
+  }
+}
+
+TEST_CASE("iteration counts on every shared trace") {
+  struct Case { const char* file; size_t iterations; };
+  for (Case c : {Case{"hta-resnet-v100-fwdbwd.pt.trace.json.gz", 5}, Case{"hta-nccl-a100-2ranks.pt.trace.json.gz", 3},
+                 Case{"hta-memory-v100-rank1.pt.trace.json.gz", 5}, Case{"hta-a100-8ranks.pt.trace.json.gz", 6},
+                 Case{"kineto-resnet50-v100-legacy2021.pt.trace.json.gz", 6},
+                 Case{"torch113-cpu-resnet18-autograd-legacy.json.gz", 3}, Case{"hta-alexnet-a100.pt.trace.json.gz", 1},
+                 Case{"hta-cpu-only-gloo.pt.trace.json.gz", 1}, Case{"hta-rocm-mi250.pt.trace.json.gz", 2},
+                 Case{"hta-triton-a100.pt.trace.json.gz", 1}, Case{"hta-event-sync-multistream-a100.pt.trace.json.gz", 1}}) {
+    std::string p = shared_trace(c.file);
+    if (!exists(p)) continue;
+    CAPTURE(c.file);
+    auto m = load(p);
+    Annotation a = annotate(*m);
+    check_tree(a.tree);
+    CHECK(a.iterations.size() == c.iterations);
+    CHECK(a.gpu_ops_annotated == a.gpu_ops);
+    CHECK(!summary_text(*m, a).empty());
+  }
+}
+
+TEST_CASE("kineto 2021 format: markers written as ops still give phases") {
+  std::string p = shared_trace("kineto-resnet50-v100-legacy2021.pt.trace.json.gz");
+  if (!exists(p)) return;
+  auto m = load(p);
+  Annotation a = annotate(*m);
+  CHECK(phases_of(a, 1) == std::vector<std::string>{"Data loading", "Forward", "Loss", "Zero grad", "Backward", "Other",
+                                                    "Optimizer step"});
+  CHECK(a.backward_mapped_links == 1050);
+}
+
+TEST_CASE("compiled graph: layers from the ops inside CompiledFunction") {
+  std::string p = shared_trace("hta-memory-v100-rank1.pt.trace.json.gz");
+  if (!exists(p)) return;
+  auto m = load(p);
+  Annotation a = annotate(*m);
+  CHECK(a.layer_source == LayerSource::Heuristic);
+  CHECK(has_layer(a.tree, "CompiledFunction"));
+  CHECK(has_layer(a.tree, "linear_0"));
+  CHECK(a.analyses.memory.present);
+  CHECK(a.analyses.communication > 0);  // NCCL all-reduce
+}
+
+TEST_CASE("noise reduction keeps the tree valid and smaller") {
+  auto m = load(torch2_trace("resnet18-train-h100.pt.trace.json.gz"));
+  Annotation a = annotate(*m);
+  const AnnotationTree& r = a.reduced;
+  REQUIRE(r.size() > 0);
+  CHECK(r.size() < a.tree.size());
+  size_t groups = 0, runs = 0;
+  for (NodeId i = 1; i < r.size(); ++i) {
+    REQUIRE(r.parent[i] < i);
+    CHECK(r.subtree_end[i] <= r.subtree_end[r.parent[i]]);
+    CHECK(r.origin[i] < a.tree.size());
+    if (r.kind[i] == NodeKind::Group) {
+      CHECK(r.members[i] >= 2);
+      groups += r.name_of(i).find("(top: ") != std::string_view::npos;
+      runs += r.name_of(i).find("\u00d7") != std::string_view::npos;
+    }
+  }
+  CHECK(groups > 0);
+  CHECK(runs > 0);
+  // Thresholds are configurable: no reduction at all gives back the same number of nodes.
+  ReduceOptions none;
+  none.tiny_share = 0;
+  none.hoist = false;
+  none.collapse_runs = false;
+  CHECK(reduce_tree(a.tree, none).size() == a.tree.size());
+}
+
+TEST_CASE("cancel stops the passes") {
+  auto m = load(torch2_trace("mlp-train-nosteps-h100.pt.trace.json.gz"));
+  Progress p;
+  p.cancel = true;
+  Annotation a = annotate(*m, {}, &p);
+  CHECK(a.cancelled);
+}

@@ -1,0 +1,237 @@
+// The control protocol: message encoding, and a server and clients in separate processes.
+#include <doctest/doctest.h>
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "protocol/control_socket.h"
+#include "protocol/message.h"
+
+using namespace strata::collector;
+
+namespace {
+
+std::string temp_dir() {
+  char tmpl[] = "/tmp/strata-protocol-XXXXXX";
+  const char* d = ::mkdtemp(tmpl);
+  REQUIRE(d != nullptr);
+  return d;
+}
+
+// Child process: serves requests like the agent does until "quit" or 10 s pass.
+// Replies "ok echo=<verb> n=<fields>" to well-formed requests.
+[[noreturn]] void serve(const std::string& path, uid_t allowed, int ready_fd) {
+  ControlListener listener;
+  std::string error;
+  const bool ok = listener.listen(path, allowed, &error);
+  const char byte = ok ? 1 : 0;
+  [[maybe_unused]] ssize_t n = ::write(ready_fd, &byte, 1);
+  if (!ok) ::_exit(1);
+  for (int rounds = 0; rounds < 100; ++rounds) {
+    pollfd p{listener.fd(), POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    const int fd = listener.accept_peer(&error);
+    if (fd < 0) continue;
+    bool quit = false;
+    if (auto line = read_line(fd, 300, &error)) {
+      if (auto req = decode_message(*line, &error)) {
+        Message reply;
+        reply.verb = "ok";
+        reply.set("echo", req->verb).set("n", std::to_string(req->fields.size()));
+        if (const std::string* v = req->get("path")) reply.set("path", *v);
+        send_reply(fd, reply);
+        quit = req->verb == "quit";
+      } else {
+        send_reply(fd, error_reply("bad request: " + error));
+      }
+    } else {
+      send_reply(fd, error_reply("bad request: " + error));
+    }
+    ::close(fd);
+    if (quit) break;
+  }
+  listener.close();
+  ::_exit(0);
+}
+
+pid_t start_server(const std::string& path, uid_t allowed) {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) serve(path, allowed, fds[1]);
+  char byte = 0;
+  REQUIRE(::read(fds[0], &byte, 1) == 1);
+  ::close(fds[0]);
+  ::close(fds[1]);
+  REQUIRE(byte == 1);
+  return pid;
+}
+
+Message make(std::string verb) {
+  Message m;
+  m.verb = std::move(verb);
+  return m;
+}
+
+// Sends raw bytes (possibly malformed) and returns the reply line.
+std::string raw_exchange(const std::string& path, const std::string& bytes, bool half_close) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  write_all(fd, bytes, 1000);
+  if (half_close) ::shutdown(fd, SHUT_WR);
+  std::string error;
+  auto line = read_line(fd, 3000, &error);
+  ::close(fd);
+  return line.value_or("");
+}
+
+int reap(pid_t pid) {
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace
+
+TEST_CASE("messages round-trip, with escaping") {
+  Message m = make("start");
+  m.set("output", "/tmp/a b=c%d\n.json").set("duration_ms", "2000");
+  const std::string line = encode_message(m);
+  CHECK(line == "start output=/tmp/a%20b%3Dc%25d%0A.json duration_ms=2000\n");
+  std::string error;
+  auto back = decode_message(line, &error);
+  REQUIRE(back);
+  CHECK(back->verb == "start");
+  CHECK(*back->get("output") == "/tmp/a b=c%d\n.json");
+  bool bad = false;
+  CHECK(get_uint(*back, "duration_ms", &bad) == 2000u);
+  CHECK_FALSE(get_uint(*back, "missing", &bad).has_value());
+  CHECK_FALSE(bad);
+}
+
+TEST_CASE("malformed messages are rejected with a reason") {
+  std::string error;
+  CHECK_FALSE(decode_message("", &error));
+  CHECK_FALSE(decode_message("Start", &error));            // bad command word
+  CHECK_FALSE(decode_message("start output", &error));     // no '='
+  CHECK_FALSE(decode_message("start a=1  b=2", &error));   // empty word
+  CHECK_FALSE(decode_message("start a=%zz", &error));      // bad escape
+  CHECK_FALSE(decode_message("start a=%4", &error));       // truncated escape
+  CHECK_FALSE(decode_message("start a=1 a=2", &error));    // duplicate key
+  CHECK_FALSE(decode_message("a\nb", &error));             // two lines
+  CHECK_FALSE(decode_message(std::string(kMaxMessageBytes + 10, 'a'), &error));
+  CHECK(!error.empty());
+  Message m = make("start");
+  m.set("n", "12x");
+  bool bad = false;
+  CHECK_FALSE(get_uint(m, "n", &bad).has_value());
+  CHECK(bad);
+}
+
+TEST_CASE("the socket directory must be private") {
+  const std::string dir = temp_dir();
+  std::string error;
+  CHECK(ensure_private_dir(dir + "/agents", &error));
+  struct stat st {};
+  REQUIRE(::stat((dir + "/agents").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);
+  REQUIRE(::chmod((dir + "/agents").c_str(), 0755) == 0);
+  CHECK_FALSE(ensure_private_dir(dir + "/agents", &error));
+  CHECK(error.find("mode 0700") != std::string::npos);
+  ::rmdir((dir + "/agents").c_str());
+  ::rmdir(dir.c_str());
+}
+
+TEST_CASE("a client and an agent-side server talk across processes") {
+  const std::string dir = temp_dir();
+  const std::string path = agent_socket_path(dir, 4242);
+  const pid_t server = start_server(path, ::getuid());
+  std::string error;
+
+  Message req = make("status");
+  req.set("path", "/x y");
+  auto reply = request(path, req, 3000, &error);
+  REQUIRE_MESSAGE(reply, error);
+  CHECK(reply->verb == "ok");
+  CHECK(*reply->get("echo") == "status");
+  CHECK(*reply->get("path") == "/x y");
+
+  // Bad bytes get an error reply, and the server keeps serving.
+  CHECK(raw_exchange(path, "NOT A COMMAND\n", false).rfind("error message=bad%20request", 0) == 0);
+  CHECK(raw_exchange(path, "start output\n", false).rfind("error ", 0) == 0);
+  CHECK(raw_exchange(path, "status", true).rfind("error ", 0) == 0);  // no newline, then EOF
+  CHECK(raw_exchange(path, std::string(kMaxMessageBytes + 100, 'x'), false).rfind("error ", 0) == 0);
+  // A client that connects and says nothing does not block the server for long.
+  const int silent = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  REQUIRE(::connect(silent, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  auto after = request(path, make("status"), 3000, &error);
+  CHECK_MESSAGE(after, error);
+  ::close(silent);
+
+  auto quit = request(path, make("quit"), 3000, &error);
+  REQUIRE(quit);
+  CHECK(reap(server) == 0);
+  CHECK(::access(path.c_str(), F_OK) != 0);  // the server removed its socket
+
+  // Nobody listening: a clear error, no hang.
+  CHECK_FALSE(request(path, make("status"), 1000, &error));
+  CHECK(error.find("cannot connect") != std::string::npos);
+  ::rmdir(dir.c_str());
+}
+
+TEST_CASE("peers of another uid are refused (SO_PEERCRED)") {
+  const std::string dir = temp_dir();
+  const std::string path = agent_socket_path(dir, 4243);
+  // The server admits only a uid that is not ours, so our own request must be refused.
+  const pid_t server = start_server(path, ::getuid() + 1);
+  std::string error;
+  auto reply = request(path, make("status"), 3000, &error);
+  REQUIRE_MESSAGE(reply, error);
+  CHECK(is_error(*reply));
+  CHECK(error_text(*reply).find("permission denied") != std::string::npos);
+  ::kill(server, SIGKILL);  // SIGKILL: the forked child carries doctest's signal handlers
+  reap(server);
+  ::unlink(path.c_str());
+  ::rmdir(dir.c_str());
+}
+
+TEST_CASE("another user cannot even reach a socket in the private directory") {
+  if (::getuid() != 0) {
+    MESSAGE("needs root to switch to another uid; skipped");
+    return;
+  }
+  const std::string dir = temp_dir();
+  std::string error;
+  REQUIRE(ensure_private_dir(dir + "/agents", &error));
+  const std::string path = agent_socket_path(dir + "/agents", 4244);
+  const pid_t server = start_server(path, ::getuid());
+  const pid_t intruder = ::fork();
+  REQUIRE(intruder >= 0);
+  if (intruder == 0) {
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
+    std::string err;
+    auto r = request(path, make("status"), 1000, &err);
+    ::_exit(r ? 1 : 0);  // 0: refused, as it must be
+  }
+  CHECK(reap(intruder) == 0);
+  auto quit = request(path, make("quit"), 3000, &error);
+  CHECK(quit);
+  reap(server);
+  ::rmdir((dir + "/agents").c_str());
+  ::rmdir(dir.c_str());
+}

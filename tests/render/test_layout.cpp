@@ -1,0 +1,236 @@
+// The GUI-free layout: view math, ruler, level of detail (visible range, folding), labels,
+// hit testing, colours.
+#include "render/labels.h"
+#include "render/level_layout.h"
+#include "render/palette.h"
+#include "render/ruler.h"
+#include "render/time_view.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+using namespace strata::render;
+
+namespace {
+
+TimeView view(double t0, double t1, float width) {
+  TimeView v;
+  v.width_px = width;
+  v.set_extent(0, 1e12);
+  v.fit(t0, t1, 0);
+  return v;
+}
+
+struct Spans {
+  std::vector<Ns> start, dur;
+  void add(Ns s, Ns d) { start.push_back(s), dur.push_back(d); }
+  SpanColumns cols() const { return {start.data(), dur.data(), 0, uint32_t(start.size())}; }
+};
+
+void check_well_formed(const std::vector<LayoutItem>& items, float width) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    CHECK(items[i].x1 - items[i].x0 >= 0.999f);  // never below a pixel
+    CHECK(items[i].count >= 1);
+    CHECK(items[i].x0 >= -1.0f);
+    CHECK(items[i].x0 <= width + 1.0f);
+    if (i) CHECK(items[i].x0 >= items[i - 1].x0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("time view: zoom keeps the time under the cursor, pan moves, fit frames") {
+  TimeView v = view(1000, 2000, 1000);
+  CHECK(v.t0 == doctest::Approx(1000));
+  CHECK(v.t1() == doctest::Approx(2000));
+  double under = v.t_of(250);
+  v.zoom_at(250, 2.0);
+  CHECK(v.t_of(250) == doctest::Approx(under));
+  CHECK(v.span() == doctest::Approx(500));
+  v.pan_px(100);  // content moves right: earlier time at the left edge
+  CHECK(v.t0 == doctest::Approx(under - 250 * 0.5 - 100 * 0.5));
+  v.zoom_at(0, 1e12);  // clamped at the deepest zoom
+  CHECK(v.ns_per_px == doctest::Approx(TimeView::kMinNsPerPx));
+  v.zoom_at(0, 1e-30);  // and at the widest
+  CHECK(v.span() <= 1e12 * 1.5 + 1);
+  ViewHistory h;
+  TimeView w = view(0, 100, 1000);
+  h.push(w);
+  w.fit(40, 60);
+  CHECK(h.pop(w));
+  CHECK(w.t0 == doctest::Approx(0));
+  CHECK(w.t1() == doctest::Approx(100));
+  CHECK_FALSE(h.pop(w));
+}
+
+TEST_CASE("ruler: 1-2-5 steps, labels spaced, adaptive units") {
+  CHECK(nice_step(0.7) == doctest::Approx(1));
+  CHECK(nice_step(1.5) == doctest::Approx(2));
+  CHECK(nice_step(3) == doctest::Approx(5));
+  CHECK(nice_step(700) == doctest::Approx(1000));
+  for (double span : {1e3, 1e5, 3.7e6, 2e9, 9e10}) {
+    TimeView v = view(0, span, 1200);
+    Ruler r = make_ruler(v, 0, 90);
+    CHECK(r.major_step * 1200 / span >= 90 - 1e-6);
+    double last = -1e18;
+    int majors = 0;
+    for (const Tick& t : r.ticks) {
+      CHECK(t.t > last);
+      last = t.t;
+      if (t.major) {
+        ++majors;
+        CHECK_FALSE(t.label.empty());
+      }
+    }
+    CHECK(majors >= 2);
+  }
+  CHECK(format_time(4e6, 2e6) == "4 ms");
+  CHECK(format_time(3e9, 1e9) == "3 s");
+  CHECK(format_time(1500, 500) == "1500 ns");  // the unit follows the step
+  CHECK(format_time(1.5e6, 2e3) == "1500 \xC2\xB5s");
+  CHECK(format_duration(830) == "830 ns");
+  CHECK(format_duration(1.25e6) == "1.25 ms");
+  CHECK(format_duration(2.004e9) == "2.00 s");
+  // Deep in a long trace labels become offsets from a base.
+  TimeView deep = view(45e9, 45e9 + 5000, 1000);
+  Ruler r = make_ruler(deep, 0, 90);
+  CHECK_FALSE(r.base_label.empty());
+  for (const Tick& t : r.ticks)
+    if (t.major) CHECK(t.label.size() < 12);
+}
+
+TEST_CASE("level layout: visible range by binary search") {
+  Spans s;
+  for (int i = 0; i < 100; ++i) s.add(i * 100, 50);  // [0,50) [100,150) ...
+  SpanColumns c = s.cols();
+  CHECK(first_visible(c, 0) == 0);
+  CHECK(first_visible(c, 49) == 0);
+  CHECK(first_visible(c, 50) == 1);   // span 0 ends at 50: not visible from 50 on
+  CHECK(first_visible(c, 120) == 1);
+  CHECK(first_visible(c, 1e9) == 100);
+  TimeView v = view(1000, 2000, 1000);  // 1 ns per px: every span is 50 px wide
+  std::vector<LayoutItem> items;
+  layout_level(c, v, items);
+  REQUIRE(items.size() == 10);
+  CHECK(items[0].first == 10);
+  CHECK(items[0].count == 1);
+  CHECK(items[0].x0 == doctest::Approx(0));
+  CHECK(items[0].x1 == doctest::Approx(50));
+  check_well_formed(items, 1000);
+  // A span straddling the left edge is visible and clipped.
+  items.clear();
+  layout_level(c, view(1025, 2025, 1000), items);
+  CHECK(items[0].first == 10);
+  CHECK(items[0].x0 == doctest::Approx(-1));
+}
+
+TEST_CASE("level layout: sub-pixel runs fold into counted items") {
+  Spans s;
+  // 1000 spans of 10 ns every 20 ns (a dense run), a gap, then one long span.
+  for (int i = 0; i < 1000; ++i) s.add(i * 20, 10);
+  s.add(100000, 50000);
+  TimeView v = view(0, 200000, 1000);  // 200 ns per px: the run is sub-pixel
+  std::vector<LayoutItem> items;
+  layout_level(s.cols(), v, items);
+  check_well_formed(items, 1000);
+  REQUIRE(items.size() == 2);
+  CHECK(items[0].count == 1000);
+  CHECK(items[0].first == 0);
+  CHECK(items[1].count == 1);
+  CHECK(items[1].first == 1000);
+  // Zoomed in, the run unfolds.
+  items.clear();
+  layout_level(s.cols(), view(0, 2000, 1000), items);
+  CHECK(items.size() == 100);
+  for (const LayoutItem& it : items) CHECK(it.count == 1);
+}
+
+TEST_CASE("level layout: a wide span inside a run of tiny ones stays its own item") {
+  Spans s;
+  for (int i = 0; i < 10; ++i) s.add(i * 10, 5);
+  s.add(100, 5000);  // starts right after the run: must not be swallowed
+  for (int i = 0; i < 10; ++i) s.add(5100 + i * 10, 5);
+  TimeView v = view(0, 10000, 1000);  // 10 ns per px, fold below 30 ns
+  std::vector<LayoutItem> items;
+  layout_level(s.cols(), v, items);
+  check_well_formed(items, 1000);
+  uint32_t total = 0;
+  bool wide_alone = false;
+  for (const LayoutItem& it : items) {
+    total += it.count;
+    if (it.first == 10) wide_alone = it.count == 1;
+  }
+  CHECK(total == 21);
+  CHECK(wide_alone);
+}
+
+TEST_CASE("level layout: work scales with pixels, not spans") {
+  Spans s;
+  const int n = 2'000'000;
+  s.start.reserve(n);
+  s.dur.reserve(n);
+  for (int i = 0; i < n; ++i) s.add(Ns(i) * 10, 3);
+  TimeView v = view(0, double(n) * 10, 1920);
+  std::vector<LayoutItem> items;
+  layout_level(s.cols(), v, items);
+  check_well_formed(items, 1920);
+  CHECK(items.size() <= 1920 / 3 + 2);
+  uint64_t total = 0;
+  for (const LayoutItem& it : items) total += it.count;
+  CHECK(total == uint64_t(n));  // every span is accounted for in exactly one item
+}
+
+TEST_CASE("labels: fit with an ellipsis, never split UTF-8") {
+  FontMetrics f = FontMetrics::monospace(7, 13);
+  FittedLabel a = fit_label("conv1", 100, f);
+  CHECK(a.bytes == 5);
+  CHECK_FALSE(a.ellipsis);
+  CHECK(a.width == doctest::Approx(35));
+  FittedLabel b = fit_label("aten::convolution_backward", 50, f);
+  CHECK(b.ellipsis);
+  CHECK(b.width <= 50);
+  CHECK(b.bytes == 6);  // 6 chars + ellipsis = 49 px
+  CHECK(fit_label("abc", 5, f).bytes == 0);  // not even one char and the ellipsis
+  CHECK(fit_label("", 100, f).bytes == 0);
+  // "µs" is two bytes for one character: never cut between them.
+  FittedLabel u = fit_label("\xC2\xB5\xC2\xB5\xC2\xB5\xC2\xB5", 22, f);
+  CHECK(u.ellipsis);
+  CHECK(u.bytes % 2 == 0);
+  // No space before the ellipsis.
+  FittedLabel sp = fit_label("ab cdefgh", 30, f);
+  CHECK(sp.bytes == 2);
+}
+
+TEST_CASE("labels: short names for kernels and ops") {
+  CHECK(short_name("void at::native::vectorized_elementwise_kernel<4, at::native::AbsFunctor<float>>(int, float*)") ==
+        "vectorized_elementwise_kernel");
+  CHECK(short_name("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(Params)") == "Kernel");
+  CHECK(short_name("at::native::(anonymous namespace)::foo_kernel(int)") == "foo_kernel");
+  CHECK(short_name("aten::conv2d") == "conv2d");
+  CHECK(short_name("cudaLaunchKernel") == "cudaLaunchKernel");
+  CHECK(short_name("Memcpy HtoD (Pageable -> Device)") == "Memcpy HtoD");
+}
+
+TEST_CASE("hit testing") {
+  std::vector<LayoutItem> items = {{0, 10, 0, 1}, {20, 21, 1, 1}, {30, 60, 2, 5}};
+  CHECK(hit_test(items, 5) == 0);
+  CHECK(hit_test(items, 20.5f) == 1);
+  CHECK(hit_test(items, 22) == 1);   // within the slop of a thin item
+  CHECK(hit_test(items, 45) == 2);
+  CHECK(hit_test(items, 15) == -1);  // a gap farther than the slop from both
+  CHECK(hit_test(items, 100) == -1);
+  CHECK(hit_test(nullptr, 0, 5) == -1);
+}
+
+TEST_CASE("palette: stable, readable text, layer pairs share a hue") {
+  uint64_t h = name_hash("aten::conv2d");
+  CHECK(name_colour(Hue::CpuOp, h) == name_colour(Hue::CpuOp, name_hash("aten::conv2d")));
+  CHECK(text_on(rgba(250, 250, 250)) == rgba(20, 20, 20));
+  CHECK(text_on(rgba(10, 10, 40)) == rgba(245, 245, 245));
+  Rgba f = layer_colour(h, false), b = layer_colour(h, true);
+  CHECK(f != b);
+  CHECK(b == darken(f, 0.3f));
+  CHECK(((f >> 24) & 255) == 255);
+}

@@ -1,0 +1,187 @@
+// The timeline's rows and per-frame layout on a small synthetic trace and on a real one:
+// sections and lanes, hit testing back to events, highlighting, drill-down (focus path,
+// children, levels roots), --focus paths, the summary.
+#include "core/loader.h"
+#include "render/drill.h"
+#include "render/summary.h"
+#include "render/timeline.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+
+using namespace strata;
+using namespace strata::render;
+
+namespace {
+
+const char* kTrace = R"J({"traceEvents":[
+{"ph":"M","name":"process_name","pid":1,"tid":0,"args":{"name":"python"}},
+{"ph":"M","name":"thread_name","pid":1,"tid":1,"args":{"name":"main"}},
+{"ph":"M","name":"process_name","pid":0,"tid":0,"args":{"name":"GPU 0"}},
+{"ph":"M","name":"process_labels","pid":0,"tid":0,"args":{"labels":"GPU 0"}},
+{"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","pid":1,"tid":1,"ts":0,"dur":1000},
+{"ph":"X","cat":"cpu_op","name":"aten::conv2d","pid":1,"tid":1,"ts":10,"dur":400,"args":{"External id":1}},
+{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":20,"dur":5,"args":{"correlation":7,"External id":1}},
+{"ph":"X","cat":"kernel","name":"void at::native::conv_kernel<float>(int)","pid":0,"tid":7,"ts":30,"dur":300,"args":{"correlation":7,"device":0,"stream":7,"External id":1}},
+{"ph":"X","cat":"cpu_op","name":"aten::relu","pid":1,"tid":1,"ts":500,"dur":100,"args":{"External id":2}},
+{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":510,"dur":5,"args":{"correlation":8,"External id":2}},
+{"ph":"X","cat":"kernel","name":"relu_kernel","pid":0,"tid":7,"ts":520,"dur":50,"args":{"correlation":8,"device":0,"stream":7}},
+{"ph":"X","cat":"user_annotation","name":"ProfilerStep#2","pid":1,"tid":1,"ts":1000,"dur":1000},
+{"ph":"X","cat":"cpu_op","name":"aten::conv2d","pid":1,"tid":1,"ts":1010,"dur":300,"args":{"External id":3}}
+]})J";
+
+std::unique_ptr<TraceModel> load(std::string_view json) {
+  LoadResult r = load_trace_bytes("synthetic.json", json);
+  REQUIRE_MESSAGE(r.model, r.error);
+  return std::move(r.model);
+}
+
+EventId find(const TraceModel& m, std::string_view name, int nth = 0) {
+  for (EventId e = 0; e < m.ev.size(); ++e)
+    if (m.name_of(e) == name && nth-- == 0) return e;
+  return kNoEvent;
+}
+
+TimeView whole(const TraceModel& m, float width) {
+  TimeView v;
+  v.width_px = width;
+  v.set_extent(double(m.time_begin), double(m.time_end));
+  v.fit(double(m.time_begin), double(m.time_end), 0);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("timeline: sections, lanes and a frame's layout on a synthetic trace") {
+  auto m = load(kTrace);
+  Timeline tl;
+  tl.build(*m);
+  tl.set_tiers(provisional_tiers(*m));
+  REQUIRE(tl.tiers().tiers.size() == 1);
+  CHECK(tl.tiers().tiers[0].size() == 2);
+  CHECK(tl.tiers().tiers[0].name_of(0) == "Iteration 1");
+  // Annotation first, then the CPU process, then the GPU.
+  std::vector<std::string> titles;
+  for (const Section& s : tl.sections)
+    if (!s.lanes.empty()) titles.push_back(s.title);
+  REQUIRE(titles.size() >= 3);
+  CHECK(titles[0] == "Annotation");
+  CHECK(titles[1].find("python") != std::string::npos);
+  CHECK(titles[2].find("GPU 0") == 0);
+
+  FontMetrics f = FontMetrics::monospace(7, 13);
+  FrameLayout fl;
+  TimeView v = whole(*m, 1000);
+  tl.layout(v, 0, 2000, f, {}, fl);
+  CHECK(fl.rows.size() >= 5);
+  CHECK(fl.rects.size() == fl.items.size());
+  CHECK(fl.labels > 0);
+  // Every drawn rect can be hit back to its event.
+  EventId conv = find(*m, "aten::conv2d");
+  bool found = false;
+  for (const RowHit& r : fl.rows)
+    for (uint32_t k = r.item_begin; k < r.item_end; ++k) {
+      const LayoutItem& it = fl.items[k];
+      if (it.count != 1) continue;
+      ItemRef h = tl.hit(fl, (it.x0 + it.x1) * 0.5f, (r.y0 + r.y1) * 0.5f);
+      CHECK(h.valid());
+      if (r.kind == LaneKind::Track) CHECK(h.index == it.first);
+      if (h == ItemRef::event(conv)) found = true;
+    }
+  CHECK(found);
+  // row_y agrees with the laid-out rows.
+  float y = tl.row_y(ItemRef::event(conv));
+  ItemRef at = tl.hit(fl, v.x_of(double(m->ev.start[conv]) + 1000), y);
+  CHECK(at == ItemRef::event(conv));
+  // Collapsing a section hides its rows.
+  float h0 = tl.content_height();
+  tl.sections[1].collapsed = true;
+  CHECK(tl.content_height() < h0);
+  tl.layout(v, 0, 2000, f, {}, fl);
+  for (const RowHit& r : fl.rows) CHECK(tl.lanes[r.lane].section != 1);
+}
+
+TEST_CASE("drill-down: focus path, related items, children, --focus") {
+  auto m = load(kTrace);
+  Timeline tl;
+  tl.build(*m);
+  tl.set_tiers(provisional_tiers(*m));
+  EventId kernel = find(*m, "void at::native::conv_kernel<float>(int)");
+  EventId conv = find(*m, "aten::conv2d");
+  EventId launch = find(*m, "cudaLaunchKernel");
+  REQUIRE(kernel != kNoEvent);
+  REQUIRE(m->ev.link[kernel] == launch);
+  // Iteration 1 ▸ aten::conv2d ▸ cudaLaunchKernel ▸ the kernel (ProfilerStep#1 is the iteration).
+  std::vector<ItemRef> path = focus_path(tl, ItemRef::event(kernel));
+  REQUIRE(path.size() == 4);
+  CHECK(tl.name_of(path[0]) == "Iteration 1");
+  CHECK(path[1] == ItemRef::event(conv));
+  CHECK(path[2] == ItemRef::event(launch));
+  CHECK(path[3] == ItemRef::event(kernel));
+  // Selecting the CPU op highlights its launch and its kernel, with a flow arrow.
+  Highlight hl;
+  std::vector<std::pair<EventId, EventId>> flows;
+  related_of(tl, ItemRef::event(conv), hl, &flows);
+  CHECK(std::binary_search(hl.related.begin(), hl.related.end(), kernel));
+  CHECK(std::binary_search(hl.related.begin(), hl.related.end(), launch));
+  REQUIRE(flows.size() == 1);
+  CHECK(flows[0] == std::make_pair(launch, kernel));
+  CHECK(hl.related_spans.size() == 1);  // Iteration 1
+  // Selecting the kernel highlights its launch and the op above it.
+  related_of(tl, ItemRef::event(kernel), hl, &flows);
+  CHECK(std::binary_search(hl.related.begin(), hl.related.end(), conv));
+  // Kernels under the iteration.
+  std::vector<EventId> k = gpu_ops_under(tl, ItemRef::span(0, 0));
+  CHECK(k.size() == 2);
+  // Levels: the iterations, then the ops of one (rescaled by the app), then the launch's kernel.
+  std::vector<Block> roots = level_roots(tl);
+  REQUIRE(roots.size() == 2);
+  std::vector<Block> kids = children_of(tl, roots[0].ref, 0.0);
+  REQUIRE(kids.size() == 2);
+  CHECK(tl.name_of(kids[0].ref) == "aten::conv2d");
+  std::vector<Block> noisy = children_of(tl, roots[0].ref, 0.2);  // relu (10%) is under 20%
+  CHECK(noisy.size() == 2);
+  CHECK(noisy[1].merged == 1);
+  // --focus
+  ItemRef r = resolve_focus(tl, "Iteration 1/aten::conv2d/cudaLaunch");
+  CHECK(r == ItemRef::event(launch));
+  CHECK_FALSE(resolve_focus(tl, "Iteration 9").valid());
+  // Summary: one GPU, two kernels, iterations with their GPU-busy share.
+  Summary s = summarize(tl);
+  REQUIRE(s.devices.size() == 1);
+  CHECK(s.devices[0].busy == 350'000);
+  REQUIRE(s.iterations.size() == 2);
+  CHECK(s.iterations[0].gpu_busy == 350'000);
+  REQUIRE(s.top_kernels.size() == 2);
+  CHECK(m->strings.view(s.top_kernels[0].name).find("conv_kernel") != std::string_view::npos);
+}
+
+TEST_CASE("timeline on a real trace: layout at every zoom stays within pixels") {
+  std::filesystem::path p = std::filesystem::path(STRATA_TEST_DATA_DIR) / "torch2" / "resnet18-train-h100.pt.trace.json.gz";
+  if (!std::filesystem::exists(p)) return;
+  LoadResult r = load_trace(p.string());
+  REQUIRE_MESSAGE(r.model, r.error);
+  const TraceModel& m = *r.model;
+  Timeline tl;
+  tl.build(m);
+  tl.set_tiers(provisional_tiers(m));
+  CHECK(!tl.tiers().tiers.empty());
+  FontMetrics f = FontMetrics::monospace(7, 13);
+  FrameLayout fl;
+  TimeView v = whole(m, 1600);
+  for (int zoom = 0; zoom < 30; ++zoom) {
+    tl.layout(v, 0, 1e6f, f, {}, fl);
+    size_t rows = fl.rows.size();
+    CHECK(rows > 0);
+    // At most one item per min_px per row.
+    CHECK(fl.items.size() <= rows * size_t(1600 / 1 + 2));
+    for (const DrawRect& d : fl.rects) CHECK(d.x1 - d.x0 >= 0.999f);  // never below a pixel
+    for (const DrawText& t : fl.texts) CHECK(t.len > 0);
+    v.zoom_at(800, 1.6);
+  }
+  // The view adds far less than 8 bytes per event.
+  CHECK(double(tl.view_bytes() + tl.tiers().bytes()) / double(m.ev.size()) < 8.0);
+}
