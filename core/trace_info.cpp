@@ -64,8 +64,9 @@ std::string info_text(const TraceModel& m) {
   const LoadStats& st = m.stats;
   std::string out;
   out += m.path + "\n";
+  size_t used_tracks = std::count_if(m.tracks.begin(), m.tracks.end(), [](const Track& t) { return !t.events.empty(); });
   out += format("  %" PRIu64 " traceEvents entries, %zu timed events on %zu tracks, span %s\n", st.trace_events,
-                m.ev.size(), m.tracks.size(), duration(m.time_end - m.time_begin).c_str());
+                m.ev.size(), used_tracks, duration(m.time_end - m.time_begin).c_str());
   out += "  phases:";
   static const char* phase_names[] = {"X", "i", "C", "s", "t", "f", "M", "B", "E", "other"};
   for (size_t p = 0; p < std::size(st.per_phase); ++p)
