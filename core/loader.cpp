@@ -294,7 +294,8 @@ LoadResult load_source(const std::string& path, ReadResult read, Clock::time_poi
     add_base_time(m);
     m.stats.seconds_build = seconds_since(t2);
   } catch (const Fail& f) {
-    result.error = f.message;
+    // A damaged gzip explains a damaged JSON: say both.
+    result.error = read.warning.empty() ? f.message : f.message + " (" + read.warning + ")";
     return result;
   } catch (const std::bad_alloc&) {
     result.error = path + ": out of memory while loading";

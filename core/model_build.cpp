@@ -49,6 +49,21 @@ void permute(std::vector<T>& col, const std::vector<uint32_t>& perm) {
   permute(col, perm, scratch);
 }
 
+// Below this many events a second thread costs more than it saves.
+constexpr size_t kParallelMin = 1 << 16;
+
+template <class A, class B>
+void in_two_threads(bool parallel, A&& a, B&& b) {
+  if (!parallel) {
+    a();
+    b();
+    return;
+  }
+  std::thread helper(std::forward<A>(a));
+  b();
+  helper.join();
+}
+
 int64_t number_after(std::string_view s, std::string_view prefix) {
   if (s.substr(0, prefix.size()) != prefix) return -1;
   s.remove_prefix(prefix.size());
@@ -150,17 +165,19 @@ void Builder::merge(std::vector<ChunkOut>& chunks) {
     for (auto& n : ch.name) n = str[n];
     for (auto& c : ch.cat) c = cat[c];
     for (auto& t : ch.track) t = trk[t];
-    std::thread helper([&] {
-      append_and_free(ev.start, ch.start);
-      append_and_free(ev.id, ch.id);
-      append_and_free(ev.name, ch.name);
-    });
-    append_and_free(ev.dur, ch.dur);
-    append_and_free(ev.source_offset, ch.offset);
-    append_and_free(ev.cat, ch.cat);
-    append_and_free(ev.phase, ch.phase);
-    append_and_free(track_, ch.track);
-    helper.join();
+    in_two_threads(ch.start.size() >= kParallelMin,
+                   [&] {
+                     append_and_free(ev.start, ch.start);
+                     append_and_free(ev.id, ch.id);
+                     append_and_free(ev.name, ch.name);
+                   },
+                   [&] {
+                     append_and_free(ev.dur, ch.dur);
+                     append_and_free(ev.source_offset, ch.offset);
+                     append_and_free(ev.cat, ch.cat);
+                     append_and_free(ev.phase, ch.phase);
+                     append_and_free(track_, ch.track);
+                   });
 
     for (auto s : ch.seqs) seqs_.push_back({s.event + base, s.seq, s.fwd_tid});
     for (auto p : ch.pythons) pythons_.push_back({p.event + base, p.id, p.parent});
@@ -422,21 +439,21 @@ void Builder::order_and_nest() {
   assign_huge(new_index, n, kNoEvent);
   for (uint32_t i = 0; i < perm.size(); ++i) new_index[perm[i]] = i;
   // Columns are independent: split them over two threads (about equal bytes each).
-  std::thread helper([&] {
-    std::vector<uint64_t> scratch;
-    permute(ev.start, perm, scratch);
-    permute(ev.id, perm, scratch);
-    permute(ev.name, perm, scratch);
-  });
-  {
-    std::vector<uint64_t> scratch;
-    permute(ev.dur, perm, scratch);
-    permute(ev.source_offset, perm, scratch);
-    permute(ev.cat, perm, scratch);
-    permute(ev.phase, perm, scratch);
-    permute(depth, perm, scratch);
-  }
-  helper.join();
+  in_two_threads(perm.size() >= kParallelMin,
+                 [&] {
+                   std::vector<uint64_t> scratch;
+                   permute(ev.start, perm, scratch);
+                   permute(ev.id, perm, scratch);
+                   permute(ev.name, perm, scratch);
+                 },
+                 [&] {
+                   std::vector<uint64_t> scratch;
+                   permute(ev.dur, perm, scratch);
+                   permute(ev.source_offset, perm, scratch);
+                   permute(ev.cat, perm, scratch);
+                   permute(ev.phase, perm, scratch);
+                   permute(depth, perm, scratch);
+                 });
   ev.depth = std::move(depth);
   assign_huge(ev.link, ev.size(), kNoEvent);
   auto remap = [&](auto& recs) {

@@ -132,8 +132,12 @@ void inflate_gzip(const std::string& path, const unsigned char* in, size_t in_si
     }
     if (rc == Z_OK) continue;
     if (rc == Z_BUF_ERROR && consumed == in_size) {
-      r.warning = path + ": gzip stream is truncated at compressed byte " + std::to_string(consumed) +
-                  "; reading the " + std::to_string(out) + " bytes it holds";
+      if (out == 0)
+        r.error = path + ": gzip stream is truncated or corrupt at compressed byte " + std::to_string(consumed) +
+                  " and holds no data";
+      else
+        r.warning = path + ": gzip stream is truncated at compressed byte " + std::to_string(consumed) +
+                    "; reading the " + std::to_string(out) + " bytes it holds";
       break;
     }
     if (rc == Z_BUF_ERROR) continue;  // output full: grow and go on
