@@ -23,8 +23,9 @@ void usage(FILE* out) {
       "  --duration S      record S seconds from the first CUDA call (after --delay)\n"
       "  --iterations N    record N iterations, counted from NVTX ranges matching --pattern\n"
       "                    (default *iteration*), or from cudaProfilerStart/Stop with --profiler-range\n"
-      "  --kinds LIST      what to record: kernel,memcpy,memset,runtime,driver,sync,nvtx,external (the\n"
-      "                    default), runtime-all (every runtime API), overhead; or edits: -nvtx,+overhead\n"
+      "  --kinds LIST      what to record (default: all): kernel, memcpy, memset, runtime-all (runtime\n"
+      "                    APIs but noisy queries), runtime (launches/copies/syncs/allocations only),\n"
+      "                    driver, sync, nvtx, overhead, external; or edits of the default: -sync,-nvtx\n"
       "  --dormant         load the agent idle; record later with `strata attach PID`\n"
       "Without --duration or --iterations it records until the job exits.\n",
       out);

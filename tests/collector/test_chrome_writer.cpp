@@ -83,6 +83,11 @@ TEST_CASE("API names lose their version suffix; noisy calls are recognized") {
   CHECK_FALSE(is_noisy_api("cudaLaunchKernel"));
   CHECK(is_recorded_driver_api("cuLaunchKernelEx"));
   CHECK_FALSE(is_recorded_driver_api("cuCtxGetCurrent"));
+  CHECK(is_recorded_runtime_api("cudaLaunchKernelExC"));
+  CHECK(is_recorded_runtime_api("cudaMemcpyAsync"));
+  CHECK(is_recorded_runtime_api("cudaStreamSynchronize"));
+  CHECK_FALSE(is_recorded_runtime_api("cudaGetDevice"));
+  CHECK_FALSE(is_recorded_runtime_api("cudaStreamIsCapturing"));
 }
 
 TEST_CASE("kernels, launches, flows, ranges and copies become Kineto-style events") {

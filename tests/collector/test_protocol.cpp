@@ -13,6 +13,7 @@
 #include <string>
 
 #include "protocol/control_socket.h"
+#include "protocol/kinds.h"
 #include "protocol/message.h"
 
 using namespace strata::collector;
@@ -119,6 +120,29 @@ TEST_CASE("messages round-trip, with escaping") {
   CHECK(get_uint(*back, "duration_ms", &bad) == 2000u);
   CHECK_FALSE(get_uint(*back, "missing", &bad).has_value());
   CHECK_FALSE(bad);
+}
+
+TEST_CASE("recorded kinds: lists, edits of the default, and errors") {
+  std::string error;
+  CHECK(parse_kinds("kernel,runtime", &error) == (kKindKernel | kKindRuntime));
+  CHECK(parse_kinds(" kernel , runtime-all ,", &error) == (kKindKernel | kKindRuntimeAll));
+  CHECK(parse_kinds("default", &error) == kDefaultKinds);
+  CHECK(parse_kinds("all", &error) == kAllKinds);
+  CHECK(parse_kinds("-sync,-nvtx", &error) == (kDefaultKinds & ~(kKindSync | kKindNvtx)));
+  CHECK(parse_kinds("-runtime-all,+runtime", &error) == ((kDefaultKinds & ~kKindRuntimeAll) | kKindRuntime));
+  CHECK_FALSE(parse_kinds("kernel,bogus", &error));
+  CHECK(error.find("bogus") != std::string::npos);
+  CHECK_FALSE(parse_kinds("", &error));
+  CHECK_FALSE(parse_kinds("-kernel,-memcpy,-memset,-runtime-all,-driver,-sync,-nvtx,-overhead,-external", &error));
+  CHECK(kinds_text(kKindKernel | kKindNvtx) == "kernel,nvtx");
+  CHECK(parse_kinds(kinds_text(kDefaultKinds), &error) == kDefaultKinds);  // round trip
+  // A start request carries them as one value: commas need no escaping.
+  Message m;
+  m.verb = "start";
+  m.set("kinds", kinds_text(kDefaultKinds));
+  auto back = decode_message(encode_message(m), &error);
+  REQUIRE(back);
+  CHECK(*back->get("kinds") == kinds_text(kDefaultKinds));
 }
 
 TEST_CASE("malformed messages are rejected with a reason") {

@@ -55,3 +55,22 @@ TEST_CASE("recorded: 200 ms attached to a running PyTorch job") {
   CHECK(s.categories.at("kernel") > 1000);
   CHECK(s.max_end - s.min_ts < 1e6);  // the window, not the whole run
 }
+
+TEST_CASE("recorded: Kineto's own on-demand trace, fetched by strata attach --kineto") {
+  // 100 ms of a PyTorch loop traced by Kineto itself after `strata attach --kineto PID
+  // --duration 0.1`: CPU ops from the PyTorch profiler client and CUPTI's GPU activity.
+  const auto s = load("kineto_ondemand_100ms.pt.trace.json.gz");
+  CHECK(s.devices >= 1);
+  CHECK(s.metadata >= 3);
+  CHECK(s.categories.at("cpu_op") > 1000);
+  CHECK(s.categories.at("kernel") > 500);
+  CHECK(s.categories.at("cuda_runtime") > 500);
+  CHECK(s.categories.count("gpu_memset") == 1);
+  CHECK(s.names.at("Optimizer.step#AdamW.step") >= 10);
+  size_t paired = 0;  // launch -> kernel arrows (flows cut by the window edges stay unpaired)
+  for (uint64_t id : s.flow_starts) paired += s.flow_ends.count(id);
+  CHECK(paired > 500);
+  CHECK(s.durations_non_negative);
+  CHECK(s.min_ts >= 0);
+  CHECK(s.max_end - s.min_ts < 150e3);  // the 100 ms window, in microseconds
+}
