@@ -6,6 +6,7 @@
 #include "core/links.h"
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cstring>
 #include <type_traits>
@@ -71,6 +72,56 @@ int64_t number_after(std::string_view s, std::string_view prefix) {
   int64_t v = -1;
   auto r = std::from_chars(s.data(), s.data() + s.size(), v);
   return r.ec == std::errc() ? v : -1;
+}
+
+// One track's events sorted by (start, longer first, file order) and nested: `kept` with
+// their depth written to `depth`, events per depth, and the events that overlapped
+// without nesting (they go to an overflow track).
+struct Nested {
+  std::vector<uint32_t> kept, per_depth, overflow;
+};
+
+Nested nest_track(const EventColumns& ev, std::vector<uint32_t> list, std::vector<uint16_t>& depth) {
+  auto by_start = [&](uint32_t a, uint32_t b) {
+    if (ev.start[a] != ev.start[b]) return ev.start[a] < ev.start[b];
+    if (ev.dur[a] != ev.dur[b]) return ev.dur[a] > ev.dur[b];
+    return a < b;
+  };
+  if (!std::is_sorted(list.begin(), list.end(), by_start)) {
+    // Sort compact keys rather than indices into the columns: no indirection per compare.
+    struct Key {
+      Ns start, dur;
+      uint32_t e;
+    };
+    std::vector<Key> keys;
+    assign_huge(keys, list.size(), Key{});
+    for (size_t i = 0; i < list.size(); ++i) keys[i] = {ev.start[list[i]], ev.dur[list[i]], list[i]};
+    std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+      if (a.start != b.start) return a.start < b.start;
+      if (a.dur != b.dur) return a.dur > b.dur;
+      return a.e < b.e;
+    });
+    for (size_t i = 0; i < list.size(); ++i) list[i] = keys[i].e;
+  }
+  constexpr size_t kMaxDepth = UINT16_MAX;
+  Nested r;
+  std::vector<uint32_t> stack;
+  uint32_t kept = 0;
+  for (uint32_t e : list) {
+    while (!stack.empty() && ev.end(stack.back()) <= ev.start[e]) stack.pop_back();
+    if (!stack.empty() && (ev.end(e) > ev.end(stack.back()) || stack.size() >= kMaxDepth)) {
+      r.overflow.push_back(e);
+      continue;
+    }
+    depth[e] = uint16_t(stack.size());
+    if (r.per_depth.size() <= stack.size()) r.per_depth.push_back(0);
+    r.per_depth[stack.size()]++;
+    stack.push_back(e);
+    list[kept++] = e;
+  }
+  list.resize(kept);
+  r.kept = std::move(list);
+  return r;
 }
 
 class Builder {
@@ -356,64 +407,39 @@ void Builder::order_and_nest() {
       if (drop_.empty() || !drop_[e]) lists[track_[e]].push_back(e);
   }
   std::vector<uint32_t>().swap(track_);
-  auto by_start = [&](uint32_t a, uint32_t b) {
-    if (ev.start[a] != ev.start[b]) return ev.start[a] < ev.start[b];
-    if (ev.dur[a] != ev.dur[b]) return ev.dur[a] > ev.dur[b];
-    return a < b;
-  };
-
   std::vector<uint16_t> depth;
   assign_huge(depth, n, uint16_t(0));
+  // Sorting and nesting are independent per track: the original tracks go to two threads,
+  // largest first; overflow tracks (few events) are done after, as they appear.
+  std::vector<Nested> nested(lists.size());
+  {
+    std::vector<uint32_t> order(lists.size());
+    std::iota(order.begin(), order.end(), 0u);
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return lists[a].size() > lists[b].size(); });
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t k; (k = next.fetch_add(1)) < order.size();)
+        nested[order[k]] = nest_track(ev, std::move(lists[order[k]]), depth);
+    };
+    in_two_threads(n >= kParallelMin, work, work);
+  }
   std::vector<uint32_t> perm;
   reserve_huge(perm, n);
-  constexpr size_t kMaxDepth = UINT16_MAX;
-  for (uint32_t t = 0; t < lists.size(); ++t) {  // `lists` grows as overflow tracks appear
-    std::vector<uint32_t> list = std::move(lists[t]);
-    if (!std::is_sorted(list.begin(), list.end(), by_start)) {
-      // Sort compact keys rather than indices into the columns: no indirection per compare.
-      struct Key {
-        Ns start, dur;
-        uint32_t e;
-      };
-      std::vector<Key> keys;
-      assign_huge(keys, list.size(), Key{});
-      for (size_t i = 0; i < list.size(); ++i) keys[i] = {ev.start[list[i]], ev.dur[list[i]], list[i]};
-      std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
-        if (a.start != b.start) return a.start < b.start;
-        if (a.dur != b.dur) return a.dur > b.dur;
-        return a.e < b.e;
-      });
-      for (size_t i = 0; i < list.size(); ++i) list[i] = keys[i].e;
-    }
-    std::vector<uint32_t> overflow, stack;
-    std::vector<uint32_t> per_depth;
-    uint32_t kept = 0;
-    for (uint32_t e : list) {
-      while (!stack.empty() && ev.end(stack.back()) <= ev.start[e]) stack.pop_back();
-      if (!stack.empty() && (ev.end(e) > ev.end(stack.back()) || stack.size() >= kMaxDepth)) {
-        overflow.push_back(e);
-        continue;
-      }
-      depth[e] = uint16_t(stack.size());
-      if (per_depth.size() <= stack.size()) per_depth.push_back(0);
-      per_depth[stack.size()]++;
-      stack.push_back(e);
-      list[kept++] = e;
-    }
-    list.resize(kept);
+  for (uint32_t t = 0; t < nested.size(); ++t) {  // `nested` grows as overflow tracks appear
+    Nested r = std::move(nested[t]);
     // Level by level, each level in start order.
     Track& tr = m_.tracks[t];
     tr.events.begin = uint32_t(perm.size());
-    std::vector<uint32_t> offset(per_depth.size() + 1, 0);
-    for (size_t d = 0; d < per_depth.size(); ++d) offset[d + 1] = offset[d] + per_depth[d];
-    tr.levels.resize(per_depth.size());
-    for (size_t d = 0; d < per_depth.size(); ++d)
+    std::vector<uint32_t> offset(r.per_depth.size() + 1, 0);
+    for (size_t d = 0; d < r.per_depth.size(); ++d) offset[d + 1] = offset[d] + r.per_depth[d];
+    tr.levels.resize(r.per_depth.size());
+    for (size_t d = 0; d < r.per_depth.size(); ++d)
       tr.levels[d] = {tr.events.begin + offset[d], tr.events.begin + offset[d + 1]};
-    perm.resize(perm.size() + list.size());
-    for (uint32_t e : list) perm[tr.events.begin + offset[depth[e]]++] = e;
+    perm.resize(perm.size() + r.kept.size());
+    for (uint32_t e : r.kept) perm[tr.events.begin + offset[depth[e]]++] = e;
     tr.events.end = uint32_t(perm.size());
-    if (!overflow.empty()) {
-      m_.stats.overlaps += overflow.size();
+    if (!r.overflow.empty()) {
+      m_.stats.overlaps += r.overflow.size();
       Track o;
       o.kind = tr.kind;
       o.process = tr.process;
@@ -427,7 +453,7 @@ void Builder::order_and_nest() {
       o.overflow_of = t;
       m_.tracks[t].overflow = uint32_t(m_.tracks.size());
       m_.tracks.push_back(std::move(o));
-      lists.push_back(std::move(overflow));
+      nested.push_back(nest_track(ev, std::move(r.overflow), depth));
     }
   }
   if (m_.stats.overlaps)
