@@ -1,7 +1,9 @@
 #include "core/links.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <thread>
 #include <unordered_map>
 
 namespace strata {
@@ -96,26 +98,42 @@ void record_fwd_bwd(TraceModel& m, EventId fwd, EventId bwd) {
   if (!added && m.ev.depth[bwd] < m.ev.depth[it->second]) it->second = bwd;
 }
 
-void link_flows(TraceModel& m, std::vector<FlowRec>& flows) {
-  auto& ev = m.ev;
-  auto& st = m.stats;
+void sort_flows(std::vector<FlowRec>& flows) {
   std::sort(flows.begin(), flows.end(), [](const FlowRec& a, const FlowRec& b) {
     if (a.cat != b.cat) return a.cat < b.cat;
     if (a.id != b.id) return a.id < b.id;
     if (a.ts != b.ts) return a.ts < b.ts;
     return a.phase < b.phase;  // s before f at the same time
   });
+}
+
+// `flows` sorted by sort_flows().
+void link_flows(TraceModel& m, const std::vector<FlowRec>& flows) {
+  auto& ev = m.ev;
+  auto& st = m.stats;
   uint8_t fwdbwd_cat = UINT8_MAX;
   for (size_t c = 0; c < m.category_names.size(); ++c)
     if (m.category_names[c] == "fwdbwd") fwdbwd_cat = uint8_t(c);
-  std::vector<const FlowRec*> open;
+  // Binding is a read-only search per flow event: do it for all of them on two threads.
+  std::vector<EventId> bound(flows.size());
+  auto bind_range = [&](size_t b, size_t e) {
+    for (size_t i = b; i < e; ++i) bound[i] = bind(m, flows[i], flows[i].cat == fwdbwd_cat);
+  };
+  if (flows.size() >= (1u << 16)) {
+    std::thread helper(bind_range, 0, flows.size() / 2);
+    bind_range(flows.size() / 2, flows.size());
+    helper.join();
+  } else {
+    bind_range(0, flows.size());
+  }
+  std::vector<size_t> open;
   for (size_t i = 0; i < flows.size();) {
     size_t j = i;
     open.clear();
     for (; j < flows.size() && flows[j].cat == flows[i].cat && flows[j].id == flows[i].id; ++j) {
       const FlowRec& f = flows[j];
       if (f.phase == Phase::FlowStart) {
-        open.push_back(&f);
+        open.push_back(j);
         continue;
       }
       if (f.phase != Phase::FlowEnd) continue;  // steps carry no binding we use
@@ -123,11 +141,9 @@ void link_flows(TraceModel& m, std::vector<FlowRec>& flows) {
         ++st.flow_events_unmatched;
         continue;
       }
-      const FlowRec& s = *open.back();
+      EventId src = bound[open.back()], dst = bound[j];
       open.pop_back();
       ++st.flows_total;
-      bool cpu_to_cpu = f.cat == fwdbwd_cat;
-      EventId src = bind(m, s, cpu_to_cpu), dst = bind(m, f, cpu_to_cpu);
       if (src == kNoEvent || dst == kNoEvent) {
         ++st.flow_events_unmatched;
         continue;
@@ -195,8 +211,17 @@ void link_python_parents(TraceModel& m, const std::vector<PythonRec>& pythons) {
 }  // namespace
 
 void resolve_links(TraceModel& m, LinkInputs& in) {
-  link_by_correlation(m);
-  link_annotations(m);
+  // Sorting the flows needs nothing else: overlap it with the correlation pass.
+  if (in.flows.size() >= (1u << 16)) {
+    std::thread sorter(sort_flows, std::ref(in.flows));
+    link_by_correlation(m);
+    link_annotations(m);
+    sorter.join();
+  } else {
+    sort_flows(in.flows);
+    link_by_correlation(m);
+    link_annotations(m);
+  }
   link_flows(m, in.flows);
   link_sequence_numbers(m, in.seqs);
   link_python_parents(m, in.pythons);
