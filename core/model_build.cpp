@@ -124,6 +124,15 @@ Nested nest_track(const EventColumns& ev, std::vector<uint32_t> list, std::vecto
   return r;
 }
 
+// Columns nothing reads before the final order stay in their chunks and are gathered
+// straight into place: merging them first would write every byte twice.
+struct Deferred {
+  uint32_t base = 0;  // index of the chunk's first event
+  std::vector<StrId> name;
+  std::vector<int64_t> id;
+  std::vector<uint64_t> offset;
+};
+
 class Builder {
  public:
   Builder(TraceModel& m, Progress* progress) : m_(m), progress_(progress) {}
@@ -135,6 +144,8 @@ class Builder {
   void classify();
   void pair_begin_end();
   void order_and_nest();
+  template <class T>
+  void gather_deferred(std::vector<T> Deferred::*column, std::vector<T>& out, const std::vector<uint32_t>& perm);
   void warn(std::string text) {
     ++m_.warning_count;
     if (m_.warnings.size() < 50) m_.warnings.push_back(std::move(text));
@@ -153,6 +164,7 @@ class Builder {
   std::vector<PythonRec> pythons_;
   std::vector<FlowRec> flows_;
   std::vector<CounterRec> counters_;
+  std::vector<Deferred> deferred_;
 };
 
 void Builder::merge(std::vector<ChunkOut>& chunks) {
@@ -163,11 +175,8 @@ void Builder::merge(std::vector<ChunkOut>& chunks) {
   for (auto& ch : chunks) total += ch.start.size();
   reserve_huge(ev.start, total);
   reserve_huge(ev.dur, total);
-  reserve_huge(ev.name, total);
   reserve_huge(ev.cat, total);
   reserve_huge(ev.phase, total);
-  reserve_huge(ev.id, total);
-  reserve_huge(ev.source_offset, total);
   reserve_huge(track_, total);
 
   size_t flows = 0, seqs = 0, pythons = 0;
@@ -219,16 +228,14 @@ void Builder::merge(std::vector<ChunkOut>& chunks) {
     in_two_threads(ch.start.size() >= kParallelMin,
                    [&] {
                      append_and_free(ev.start, ch.start);
-                     append_and_free(ev.id, ch.id);
-                     append_and_free(ev.name, ch.name);
+                     append_and_free(ev.cat, ch.cat);
+                     append_and_free(ev.phase, ch.phase);
                    },
                    [&] {
                      append_and_free(ev.dur, ch.dur);
-                     append_and_free(ev.source_offset, ch.offset);
-                     append_and_free(ev.cat, ch.cat);
-                     append_and_free(ev.phase, ch.phase);
                      append_and_free(track_, ch.track);
                    });
+    deferred_.push_back({base, std::move(ch.name), std::move(ch.id), std::move(ch.offset)});
 
     for (auto s : ch.seqs) seqs_.push_back({s.event + base, s.seq, s.fwd_tid});
     for (auto p : ch.pythons) pythons_.push_back({p.event + base, p.id, p.parent});
@@ -393,6 +400,25 @@ void Builder::pair_begin_end() {
   if (unmatched) warn(std::to_string(unmatched) + " begin/end (B/E) events without a partner were dropped");
 }
 
+// out[i] = the deferred column's value for event perm[i]. Neighbours in the final order
+// are mostly neighbours in the file, so the chunk of the last lookup is tried first.
+template <class T>
+void Builder::gather_deferred(std::vector<T> Deferred::*column, std::vector<T>& out, const std::vector<uint32_t>& perm) {
+  std::vector<T>().swap(out);
+  reserve_huge(out, perm.size());
+  out.resize(perm.size());
+  size_t c = 0;
+  for (size_t i = 0; i < perm.size(); ++i) {
+    uint32_t g = perm[i];
+    if (g < deferred_[c].base || g - deferred_[c].base >= (deferred_[c].*column).size()) {
+      auto it = std::upper_bound(deferred_.begin(), deferred_.end(), g,
+                                 [](uint32_t x, const Deferred& d) { return x < d.base; });
+      c = size_t(it - deferred_.begin()) - 1;
+    }
+    out[i] = (deferred_[c].*column)[g - deferred_[c].base];
+  }
+}
+
 void Builder::order_and_nest() {
   auto& ev = m_.ev;
   size_t n = ev.size();
@@ -469,17 +495,18 @@ void Builder::order_and_nest() {
                  [&] {
                    std::vector<uint64_t> scratch;
                    permute(ev.start, perm, scratch);
-                   permute(ev.id, perm, scratch);
-                   permute(ev.name, perm, scratch);
+                   gather_deferred(&Deferred::id, ev.id, perm);
+                   gather_deferred(&Deferred::name, ev.name, perm);
                  },
                  [&] {
                    std::vector<uint64_t> scratch;
                    permute(ev.dur, perm, scratch);
-                   permute(ev.source_offset, perm, scratch);
+                   gather_deferred(&Deferred::offset, ev.source_offset, perm);
                    permute(ev.cat, perm, scratch);
                    permute(ev.phase, perm, scratch);
                    permute(depth, perm, scratch);
                  });
+  std::vector<Deferred>().swap(deferred_);
   ev.depth = std::move(depth);
   assign_huge(ev.link, ev.size(), kNoEvent);
   auto remap = [&](auto& recs) {
