@@ -1,6 +1,7 @@
 #include "core/trace_info.h"
 
 #include "core/json_writer.h"
+#include "core/text_format.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -31,20 +32,6 @@ StepInfo profiler_steps(const TraceModel& m) {
 
 namespace {
 
-std::string format(const char* fmt, auto... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, fmt, args...);
-  return buf;
-}
-
-std::string duration(Ns ns) {
-  double v = double(ns);
-  if (ns >= 1'000'000'000) return format("%.3f s", v / 1e9);
-  if (ns >= 1'000'000) return format("%.3f ms", v / 1e6);
-  if (ns >= 1'000) return format("%.3f us", v / 1e3);
-  return format("%" PRId64 " ns", ns);
-}
-
 std::string process_title(const TraceModel& m, const Process& p) {
   std::string s = p.pid_label != kNoStr ? std::string(m.strings.view(p.pid_label)) : "pid " + std::to_string(p.pid);
   if (p.device >= 0) s = "GPU " + std::to_string(p.device) + " (" + s + ")";
@@ -65,28 +52,28 @@ std::string info_text(const TraceModel& m) {
   std::string out;
   out += m.path + "\n";
   size_t used_tracks = std::count_if(m.tracks.begin(), m.tracks.end(), [](const Track& t) { return !t.events.empty(); });
-  out += format("  %" PRIu64 " traceEvents entries, %zu timed events on %zu tracks, span %s\n", st.trace_events,
-                m.ev.size(), used_tracks, duration(m.time_end - m.time_begin).c_str());
+  out += strprintf("  %" PRIu64 " traceEvents entries, %zu timed events on %zu tracks, span %s\n", st.trace_events,
+                m.ev.size(), used_tracks, format_duration(m.time_end - m.time_begin).c_str());
   out += "  phases:";
   static const char* phase_names[] = {"X", "i", "C", "s", "t", "f", "M", "B", "E", "other"};
   for (size_t p = 0; p < std::size(st.per_phase); ++p)
-    if (st.per_phase[p]) out += format(" %s=%" PRIu64, phase_names[p], st.per_phase[p]);
+    if (st.per_phase[p]) out += strprintf(" %s=%" PRIu64, phase_names[p], st.per_phase[p]);
   out += "\n  categories:";
   for (size_t c = 0; c < st.per_category.size(); ++c)
-    if (st.per_category[c]) out += format(" %s=%" PRIu64, m.category_names[c].c_str(), st.per_category[c]);
+    if (st.per_category[c]) out += strprintf(" %s=%" PRIu64, m.category_names[c].c_str(), st.per_category[c]);
   out += "\n";
   StepInfo steps = profiler_steps(m);
   if (!steps.steps.empty())
-    out += format("  ProfilerSteps: %zu (%s .. %s), mean %s, min %s, max %s\n", steps.steps.size(),
+    out += strprintf("  ProfilerSteps: %zu (%s .. %s), mean %s, min %s, max %s\n", steps.steps.size(),
                   std::string(m.name_of(steps.steps.front())).c_str(), std::string(m.name_of(steps.steps.back())).c_str(),
-                  duration(steps.mean_ns).c_str(), duration(steps.min_ns).c_str(), duration(steps.max_ns).c_str());
+                  format_duration(steps.mean_ns).c_str(), format_duration(steps.min_ns).c_str(), format_duration(steps.max_ns).c_str());
   else
     out += "  ProfilerSteps: none\n";
   for (const DeviceInfo& d : m.devices)
-    out += format("  device %" PRId64 ": %s, %.1f GiB, sm_%" PRId64 "%" PRId64 ", %" PRId64 " SMs\n", d.id, d.name.c_str(),
+    out += strprintf("  device %" PRId64 ": %s, %.1f GiB, sm_%" PRId64 "%" PRId64 ", %" PRId64 " SMs\n", d.id, d.name.c_str(),
                   double(d.total_global_mem) / double(1ull << 30), d.compute_major, d.compute_minor, d.num_sms);
   if (m.distributed.world_size > 0)
-    out += format("  distributed: rank %" PRId64 " of %" PRId64 " (%s)\n", m.distributed.rank, m.distributed.world_size,
+    out += strprintf("  distributed: rank %" PRId64 " of %" PRId64 " (%s)\n", m.distributed.rank, m.distributed.world_size,
                   m.distributed.backend.c_str());
   out += "  tracks:\n";
   std::vector<uint32_t> events_of_process(m.processes.size());
@@ -97,24 +84,24 @@ std::string info_text(const TraceModel& m) {
     out += "    " + process_title(m, p) + "\n";
     for (const Track& t : m.tracks) {
       if (t.process != pi || t.events.empty()) continue;
-      out += format("      %-28s %9u events, depth %zu\n", std::string(m.strings.view(t.name)).c_str(), t.events.size(),
+      out += strprintf("      %-28s %9u events, depth %zu\n", std::string(m.strings.view(t.name)).c_str(), t.events.size(),
                     t.levels.size());
     }
   }
-  out += format("  links: %" PRIu64 "/%" PRIu64 " GPU ops linked to their launch; flows %" PRIu64 "/%" PRIu64
+  out += strprintf("  links: %" PRIu64 "/%" PRIu64 " GPU ops linked to their launch; flows %" PRIu64 "/%" PRIu64
                 " resolved, %" PRIu64 " flow events unmatched; %" PRIu64 " forward/backward pairs\n",
                 st.gpu_ops_linked, st.gpu_ops, st.flows_resolved, st.flows_total, st.flow_events_unmatched,
                 st.fwdbwd_pairs);
   if (m.memory.size()) {
     int64_t peak = 0;
     for (int64_t v : m.memory.total_allocated) peak = std::max(peak, v);
-    out += format("  memory: %zu allocator events, peak allocated %.1f MiB\n", m.memory.size(), double(peak) / 1048576.0);
+    out += strprintf("  memory: %zu allocator events, peak allocated %.1f MiB\n", m.memory.size(), double(peak) / 1048576.0);
   }
-  if (!m.counters.empty()) out += format("  counters: %zu series\n", m.counters.size());
-  out += format("  warnings: %" PRIu64 "\n", m.warning_count);
+  if (!m.counters.empty()) out += strprintf("  counters: %zu series\n", m.counters.size());
+  out += strprintf("  warnings: %" PRIu64 "\n", m.warning_count);
   for (const std::string& w : m.warnings) out += "    " + w + "\n";
   double mb = double(st.json_bytes) / 1e6;
-  out += format("  load: %.3f s (read %.3f, parse %.3f, build %.3f), %.1f MB JSON at %.0f MB/s, %.2f M events/s, "
+  out += strprintf("  load: %.3f s (read %.3f, parse %.3f, build %.3f), %.1f MB JSON at %.0f MB/s, %.2f M events/s, "
                 "model %.1f bytes/event, peak RSS %.0f MB\n",
                 st.seconds_total, st.seconds_read, st.seconds_parse, st.seconds_build, mb,
                 per_second(mb, st.seconds_total), per_second(double(st.trace_events) / 1e6, st.seconds_total),

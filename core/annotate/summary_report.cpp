@@ -1,6 +1,7 @@
 // `strata summary`: the annotation's findings as readable text or JSON (docs/summary-json.md).
 #include "core/annotate/annotation.h"
 #include "core/json_writer.h"
+#include "core/text_format.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -12,21 +13,7 @@ namespace strata {
 
 namespace {
 
-std::string fmt(const char* f, auto... args) {
-  char buf[1024];
-  std::snprintf(buf, sizeof buf, f, args...);
-  return buf;
-}
-
-std::string dur(Ns ns) {
-  double v = double(ns);
-  if (ns >= 1'000'000'000 || ns <= -1'000'000'000) return fmt("%.3f s", v / 1e9);
-  if (ns >= 1'000'000 || ns <= -1'000'000) return fmt("%.3f ms", v / 1e6);
-  if (ns >= 1'000 || ns <= -1'000) return fmt("%.1f us", v / 1e3);
-  return fmt("%" PRId64 " ns", ns);
-}
-
-std::string mib(int64_t b) { return fmt("%.1f MiB", double(b) / 1048576.0); }
+std::string mib(int64_t b) { return strprintf("%.1f MiB", double(b) / 1048576.0); }
 double pct(Ns a, Ns b) { return b > 0 ? 100.0 * double(a) / double(b) : 0.0; }
 
 struct PhaseRow {
@@ -106,67 +93,67 @@ std::string summary_text(const TraceModel& m, const Annotation& a) {
   std::string o = m.path + "\n";
   size_t partial = 0;
   for (auto& it : a.iterations) partial += it.partial;
-  o += fmt("  iterations: %zu (from %s)%s\n", a.iterations.size(), iteration_source_name(a.iteration_source),
-           partial ? fmt(", %zu partial", partial).c_str() : "");
+  o += strprintf("  iterations: %zu (from %s)%s\n", a.iterations.size(), iteration_source_name(a.iteration_source),
+           partial ? strprintf(", %zu partial", partial).c_str() : "");
   if (!a.iterations.empty())
-    o += fmt("  iteration time: mean %s, median %s, p95 %s, min %s, max %s\n", dur(r.iter_mean).c_str(),
-             dur(r.iter_median).c_str(), dur(r.iter_p95).c_str(), dur(r.iter_min).c_str(), dur(r.iter_max).c_str());
+    o += strprintf("  iteration time: mean %s, median %s, p95 %s, min %s, max %s\n", format_duration(r.iter_mean).c_str(),
+             format_duration(r.iter_median).c_str(), format_duration(r.iter_p95).c_str(), format_duration(r.iter_min).c_str(), format_duration(r.iter_max).c_str());
   if (r.batch_size > 0)
-    o += fmt("  throughput: batch %" PRId64 ", %.1f samples/s\n", r.batch_size, r.samples_per_s);
+    o += strprintf("  throughput: batch %" PRId64 ", %.1f samples/s\n", r.batch_size, r.samples_per_s);
   o += "  phases (per iteration):\n";
   Ns iter_total = 0;
   for (auto& p : d.phases) iter_total += p.time;
   for (auto& p : d.phases)
-    o += fmt("    %-15s %12s %5.1f%%   GPU busy %12s   %6.1f kernels   bound: %s\n", phase_name(p.phase),
-             dur(p.time / Ns(d.iterations)).c_str(), pct(p.time, iter_total), dur(p.gpu_busy / Ns(d.iterations)).c_str(),
+    o += strprintf("    %-15s %12s %5.1f%%   GPU busy %12s   %6.1f kernels   bound: %s\n", phase_name(p.phase),
+             format_duration(p.time / Ns(d.iterations)).c_str(), pct(p.time, iter_total), format_duration(p.gpu_busy / Ns(d.iterations)).c_str(),
              double(p.kernels) / double(d.iterations), bound_name(main_bound(p)));
-  o += fmt("  layers (from %s), top by GPU time per iteration:\n", layer_source_name(a.layer_source));
+  o += strprintf("  layers (from %s), top by GPU time per iteration:\n", layer_source_name(a.layer_source));
   for (size_t i = 0; i < d.layers.size() && i < 10; ++i) {
     auto& l = d.layers[i];
-    o += fmt("    %-60s CPU %10s  GPU %10s  %5.1f kernels  %s\n", l.path.size() > 60 ? ("…" + l.path.substr(l.path.size() - 58)).c_str() : l.path.c_str(),
-             dur(l.time / Ns(d.iterations)).c_str(), dur(l.gpu_busy / Ns(d.iterations)).c_str(),
+    o += strprintf("    %-60s CPU %10s  GPU %10s  %5.1f kernels  %s\n", l.path.size() > 60 ? ("…" + l.path.substr(l.path.size() - 58)).c_str() : l.path.c_str(),
+             format_duration(l.time / Ns(d.iterations)).c_str(), format_duration(l.gpu_busy / Ns(d.iterations)).c_str(),
              double(l.kernels) / double(d.iterations), bound_name(l.bound));
   }
   if (a.backward_ops)
-    o += fmt("  backward ops: %" PRIu64 ", mapped to forward layers via links %" PRIu64 ", by op order %" PRIu64 "\n",
+    o += strprintf("  backward ops: %" PRIu64 ", mapped to forward layers via links %" PRIu64 ", by op order %" PRIu64 "\n",
              a.backward_ops, a.backward_mapped_links, a.backward_mapped_order);
   o += "  top kernels:\n";
   for (size_t i = 0; i < r.kernels.size() && i < 10; ++i) {
     auto& k = r.kernels[i];
     std::string nm = k.name.size() > 70 ? k.name.substr(0, 67) + "..." : k.name;
-    o += fmt("    %5.1f%% %12s %7" PRIu64 "x  %s%s\n", pct(k.total, r.kernel_total), dur(k.total).c_str(), k.count, nm.c_str(),
+    o += strprintf("    %5.1f%% %12s %7" PRIu64 "x  %s%s\n", pct(k.total, r.kernel_total), format_duration(k.total).c_str(), k.count, nm.c_str(),
              k.tensor_core ? "  [tensor cores]" : "");
   }
-  o += fmt("  GPU utilization over %s:\n", dur(r.window_end - r.window_begin).c_str());
+  o += strprintf("  GPU utilization over %s:\n", format_duration(r.window_end - r.window_begin).c_str());
   for (auto& u : r.utilization) {
-    if (u.stream < 0) o += fmt("    GPU %d: %5.1f%% busy (%" PRIu64 " ops)\n", u.device, pct(u.busy, u.elapsed), u.ops);
-    else o += fmt("      stream %" PRId64 ": %5.1f%% busy (%" PRIu64 " ops)\n", u.stream, pct(u.busy, u.elapsed), u.ops);
+    if (u.stream < 0) o += strprintf("    GPU %d: %5.1f%% busy (%" PRIu64 " ops)\n", u.device, pct(u.busy, u.elapsed), u.ops);
+    else o += strprintf("      stream %" PRId64 ": %5.1f%% busy (%" PRIu64 " ops)\n", u.stream, pct(u.busy, u.elapsed), u.ops);
   }
   if (r.idle.count)
-    o += fmt("  GPU idle: %s in %" PRIu64 " gaps: waiting on host launches %.1f%%, data loading %.1f%%, synchronization "
+    o += strprintf("  GPU idle: %s in %" PRIu64 " gaps: waiting on host launches %.1f%%, data loading %.1f%%, synchronization "
              "%.1f%%, other %.1f%%\n",
-             dur(r.idle.total).c_str(), r.idle.count, pct(r.idle.launch, r.idle.total), pct(r.idle.data_loading, r.idle.total),
+             format_duration(r.idle.total).c_str(), r.idle.count, pct(r.idle.launch, r.idle.total), pct(r.idle.data_loading, r.idle.total),
              pct(r.idle.sync, r.idle.total), pct(r.idle.other, r.idle.total));
   if (r.kernel_total)
-    o += fmt("  compute %s, communication %s (overlapped with compute %s), memory ops %s; tensor-core kernels %.1f%% of "
+    o += strprintf("  compute %s, communication %s (overlapped with compute %s), memory ops %s; tensor-core kernels %.1f%% of "
              "kernel time\n",
-             dur(r.compute).c_str(), dur(r.communication).c_str(), dur(r.compute_comm_overlap).c_str(),
-             dur(r.memory_ops).c_str(), pct(r.tensor_core, r.kernel_total));
+             format_duration(r.compute).c_str(), format_duration(r.communication).c_str(), format_duration(r.compute_comm_overlap).c_str(),
+             format_duration(r.memory_ops).c_str(), pct(r.tensor_core, r.kernel_total));
   if (r.memory.present) {
     auto& mu = r.memory;
-    o += fmt("  memory: peak allocated %s (reserved %s) at %s\n", mib(mu.peak_allocated).c_str(),
+    o += strprintf("  memory: peak allocated %s (reserved %s) at %s\n", mib(mu.peak_allocated).c_str(),
              mib(mu.peak_reserved).c_str(), mu.peak_where.empty() ? "?" : mu.peak_where.c_str());
-    o += fmt("    activations %s, temporaries %s, optimizer state %s, other still allocated %s\n", mib(mu.activations).c_str(),
+    o += strprintf("    activations %s, temporaries %s, optimizer state %s, other still allocated %s\n", mib(mu.activations).c_str(),
              mib(mu.temporaries).c_str(), mib(mu.optimizer_state).c_str(), mib(mu.persistent).c_str());
     for (auto& p : mu.per_phase)
-      o += fmt("    %-15s allocates %s, frees %s\n", phase_name(p.phase), mib(p.allocated).c_str(), mib(p.freed).c_str());
+      o += strprintf("    %-15s allocates %s, frees %s\n", phase_name(p.phase), mib(p.allocated).c_str(), mib(p.freed).c_str());
     for (size_t i = 0; i < mu.top_layers.size() && i < 5; ++i)
-      o += fmt("    layer %s allocates %s (net %s)\n", mu.top_layers[i].path.c_str(), mib(mu.top_layers[i].allocated).c_str(),
+      o += strprintf("    layer %s allocates %s (net %s)\n", mu.top_layers[i].path.c_str(), mib(mu.top_layers[i].allocated).c_str(),
                mib(mu.top_layers[i].net).c_str());
   } else {
     o += "  memory: no [memory] events (profile_memory was off)\n";
   }
-  o += fmt("  annotated %" PRIu64 " of %" PRIu64 " GPU ops; %zu annotation nodes (%zu after noise reduction); %.3f s\n",
+  o += strprintf("  annotated %" PRIu64 " of %" PRIu64 " GPU ops; %zu annotation nodes (%zu after noise reduction); %.3f s\n",
            a.gpu_ops_annotated, a.gpu_ops, a.tree.size(), a.reduced.size(), a.seconds);
   for (auto& n : a.notes) o += "  note: " + n + "\n";
   return o;

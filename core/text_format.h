@@ -1,0 +1,16 @@
+// Small text helpers shared by the text reports.
+#pragma once
+
+#include "core/trace_model.h"
+
+#include <string>
+
+namespace strata {
+
+// printf into a std::string (up to 1 KiB).
+std::string strprintf(const char* format, ...) __attribute__((format(printf, 1, 2)));
+
+// A duration with a unit that keeps 3-4 significant digits: "12.345 ms", "830.1 us", "17 ns".
+std::string format_duration(Ns ns);
+
+}  // namespace strata
