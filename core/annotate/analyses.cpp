@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <map>
 #include <unordered_map>
 
 namespace strata::annot {
@@ -24,22 +23,22 @@ void merge(std::vector<Interval>& v) {
   v.resize(w);
 }
 
-Ns total(const std::vector<Interval>& v) {
-  Ns t = 0;
-  for (auto& [b, e] : v) t += e - b;
-  return t;
-}
-
-Ns overlap(const std::vector<Interval>& a, const std::vector<Interval>& b) {
-  Ns t = 0;
-  size_t i = 0, j = 0;
-  while (i < a.size() && j < b.size()) {
-    Ns lo = std::max(a[i].first, b[j].first), hi = std::min(a[i].second, b[j].second);
-    if (hi > lo) t += hi - lo;
-    (a[i].second < b[j].second ? i : j)++;
+// The length of a union of intervals added in start order (as merge() joins them).
+struct Union {
+  Ns b = 0, e = 0, closed = 0;
+  bool open = false;
+  void add(Ns s, Ns en) {
+    if (open && s <= e) {
+      e = std::max(e, en);
+      return;
+    }
+    if (open) closed += e - b;
+    b = s;
+    e = en;
+    open = true;
   }
-  return t;
-}
+  Ns total() const { return closed + (open ? e - b : 0); }
+};
 
 bool is_comm(std::string_view n) {
   return n.find("nccl") != std::string_view::npos || n.find("rccl") != std::string_view::npos ||
@@ -109,30 +108,53 @@ void run_analyses(Context& c, Annotation& a) {
   }
   Ns W0 = r.window_begin, W1 = r.window_end;
 
-  // Busy intervals per device and per stream (overflow tracks count as their stream).
-  std::map<int32_t, std::vector<Interval>> dev;
-  std::map<std::pair<int32_t, int64_t>, std::vector<Interval>> streams;
-  std::map<std::pair<int32_t, int64_t>, uint64_t> stream_ops;
-  std::vector<Interval> compute, comm, memops;
-  std::unordered_map<StrId, size_t> kidx;
-  for (EventId g : c.gpu_ops) {
-    uint32_t ti = c.track[g];
-    const Track& tr = m.tracks[ti];
+  // Busy time per device and per stream (overflow tracks count as their stream), as running
+  // unions: the GPU ops are in start order, so no per-op interval lists are kept.
+  struct Lane {
+    int32_t device;
+    int64_t stream;  // -1: the whole device
+    Union busy;
+    uint64_t ops = 0;          // in the window
+    std::vector<EventId> all;  // device lanes: every GPU op, in start order (when there are several)
+  };
+  auto lane = [](std::vector<Lane>& v, int32_t d, int64_t s) {
+    for (size_t i = 0; i < v.size(); ++i)
+      if (v[i].device == d && v[i].stream == s) return uint32_t(i);
+    v.push_back({d, s, {}, 0, {}});
+    return uint32_t(v.size() - 1);
+  };
+  std::vector<Lane> devs, streams;
+  std::vector<EventId> first_ev;            // GPU tracks' first events, to find an op's track
+  std::vector<uint32_t> dev_of, stream_of;  // per GPU track: its lanes
+  for (const Track& tr : m.tracks) {
+    if (tr.kind != TrackKind::GpuStream || tr.events.empty()) continue;
     const Track& base = tr.overflow_of != kNoTrack ? m.tracks[tr.overflow_of] : tr;
     int32_t d = m.processes[base.process].device;
+    first_ev.push_back(tr.events.begin);
+    dev_of.push_back(lane(devs, d, -1));
+    stream_of.push_back(lane(streams, d, base.stream >= 0 ? base.stream : base.tid));
+  }
+  // Compute-communication overlap is |compute| + |comm| - |compute ∪ comm|.
+  Union compute, comm, memops, compute_or_comm;
+  std::vector<uint32_t> kidx(m.strings.size(), UINT32_MAX);  // name → index into r.kernels
+  for (EventId g : c.gpu_ops) {
+    size_t tk = size_t(std::upper_bound(first_ev.begin(), first_ev.end(), g) - first_ev.begin()) - 1;
+    Lane& dl = devs[dev_of[tk]];
+    if (devs.size() > 1) dl.all.push_back(g);
     Ns s = ev.start[g], e = ev.end(g);
     Cat k = ev.category(g);
-    std::string_view nm = m.name_of(g);
     // Kernel statistics cover the whole trace.
-    auto [it, added] = kidx.emplace(ev.name[g], r.kernels.size());
-    if (added) {
+    uint32_t& ki = kidx[ev.name[g]];
+    if (ki == UINT32_MAX) {
+      std::string_view nm = m.name_of(g);
+      ki = uint32_t(r.kernels.size());
       KernelStat ks;
       ks.name = nm;
       ks.kind = k != Cat::Kernel ? 2 : is_comm(nm) ? 1 : 0;
       ks.tensor_core = k == Cat::Kernel && is_tensor_core(nm);
       r.kernels.push_back(std::move(ks));
     }
-    KernelStat& ks = r.kernels[it->second];
+    KernelStat& ks = r.kernels[ki];
     ++ks.count;
     ks.total += ev.dur[g];
     ks.max = std::max(ks.max, ev.dur[g]);
@@ -143,88 +165,96 @@ void run_analyses(Context& c, Annotation& a) {
     s = std::max(s, W0);
     e = std::min(e, W1);
     if (e <= s) continue;
-    dev[d].push_back({s, e});
-    streams[{d, base.stream >= 0 ? base.stream : base.tid}].push_back({s, e});
-    ++stream_ops[{d, base.stream >= 0 ? base.stream : base.tid}];
-    (ks.kind == 2 ? memops : ks.kind == 1 ? comm : compute).push_back({s, e});
+    dl.busy.add(s, e);
+    ++dl.ops;
+    Lane& sl = streams[stream_of[tk]];
+    sl.busy.add(s, e);
+    ++sl.ops;
+    (ks.kind == 2 ? memops : ks.kind == 1 ? comm : compute).add(s, e);
+    if (ks.kind != 2) compute_or_comm.add(s, e);
   }
   std::sort(r.kernels.begin(), r.kernels.end(), [](auto& x, auto& y) { return x.total > y.total; });
-  for (auto* v : {&compute, &comm, &memops}) merge(*v);
-  r.compute = total(compute);
-  r.communication = total(comm);
-  r.memory_ops = total(memops);
-  r.compute_comm_overlap = overlap(compute, comm);
-  for (auto& [d, v] : dev) {
-    merge(v);
-    uint64_t ops = 0;
-    for (auto& [key, n] : stream_ops)
-      if (key.first == d) ops += n;
-    r.utilization.push_back({d, -1, total(v), W1 - W0, ops});
-  }
-  for (auto& [key, v] : streams) {
-    merge(v);
-    r.utilization.push_back({key.first, key.second, total(v), W1 - W0, stream_ops[key]});
-  }
+  r.compute = compute.total();
+  r.communication = comm.total();
+  r.memory_ops = memops.total();
+  r.compute_comm_overlap = r.compute + r.communication - compute_or_comm.total();
+  // Lanes with work in the window, by device then stream.
+  auto by_key = [](const Lane& x, const Lane& y) { return std::pair(x.device, x.stream) < std::pair(y.device, y.stream); };
+  std::sort(devs.begin(), devs.end(), by_key);
+  std::sort(streams.begin(), streams.end(), by_key);
+  for (auto* v : {&devs, &streams})
+    for (const Lane& l : *v)
+      if (l.ops) r.utilization.push_back({l.device, l.stream, l.busy.total(), W1 - W0, l.ops});
 
-  // Idle gaps and their causes.
+  // Idle gaps and their causes. Gaps come in time order, so every lookup is a forward cursor.
   PhaseIndex phases(t);
   std::vector<Interval> syncs;
+  std::vector<int8_t> sync_name(m.strings.size(), -1);  // per name: is_sync_call, once
   for (size_t ti = 0; ti < m.tracks.size(); ++ti) {
     if (m.tracks[ti].kind != TrackKind::CpuThread) continue;
     for (EventId e = m.tracks[ti].events.begin; e < m.tracks[ti].events.end; ++e) {
       Cat k = ev.category(e);
-      if ((k == Cat::CudaRuntime || k == Cat::CudaDriver || k == Cat::CudaSync) && is_sync_call(m.name_of(e)))
-        syncs.push_back({ev.start[e], ev.end(e)});
+      if (k != Cat::CudaRuntime && k != Cat::CudaDriver && k != Cat::CudaSync) continue;
+      int8_t& sn = sync_name[ev.name[e]];
+      if (sn < 0) sn = is_sync_call(m.name_of(e));
+      if (sn) syncs.push_back({ev.start[e], ev.end(e)});
     }
   }
   std::sort(syncs.begin(), syncs.end());
   merge(syncs);
-  // The launch time of the first GPU op starting at or after t on device d.
-  std::map<int32_t, std::vector<EventId>> dev_ops;
-  for (EventId g : c.gpu_ops) {
-    const Track& tr = m.tracks[c.track[g]];
-    const Track& base = tr.overflow_of != kNoTrack ? m.tracks[tr.overflow_of] : tr;
-    dev_ops[m.processes[base.process].device].push_back(g);
-  }
-  for (auto& [d, v] : dev) {
-    const auto& ops = dev_ops[d];
+  for (const Lane& l : devs) {
+    if (!l.ops) continue;
+    const auto& ops = devs.size() > 1 ? l.all : c.gpu_ops;
+    size_t ph_i = 0, sy_i = 0, op_i = 0;  // first phase starting after, sync at or after, op at or after
     Ns prev = W0;
     auto gap = [&](Ns gs, Ns ge) {
       if (ge <= gs) return;
       Ns len = ge - gs;
       ++r.idle.count;
       r.idle.total += len;
-      NodeId ph = phases.at(gs + len / 2);
+      Ns mid = gs + len / 2;
+      while (ph_i < phases.spans.size() && phases.spans[ph_i].b <= mid) ++ph_i;
+      NodeId ph = ph_i && mid < phases.spans[ph_i - 1].e ? phases.spans[ph_i - 1].n : kNoNode;
       if (ph != kNoNode && t.phase[ph] == PhaseKind::DataLoading) {
         r.idle.data_loading += len;
         return;
       }
-      auto lo = std::lower_bound(syncs.begin(), syncs.end(), Interval{gs, INT64_MIN});
-      if (lo != syncs.begin()) --lo;
+      while (sy_i < syncs.size() && syncs[sy_i].first < gs) ++sy_i;
       Ns in_sync = 0;
-      for (auto it = lo; it != syncs.end() && it->first < ge; ++it)
-        in_sync += std::max<Ns>(0, std::min(ge, it->second) - std::max(gs, it->first));
+      for (size_t i = sy_i ? sy_i - 1 : 0; i < syncs.size() && syncs[i].first < ge; ++i)
+        in_sync += std::max<Ns>(0, std::min(ge, syncs[i].second) - std::max(gs, syncs[i].first));
       if (in_sync * 2 >= len) {
         r.idle.sync += len;
         return;
       }
-      auto nx = std::lower_bound(ops.begin(), ops.end(), ge, [&](EventId g, Ns tv) { return ev.start[g] < tv; });
-      if (nx != ops.end()) {
-        EventId l = ev.link[*nx];
-        if (l != kNoEvent && ev.start[l] + ev.dur[l] / 2 >= gs) {
+      while (op_i < ops.size() && ev.start[ops[op_i]] < ge) ++op_i;
+      if (op_i < ops.size()) {
+        EventId ln = ev.link[ops[op_i]];
+        if (ln != kNoEvent && ev.start[ln] + ev.dur[ln] / 2 >= gs) {
           r.idle.launch += len;
           return;
         }
       }
       r.idle.other += len;
     };
-    for (auto& [b, e] : v) {
-      gap(prev, b);
-      prev = std::max(prev, e);
+    // The device's busy intervals again, merged as above; each new one ends a gap.
+    bool open = false;
+    Ns cur_e = 0;
+    for (EventId g : ops) {
+      Ns s = std::max(ev.start[g], W0), e = std::min(ev.end(g), W1);
+      if (e <= s) continue;
+      if (open && s <= cur_e) {
+        cur_e = std::max(cur_e, e);
+        continue;
+      }
+      if (open) prev = std::max(prev, cur_e);
+      gap(prev, s);
+      open = true;
+      cur_e = e;
     }
+    if (open) prev = std::max(prev, cur_e);
     gap(prev, W1);
   }
-
   // Iteration times (complete iterations when there are any).
   std::vector<Ns> times;
   for (auto& it : a.iterations)

@@ -14,7 +14,9 @@ namespace {
 
 struct FwdOp {
   NodeId layer;  // the op node's parent when it is a layer, else kNoNode
-  std::vector<std::string_view> kinds;  // of the root and its descendants
+  uint32_t n = 0;
+  std::string_view kinds[6];  // of the root and its direct children (inline: one per forward op)
+  bool has(std::string_view k) const { return std::find(kinds, kinds + n, k) != kinds + n; }
 };
 
 }  // namespace
@@ -24,13 +26,13 @@ void map_backward(Context& c, std::vector<IterWork>& iters, Builder& b, Annotati
   // Backward root → a forward event it differentiates.
   std::unordered_map<EventId, EventId> root_to_fwd;
   for (auto& [bwd, fwd] : m.bwd_to_fwd) {
-    EventId r = c.op_root[bwd] != kNoEvent ? c.op_root[bwd] : bwd;
+    EventId r = c.op_root(bwd) != kNoEvent ? c.op_root(bwd) : bwd;
     auto it = root_to_fwd.find(r);
     if (it == root_to_fwd.end()) root_to_fwd.emplace(r, fwd);
     else if (m.ev.depth[fwd] > m.ev.depth[it->second]) it->second = fwd;
   }
   auto layer_of_op = [&](EventId fwd) -> NodeId {
-    EventId r = c.op_root[fwd] != kNoEvent ? c.op_root[fwd] : fwd;
+    EventId r = c.op_root(fwd) != kNoEvent ? c.op_root(fwd) : fwd;
     NodeId op = node_of[r];
     if (op == kNoNode || b.kind[op] != NodeKind::Op || b.phase[op] != PhaseKind::Forward) return kNoNode;
     NodeId p = b.parent[op];
@@ -42,14 +44,15 @@ void map_backward(Context& c, std::vector<IterWork>& iters, Builder& b, Annotati
     for (const Segment& s : w.segments) {
       if (s.phase != PhaseKind::Forward) continue;
       for (EventId r : s.items) {
-        if (c.op_root[r] != r || node_of[r] == kNoNode) continue;
-        FwdOp f{layer_of_op(r), {op_kind(c.name(r))}};
+        if (!c.is_root(r) || node_of[r] == kNoNode) continue;
+        FwdOp& f = fwd.emplace_back();
+        f.layer = layer_of_op(r);
+        f.kinds[f.n++] = c.kind(r);
         // Direct children of the root (aten::linear → aten::t, aten::addmm).
         for (EventId e : child_ops(c, r)) {
-          if (f.kinds.size() >= 6) break;
-          f.kinds.push_back(op_kind(c.name(e)));
+          if (f.n >= 6) break;
+          f.kinds[f.n++] = c.kind(e);
         }
-        fwd.push_back(std::move(f));
       }
     }
     std::reverse(fwd.begin(), fwd.end());
@@ -62,21 +65,21 @@ void map_backward(Context& c, std::vector<IterWork>& iters, Builder& b, Annotati
         if (it != mirror.end()) return it->second;
         NodeId fp = b.parent[l];
         NodeId parent = b.kind[fp] == NodeKind::Layer ? mirror_of(fp) : s.node;
-        NodeId id = b.add(NodeKind::Layer, b.strings.view(b.name[l]), parent, PhaseKind::Backward, INT64_MAX, INT64_MIN);
+        NodeId id = b.add_id(NodeKind::Layer, b.name[l], parent, PhaseKind::Backward, INT64_MAX, INT64_MIN);
         b.mirror[id] = l;
         mirror.emplace(l, id);
         return id;
       };
       size_t links_here = 0;
       for (EventId r : s.items)
-        if (c.op_root[r] == r && root_to_fwd.count(r)) ++links_here;
+        if (c.is_root(r) && root_to_fwd.count(r)) ++links_here;
       bool by_order = links_here == 0 && !fwd.empty();
       size_t j = 0;
       NodeId prev_layer = kNoNode;
       for (EventId r : s.items) {
-        if (c.op_root[r] != r) continue;
+        if (!c.is_root(r)) continue;
         NodeId layer = kNoNode;
-        bool main_thread = c.is_main[c.track[r]] != 0;
+        bool main_thread = c.on_main(r);
         if (!main_thread || is_backward_name(c.name(r))) {
           ++a.backward_ops;
           auto it = root_to_fwd.find(r);
@@ -84,10 +87,10 @@ void map_backward(Context& c, std::vector<IterWork>& iters, Builder& b, Annotati
             layer = layer_of_op(it->second);
             if (layer != kNoNode) ++a.backward_mapped_links;
           } else if (by_order) {
-            std::string_view k = op_kind(c.name(r));
+            std::string_view k = c.kind(r);
             if (k != "accumulate_grad" && k != "other") {
               for (size_t q = j; q < fwd.size() && q < j + 12; ++q) {
-                if (std::find(fwd[q].kinds.begin(), fwd[q].kinds.end(), k) == fwd[q].kinds.end()) continue;
+                if (!fwd[q].has(k)) continue;
                 layer = fwd[q].layer;
                 j = q;
                 if (layer != kNoNode) ++a.backward_mapped_order;
@@ -99,7 +102,8 @@ void map_backward(Context& c, std::vector<IterWork>& iters, Builder& b, Annotati
           else prev_layer = layer;
         }
         NodeId parent = layer != kNoNode ? mirror_of(layer) : s.node;
-        NodeId op = b.add(NodeKind::Op, c.name(r), parent, PhaseKind::Backward, m.ev.start[r], m.ev.end(r), r);
+        NodeId op =
+            b.add_named(NodeKind::Op, m.ev.name[r], c.name(r), parent, PhaseKind::Backward, m.ev.start[r], m.ev.end(r), r);
         node_of[r] = op;
         for (NodeId p = parent; p != s.node && p != kNoNode; p = b.parent[p]) b.widen(p, m.ev.start[r], m.ev.end(r));
       }

@@ -25,14 +25,14 @@ bool is_annotation_name(std::string_view n) {
 
 std::vector<EventId> child_ops(const Context& c, EventId r) {
   std::vector<EventId> out;
-  const Track& tr = c.m.tracks[c.track[r]];
+  const Track& tr = c.m.tracks[c.m.track_of(r)];
   size_t d = size_t(c.m.ev.depth[r]) + 1;
   if (d >= tr.levels.size()) return out;
   const Range& lv = tr.levels[d];
   auto& st = c.m.ev.start;
   auto it = std::lower_bound(st.begin() + lv.begin, st.begin() + lv.end, st[r]);
   for (auto e = EventId(it - st.begin()); e < lv.end && st[e] < c.m.ev.end(r); ++e)
-    if (c.parent[e] == r && c.is_op[e]) out.push_back(e);
+    if (c.parent[e] == r && (c.flags[e] & Context::kOp)) out.push_back(e);
   return out;
 }
 
@@ -139,12 +139,9 @@ void compute_parents(Context& c) {
   const TraceModel& m = c.m;
   size_t n = m.ev.size();
   c.parent.assign(n, kNoEvent);
-  c.track.assign(n, kNoTrack);
-  c.is_op.assign(n, 0);
-  c.op_root.assign(n, kNoEvent);
+  c.flags.assign(n, 0);
   parallel_for(c.threads, m.tracks.size(), [&](size_t ti) {
     const Track& t = m.tracks[ti];
-    for (EventId e = t.events.begin; e < t.events.end; ++e) c.track[e] = uint32_t(ti);
     for (size_t d = 1; d < t.levels.size(); ++d) {
       const Range& up = t.levels[d - 1];
       const Range& lv = t.levels[d];
@@ -159,10 +156,10 @@ void compute_parents(Context& c) {
       Cat k = m.ev.category(e);
       bool op = (k == Cat::CpuOp || (cpu && k == Cat::None && m.ev.phase[e] == Phase::Complete)) &&
                 !is_annotation_name(m.name_of(e));
-      c.is_op[e] = op;
       EventId p = c.parent[e];
-      EventId pr = p != kNoEvent ? c.op_root[p] : kNoEvent;
-      c.op_root[e] = pr != kNoEvent ? pr : (op ? e : kNoEvent);
+      bool under = p != kNoEvent && (c.flags[p] & Context::kUnderOp);
+      c.flags[e] = uint8_t((op ? Context::kOp : 0) | (op && !under ? Context::kOpRoot : 0) |
+                           (op || under ? Context::kUnderOp : 0));
     }
   });
 }
@@ -177,7 +174,7 @@ void choose_tracks(Context& c) {
     size_t base = t.overflow_of != kNoTrack ? t.overflow_of : ti;
     for (EventId e = t.events.begin; e < t.events.end; ++e) {
       Cat k = m.ev.category(e);
-      if (c.op_root[e] == e) {
+      if (c.is_root(e)) {
         ++ops[base];
         if (is_backward_name(m.name_of(e))) ++bwd[base];
       } else if ((k == Cat::UserAnnotation || k == Cat::None || k == Cat::CpuOp) && m.name_of(e).starts_with("ProfilerStep#")) {
@@ -223,16 +220,19 @@ void collect(Context& c) {
       }
     } else if (c.is_main[ti]) {
       for (EventId e = t.events.begin; e < t.events.end; ++e) {
+        c.flags[e] |= Context::kOnMain;
         Cat k = m.ev.category(e);
-        if (c.op_root[e] == e || k == Cat::UserAnnotation ||
+        if (c.is_root(e) || k == Cat::UserAnnotation ||
             ((k == Cat::None || k == Cat::CpuOp) && m.ev.phase[e] == Phase::Complete && is_annotation_name(m.name_of(e))))
           c.main_items.push_back(e);
-        else if (c.op_root[e] == kNoEvent && is_backward_name(m.name_of(e)))
+        else if (!(c.flags[e] & Context::kUnderOp) && is_backward_name(m.name_of(e)))
           c.main_items.push_back(e);
       }
     } else if (c.is_backward_track[ti]) {
-      for (EventId e = t.events.begin; e < t.events.end; ++e)
-        if (c.op_root[e] == e) c.bwd_items.push_back(e);
+      for (EventId e = t.events.begin; e < t.events.end; ++e) {
+        c.flags[e] |= Context::kOnBackward;
+        if (c.is_root(e)) c.bwd_items.push_back(e);
+      }
     }
   }
   auto by_start = [&](EventId a, EventId b) {

@@ -9,16 +9,22 @@
 
 namespace strata::annot {
 
+// A short kind for an op ("conv", "batch_norm", "linear", …), forward or backward spelling.
+std::string_view op_kind(std::string_view n);
+
 // Derived per-event columns and the roles of the tracks, computed once.
 struct Context {
   const TraceModel& m;
   const AnnotateOptions& opt;
   unsigned threads = 1;
 
-  std::vector<EventId> parent;   // enclosing event on the same track, else kNoEvent
-  std::vector<EventId> op_root;  // outermost CPU op ancestor-or-self, else kNoEvent
-  std::vector<uint32_t> track;   // per event: its track
-  std::vector<uint8_t> is_op;    // CPU op (cpu_op, or an uncategorised X event on a CPU thread)
+  // Per event: one parent column and one flag byte (not a column per role): large fresh
+  // arrays cost more in page faults than the passes that fill them.
+  enum : uint8_t { kOp = 1, kOpRoot = 2, kUnderOp = 4, kOnMain = 8, kOnBackward = 16 };
+  std::vector<EventId> parent;  // enclosing event on the same track, else kNoEvent
+  std::vector<uint8_t> flags;   // kOp: CPU op (cpu_op, or an uncategorised X event on a CPU thread);
+                                // kOpRoot: its outermost op; kUnderOp: an op or inside one;
+                                // kOnMain / kOnBackward: on the main / an autograd thread
 
   uint32_t main_track = kNoTrack;          // the thread that runs the training loop
   std::vector<uint8_t> is_main;            // per track: the main thread or its overflow track
@@ -29,8 +35,25 @@ struct Context {
   bool has_backward = false;
   bool has_gpu = false;
 
-  Context(const TraceModel& model, const AnnotateOptions& o) : m(model), opt(o) {}
+  std::vector<std::string_view> kinds;  // per name: op_kind, computed on first use
+
+  Context(const TraceModel& model, const AnnotateOptions& o) : m(model), opt(o), kinds(model.strings.size()) {}
+  // op_kind of an event's name, once per distinct name (not thread-safe: serial passes only).
+  std::string_view kind(EventId e) {
+    std::string_view& k = kinds[m.ev.name[e]];
+    if (k.empty()) k = op_kind(name(e));
+    return k;
+  }
   std::string_view name(EventId e) const { return m.name_of(e); }
+  bool is_root(EventId e) const { return flags[e] & kOpRoot; }
+  bool on_main(EventId e) const { return flags[e] & kOnMain; }
+  bool on_backward(EventId e) const { return flags[e] & kOnBackward; }
+  // Outermost CPU op ancestor-or-self, else kNoEvent.
+  EventId op_root(EventId e) const {
+    if (!(flags[e] & kUnderOp)) return kNoEvent;
+    while (!(flags[e] & kOpRoot)) e = parent[e];
+    return e;
+  }
   Cat cat(EventId e) const { return m.ev.category(e); }
 };
 
@@ -45,10 +68,21 @@ struct Builder {
   std::vector<NodeId> mirror;
   StringTable strings;
 
+  std::vector<StrId> interned;  // per model name: its id here (interning per node is a hash each)
+
   NodeId add(NodeKind k, std::string_view nm, NodeId par, PhaseKind ph, Ns b, Ns e, EventId ev = kNoEvent) {
+    return add_id(k, strings.intern(nm), par, ph, b, e, ev);
+  }
+  // A node named like the model string `ms`.
+  NodeId add_named(NodeKind k, StrId ms, std::string_view nm, NodeId par, PhaseKind ph, Ns b, Ns e, EventId ev) {
+    if (ms >= interned.size()) interned.resize(ms + 1, kNoStr);
+    if (interned[ms] == kNoStr) interned[ms] = strings.intern(nm);
+    return add_id(k, interned[ms], par, ph, b, e, ev);
+  }
+  NodeId add_id(NodeKind k, StrId nm, NodeId par, PhaseKind ph, Ns b, Ns e, EventId ev = kNoEvent) {
     auto id = NodeId(kind.size());
     kind.push_back(k);
-    name.push_back(strings.intern(nm));
+    name.push_back(nm);
     parent.push_back(par);
     phase.push_back(ph);
     begin.push_back(b);
@@ -58,6 +92,17 @@ struct Builder {
     return id;
   }
   size_t size() const { return kind.size(); }
+  // Room for n nodes: growing by doubling copies and first-touches every column twice.
+  void reserve(size_t n) {
+    kind.reserve(n);
+    name.reserve(n);
+    parent.reserve(n);
+    phase.reserve(n);
+    begin.reserve(n);
+    end.reserve(n);
+    event.reserve(n);
+    mirror.reserve(n);
+  }
   void widen(NodeId n, Ns b, Ns e) {
     if (b < begin[n]) begin[n] = b;
     if (e > end[n]) end[n] = e;
@@ -102,8 +147,6 @@ bool is_parametric(std::string_view n);
 bool is_optimizer_like(std::string_view n);
 bool is_backward_name(std::string_view n);
 bool is_sync_call(std::string_view n);
-// A short kind for an op ("conv", "batch_norm", "linear", …), forward or backward spelling.
-std::string_view op_kind(std::string_view n);
 std::string_view strip_prefix(std::string_view s, std::string_view p);
 
 // Runs f(i) for i in [0, n) on up to `threads` threads.

@@ -22,7 +22,7 @@ struct LayerBuild {
   std::vector<NodeId>& node_of;
   std::unordered_map<EventId, NodeId> layer_of_event;
   std::unordered_map<NodeId, std::vector<NodeId>> direct_ops;  // non-module parents → op children
-  std::vector<uint8_t> marker;  // per event: a phase marker
+  std::vector<EventId> markers;  // phase markers, sorted (rare: a per-event column costs more)
   std::vector<NodeId> containers;  // layers made from one op holding a whole graph
   bool any_module = false, any_annotation = false, any_heuristic = false;
 
@@ -38,7 +38,9 @@ struct LayerBuild {
       if (k == Cat::PythonFunction) {
         if (c.opt.module_events_as_layers && n.starts_with("nn.Module: ")) out.push_back(p);
       } else if (k == Cat::UserAnnotation) {
-        if (c.opt.user_annotations_as_layers && !marker[p] && !n.starts_with("ProfilerStep#")) out.push_back(p);
+        if (c.opt.user_annotations_as_layers && !n.starts_with("ProfilerStep#") &&
+            !std::binary_search(markers.begin(), markers.end(), p))
+          out.push_back(p);
       }
     }
     std::reverse(out.begin(), out.end());
@@ -58,18 +60,20 @@ struct LayerBuild {
   void forward_segment(Segment& s, NodeId phase_node) {
     std::vector<EventId> ch;
     for (EventId r : s.items) {
-      if (c.op_root[r] != r) continue;
+      if (!c.is_root(r)) continue;
       chain(r, ch);
       // A compiled graph (CompiledFunction, TorchScript) holds the whole forward in one op:
       // its child ops are what gets grouped.
       if (ch.empty() && !is_parametric(c.name(r))) {
         std::vector<EventId> kids = child_ops(c, r);
         if (kids.size() >= 8) {
-          NodeId box = b.add(NodeKind::Layer, c.name(r), phase_node, s.phase, c.m.ev.start[r], c.m.ev.end(r), r);
+          NodeId box = b.add_named(NodeKind::Layer, c.m.ev.name[r], c.name(r), phase_node, s.phase, c.m.ev.start[r],
+                                   c.m.ev.end(r), r);
           node_of[r] = box;
           containers.push_back(box);
           for (EventId k : kids) {
-            NodeId op = b.add(NodeKind::Op, c.name(k), box, s.phase, c.m.ev.start[k], c.m.ev.end(k), k);
+            NodeId op = b.add_named(NodeKind::Op, c.m.ev.name[k], c.name(k), box, s.phase, c.m.ev.start[k],
+                                    c.m.ev.end(k), k);
             node_of[k] = op;
             direct_ops[box].push_back(op);
           }
@@ -78,7 +82,8 @@ struct LayerBuild {
       }
       NodeId parent = phase_node;
       for (EventId l : ch) parent = layer_node(l, parent, s.phase);
-      NodeId op = b.add(NodeKind::Op, c.name(r), parent, s.phase, c.m.ev.start[r], c.m.ev.end(r), r);
+      NodeId op =
+          b.add_named(NodeKind::Op, c.m.ev.name[r], c.name(r), parent, s.phase, c.m.ev.start[r], c.m.ev.end(r), r);
       node_of[r] = op;
       if (parent == phase_node || b.event[parent] == kNoEvent || c.cat(b.event[parent]) != Cat::PythonFunction)
         direct_ops[parent].push_back(op);
@@ -100,7 +105,7 @@ struct LayerBuild {
     std::vector<NodeId> pending;
     bool pending_add = false;
     for (NodeId op : ops) {
-      std::string_view k = op_kind(b.strings.view(b.name[op]));
+      std::string_view k = c.kind(b.event[op]);
       if (!is_anchor(k)) {
         pending.push_back(op);
         pending_add |= k == "add";
@@ -201,9 +206,8 @@ struct LayerBuild {
 
 void build_layers(Context& c, std::vector<IterWork>& iters, Builder& b, Annotation& a, std::vector<NodeId>& node_of) {
   LayerBuild lb(c, b, a, node_of);
-  lb.marker.assign(c.m.ev.size(), 0);
-  for (auto& w : iters)
-    for (EventId e : w.markers) lb.marker[e] = 1;
+  for (auto& w : iters) lb.markers.insert(lb.markers.end(), w.markers.begin(), w.markers.end());
+  std::sort(lb.markers.begin(), lb.markers.end());
   Ns rb = iters.empty() ? c.m.time_begin : iters.front().it.begin;
   Ns re = iters.empty() ? c.m.time_end : iters.back().it.end;
   NodeId root = b.add(NodeKind::Root, "trace", kNoNode, PhaseKind::Other, rb, re);
@@ -219,8 +223,8 @@ void build_layers(Context& c, std::vector<IterWork>& iters, Builder& b, Annotati
         continue;
       }
       for (EventId r : s.items) {
-        if (c.op_root[r] != r || c.is_backward_track[c.track[r]]) continue;  // backward roots: map_backward
-        NodeId op = b.add(NodeKind::Op, c.name(r), ph, s.phase, c.m.ev.start[r], c.m.ev.end(r), r);
+        if (!c.is_root(r) || c.on_backward(r)) continue;  // backward roots: map_backward
+        NodeId op = b.add_named(NodeKind::Op, c.m.ev.name[r], c.name(r), ph, s.phase, c.m.ev.start[r], c.m.ev.end(r), r);
         node_of[r] = op;
       }
     }

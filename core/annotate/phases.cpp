@@ -81,7 +81,7 @@ void find_phases(Context& c, IterWork& w, Annotation&) {
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t i = 0; i < n; ++i) {
       EventId e = items[i];
-      if (c.cat(e) != Cat::UserAnnotation && c.op_root[e] == e) continue;
+      if (c.cat(e) != Cat::UserAnnotation && c.is_root(e)) continue;
       is_annotation[i] = 1;
       bool pytorch = false;
       int8_t ph = marker_phase(c.name(e), pytorch);
@@ -110,7 +110,7 @@ void find_phases(Context& c, IterWork& w, Annotation&) {
       continue;
     }
     if (is_annotation[i]) continue;
-    if (c.is_backward_track[c.track[e]]) {
+    if (c.on_backward(e)) {
       lab[i] = P(PhaseKind::Backward);
       continue;
     }
@@ -138,7 +138,7 @@ void find_phases(Context& c, IterWork& w, Annotation&) {
     if (is_loss_op(nm)) lab[i] = P(PhaseKind::Loss);
     else if (is_backward_name(nm)) lab[i] = P(PhaseKind::Backward);
   }
-  auto is_main_op = [&](size_t i) { return !is_annotation[i] && !c.is_backward_track[c.track[items[i]]]; };
+  auto is_main_op = [&](size_t i) { return !is_annotation[i] && !c.on_backward(items[i]); };
 
   // loss.backward() seeds the gradient with ones_like before the autograd thread starts.
   for (size_t i = 1; i < n; ++i)

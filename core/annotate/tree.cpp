@@ -166,7 +166,7 @@ void finalize_tree(Context& c, Builder& b, Annotation& a, std::vector<NodeId>& n
     const Track& tr = md.tracks[ti];
     if (tr.kind == TrackKind::GpuStream) return;
     for (EventId e = tr.events.begin; e < tr.events.end; ++e)
-      if (node_of[e] == kNoNode && c.parent[e] != kNoEvent && c.op_root[e] != kNoEvent) node_of[e] = node_of[c.parent[e]];
+      if (node_of[e] == kNoNode && c.parent[e] != kNoEvent && (c.flags[e] & Context::kUnderOp)) node_of[e] = node_of[c.parent[e]];
   });
   // GPU ops whose launch is in a node follow it; launches outside ops go by their time to a
   // phase; GPU ops with no launch in the trace (queued before the window) only to an iteration.
@@ -208,26 +208,33 @@ void compute_metrics(Context& c, AnnotationTree& t, const std::vector<NodeId>& n
   t.kernels.assign(n, 0);
   t.share.assign(n, 0);
   t.bound.assign(n, Bound::Unknown);
-  std::vector<Ns> cur_b(n, 0), cur_e(n, INT64_MIN);
+  // A node's GPU ops arrive in start order, so its busy union grows one interval at a time.
+  // No per-node scratch columns: gpu_end is the open interval's end and gpu_busy holds the
+  // closed intervals' total minus the open interval's start until the end.
   for (EventId g : c.gpu_ops) {
     NodeId x = node_of[g];
     Ns s = ev.start[g], e = ev.end(g);
     for (NodeId p = x; p != kNoNode; p = t.parent[p]) {
-      if (t.kernels[p]++ == 0) t.gpu_begin[p] = s;
-      t.gpu_end[p] = std::max(t.gpu_end[p], e);
-      if (s > cur_e[p]) {
-        if (cur_e[p] != INT64_MIN) t.gpu_busy[p] += cur_e[p] - cur_b[p];
-        cur_b[p] = s;
-        cur_e[p] = e;
-      } else if (e > cur_e[p]) {
-        cur_e[p] = e;
+      if (t.kernels[p]++ == 0) {
+        t.gpu_begin[p] = s;
+        t.gpu_busy[p] = -s;
+        t.gpu_end[p] = e;
+      } else if (s > t.gpu_end[p]) {
+        t.gpu_busy[p] += t.gpu_end[p] - s;
+        t.gpu_end[p] = e;
+      } else if (e > t.gpu_end[p]) {
+        t.gpu_end[p] = e;
       }
     }
   }
   for (size_t i = 0; i < n; ++i)
-    if (cur_e[i] != INT64_MIN) t.gpu_busy[i] += cur_e[i] - cur_b[i];
-  // Time in synchronizing calls under each node.
-  std::vector<Ns> sync(n, 0);
+    if (t.kernels[i]) {
+      t.gpu_busy[i] += t.gpu_end[i];
+      t.gpu_end[i] = std::max<Ns>(t.gpu_end[i], 0);
+    }
+  // Time in synchronizing calls under each node. They are few: (node, time) pairs, summed
+  // over each node's pre-order range below, instead of a column walked up per call.
+  std::vector<std::pair<NodeId, Ns>> sync;
   const TraceModel& m = c.m;
   std::vector<int8_t> sync_name(m.strings.size(), -1);
   for (size_t ti = 0; ti < m.tracks.size(); ++ti) {
@@ -240,11 +247,21 @@ void compute_metrics(Context& c, AnnotationTree& t, const std::vector<NodeId>& n
       StrId nm = m.ev.name[e];
       if (nm >= sync_name.size()) continue;
       if (sync_name[nm] < 0) sync_name[nm] = is_sync_call(m.strings.view(nm)) && k != Cat::CpuOp;
-      if (!sync_name[nm]) continue;
-      for (NodeId p = x; p != kNoNode; p = t.parent[p]) sync[p] += m.ev.dur[e];
+      if (sync_name[nm]) sync.push_back({x, m.ev.dur[e]});
     }
   }
+  std::sort(sync.begin(), sync.end());
+  std::vector<Ns> sync_before(sync.size() + 1, 0);  // prefix sums
+  for (size_t i = 0; i < sync.size(); ++i) sync_before[i + 1] = sync_before[i] + sync[i].second;
+  auto node_lt = [](const std::pair<NodeId, Ns>& x, NodeId v) { return x.first < v; };
+  size_t lo = 0;  // first pair at or after node i
   for (size_t i = 0; i < n; ++i) {
+    while (lo < sync.size() && sync[lo].first < i) ++lo;
+    Ns sync_i = 0;
+    if (lo < sync.size() && sync[lo].first < t.subtree_end[i]) {
+      size_t hi = size_t(std::lower_bound(sync.begin() + long(lo), sync.end(), t.subtree_end[i], node_lt) - sync.begin());
+      sync_i = sync_before[hi] - sync_before[lo];
+    }
     Ns d = t.end[i] - t.begin[i];
     NodeId p = t.parent[i];
     if (p != kNoNode) {
@@ -254,11 +271,11 @@ void compute_metrics(Context& c, AnnotationTree& t, const std::vector<NodeId>& n
       t.share[i] = 1.f;
     }
     if (t.phase[i] == PhaseKind::DataLoading) t.bound[i] = Bound::DataLoading;
-    else if (t.kernels[i] == 0 && sync[i] == 0) t.bound[i] = Bound::Unknown;
+    else if (t.kernels[i] == 0 && sync_i == 0) t.bound[i] = Bound::Unknown;
     else if (double(t.gpu_busy[i]) >= 0.8 * double(std::max<Ns>(d, 1)) ||
              (t.gpu_end[i] - t.gpu_begin[i] > d && double(t.gpu_busy[i]) >= 0.8 * double(t.gpu_end[i] - t.gpu_begin[i])))
       t.bound[i] = Bound::Gpu;
-    else if (double(sync[i]) >= 0.3 * double(d)) t.bound[i] = Bound::Sync;
+    else if (double(sync_i) >= 0.3 * double(d)) t.bound[i] = Bound::Sync;
     else t.bound[i] = Bound::CpuLaunch;
   }
   if (n && t.kind[0] == NodeKind::Root && t.bound[0] == Bound::DataLoading) t.bound[0] = Bound::Unknown;
