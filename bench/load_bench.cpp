@@ -152,6 +152,8 @@ int main(int argc, char** argv) {
 
   std::vector<double> s_total, s_parse, s_build, s_rss, f_parse, f_total, f_rss, p_total, p_rss;
   unsigned long long events = 0, model_bytes = 0;
+  // Each contender's runs back to back: a large process just before leaves the kernel
+  // reclaiming its memory, which slows the next one's first touches.
   for (int r = 0; r < runs; ++r) {
     ChildRun c = run_child({exe, "--strata", path, std::to_string(threads)});
     double tot, rd, parse, build;
@@ -164,7 +166,8 @@ int main(int argc, char** argv) {
     s_parse.push_back(parse);
     s_build.push_back(build);
     s_rss.push_back(double(c.max_rss_kb) * 1024);
-
+  }
+  for (int r = 0; r < runs; ++r) {
     ChildRun f = run_child({exe, "--floor", path});
     double frd, fparse;
     unsigned long long fev, sum;
@@ -175,16 +178,15 @@ int main(int argc, char** argv) {
     f_parse.push_back(fparse);
     f_total.push_back(frd + fparse);
     f_rss.push_back(double(f.max_rss_kb) * 1024);
-
-    if (python && r < python_runs) {
-      ChildRun p = run_child({"python3", "-c",
-                              "import json,sys,time\nt=time.perf_counter()\nd=json.load(open(sys.argv[1],'rb'))\n"
-                              "print(time.perf_counter()-t)",
-                              path});
-      if (p.status == 0) {
-        p_total.push_back(std::atof(p.out.c_str()));
-        p_rss.push_back(double(p.max_rss_kb) * 1024);
-      }
+  }
+  for (int r = 0; python && r < python_runs; ++r) {
+    ChildRun p = run_child({"python3", "-c",
+                            "import json,sys,time\nt=time.perf_counter()\nd=json.load(open(sys.argv[1],'rb'))\n"
+                            "print(time.perf_counter()-t)",
+                            path});
+    if (p.status == 0) {
+      p_total.push_back(std::atof(p.out.c_str()));
+      p_rss.push_back(double(p.max_rss_kb) * 1024);
     }
   }
   double ev = double(events);

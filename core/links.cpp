@@ -19,24 +19,58 @@ void link_pair(EventColumns& ev, EventId cpu, EventId gpu) {
   if (ev.link[cpu] == kNoEvent || ev.start[gpu] < ev.start[ev.link[cpu]]) ev.link[cpu] = gpu;
 }
 
+// Whether launch l matches GPU op g better than `best`: the latest launch that starts before
+// the op, else the earliest.
+bool better_launch(const EventColumns& ev, EventId l, EventId best, EventId g) {
+  if (best == kNoEvent) return true;
+  bool l_before = ev.start[l] <= ev.start[g], best_before = ev.start[best] <= ev.start[g];
+  if (l_before != best_before) return l_before;
+  return l_before ? ev.start[l] > ev.start[best] : ev.start[l] < ev.start[best];
+}
+
 // Runtime/driver calls ↔ GPU ops through the correlation id. Ids can repeat (several
 // ranks or devices in one file): take the latest launch that starts before the GPU op.
 void link_by_correlation(TraceModel& m) {
   auto& ev = m.ev;
-  std::vector<std::pair<int64_t, EventId>> launches;
+  std::vector<EventId> launches;
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
   for (EventId e = 0; e < ev.size(); ++e)
-    if (ev.id[e] >= 0 && is_launch(ev.category(e))) launches.emplace_back(ev.id[e], e);
-  std::sort(launches.begin(), launches.end(), [&](auto& a, auto& b) {
-    return a.first != b.first ? a.first < b.first : ev.start[a.second] < ev.start[b.second];
-  });
+    if (ev.id[e] >= 0 && is_launch(ev.category(e))) {
+      launches.push_back(e);
+      lo = std::min(lo, ev.id[e]);
+      hi = std::max(hi, ev.id[e]);
+    }
+  if (launches.empty()) return;
+  // Correlation ids are counters: when they are dense, index them directly (no sort).
+  if (uint64_t(hi - lo) < 8 * uint64_t(launches.size()) + 4096) {
+    std::vector<EventId> head(size_t(hi - lo) + 1, kNoEvent), next(launches.size(), kNoEvent);
+    for (size_t i = 0; i < launches.size(); ++i) {
+      EventId& h = head[size_t(ev.id[launches[i]] - lo)];
+      next[i] = h;
+      h = EventId(i);
+    }
+    for (EventId e = 0; e < ev.size(); ++e) {
+      if (ev.id[e] < lo || ev.id[e] > hi || !is_gpu_op(ev.category(e))) continue;
+      EventId first = head[size_t(ev.id[e] - lo)];
+      if (first == kNoEvent) continue;
+      // Chains hold positions in `launches`; map them to events while walking.
+      EventId best = kNoEvent;
+      for (EventId i = first; i != kNoEvent; i = next[i]) {
+        EventId l = launches[i];
+        if (better_launch(ev, l, best, e)) best = l;
+      }
+      link_pair(ev, best, e);
+    }
+    return;
+  }
+  std::sort(launches.begin(), launches.end(), [&](EventId a, EventId b) { return ev.id[a] < ev.id[b]; });
   for (EventId e = 0; e < ev.size(); ++e) {
     if (ev.id[e] < 0 || !is_gpu_op(ev.category(e))) continue;
-    auto lo = std::lower_bound(launches.begin(), launches.end(), std::make_pair(ev.id[e], EventId(0)),
-                               [](auto& a, auto& b) { return a.first < b.first; });
+    auto it = std::lower_bound(launches.begin(), launches.end(), ev.id[e],
+                               [&](EventId l, int64_t id) { return ev.id[l] < id; });
     EventId best = kNoEvent;
-    for (auto it = lo; it != launches.end() && it->first == ev.id[e]; ++it) {
-      if (best == kNoEvent || ev.start[it->second] <= ev.start[e]) best = it->second;
-    }
+    for (; it != launches.end() && ev.id[*it] == ev.id[e]; ++it)
+      if (better_launch(ev, *it, best, e)) best = *it;
     if (best != kNoEvent) link_pair(ev, best, e);
   }
 }
