@@ -266,7 +266,8 @@ void run_analyses(Context& c, Annotation& a) {
     Ns sum = 0;
     for (Ns x : times) sum += x;
     r.iter_mean = sum / Ns(times.size());
-    r.iter_median = times[times.size() / 2];
+    size_t mid = times.size() / 2;
+    r.iter_median = times.size() % 2 ? times[mid] : (times[mid - 1] + times[mid]) / 2;
     r.iter_p95 = times[std::min(times.size() - 1, size_t(double(times.size()) * 0.95))];
     r.iter_min = times.front();
     r.iter_max = times.back();
