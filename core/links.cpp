@@ -1,9 +1,8 @@
 #include "core/links.h"
+#include "core/parallel.h"
 
 #include <algorithm>
-#include <functional>
 #include <map>
-#include <thread>
 #include <unordered_map>
 
 namespace strata {
@@ -153,13 +152,8 @@ void link_flows(TraceModel& m, const std::vector<FlowRec>& flows) {
   auto bind_range = [&](size_t b, size_t e) {
     for (size_t i = b; i < e; ++i) bound[i] = bind(m, flows[i], flows[i].cat == fwdbwd_cat);
   };
-  if (flows.size() >= (1u << 16)) {
-    std::thread helper(bind_range, 0, flows.size() / 2);
-    bind_range(flows.size() / 2, flows.size());
-    helper.join();
-  } else {
-    bind_range(0, flows.size());
-  }
+  size_t half = flows.size() / 2;
+  in_two_threads(flows.size() >= (1u << 16), [&] { bind_range(0, half); }, [&] { bind_range(half, flows.size()); });
   std::vector<size_t> open;
   for (size_t i = 0; i < flows.size();) {
     size_t j = i;
@@ -246,16 +240,11 @@ void link_python_parents(TraceModel& m, const std::vector<PythonRec>& pythons) {
 
 void resolve_links(TraceModel& m, LinkInputs& in) {
   // Sorting the flows needs nothing else: overlap it with the correlation pass.
-  if (in.flows.size() >= (1u << 16)) {
-    std::thread sorter(sort_flows, std::ref(in.flows));
-    link_by_correlation(m);
-    link_annotations(m);
-    sorter.join();
-  } else {
-    sort_flows(in.flows);
-    link_by_correlation(m);
-    link_annotations(m);
-  }
+  in_two_threads(in.flows.size() >= (1u << 16), [&] { sort_flows(in.flows); },
+                 [&] {
+                   link_by_correlation(m);
+                   link_annotations(m);
+                 });
   link_flows(m, in.flows);
   link_sequence_numbers(m, in.seqs);
   link_python_parents(m, in.pythons);

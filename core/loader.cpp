@@ -3,12 +3,12 @@
 #include "core/json_scan.h"
 #include "core/kineto_parse.h"
 #include "core/model_build.h"
+#include "core/parallel.h"
 #include "core/source.h"
 
 #include <simdjson.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <sys/resource.h>
 #include <thread>
@@ -165,14 +165,7 @@ std::vector<ChunkOut> parse_array(const SourceBuffer& src, size_t first, unsigne
   }
   std::vector<ChunkOut> chunks(starts.size());
   auto limit = [&](size_t k) { return k + 1 < starts.size() ? starts[k + 1] : n; };
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t k; (k = next.fetch_add(1)) < chunks.size();) parse_entries(p, n, starts[k], limit(k), chunks[k], progress);
-  };
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < std::min<size_t>(threads, chunks.size()); ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
+  parallel_for(threads, chunks.size(), [&](size_t k) { parse_entries(p, n, starts[k], limit(k), chunks[k], progress); });
 
   // Accept chunks in order while each starts where the previous one stopped; re-parse
   // from the right place where a cut was wrong, and drop what lies past the array's end.

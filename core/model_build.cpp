@@ -4,15 +4,14 @@
 
 #include "core/big_alloc.h"
 #include "core/links.h"
+#include "core/parallel.h"
 
 #include <algorithm>
-#include <atomic>
 #include <charconv>
 #include <cstring>
 #include <type_traits>
 #include <map>
 #include <numeric>
-#include <thread>
 
 namespace strata {
 
@@ -52,18 +51,6 @@ void permute(std::vector<T>& col, const std::vector<uint32_t>& perm) {
 
 // Below this many events a second thread costs more than it saves.
 constexpr size_t kParallelMin = 1 << 16;
-
-template <class A, class B>
-void in_two_threads(bool parallel, A&& a, B&& b) {
-  if (!parallel) {
-    a();
-    b();
-    return;
-  }
-  std::thread helper(std::forward<A>(a));
-  b();
-  helper.join();
-}
 
 int64_t number_after(std::string_view s, std::string_view prefix) {
   if (s.substr(0, prefix.size()) != prefix) return -1;
@@ -301,20 +288,16 @@ void Builder::apply_metadata() {
       case MetaKind::ThreadSortIndex: t.sort_index = mr.number; break;
     }
   }
+  std::map<std::pair<uint32_t, StrId>, size_t> series;  // (process, name) → counters index
   for (const CounterRec& c : counters_) {
     uint32_t proc = m_.tracks[c.track].process;
     std::string name = std::string(m_.strings.view(c.name));
     std::string_view key = m_.strings.view(c.key);
     if (key != "value" && key != name) name.append(".").append(key);
-    StrId id = m_.strings.intern(name);
-    auto it = std::find_if(m_.counters.begin(), m_.counters.end(),
-                           [&](const CounterSeries& s) { return s.process == proc && s.name == id; });
-    if (it == m_.counters.end()) {
-      m_.counters.push_back({proc, id, {}, {}});
-      it = m_.counters.end() - 1;
-    }
-    it->ts.push_back(c.ts);
-    it->value.push_back(c.value);
+    auto [it, added] = series.try_emplace({proc, m_.strings.intern(name)}, m_.counters.size());
+    if (added) m_.counters.push_back({proc, it->first.second, {}, {}});
+    m_.counters[it->second].ts.push_back(c.ts);
+    m_.counters[it->second].value.push_back(c.value);
   }
   for (auto& s : m_.counters) {
     std::vector<uint32_t> order(s.ts.size());
@@ -442,12 +425,8 @@ void Builder::order_and_nest() {
     std::vector<uint32_t> order(lists.size());
     std::iota(order.begin(), order.end(), 0u);
     std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return lists[a].size() > lists[b].size(); });
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-      for (size_t k; (k = next.fetch_add(1)) < order.size();)
-        nested[order[k]] = nest_track(ev, std::move(lists[order[k]]), depth);
-    };
-    in_two_threads(n >= kParallelMin, work, work);
+    parallel_for(n >= kParallelMin ? 2 : 1, order.size(),
+                 [&](size_t k) { nested[order[k]] = nest_track(ev, std::move(lists[order[k]]), depth); });
   }
   std::vector<uint32_t> perm;
   reserve_huge(perm, n);

@@ -58,7 +58,7 @@ void draw_details(Viewer& v) {
     ImGui::Spacing();
     ImGui::TextWrapped("%s", m.path.c_str());
     ImGui::Text("%zu events on %zu tracks, %s", m.ev.size(), m.tracks.size(),
-                fmt_dur(double(m.time_end - m.time_begin)).c_str());
+                render::format_duration(double(m.time_end - m.time_begin)).c_str());
     ImGui::Spacing();
     ImGui::TextDisabled("Keys");
     ImGui::BulletText("Wheel or W/S: zoom at the cursor");
@@ -96,7 +96,7 @@ void draw_details(Viewer& v) {
       row("Tier", tl.tiers().tiers[sel.tier].title);
     }
     row("Start", fmt_time(v, double(start)));
-    row("Duration", fmt_dur(double(dur)));
+    row("Duration", render::format_duration(double(dur)));
     if (parent.valid()) {
       Ns pd = tl.end_of(parent) - tl.start_of(parent);
       row("Share of parent", pct(double(dur), double(pd)) + " of " + std::string(tl.name_of(parent).substr(0, 60)));
@@ -105,16 +105,16 @@ void draw_details(Viewer& v) {
       EventId l = m.ev.link[sel.index];
       if (l != kNoEvent) {
         row("Launched by", std::string(m.name_of(l)) + " at " + fmt_time(v, double(m.ev.start[l])));
-        row("Launch to start", fmt_dur(double(start - m.ev.start[l])));
+        row("Launch to start", render::format_duration(double(start - m.ev.start[l])));
         EventId op = m.parent_of(l);
         if (op != kNoEvent) row("CPU op", std::string(m.name_of(op).substr(0, 120)));
       }
     } else if (!v.sel_kernels.empty()) {
       Ns busy = busy_union(m, v.sel_kernels);
-      row("CPU time", fmt_dur(double(dur)));
-      row("GPU time", fmt_dur(double(gpu_sum)) + " in " + std::to_string(v.sel_kernels.size()) + " ops (busy " +
-                          fmt_dur(double(busy)) + ")");
-      row("GPU span", fmt_dur(double(gpu_last - gpu_first)) + ", ends " + fmt_dur(double(std::abs(gpu_last - end))) +
+      row("CPU time", render::format_duration(double(dur)));
+      row("GPU time", render::format_duration(double(gpu_sum)) + " in " + std::to_string(v.sel_kernels.size()) + " ops (busy " +
+                          render::format_duration(double(busy)) + ")");
+      row("GPU span", render::format_duration(double(gpu_last - gpu_first)) + ", ends " + render::format_duration(double(std::abs(gpu_last - end))) +
                           (gpu_last > end ? " after the CPU side" : " before the CPU side"));
       // Bound by: does the GPU keep up with what the CPU issues?
       std::string bound;
@@ -128,9 +128,9 @@ void draw_details(Viewer& v) {
     }
     if (sel.kind == ItemRef::Event) {
       auto fb = m.fwd_to_bwd.find(sel.index);
-      if (fb != m.fwd_to_bwd.end()) row("Backward op", std::string(m.name_of(fb->second)) + ", " + fmt_dur(double(m.ev.dur[fb->second])));
+      if (fb != m.fwd_to_bwd.end()) row("Backward op", std::string(m.name_of(fb->second)) + ", " + render::format_duration(double(m.ev.dur[fb->second])));
       auto bf = m.bwd_to_fwd.find(sel.index);
-      if (bf != m.bwd_to_fwd.end()) row("Forward op", std::string(m.name_of(bf->second)) + ", " + fmt_dur(double(m.ev.dur[bf->second])));
+      if (bf != m.bwd_to_fwd.end()) row("Forward op", std::string(m.name_of(bf->second)) + ", " + render::format_duration(double(m.ev.dur[bf->second])));
     }
     ImGui::EndTable();
   }
@@ -205,7 +205,7 @@ void draw_details(Viewer& v) {
           }
           if (ImGui::IsItemHovered()) ImGui::SetTooltip("%.*s", int(std::min<size_t>(kn.size(), 400)), kn.data());
           ImGui::TableNextColumn();
-          ImGui::TextUnformatted(fmt_dur(double(m.ev.dur[k])).c_str());
+          ImGui::TextUnformatted(render::format_duration(double(m.ev.dur[k])).c_str());
           ImGui::TableNextColumn();
           ImGui::TextUnformatted(pct(double(m.ev.dur[k]), double(gpu_sum)).c_str());
           ImGui::TableNextColumn();

@@ -87,11 +87,11 @@ void draw_levels(Viewer& v) {
       if (is_chosen) dl->AddRect(ImVec2(x0, y), ImVec2(x1 - 1, y + row_h), IM_COL32(255, 255, 255, 255), 0, 0, 2 * s);
       double share = parent_span > 0 ? 100.0 * double(b.end - b.start) / double(parent_span) : 0;
       std::string name = b.merged > 1 ? std::to_string(b.merged) + " small items" : std::string(tl.name_of(b.ref).substr(0, 200));
-      std::string sub = fmt_dur(double(b.end - b.start)) + "  " + std::to_string(int(share + 0.5)) + "%";
+      std::string sub = render::format_duration(double(b.end - b.start)) + "  " + std::to_string(int(share + 0.5)) + "%";
       if (share < 1 && share > 0) {
         char buf[16];
         std::snprintf(buf, sizeof buf, "%.1f%%", share);
-        sub = fmt_dur(double(b.end - b.start)) + "  " + buf;
+        sub = render::format_duration(double(b.end - b.start)) + "  " + buf;
       }
       render::Rgba tc = render::text_on(c);
       float room = x1 - x0 - 8 * s;
@@ -109,7 +109,7 @@ void draw_levels(Viewer& v) {
       if (mouse.x >= x0 && mouse.x < x1 && mouse.y >= y && mouse.y < y + row_h && ImGui::IsWindowHovered()) {
         ImGui::BeginTooltip();
         ImGui::Text("%s", name.c_str());
-        ImGui::Text("%s, %.1f%% of %.*s", fmt_dur(double(b.end - b.start)).c_str(), share, int(parent_name.size()),
+        ImGui::Text("%s, %.1f%% of %.*s", render::format_duration(double(b.end - b.start)).c_str(), share, int(parent_name.size()),
                     parent_name.data());
         if (b.merged > 1) ImGui::TextDisabled("merged: each under 1%% of the parent (click to zoom the timeline)");
         ImGui::EndTooltip();

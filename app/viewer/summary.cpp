@@ -80,7 +80,7 @@ void draw_summary(Viewer& v) {
         ImGui::ColorButton(pt.what, ImGui::ColorConvertU32ToFloat4(ImU32(pt.c)), ImGuiColorEditFlags_NoTooltip,
                            ImVec2(8 * s, 8 * s));
         ImGui::SameLine();
-        ImGui::Text("%s %s (%.0f%%)", pt.what, fmt_dur(double(pt.ns)).c_str(), 100.0 * double(pt.ns) / double(idle));
+        ImGui::Text("%s %s (%.0f%%)", pt.what, render::format_duration(double(pt.ns)).c_str(), 100.0 * double(pt.ns) / double(idle));
       }
     }
   }
@@ -90,7 +90,7 @@ void draw_summary(Viewer& v) {
   ImGui::PopFont();
   if (sm.memory_peaks.empty()) ImGui::TextDisabled("No allocator events (profile_memory was off).");
   for (const auto& [title, peak] : sm.memory_peaks) ImGui::Text("%s: %.1f MiB", title.c_str(), peak / double(1 << 20));
-  ImGui::Text("Trace span %s, %zu events", fmt_dur(double(sm.span)).c_str(), m.ev.size());
+  ImGui::Text("Trace span %s, %zu events", render::format_duration(double(sm.span)).c_str(), m.ev.size());
 
   // Iterations: bars of duration, GPU-busy part filled.
   if (cols > 1) ImGui::TableNextColumn();
@@ -103,7 +103,7 @@ void draw_summary(Viewer& v) {
   else {
     Ns maxd = 0, sum = 0;
     for (const auto& it : sm.iterations) maxd = std::max(maxd, it.dur), sum += it.dur;
-    ImGui::Text("%zu iterations, mean %s", sm.iterations.size(), fmt_dur(double(sum) / double(sm.iterations.size())).c_str());
+    ImGui::Text("%zu iterations, mean %s", sm.iterations.size(), render::format_duration(double(sum) / double(sm.iterations.size())).c_str());
     float h = 90 * s;
     ImVec2 p = ImGui::GetCursorScreenPos();
     ImGui::InvisibleButton("iters", ImVec2(cw, h));
@@ -123,8 +123,8 @@ void draw_summary(Viewer& v) {
     }
     if (hovered >= 0 && ImGui::IsItemHovered()) {
       const auto& it = sm.iterations[size_t(hovered)];
-      ImGui::SetTooltip("%s: %s, GPU busy %s (%.0f%%)", it.name.c_str(), fmt_dur(double(it.dur)).c_str(),
-                        fmt_dur(double(it.gpu_busy)).c_str(), 100.0 * double(it.gpu_busy) / double(std::max<Ns>(it.dur, 1)));
+      ImGui::SetTooltip("%s: %s, GPU busy %s (%.0f%%)", it.name.c_str(), render::format_duration(double(it.dur)).c_str(),
+                        render::format_duration(double(it.gpu_busy)).c_str(), 100.0 * double(it.gpu_busy) / double(std::max<Ns>(it.dur, 1)));
       if (ImGui::IsItemClicked()) {
         const render::Tier& t = tl.tiers().tiers[0];
         focus_on(v, render::ItemRef::span(0, t.levels[0].begin + uint32_t(hovered)));
@@ -151,7 +151,7 @@ void draw_summary(Viewer& v) {
       std::string_view n = m.strings.view(k.name);
       std::string label = std::string(render::short_name(n).substr(0, 120)) + "##" + title + std::to_string(i);
       char val[64];
-      std::snprintf(val, sizeof val, "%s  %.0f%%  x%llu", fmt_dur(double(k.total)).c_str(),
+      std::snprintf(val, sizeof val, "%s  %.0f%%  x%llu", render::format_duration(double(k.total)).c_str(),
                     denom > 0 ? 100.0 * double(k.total) / double(denom) : 0.0, (unsigned long long)k.count);
       if (bar(v, label, val, double(k.total) / double(top), render::darken(render::base_colour(hue), 0.25f), cw))
         focus_on(v, render::ItemRef::event(k.longest));

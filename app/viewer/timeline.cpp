@@ -14,8 +14,6 @@ namespace strata::viewer {
 
 using render::ItemRef;
 
-std::string fmt_dur(double ns) { return render::format_duration(ns); }
-
 std::string fmt_time(const Viewer& v, double ns) {
   double origin = v.trace ? double(v.trace->model->time_begin) : 0;
   return render::format_duration(ns - origin);
@@ -127,7 +125,7 @@ void draw_tooltip(Viewer& v, ItemRef r, uint32_t fold) {
     std::string_view n = tl.name_of(r);
     ImGui::TextUnformatted(n.data(), n.data() + std::min<size_t>(n.size(), 400));
     ImGui::Separator();
-    ImGui::Text("Duration  %s", fmt_dur(double(tl.end_of(r) - tl.start_of(r))).c_str());
+    ImGui::Text("Duration  %s", render::format_duration(double(tl.end_of(r) - tl.start_of(r))).c_str());
     ImGui::Text("Start     %s", fmt_time(v, double(tl.start_of(r))).c_str());
     if (r.kind == ItemRef::Event) {
       ImGui::Text("Category  %s", m.category_names[m.ev.cat[r.index]].c_str());
@@ -309,7 +307,7 @@ void draw_timeline(Viewer& v, float x, float y, float w, float h) {
   }
   dl->PopClipRect();
   {
-    std::string span = ruler.base_label.empty() ? "view " + fmt_dur(v.view.span()) : ruler.base_label + " +";
+    std::string span = ruler.base_label.empty() ? "view " + render::format_duration(v.view.span()) : ruler.base_label + " +";
     dl->AddText(ImVec2(x + 6 * s, y + 5 * s), IM_COL32(150, 152, 160, 255), span.c_str());
   }
 

@@ -539,11 +539,11 @@ int run_view(int argc, char** argv) {
       layout_ms.push_back(v->layout_ms);
       if (verbose)
         std::printf("frame %3d span %-10s scroll %6.0f layout %6.3f ms frame %7.3f ms (ui %.3f gl %.3f swap %.3f) items %zu rects %zu texts %zu\n",
-                    i, fmt_dur(span).c_str(), double(v->scroll_y), v->layout_ms, frame_ms.back(), v->ui_ms, v->gl_ms,
+                    i, render::format_duration(span).c_str(), double(v->scroll_y), v->layout_ms, frame_ms.back(), v->ui_ms, v->gl_ms,
                     v->swap_ms, v->frame.items.size(), v->frame.rects.size(), v->frame.texts.size());
     }
-    std::printf("frames %d at %dx%d, zoom from %s to %s\n", bench, width, height, fmt_dur(a1 - a0).c_str(),
-                fmt_dur(b1 - b0).c_str());
+    std::printf("frames %d at %dx%d, zoom from %s to %s\n", bench, width, height, render::format_duration(a1 - a0).c_str(),
+                render::format_duration(b1 - b0).c_str());
     std::printf("timeline layout ms: p50 %.3f  p90 %.3f  p99 %.3f  max %.3f\n", percentile(layout_ms, 50),
                 percentile(layout_ms, 90), percentile(layout_ms, 99), percentile(layout_ms, 100));
     std::printf("whole frame ms:     p50 %.3f  p90 %.3f  p99 %.3f  max %.3f\n", percentile(frame_ms, 50),

@@ -158,7 +158,6 @@ struct ImageStats {
 };
 bool save_screenshot(const std::string& path, int width, int height, std::string& error, ImageStats* stats = nullptr);
 
-std::string fmt_dur(double ns);
 std::string fmt_time(const Viewer& v, double ns);  // since trace start
 
 }  // namespace strata::viewer

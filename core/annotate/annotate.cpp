@@ -43,7 +43,7 @@ Annotation annotate(const TraceModel& m, const AnnotateOptions& options, Progres
 
   if (!stage(2)) return finish();
   std::vector<annot::IterWork> iters = annot::find_iterations(c, a);
-  annot::parallel_for(c.threads, iters.size(), [&](size_t i) {
+  parallel_for(c.threads, iters.size(), [&](size_t i) {
     Annotation scratch;  // find_phases writes no shared state
     annot::find_phases(c, iters[i], scratch);
   });

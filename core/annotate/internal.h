@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/annotate/annotation.h"
+#include "core/parallel.h"
 
 #include <string_view>
 #include <unordered_map>
@@ -149,26 +150,6 @@ bool is_backward_name(std::string_view n);
 bool is_sync_call(std::string_view n);
 std::string_view strip_prefix(std::string_view s, std::string_view p);
 
-// Runs f(i) for i in [0, n) on up to `threads` threads.
-void parallel_for(unsigned threads, size_t n, const auto& f);
 
 }  // namespace strata::annot
 
-#include <thread>
-
-namespace strata::annot {
-void parallel_for(unsigned threads, size_t n, const auto& f) {
-  if (threads <= 1 || n < 2) {
-    for (size_t i = 0; i < n; ++i) f(i);
-    return;
-  }
-  unsigned k = unsigned(std::min<size_t>(threads, n));
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < k; ++t)
-    pool.emplace_back([&, t] {
-      for (size_t i = t; i < n; i += k) f(i);
-    });
-  for (size_t i = 0; i < n; i += k) f(i);
-  for (auto& th : pool) th.join();
-}
-}  // namespace strata::annot
