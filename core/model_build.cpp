@@ -61,6 +61,32 @@ int64_t number_after(std::string_view s, std::string_view prefix) {
   return r.ec == std::errc() ? v : -1;
 }
 
+// Sorts v (no two elements equal under `less`). Each thread's events come nearly in start
+// order, a few sorted runs that overlap little: each run is merged into the sorted prefix
+// over only the span where they overlap. Past a work budget, an ordinary sort.
+template <class T, class Less>
+void sort_runs(std::vector<T>& v, Less less) {
+  size_t n = v.size(), budget = 4 * n + 4096;
+  for (size_t b = 1;;) {
+    while (b < n && !less(v[b], v[b - 1])) ++b;
+    if (b >= n) return;
+    size_t c = b + 1;
+    while (c < n && !less(v[c], v[c - 1])) ++c;
+    // v[0, b) and v[b, c) are sorted; only v[p, b) and v[b, q) are out of place.
+    auto mid = v.begin() + ptrdiff_t(b);
+    auto p = std::upper_bound(v.begin(), mid, v[b], less);
+    auto q = std::lower_bound(mid, v.begin() + ptrdiff_t(c), v[b - 1], less);
+    auto work = size_t(q - p);
+    if (work > budget) {
+      std::sort(v.begin(), v.end(), less);
+      return;
+    }
+    budget -= work;
+    std::inplace_merge(p, mid, q, less);
+    b = c;
+  }
+}
+
 // One track's events sorted by (start, longer first, file order) and nested: `kept` with
 // their depth written to `depth`, events per depth, and the events that overlapped
 // without nesting (they go to an overflow track).
@@ -83,7 +109,7 @@ Nested nest_track(const EventColumns& ev, std::vector<uint32_t> list, std::vecto
     std::vector<Key> keys;
     assign_huge(keys, list.size(), Key{});
     for (size_t i = 0; i < list.size(); ++i) keys[i] = {ev.start[list[i]], ev.dur[list[i]], list[i]};
-    std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+    sort_runs(keys, [](const Key& a, const Key& b) {
       if (a.start != b.start) return a.start < b.start;
       if (a.dur != b.dur) return a.dur > b.dur;
       return a.e < b.e;
@@ -158,44 +184,45 @@ void Builder::merge(std::vector<ChunkOut>& chunks) {
   auto& ev = m_.ev;
   for (int c = 0; c < int(Cat::Count); ++c) m_.category_names.emplace_back(cat_name(Cat(c)));
   m_.stats.per_category.assign(m_.category_names.size(), 0);
-  size_t total = 0;
-  for (auto& ch : chunks) total += ch.start.size();
-  reserve_huge(ev.start, total);
-  reserve_huge(ev.dur, total);
-  reserve_huge(ev.cat, total);
-  reserve_huge(ev.phase, total);
-  reserve_huge(track_, total);
 
-  size_t flows = 0, seqs = 0, pythons = 0;
-  for (auto& ch : chunks) flows += ch.flows.size(), seqs += ch.seqs.size(), pythons += ch.pythons.size();
-  reserve_huge(flows_, flows);
-  reserve_huge(seqs_, seqs);
-  reserve_huge(pythons_, pythons);
+  // First, serially: chunk-local ids of strings, categories and tracks → global ones.
+  struct ChunkIds {
+    std::vector<StrId> str;
+    std::vector<uint8_t> cat;
+    std::vector<uint32_t> trk;
+    uint32_t base = 0;
+  };
+  std::vector<ChunkIds> ids(chunks.size());
+  size_t total = 0, flows = 0, seqs = 0, pythons = 0;
   uint64_t entry_base = 0;
-  for (auto& ch : chunks) {
-    // Strings, categories and tracks: chunk-local ids → global ones.
-    std::vector<StrId> str(ch.strings.size());
-    for (StrId s = 0; s < str.size(); ++s) str[s] = m_.strings.intern(ch.strings.view(s));
-    auto S = [&](StrId s) { return s == kNoStr ? kNoStr : str[s]; };
-    std::vector<uint8_t> cat(ch.categories.size());
-    for (size_t c = 0; c < cat.size(); ++c) {
+  for (size_t k = 0; k < chunks.size(); ++k) {
+    ChunkOut& ch = chunks[k];
+    ChunkIds& id = ids[k];
+    id.base = uint32_t(total);
+    total += ch.start.size();
+    flows += ch.flows.size(), seqs += ch.seqs.size(), pythons += ch.pythons.size();
+    id.str.resize(ch.strings.size());
+    for (StrId s = 0; s < id.str.size(); ++s) id.str[s] = m_.strings.intern(ch.strings.view(s));
+    id.cat.resize(ch.categories.size());
+    for (size_t c = 0; c < id.cat.size(); ++c) {
       auto it = std::find(m_.category_names.begin(), m_.category_names.end(), ch.categories[c]);
       if (it == m_.category_names.end()) {
         if (m_.category_names.size() >= 255) {
-          cat[c] = uint8_t(Cat::Other);
+          id.cat[c] = uint8_t(Cat::Other);
           continue;
         }
         m_.category_names.push_back(ch.categories[c]);
         m_.stats.per_category.push_back(0);
         it = m_.category_names.end() - 1;
       }
-      cat[c] = uint8_t(it - m_.category_names.begin());
-      m_.stats.per_category[cat[c]] += ch.per_category[c];
+      id.cat[c] = uint8_t(it - m_.category_names.begin());
+      m_.stats.per_category[id.cat[c]] += ch.per_category[c];
     }
-    std::vector<uint32_t> trk(ch.track_keys.size());
-    for (size_t t = 0; t < trk.size(); ++t) {
-      const RawTrackKey& k = ch.track_keys[t];
-      GlobalKey g{k.pid, k.tid, S(k.pid_s), S(k.tid_s)};
+    auto S = [&](StrId s) { return s == kNoStr ? kNoStr : id.str[s]; };
+    id.trk.resize(ch.track_keys.size());
+    for (size_t t = 0; t < id.trk.size(); ++t) {
+      const RawTrackKey& key = ch.track_keys[t];
+      GlobalKey g{key.pid, key.tid, S(key.pid_s), S(key.tid_s)};
       auto [it, added] = track_index_.try_emplace(g, uint32_t(track_keys_.size()));
       if (added) {
         track_keys_.push_back(g);
@@ -205,45 +232,10 @@ void Builder::merge(std::vector<ChunkOut>& chunks) {
         if (info.device < 0) info.device = ch.track_info[t].device;
         if (info.stream < 0) info.stream = ch.track_info[t].stream;
       }
-      trk[t] = it->second;
+      id.trk[t] = it->second;
     }
-
-    auto base = uint32_t(ev.start.size());
-    for (auto& n : ch.name) n = str[n];
-    for (auto& c : ch.cat) c = cat[c];
-    for (auto& t : ch.track) t = trk[t];
-    in_two_threads(ch.start.size() >= kParallelMin,
-                   [&] {
-                     append_and_free(ev.start, ch.start);
-                     append_and_free(ev.cat, ch.cat);
-                     append_and_free(ev.phase, ch.phase);
-                   },
-                   [&] {
-                     append_and_free(ev.dur, ch.dur);
-                     append_and_free(track_, ch.track);
-                   });
-    deferred_.push_back({base, std::move(ch.name), std::move(ch.id), std::move(ch.offset)});
-
-    for (auto s : ch.seqs) seqs_.push_back({s.event + base, s.seq, s.fwd_tid});
-    for (auto p : ch.pythons) pythons_.push_back({p.event + base, p.id, p.parent});
-    for (auto f : ch.flows) {
-      f.track = trk[f.track];
-      f.cat = cat[f.cat];
-      flows_.push_back(f);
-    }
-    for (auto mr : ch.metas) metas_.push_back({mr.kind, trk[mr.track], S(mr.text), mr.number});
-    for (auto c : ch.counters) counters_.push_back({c.ts, trk[c.track], S(c.name), S(c.key), c.value});
-    auto& mem = m_.memory;
-    for (size_t i = 0; i < ch.memory.size(); ++i) {
-      mem.ts.push_back(ch.memory.ts[i]);
-      mem.bytes.push_back(ch.memory.bytes[i]);
-      mem.total_allocated.push_back(ch.memory.total_allocated[i]);
-      mem.total_reserved.push_back(ch.memory.total_reserved[i]);
-      mem.addr.push_back(ch.memory.addr[i]);
-      mem.device_type.push_back(ch.memory.device_type[i]);
-      mem.device_id.push_back(ch.memory.device_id[i]);
-      mem.track.push_back(trk[ch.memory.track[i]]);
-    }
+    for (auto mr : ch.metas) metas_.push_back({mr.kind, id.trk[mr.track], S(mr.text), mr.number});
+    for (auto c : ch.counters) counters_.push_back({c.ts, id.trk[c.track], S(c.name), S(c.key), c.value});
     m_.stats.trace_events += ch.entries;
     for (size_t p = 0; p < std::size(ch.per_phase); ++p) m_.stats.per_phase[p] += ch.per_phase[p];
     m_.warning_count += ch.warning_count;
@@ -252,6 +244,62 @@ void Builder::merge(std::vector<ChunkOut>& chunks) {
         m_.warnings.push_back("event #" + std::to_string(entry_base + w.entry) + " at byte " +
                               std::to_string(w.offset) + ": " + w.text);
     entry_base += ch.entries;
+  }
+
+  // Then the columns and per-event records, split over two threads by column (about equal
+  // bytes each), each appending the chunks in order.
+  reserve_huge(ev.start, total);
+  reserve_huge(ev.dur, total);
+  reserve_huge(ev.cat, total);
+  reserve_huge(ev.phase, total);
+  reserve_huge(track_, total);
+  reserve_huge(flows_, flows);
+  reserve_huge(seqs_, seqs);
+  reserve_huge(pythons_, pythons);
+  in_two_threads(
+      total >= kParallelMin,
+      [&] {
+        for (size_t k = 0; k < chunks.size(); ++k) {
+          ChunkOut& ch = chunks[k];
+          const ChunkIds& id = ids[k];
+          append_and_free(ev.start, ch.start);
+          for (uint8_t c : ch.cat) ev.cat.push_back(id.cat[c]);
+          std::vector<uint8_t>().swap(ch.cat);
+          append_and_free(ev.phase, ch.phase);
+          for (auto& n : ch.name) n = id.str[n];
+          for (auto s : ch.seqs) seqs_.push_back({s.event + id.base, s.seq, s.fwd_tid});
+          for (auto p : ch.pythons) pythons_.push_back({p.event + id.base, p.id, p.parent});
+        }
+      },
+      [&] {
+        for (size_t k = 0; k < chunks.size(); ++k) {
+          ChunkOut& ch = chunks[k];
+          const ChunkIds& id = ids[k];
+          append_and_free(ev.dur, ch.dur);
+          for (uint32_t t : ch.track) track_.push_back(id.trk[t]);
+          std::vector<uint32_t>().swap(ch.track);
+          for (auto f : ch.flows) {
+            f.track = id.trk[f.track];
+            f.cat = id.cat[f.cat];
+            flows_.push_back(f);
+          }
+          std::vector<FlowRec>().swap(ch.flows);
+          auto& mem = m_.memory;
+          for (size_t i = 0; i < ch.memory.size(); ++i) {
+            mem.ts.push_back(ch.memory.ts[i]);
+            mem.bytes.push_back(ch.memory.bytes[i]);
+            mem.total_allocated.push_back(ch.memory.total_allocated[i]);
+            mem.total_reserved.push_back(ch.memory.total_reserved[i]);
+            mem.addr.push_back(ch.memory.addr[i]);
+            mem.device_type.push_back(ch.memory.device_type[i]);
+            mem.device_id.push_back(ch.memory.device_id[i]);
+            mem.track.push_back(id.trk[ch.memory.track[i]]);
+          }
+        }
+      });
+  for (size_t k = 0; k < chunks.size(); ++k) {
+    ChunkOut& ch = chunks[k];
+    deferred_.push_back({ids[k].base, std::move(ch.name), std::move(ch.id), std::move(ch.offset)});
     ch = ChunkOut();
   }
 

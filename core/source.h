@@ -30,6 +30,7 @@ class SourceBuffer {
   bool grow(size_t capacity);  // heap buffers only
   void set_size(size_t n) { size_ = n; }
   static SourceBuffer map_file(int fd, size_t size);  // file mapping followed by zero padding
+  static SourceBuffer allocate_pages(size_t size);     // zeroed anonymous pages, huge where possible
 
  private:
   void release();

@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 
@@ -80,6 +81,55 @@ TEST_CASE("equal-start events nest longest first, whatever the file order") {
   CHECK(m->ev.depth[s] == 2);
   CHECK(m->parent_of(s) == same);
   CHECK(m->stats.overlaps == 0);
+}
+
+TEST_CASE("a thread's events in any file order load as if sorted") {
+  // Parents with two children each, some pairs with equal starts.
+  std::vector<std::string> sorted;
+  for (int i = 0; i < 400; ++i) {
+    double t = i * 100.0;
+    sorted.push_back(x(("p" + std::to_string(i)).c_str(), t, 50));
+    sorted.push_back(x(("a" + std::to_string(i)).c_str(), t, i % 3 ? 20 : 50 - 0.001 * (1 + i % 7)));
+    sorted.push_back(x(("b" + std::to_string(i)).c_str(), t + 30, 10));
+  }
+  auto join = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& e : v) out += (out.empty() ? "" : ",") + e;
+    return trace(out);
+  };
+  auto reference = must_load(join(sorted));
+  auto check_like_reference = [&](const std::vector<std::string>& order) {
+    auto m = must_load(join(order));
+    REQUIRE(m->ev.size() == reference->ev.size());
+    for (EventId e = 0; e < m->ev.size(); ++e) {
+      CAPTURE(e);
+      CHECK(m->strings.view(m->ev.name[e]) == reference->strings.view(reference->ev.name[e]));
+      CHECK(m->ev.depth[e] == reference->ev.depth[e]);
+    }
+    CHECK(m->stats.overlaps == 0);
+  };
+  SUBCASE("children before their parent") {
+    std::vector<std::string> v;
+    for (size_t i = 0; i < sorted.size(); i += 3) v.insert(v.end(), {sorted[i + 1], sorted[i + 2], sorted[i]});
+    check_like_reference(v);
+  }
+  SUBCASE("sorted runs that overlap little") {
+    std::vector<std::string> v(sorted.begin() + 600, sorted.end());
+    v.insert(v.end(), sorted.begin() + 300, sorted.begin() + 600);
+    v.insert(v.end(), sorted.begin(), sorted.begin() + 300);
+    check_like_reference(v);
+  }
+  SUBCASE("two interleaved runs") {
+    std::vector<std::string> v;
+    for (size_t i = 0; i < sorted.size(); i += 2) v.push_back(sorted[i]);
+    for (size_t i = 1; i < sorted.size(); i += 2) v.push_back(sorted[i]);
+    check_like_reference(v);
+  }
+  SUBCASE("shuffled") {
+    std::vector<std::string> v = sorted;
+    std::shuffle(v.begin(), v.end(), std::mt19937(7));
+    check_like_reference(v);
+  }
 }
 
 TEST_CASE("B/E pairs become complete events") {

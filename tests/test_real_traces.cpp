@@ -6,7 +6,10 @@
 #include <doctest/doctest.h>
 #include <simdjson.h>
 
+#include <fcntl.h>
+#include <fstream>
 #include <map>
+#include <unistd.h>
 
 using namespace strata;
 using namespace strata::test;
@@ -176,4 +179,28 @@ TEST_CASE("real traces: absolute times include baseTimeNanoseconds") {
     CHECK(r.model->time_begin == g.time_begin_ns);
     CHECK(r.model->time_end == g.time_end_ns);
   }
+}
+
+// A plain JSON file in the page cache is copied into memory, one that is not is mapped:
+// both give the same model.
+TEST_CASE("real traces: cached and uncached plain JSON files load the same") {
+  auto traces = real_traces();
+  REQUIRE(!traces.empty());
+  auto plain = std::filesystem::temp_directory_path() / "strata-test-uncached.json";
+  {
+    LoadResult gz = load_trace(traces.front().string());
+    REQUIRE(gz.model);
+    std::ofstream(plain, std::ios::binary) << gz.model->source->view();
+  }
+  LoadResult cached = load_trace(plain.string());
+  int fd = ::open(plain.c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  ::fdatasync(fd);
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+  LoadResult uncached = load_trace(plain.string());
+  std::filesystem::remove(plain);
+  REQUIRE(cached.model);
+  REQUIRE(uncached.model);
+  check_same_model(*cached.model, *uncached.model);
 }
