@@ -324,4 +324,22 @@ ItemRef resolve_focus(const Timeline& tl, std::string_view path) {
   return cur;
 }
 
+ItemRef find_again(const Timeline& from, ItemRef r, const Timeline& to) {
+  if (!r.valid() || to.model() == nullptr) return {};
+  const Ns start = from.start_of(r);
+  const std::string_view name = from.name_of(r);
+  if (r.kind == ItemRef::Event) {
+    const TraceModel& m = *to.model();
+    for (size_t e = 0; e < m.ev.size(); ++e)
+      if (m.ev.start[e] == start && m.name_of(EventId(e)) == name) return ItemRef::event(EventId(e));
+    return {};
+  }
+  const std::vector<Tier>& tiers = to.tiers().tiers;
+  if (r.tier >= tiers.size() || tiers[r.tier].title != from.tiers().tiers[r.tier].title) return {};
+  const Tier& t = tiers[r.tier];
+  for (uint32_t i = 0; i < t.size(); ++i)
+    if (t.start[i] == start && t.name_of(i) == name) return ItemRef::span(r.tier, i);
+  return {};
+}
+
 }  // namespace strata::render

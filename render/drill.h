@@ -44,4 +44,8 @@ std::vector<EventId> gpu_ops_under(const Timeline& tl, ItemRef r, size_t cap = 1
 // the deepest match.
 ItemRef resolve_focus(const Timeline& tl, std::string_view path);
 
+// The item `r` of `from` in `to`, a timeline of the same trace grown longer (a recording read
+// again): the event or tier span with the same name and start. Invalid when it is gone.
+ItemRef find_again(const Timeline& from, ItemRef r, const Timeline& to);
+
 }  // namespace strata::render

@@ -25,6 +25,13 @@ void TimeView::fit(double begin, double end, float margin_frac) {
   clamp();
 }
 
+void TimeView::follow_extent(double begin, double end) {
+  const bool whole = t0 <= limit_begin && t1() >= limit_end;
+  set_extent(begin, end);
+  if (whole) fit(begin, end);
+  else clamp();
+}
+
 void TimeView::zoom_at(float x, double factor) {
   if (!(factor > 0)) return;
   double t = t_of(x);

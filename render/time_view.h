@@ -26,6 +26,9 @@ struct TimeView {
   void zoom_at(float x, double factor);  // factor > 1 zooms in, keeping the time under x fixed
   void pan_px(float dx);                 // positive dx moves the content right (earlier time)
   void clamp();                          // keep zoom and position sensible
+  // The trace grew to [begin, end] (a recording read again): a view showing all of it goes on
+  // showing all of it; a zoomed-in view keeps its range.
+  void follow_extent(double begin, double end);
 
   static constexpr double kMinNsPerPx = 0.01;  // 1 ns spans 100 px at the deepest zoom
 };

@@ -62,6 +62,7 @@ void draw_levels(Viewer& v) {
   std::string_view parent_name = "Trace";
   size_t rows = v.levels_chosen.size() + 1;
   float y = origin.y;
+  std::vector<float> edges;  // of the row's boxes
   ItemRef clicked;
   double clicked_t0 = 0, clicked_t1 = 0;
   for (size_t row = 0; row < rows && !blocks.empty(); ++row) {
@@ -74,17 +75,32 @@ void draw_levels(Viewer& v) {
     std::string title(parent_name.substr(0, 22));
     dl->AddText(ImVec2(origin.x, y + (row_h - ImGui::GetFontSize()) * 0.5f), IM_COL32(170, 172, 180, 255), title.c_str());
     float bx = origin.x + title_w, bw = width - title_w;
-    double xcur = bx;
     ItemRef chosen = row < v.levels_chosen.size() ? v.levels_chosen[row] : ItemRef{};
+    // The boxes first, untextured, then the labels of those with room for one.
+    edges.clear();
+    double xcur = bx;
     for (const render::Block& b : blocks) {
-      double w = total > 0 ? double(b.end - b.start) / double(total) * double(bw) : 0;
-      float x0 = float(xcur), x1 = float(xcur + w);
-      xcur += w;
-      if (x1 - x0 < 1) x1 = x0 + 1;
-      render::Rgba c = b.merged > 1 ? render::rgba(90, 92, 100) : tl.colour_of(b.ref);
-      bool is_chosen = b.merged == 1 && b.ref == chosen;
-      dl->AddRectFilled(ImVec2(x0, y), ImVec2(x1 - 1, y + row_h), ImU32(c));
-      if (is_chosen) dl->AddRect(ImVec2(x0, y), ImVec2(x1 - 1, y + row_h), IM_COL32(255, 255, 255, 255), 0, 0, 2 * s);
+      edges.push_back(float(xcur));
+      xcur += total > 0 ? double(b.end - b.start) / double(total) * double(bw) : 0;
+    }
+    edges.push_back(float(xcur));
+    auto fill_of = [&](const render::Block& b) { return b.merged > 1 ? render::rgba(90, 92, 100) : tl.colour_of(b.ref); };
+    begin_solid(dl);
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      const render::Block& b = blocks[i];
+      float x0 = edges[i], x1 = std::max(edges[i + 1], x0 + 1);
+      dl->AddRectFilled(ImVec2(x0, y), ImVec2(x1 - 1, y + row_h), ImU32(fill_of(b)));
+      if (b.merged == 1 && b.ref == chosen)
+        dl->AddRect(ImVec2(x0, y), ImVec2(x1 - 1, y + row_h), IM_COL32(255, 255, 255, 255), 0, 0, 2 * s);
+    }
+    end_solid(dl);
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      const render::Block& b = blocks[i];
+      float x0 = edges[i], x1 = std::max(edges[i + 1], x0 + 1);
+      float room = x1 - x0 - 8 * s;
+      bool hovered = mouse.x >= x0 && mouse.x < x1 && mouse.y >= y && mouse.y < y + row_h && ImGui::IsWindowHovered();
+      if (room <= 0 && !hovered) continue;  // no label fits
+      render::Rgba c = fill_of(b);
       double share = parent_span > 0 ? 100.0 * double(b.end - b.start) / double(parent_span) : 0;
       std::string name = b.merged > 1 ? std::to_string(b.merged) + " small items" : std::string(tl.name_of(b.ref).substr(0, 200));
       std::string sub = render::format_duration(double(b.end - b.start)) + "  " + std::to_string(int(share + 0.5)) + "%";
@@ -94,7 +110,6 @@ void draw_levels(Viewer& v) {
         sub = render::format_duration(double(b.end - b.start)) + "  " + buf;
       }
       render::Rgba tc = render::text_on(c);
-      float room = x1 - x0 - 8 * s;
       auto put = [&](const std::string& t, float ty, render::Rgba colour) {
         std::string_view tv = t;
         if (b.merged == 1 && v.metrics.width(tv) > room) tv = render::short_name(tv);
@@ -106,7 +121,7 @@ void draw_levels(Viewer& v) {
       };
       put(name, y + 2 * s, tc);
       put(sub, y + row_h * 0.5f, render::with_alpha(tc, 190));
-      if (mouse.x >= x0 && mouse.x < x1 && mouse.y >= y && mouse.y < y + row_h && ImGui::IsWindowHovered()) {
+      if (hovered) {
         ImGui::BeginTooltip();
         ImGui::Text("%s", name.c_str());
         ImGui::Text("%s, %.1f%% of %.*s", render::format_duration(double(b.end - b.start)).c_str(), share, int(parent_name.size()),

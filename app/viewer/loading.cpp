@@ -21,8 +21,7 @@ std::unique_ptr<Prepared> prepare(std::unique_ptr<TraceModel> model, Progress* p
   return p;
 }
 
-void start_load(Viewer& v, const std::string& path) {
-  if (v.job) cancel_load(v);
+std::unique_ptr<LoadJob> launch_load(const std::string& path) {
   auto job = std::make_unique<LoadJob>();
   job->path = path;
   job->started = std::chrono::steady_clock::now();
@@ -38,7 +37,13 @@ void start_load(Viewer& v, const std::string& path) {
     }
     j->done = true;
   });
-  v.job = std::move(job);
+  return job;
+}
+
+void start_load(Viewer& v, const std::string& path, bool keep_view) {
+  if (v.job) cancel_load(v);
+  v.job = launch_load(path);
+  v.job->keep_view = keep_view;
   v.error.clear();
 }
 
@@ -50,6 +55,7 @@ void cancel_load(Viewer& v) {
 }
 
 void install(Viewer& v, std::unique_ptr<Prepared> p) {
+  reset_search(v);
   v.trace = std::move(p);
   const TraceModel& m = *v.trace->model;
   v.view.set_extent(double(m.time_begin), double(m.time_end));
@@ -61,12 +67,25 @@ void install(Viewer& v, std::unique_ptr<Prepared> p) {
   v.path.clear();
   v.sel_kernels.clear();
   v.levels_chosen.clear();
-  v.search.matches.clear();
-  v.search.by_time.clear();
-  v.search.ran.clear();
-  v.search.current = -1;
   v.hovered = {};
   update_metrics(v);
+}
+
+void reinstall(Viewer& v, std::unique_ptr<Prepared> p) {
+  if (!v.trace) return install(v, std::move(p));
+  const render::Timeline& old = v.trace->timeline;
+  const render::ItemRef sel = v.hl.selected;
+  render::ItemRef again = sel.valid() ? render::find_again(old, sel, p->timeline) : render::ItemRef{};
+  const render::TimeView view = v.view;
+  const render::ViewHistory history = v.history;
+  const float scroll = v.scroll_y;
+  install(v, std::move(p));
+  const TraceModel& m = *v.trace->model;
+  v.view = view;
+  v.view.follow_extent(double(m.time_begin), double(m.time_end));
+  v.history = history;
+  v.scroll_y = scroll;
+  if (again.valid()) select(v, again, false);
 }
 
 void poll_load(Viewer& v) {
@@ -74,7 +93,8 @@ void poll_load(Viewer& v) {
   v.job->worker.join();
   if (v.job->result) {
     add_recent(v, v.job->path);
-    install(v, std::move(v.job->result));
+    if (v.job->keep_view) reinstall(v, std::move(v.job->result));
+    else install(v, std::move(v.job->result));
   } else {
     v.error = v.job->error;
     std::fprintf(stderr, "strata: %s\n", v.error.c_str());

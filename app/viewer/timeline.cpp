@@ -204,6 +204,7 @@ void draw_timeline(Viewer& v, float x, float y, float w, float h) {
   const render::FrameLayout& fl = v.frame;
   // Backgrounds: the gutter, lanes, section bands.
   dl->PushClipRect(ImVec2(x, y), ImVec2(x + w, y + h), true);
+  begin_solid(dl);  // up to the labels: boxes and lines only
   dl->AddRectFilled(ImVec2(x, rows_y), ImVec2(area_x, y + h), IM_COL32(38, 39, 43, 255));
   for (const render::GutterLabel& g : fl.gutter) {
     float gy0 = rows_y + g.y0, gy1 = rows_y + g.y1;
@@ -235,6 +236,7 @@ void draw_timeline(Viewer& v, float x, float y, float w, float h) {
       dl->AddLine(ImVec2(a.x, a.y + 0.5f), ImVec2(b.x, a.y + 0.5f), IM_COL32(255, 255, 255, 60));
     }
   }
+  end_solid(dl);
   for (const render::DrawText& t : fl.texts) {
     const char* p = fl.text.data() + t.offset;
     dl->AddText(v.font, v.font->FontSize, ImVec2(area_x + t.x, rows_y + t.y), col(t.colour), p, p + t.len);
@@ -243,6 +245,7 @@ void draw_timeline(Viewer& v, float x, float y, float w, float h) {
                   "\xE2\x80\xA6");
   }
   // Outlines last so they sit on top of labels.
+  begin_solid(dl);
   for (const render::DrawRect& r : fl.rects) {
     if (!(r.flags & (render::kSelected | render::kRelated | render::kMatch))) continue;
     ImVec2 a(area_x + r.x0, rows_y + r.y0), b(area_x + r.x1, rows_y + r.y1);
@@ -263,6 +266,7 @@ void draw_timeline(Viewer& v, float x, float y, float w, float h) {
     draw_arrow(dl, a, b, IM_COL32(240, 228, 66, 220), s);
     ++drawn;
   }
+  end_solid(dl);
   dl->PopClipRect();
 
   // Gutter labels.

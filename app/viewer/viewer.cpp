@@ -145,6 +145,7 @@ void draw_menu(Viewer& v) {
         if (ImGui::MenuItem(r.c_str())) start_load(v, r);
       ImGui::EndMenu();
     }
+    if (ImGui::MenuItem("Attach...", "Ctrl+R")) open_attach(v);
     if (ImGui::MenuItem("Close", nullptr, false, v.trace != nullptr)) v.trace.reset();
     ImGui::Separator();
     if (ImGui::MenuItem("Quit", "Ctrl+Q")) v.quit = true;
@@ -161,8 +162,10 @@ void draw_menu(Viewer& v) {
     ImGui::TextDisabled("Wheel, W/S: zoom    drag, A/D: pan    Shift+wheel: scroll rows");
     ImGui::TextDisabled("Click: select    double-click, F: zoom to it    Esc: back    0: whole trace");
     ImGui::TextDisabled("/ or Ctrl+F: search, Enter/Shift+Enter: next/previous");
+    ImGui::TextDisabled("Ctrl+R: attach to a running job and record it, shown live");
     ImGui::EndMenu();
   }
+  draw_recording_indicator(v);
   if (v.trace) {
     const TraceModel& m = *v.trace->model;
     std::string info = m.path.substr(m.path.find_last_of('/') == std::string::npos ? 0 : m.path.find_last_of('/') + 1) +
@@ -253,6 +256,7 @@ void draw_ui(Viewer& v) {
   }
   draw_file_browser(v);
   ImGui::End();
+  draw_attach(v);
   if (v.job) draw_loading(v);
 }
 
@@ -264,6 +268,9 @@ bool init_window(Viewer& v, int width, int height, bool visible) {
   glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
   glfwWindowHint(GLFW_VISIBLE, visible ? GLFW_TRUE : GLFW_FALSE);
   glfwWindowHint(GLFW_SCALE_TO_MONITOR, GLFW_TRUE);
+  // Dear ImGui never tests depth or stencil; without those buffers llvmpipe draws boxes faster.
+  glfwWindowHint(GLFW_DEPTH_BITS, 0);
+  glfwWindowHint(GLFW_STENCIL_BITS, 0);
   v.window = glfwCreateWindow(width, height, "Strata", nullptr, nullptr);
   if (!v.window) {
     glfwTerminate();
@@ -294,6 +301,7 @@ bool init_window(Viewer& v, int width, int height, bool visible) {
 
 void shutdown_window(Viewer& v) {
   if (!v.window) return;
+  forget_solid();
   ImGui_ImplOpenGL3_Shutdown();
   ImGui_ImplGlfw_Shutdown();
   ImGui::DestroyContext();
@@ -346,7 +354,9 @@ bool parse_size(std::string_view s, int& w, int& h) {
 void usage_view(FILE* out) {
   std::fputs("usage: strata view [FILE] [--screenshot OUT.png] [--size WxH] [--focus \"Iteration 3/...\"]\n"
              "                   [--dump-layout OUT.json] [--bench-frames N] [--no-details] [--no-levels]\n"
-             "                   [--tab levels|summary]\n",
+             "                   [--tab levels|summary]\n"
+             "                   [--attach PID [--duration S | --iterations N] [-o FILE] [--live-screenshot OUT.png]]\n"
+             "                   [--attach-dialog]   (File > Attach, scripted)\n",
              out);
 }
 
@@ -401,11 +411,15 @@ std::string layout_json(Viewer& v, const ImageStats* img) {
 
 }  // namespace
 
+std::string dump_layout(Viewer& v, const ImageStats* img) { return layout_json(v, img); }
+
 int run_view(int argc, char** argv) {
   std::string path, shot, dump, focus;
   int width = 1600, height = 1000, bench = 0;
   bool no_details = false, no_levels = false;
   int tab = 0;
+  AttachRequest attach;
+  std::string attach_error;
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
     auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
@@ -434,6 +448,8 @@ int run_view(int argc, char** argv) {
     } else if (a == "--tab") {
       const char* p = next();
       tab = p && std::string_view(p) == "summary" ? 1 : 0;
+    } else if (parse_attach_option(argc, argv, i, attach, attach_error)) {
+      if (!attach_error.empty()) return std::fprintf(stderr, "strata view: %s\n", attach_error.c_str()), 2;
     } else if (a == "-h" || a == "--help") {
       usage_view(stdout);
       return 0;
@@ -449,8 +465,8 @@ int run_view(int argc, char** argv) {
     }
   }
   const bool headless = !shot.empty() || !dump.empty() || bench > 0;
-  if (headless && path.empty()) {
-    std::fprintf(stderr, "strata view: --screenshot, --dump-layout and --bench-frames need a FILE\n");
+  if (headless && path.empty() && !attach.wanted()) {
+    std::fprintf(stderr, "strata view: --screenshot, --dump-layout and --bench-frames need a FILE (or --attach)\n");
     return 2;
   }
   auto v = std::make_unique<Viewer>();
@@ -465,14 +481,16 @@ int run_view(int argc, char** argv) {
   }
   load_recent(*v);
   if (!path.empty()) start_load(*v, path);
+  if (attach.wanted()) start_attach(*v, attach);
 
   if (!headless) {
     while (!glfwWindowShouldClose(v->window) && !v->quit) {
-      bool busy = v->job || v->animating || v->dragging || ImGui::GetIO().WantTextInput;
+      bool busy = v->job || v->search.job || v->animating || v->dragging || ImGui::GetIO().WantTextInput;
       for (int k : {GLFW_KEY_W, GLFW_KEY_A, GLFW_KEY_S, GLFW_KEY_D}) busy = busy || glfwGetKey(v->window, k) == GLFW_PRESS;
       if (busy) glfwPollEvents();
       else glfwWaitEventsTimeout(0.25);
       poll_load(*v);
+      poll_search(*v);
       frame(*v);
     }
     cancel_load(*v);
@@ -480,6 +498,11 @@ int run_view(int argc, char** argv) {
     return 0;
   }
 
+  if (attach.wanted()) {
+    const int rc = run_attach_headless(*v, attach, {shot, dump, focus});
+    shutdown_window(*v);
+    return rc;
+  }
   // Headless: wait for the load, then render.
   v->job->worker.join();
   v->job->worker = std::thread();

@@ -7,13 +7,16 @@
 //   summary.cpp    the summary panel (small charts)
 //   search.cpp     search over names
 //   files.cpp      File ▸ Open browser, recent files
+//   attach.cpp     File ▸ Attach: record from a running job, the live view while it records
 //   screenshot.cpp PNG capture
+//   solid.cpp      untextured fills for runs of boxes and lines (software GL draws them faster)
 #pragma once
 
 #include "core/annotate/annotation.h"
 #include "core/loader.h"
 #include "render/drill.h"
 #include "render/ruler.h"
+#include "render/search.h"
 #include "render/summary.h"
 #include "render/timeline.h"
 
@@ -25,6 +28,7 @@
 #include <vector>
 
 struct GLFWwindow;
+struct ImDrawList;
 struct ImFont;
 
 namespace strata::viewer {
@@ -45,6 +49,16 @@ struct LoadJob {
   std::unique_ptr<Prepared> result;
   std::thread worker;
   std::chrono::steady_clock::time_point started;
+  bool keep_view = false;  // a newer version of the open trace (a recording): reinstall, not install
+};
+
+// A search on a worker thread: the UI thread only starts it and picks up its result.
+struct SearchJob {
+  std::string query;
+  std::atomic<bool> cancel{false}, done{false};
+  render::SearchResult result;
+  std::thread worker;
+  ~SearchJob();
 };
 
 struct SearchState {
@@ -53,7 +67,10 @@ struct SearchState {
   std::vector<EventId> matches;      // sorted by id (for highlighting)
   std::vector<EventId> by_time;      // navigation order
   int current = -1;
+  int pending_step = 0;              // next/previous asked for while a search runs
   bool focus_request = false;
+  std::unique_ptr<SearchJob> job;                  // the search for the current query
+  std::vector<std::unique_ptr<SearchJob>> retired;  // superseded, finishing their last step
 };
 
 struct FileBrowser {
@@ -62,6 +79,11 @@ struct FileBrowser {
   std::vector<std::pair<std::string, bool>> entries;  // name, is directory
   char path_buf[1024] = {};
   std::string error;
+};
+
+struct AttachState;
+struct AttachStateDelete {
+  void operator()(AttachState* a) const;  // attach.cpp: stops a recording in progress first
 };
 
 struct Viewer {
@@ -74,6 +96,7 @@ struct Viewer {
   std::unique_ptr<Prepared> trace;  // the open trace (null: none)
   std::unique_ptr<LoadJob> job;     // a load in progress
   std::string error;                // shown in the window until dismissed
+  std::unique_ptr<AttachState, AttachStateDelete> attach;  // the Attach dialog and its recording
   std::vector<std::string> recent;
 
   // Timeline view state.
@@ -122,11 +145,15 @@ void draw_ui(Viewer& v);
 int run_view(int argc, char** argv);  // cmd_view's body
 
 // loading.cpp
-void start_load(Viewer& v, const std::string& path);
+void start_load(Viewer& v, const std::string& path, bool keep_view = false);
+std::unique_ptr<LoadJob> launch_load(const std::string& path);  // the worker alone, for the caller to poll
 void poll_load(Viewer& v);       // installs a finished load
 void cancel_load(Viewer& v);
 std::unique_ptr<Prepared> prepare(std::unique_ptr<TraceModel> model, Progress* progress = nullptr);
 void install(Viewer& v, std::unique_ptr<Prepared> p);
+// Installs a grown version of the open trace (a recording read again): keeps the visible
+// range (or the whole trace, if it was all in view), the scroll and the selection.
+void reinstall(Viewer& v, std::unique_ptr<Prepared> p);
 
 // timeline.cpp
 void draw_timeline(Viewer& v, float x, float y, float w, float h);
@@ -142,13 +169,36 @@ void draw_levels(Viewer& v);
 void draw_details(Viewer& v);
 void draw_summary(Viewer& v);
 void draw_search_bar(Viewer& v);
-void run_search(Viewer& v);
-void search_step(Viewer& v, int dir);
+void poll_search(Viewer& v);
+void reset_search(Viewer& v);  // stops any search: call before the model changes
 // files.cpp
 void load_recent(Viewer& v);
 void add_recent(Viewer& v, const std::string& path);
 void open_file_browser(Viewer& v);
 void draw_file_browser(Viewer& v);
+// attach.cpp
+void open_attach(Viewer& v);
+void draw_attach(Viewer& v);               // the dialog, and following a recording (every frame)
+void draw_recording_indicator(Viewer& v);  // in the menu bar while recording
+// `strata view --attach PID [--duration S | --iterations N] [-o FILE] [--live-screenshot PNG]`
+// records from a job as the dialog would; `--attach-dialog` only opens the dialog.
+struct AttachRequest {
+  int pid = 0;
+  bool dialog = false;
+  uint64_t duration_ms = 0;
+  uint32_t iterations = 0;
+  std::string output, live_shot;
+  bool wanted() const { return pid > 0 || dialog; }
+};
+// Consumes argv[i] (and its value) when it is one of those options; `error` when malformed.
+bool parse_attach_option(int argc, char** argv, int& i, AttachRequest& r, std::string& error);
+void start_attach(Viewer& v, const AttachRequest& r);
+// Headless: runs frames until the recording's final load is shown, then saves the screenshot
+// and the layout dump; the --focus path is selected on the first live view.
+struct HeadlessOutputs {
+  std::string shot, dump, focus;
+};
+int run_attach_headless(Viewer& v, const AttachRequest& r, const HeadlessOutputs& out);
 // screenshot.cpp
 struct ImageStats {
   int width = 0, height = 0;
@@ -157,7 +207,13 @@ struct ImageStats {
   double mean_luma = 0;
 };
 bool save_screenshot(const std::string& path, int width, int height, std::string& error, ImageStats* stats = nullptr);
+// solid.cpp: what is drawn between begin_solid and end_solid (in one draw list) must not be text.
+void begin_solid(ImDrawList* dl);
+void end_solid(ImDrawList* dl);
+void forget_solid();  // the GL context is going away
 
 std::string fmt_time(const Viewer& v, double ns);  // since trace start
+// viewer.cpp: the --dump-layout JSON (what the frame laid out, the image's statistics).
+std::string dump_layout(Viewer& v, const ImageStats* img);
 
 }  // namespace strata::viewer

@@ -139,6 +139,15 @@ TEST_CASE("iteration counts on every shared trace") {
   }
 }
 
+TEST_CASE("batch size: fused embedding lookups take flat index lists and are skipped") {
+  std::string p = shared_trace("hta-a100-8ranks.pt.trace.json.gz");
+  if (!exists(p)) return;
+  auto m = load(p);
+  Annotation a = annotate(*m);
+  // fbgemm's table lookup comes first with 96000 indices; the first linear takes [1024, 1705].
+  CHECK(a.analyses.batch_size == 1024);
+}
+
 TEST_CASE("kineto 2021 format: markers written as ops still give phases") {
   std::string p = shared_trace("kineto-resnet50-v100-legacy2021.pt.trace.json.gz");
   if (!exists(p)) return;

@@ -3,12 +3,14 @@
 // children, levels roots), --focus paths, the summary.
 #include "core/loader.h"
 #include "render/drill.h"
+#include "render/search.h"
 #include "render/summary.h"
 #include "render/timeline.h"
 
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <string>
 
@@ -184,4 +186,24 @@ TEST_CASE("timeline on a real trace: layout at every zoom stays within pixels") 
   }
   // The view adds far less than 8 bytes per event.
   CHECK(double(tl.view_bytes() + tl.tiers().bytes()) / double(m.ev.size()) < 8.0);
+}
+
+TEST_CASE("search: names matched ignoring case, results in id and time order, cancel stops it") {
+  LoadResult r = load_trace_bytes("search.json", kTrace);
+  REQUIRE(r.model);
+  const TraceModel& m = *r.model;
+  CHECK(contains_ignoring_case("aten::Conv2d", "CONV"));
+  CHECK_FALSE(contains_ignoring_case("relu", "relu_"));
+  SearchResult launches = find_by_name(m, "cudalaunch");
+  REQUIRE(launches.matches.size() == 2);
+  CHECK(std::is_sorted(launches.matches.begin(), launches.matches.end()));
+  REQUIRE(launches.by_time.size() == 2);
+  CHECK(m.ev.start[launches.by_time[0]] < m.ev.start[launches.by_time[1]]);
+  for (EventId e : launches.matches) CHECK(m.strings.view(m.ev.name[e]) == "cudaLaunchKernel");
+  CHECK(find_by_name(m, "no such op").matches.empty());
+  CHECK(find_by_name(m, "").matches.empty());
+  std::atomic<bool> cancel{true};
+  SearchResult stopped = find_by_name(m, "a", &cancel);
+  CHECK(stopped.cancelled);
+  CHECK(stopped.matches.empty());
 }
