@@ -175,6 +175,7 @@ void run_analyses(Context& c, Annotation& a) {
     ++ks.count;
     ks.total += ev.dur[g];
     ks.max = std::max(ks.max, ev.dur[g]);
+    r.gpu_op_total += ev.dur[g];
     if (k == Cat::Kernel) {
       r.kernel_total += ev.dur[g];
       if (ks.tensor_core) r.tensor_core += ev.dur[g];

@@ -25,7 +25,7 @@ enum class PhaseKind : uint8_t { DataLoading, Forward, Loss, ZeroGrad, Backward,
 enum class Bound : uint8_t { Unknown, Gpu, CpuLaunch, DataLoading, Sync };
 // Where the layer tier came from.
 enum class LayerSource : uint8_t { None, Module, UserAnnotation, Heuristic };
-enum class IterationSource : uint8_t { ProfilerStep, OptimizerStep, DataLoader, Periodic, WholeTrace, None };
+enum class IterationSource : uint8_t { ProfilerStep, IterationRanges, OptimizerStep, DataLoader, Periodic, WholeTrace, None };
 
 const char* node_kind_name(NodeKind k);
 const char* phase_name(PhaseKind p);  // "Forward", "Data loading", …
@@ -131,6 +131,7 @@ struct Analyses {
   Ns compute = 0, communication = 0, memory_ops = 0;  // busy (union) per class, all devices
   Ns compute_comm_overlap = 0;
   Ns tensor_core = 0, kernel_total = 0;  // summed kernel time
+  Ns gpu_op_total = 0;                   // summed time of every GPU op (kernels, copies, sets)
   Ns iter_mean = 0, iter_median = 0, iter_p95 = 0, iter_min = 0, iter_max = 0;
   int64_t batch_size = -1;
   double samples_per_s = 0;

@@ -1,9 +1,12 @@
-// Iterations: ProfilerStep#N ranges; without them, the training loop's period from the
-// once-per-iteration markers PyTorch emits, else from the repeating sequence of top-level
-// ops on the main thread; a trace with no repetition is one iteration.
+// Iterations: ProfilerStep#N ranges, or ranges the program named as iterations (NVTX ranges
+// such as those Strata's agent counts, record_function("train_step")); without them, the
+// training loop's period from the once-per-iteration markers PyTorch emits, else from the
+// repeating sequence of top-level ops on the main thread; a trace with no repetition is one
+// iteration.
 #include "core/annotate/internal.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <unordered_map>
 
@@ -12,6 +15,14 @@ namespace strata::annot {
 namespace {
 
 bool is_step(const Context& c, EventId e) { return c.name(e).starts_with("ProfilerStep#"); }
+
+// A range the program named as one iteration: "iteration", "Iteration 12", "train_step".
+bool names_iteration(std::string_view n) {
+  std::string lower(n.substr(0, 64));
+  for (char& ch : lower) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  return lower.find("iteration") != std::string::npos || lower.find("train_step") != std::string::npos ||
+         lower.find("training_step") != std::string::npos;
+}
 
 std::string step_name(std::string_view n) {
   n = strip_prefix(n, "ProfilerStep#");
@@ -150,10 +161,11 @@ std::vector<size_t> periodic(const Context& c, const std::vector<EventId>& seq) 
 
 std::vector<IterWork> find_iterations(Context& c, Annotation& a) {
   auto& ev = c.m.ev;
-  std::vector<EventId> steps, opt_steps, loaders;
+  std::vector<EventId> steps, ranges, opt_steps, loaders;
   for (EventId e : c.main_items) {
     std::string_view n = c.name(e);
     if (n.starts_with("ProfilerStep#")) steps.push_back(e);
+    else if (ev.category(e) == Cat::UserAnnotation && names_iteration(n)) ranges.push_back(e);
     else if (n.starts_with("Optimizer.step#")) opt_steps.push_back(e);
     else if (n.starts_with("enumerate(DataLoader)#")) loaders.push_back(e);
   }
@@ -166,6 +178,12 @@ std::vector<IterWork> find_iterations(Context& c, Annotation& a) {
   if (steps.size() >= 2) {
     a.iteration_source = IterationSource::ProfilerStep;
     for (EventId s : steps) out.push_back(make(c, step_name(c.name(s)), ev.start[s], ev.end(s)));
+    return out;
+  }
+  if (ranges.size() >= 2) {
+    a.iteration_source = IterationSource::IterationRanges;
+    for (size_t i = 0; i < ranges.size(); ++i)
+      out.push_back(make(c, "Iteration " + std::to_string(i), ev.start[ranges[i]], ev.end(ranges[i])));
     return out;
   }
   if (opt_steps.size() >= 2) {

@@ -117,11 +117,11 @@ std::string summary_text(const TraceModel& m, const Annotation& a) {
   if (a.backward_ops)
     o += strprintf("  backward ops: %" PRIu64 ", mapped to forward layers via links %" PRIu64 ", by op order %" PRIu64 "\n",
              a.backward_ops, a.backward_mapped_links, a.backward_mapped_order);
-  o += "  top kernels:\n";
+  o += "  top GPU ops:\n";
   for (size_t i = 0; i < r.kernels.size() && i < 10; ++i) {
     auto& k = r.kernels[i];
     std::string nm = k.name.size() > 70 ? k.name.substr(0, 67) + "..." : k.name;
-    o += strprintf("    %5.1f%% %12s %7" PRIu64 "x  %s%s\n", pct(k.total, r.kernel_total), format_duration(k.total).c_str(), k.count, nm.c_str(),
+    o += strprintf("    %5.1f%% %12s %7" PRIu64 "x  %s%s\n", pct(k.total, r.gpu_op_total), format_duration(k.total).c_str(), k.count, nm.c_str(),
              k.tensor_core ? "  [tensor cores]" : "");
   }
   o += strprintf("  GPU utilization over %s:\n", format_duration(r.window_end - r.window_begin).c_str());

@@ -58,6 +58,7 @@ const char* layer_source_name(LayerSource s) {
 const char* iteration_source_name(IterationSource s) {
   switch (s) {
     case IterationSource::ProfilerStep: return "ProfilerStep ranges";
+    case IterationSource::IterationRanges: return "iteration ranges";
     case IterationSource::OptimizerStep: return "Optimizer.step markers";
     case IterationSource::DataLoader: return "DataLoader markers";
     case IterationSource::Periodic: return "repeating op sequence";

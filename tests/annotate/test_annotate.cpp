@@ -148,6 +148,27 @@ TEST_CASE("batch size: fused embedding lookups take flat index lists and are ski
   CHECK(a.analyses.batch_size == 1024);
 }
 
+TEST_CASE("Strata's own recordings: NVTX iteration ranges are the iterations") {
+  auto m = load(torch2_trace("../collector/mlp_5iter.pt.trace.json.gz"));
+  Annotation a = annotate(*m);
+  check_tree(a.tree);
+  CHECK(a.iteration_source == IterationSource::IterationRanges);
+  REQUIRE(a.iterations.size() == 5);  // recorded with --iterations 5
+  CHECK(phases_of(a, 2) == std::vector<std::string>{"Forward", "Backward", "Optimizer step"});
+  auto cut = load(torch2_trace("../collector/mlp_attach_200ms.pt.trace.json.gz"));
+  CHECK(annotate(*cut).iterations.size() == 90);
+}
+
+TEST_CASE("summary: shares of the top GPU ops add up to at most 100%") {
+  auto m = load(torch2_trace("../collector/vector_add.pt.trace.json.gz"));  // memcpy-heavy
+  Annotation a = annotate(*m);
+  const Analyses& r = a.analyses;
+  Ns sum = 0;
+  for (const KernelStat& k : r.kernels) sum += k.total;
+  CHECK(sum == r.gpu_op_total);
+  CHECK(r.kernels.front().total <= r.gpu_op_total);
+}
+
 TEST_CASE("kineto 2021 format: markers written as ops still give phases") {
   std::string p = shared_trace("kineto-resnet50-v100-legacy2021.pt.trace.json.gz");
   if (!exists(p)) return;
