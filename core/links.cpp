@@ -89,40 +89,94 @@ void link_annotations(TraceModel& m) {
   }
 }
 
-// The outermost CPU op that starts exactly at t: flows between CPU ops (fwdbwd) start at
-// the op that carries the sequence number, and its first child often starts with it.
-EventId op_starting_at(const TraceModel& m, uint32_t track, Ns t) {
-  for (const Range& level : m.tracks[track].levels) {
-    auto b = m.ev.start.begin() + level.begin, e = m.ev.start.begin() + level.end;
-    auto it = std::lower_bound(b, e, t);
-    for (; it != e && *it == t; ++it) {
-      auto id = EventId(it - m.ev.start.begin());
-      if (m.ev.category(id) == Cat::CpuOp) return id;
+// Binds flow events to slices. Flows come sorted by id, and ids grow with time, so
+// successive flows on a track land near each other: each level's search starts from
+// where the last one on that level ended instead of bisecting the whole level (fewer
+// cache misses).
+class Binder {
+ public:
+  explicit Binder(const TraceModel& m) : m_(m), level_base_(m.tracks.size() + 1, 0) {
+    for (size_t t = 0; t < m.tracks.size(); ++t) {
+      const auto& levels = m.tracks[t].levels;
+      level_base_[t + 1] = level_base_[t] + uint32_t(levels.size());
+      for (const Range& level : levels) hint_.push_back(level.begin);
     }
   }
-  return kNoEvent;
-}
 
-// The slice a flow event binds to: the deepest enclosing one, or with bind_next the next
-// one to start; between CPU threads, preferably the op starting at the flow's time.
-EventId bind(const TraceModel& m, const FlowRec& f, bool cpu_to_cpu) {
-  if (f.track >= m.tracks.size()) return kNoEvent;
-  if (cpu_to_cpu) {
-    EventId op = op_starting_at(m, f.track, f.ts);
-    if (op != kNoEvent) return op;
+  // The slice a flow event binds to: the deepest enclosing one, or with bind_next the next
+  // one to start; between CPU threads, preferably the op starting at the flow's time.
+  EventId bind(const FlowRec& f, bool cpu_to_cpu) {
+    if (f.track >= m_.tracks.size()) return kNoEvent;
+    if (cpu_to_cpu) {
+      EventId op = op_starting_at(f.track, f.ts);
+      if (op != kNoEvent) return op;
+    }
+    const auto& levels = m_.tracks[f.track].levels;
+    const auto& ev = m_.ev;
+    if (!f.bind_next) {  // the deepest slice whose [start, end] holds ts
+      for (size_t d = levels.size(); d-- > 0;) {
+        uint32_t it = search(f.track, d, [&](Ns s) { return s <= f.ts; });
+        if (it != levels[d].begin && ev.end(it - 1) >= f.ts) return it - 1;
+      }
+      return kNoEvent;
+    }
+    EventId best = kNoEvent;
+    for (size_t d = 0; d < levels.size(); ++d) {
+      uint32_t it = search(f.track, d, [&](Ns s) { return s < f.ts; });
+      if (it == levels[d].end) continue;
+      if (best == kNoEvent || ev.start[it] < ev.start[best]) best = it;
+    }
+    return best;
   }
-  if (!f.bind_next) return m.event_at(f.track, f.ts);
-  const Track& t = m.tracks[f.track];
-  EventId best = kNoEvent;
-  for (const Range& level : t.levels) {
-    auto b = m.ev.start.begin() + level.begin, e = m.ev.start.begin() + level.end;
-    auto it = std::lower_bound(b, e, f.ts);
-    if (it == e) continue;
-    auto id = EventId(it - m.ev.start.begin());
-    if (best == kNoEvent || m.ev.start[id] < m.ev.start[best]) best = id;
+
+ private:
+  // The outermost CPU op that starts exactly at t: flows between CPU ops (fwdbwd) start at
+  // the op that carries the sequence number, and its first child often starts with it.
+  EventId op_starting_at(uint32_t track, Ns t) {
+    const auto& levels = m_.tracks[track].levels;
+    for (size_t d = 0; d < levels.size(); ++d) {
+      uint32_t it = search(track, d, [&](Ns s) { return s < t; });
+      for (; it != levels[d].end && m_.ev.start[it] == t; ++it)
+        if (m_.ev.category(it) == Cat::CpuOp) return it;
+    }
+    return kNoEvent;
   }
-  return best;
-}
+
+  // The first event of the level that is not `before`, searched outward from the hint in
+  // doubling steps, then bisected.
+  template <class Before>
+  uint32_t search(uint32_t track, size_t d, Before before) {
+    const Range& level = m_.tracks[track].levels[d];
+    const Ns* s = m_.ev.start.data();
+    uint32_t& hint = hint_[level_base_[track] + d];
+    uint32_t lo = level.begin, hi = level.end;  // the answer lies in [lo, hi]
+    if (hint < level.end && before(s[hint])) {
+      lo = hint + 1;
+      for (uint32_t step = 1; step <= level.end - lo; step *= 2) {
+        if (!before(s[lo + step - 1])) {
+          hi = lo + step - 1;
+          break;
+        }
+        lo += step;
+      }
+    } else {
+      hi = hint;
+      for (uint32_t step = 1; step <= hi - level.begin; step *= 2) {
+        if (before(s[hi - step])) {
+          lo = hi - step + 1;
+          break;
+        }
+        hi -= step;
+      }
+    }
+    hint = uint32_t(std::partition_point(s + lo, s + hi, before) - s);
+    return hint;
+  }
+
+  const TraceModel& m_;
+  std::vector<uint32_t> level_base_;  // per track, index of its first level in hint_
+  std::vector<uint32_t> hint_;        // per level, where its last search ended
+};
 
 void record_fwd_bwd(TraceModel& m, EventId fwd, EventId bwd) {
   if (!m.bwd_to_fwd.emplace(bwd, fwd).second) return;
@@ -147,10 +201,12 @@ void link_flows(TraceModel& m, const std::vector<FlowRec>& flows) {
   uint8_t fwdbwd_cat = UINT8_MAX;
   for (size_t c = 0; c < m.category_names.size(); ++c)
     if (m.category_names[c] == "fwdbwd") fwdbwd_cat = uint8_t(c);
-  // Binding is a read-only search per flow event: do it for all of them on two threads.
+  // Binding is a search per flow event that changes nothing but its Binder's hints: do it
+  // for all of them on two threads, each with its own Binder.
   std::vector<EventId> bound(flows.size());
   auto bind_range = [&](size_t b, size_t e) {
-    for (size_t i = b; i < e; ++i) bound[i] = bind(m, flows[i], flows[i].cat == fwdbwd_cat);
+    Binder binder(m);
+    for (size_t i = b; i < e; ++i) bound[i] = binder.bind(flows[i], flows[i].cat == fwdbwd_cat);
   };
   size_t half = flows.size() / 2;
   in_two_threads(flows.size() >= (1u << 16), [&] { bind_range(0, half); }, [&] { bind_range(half, flows.size()); });

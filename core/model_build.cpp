@@ -8,8 +8,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstring>
-#include <type_traits>
 #include <map>
 #include <numeric>
 
@@ -25,28 +23,14 @@ struct GlobalKey {
   }
 };
 
-template <class T>
-void append_and_free(std::vector<T>& dst, std::vector<T>& src) {
-  dst.insert(dst.end(), src.begin(), src.end());
-  std::vector<T>().swap(src);
-}
-
-// Reorders a column by `perm` (new index → old index) through `scratch`, which is reused
-// across columns: first touches of fresh memory cost more than the copy back.
-template <class T>
-void permute(std::vector<T>& col, const std::vector<uint32_t>& perm, std::vector<uint64_t>& scratch) {
-  static_assert(sizeof(T) <= sizeof(uint64_t) && std::is_trivially_copyable_v<T>);
-  if (scratch.size() < perm.size()) assign_huge(scratch, perm.size(), uint64_t(0));
-  T* out = reinterpret_cast<T*>(scratch.data());
-  for (size_t i = 0; i < perm.size(); ++i) out[i] = col[perm[i]];
-  col.resize(perm.size());
-  if (!perm.empty()) std::memcpy(col.data(), out, perm.size() * sizeof(T));
-}
-
+// Reorders a column by `perm` (new index → old index).
 template <class T>
 void permute(std::vector<T>& col, const std::vector<uint32_t>& perm) {
-  std::vector<uint64_t> scratch;
-  permute(col, perm, scratch);
+  std::vector<T> out;
+  reserve_huge(out, perm.size());
+  out.resize(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) out[i] = col[perm[i]];
+  col = std::move(out);
 }
 
 // Below this many events a second thread costs more than it saves.
@@ -87,63 +71,59 @@ void sort_runs(std::vector<T>& v, Less less) {
   }
 }
 
+// An event as nesting sees it: compact, so sorting needs no indirection per compare.
+struct Key {
+  Ns start, dur;
+  uint32_t e;
+};
+
 // One track's events sorted by (start, longer first, file order) and nested: `kept` with
 // their depth written to `depth`, events per depth, and the events that overlapped
 // without nesting (they go to an overflow track).
 struct Nested {
-  std::vector<uint32_t> kept, per_depth, overflow;
+  std::vector<uint32_t> kept, per_depth;
+  std::vector<Key> overflow;
 };
 
-Nested nest_track(const EventColumns& ev, std::vector<uint32_t> list, std::vector<uint16_t>& depth) {
-  auto by_start = [&](uint32_t a, uint32_t b) {
-    if (ev.start[a] != ev.start[b]) return ev.start[a] < ev.start[b];
-    if (ev.dur[a] != ev.dur[b]) return ev.dur[a] > ev.dur[b];
-    return a < b;
+Nested nest_track(std::vector<Key> list, std::vector<uint16_t>& depth) {
+  auto by_start = [](const Key& a, const Key& b) {
+    if (a.start != b.start) return a.start < b.start;
+    if (a.dur != b.dur) return a.dur > b.dur;
+    return a.e < b.e;
   };
-  if (!std::is_sorted(list.begin(), list.end(), by_start)) {
-    // Sort compact keys rather than indices into the columns: no indirection per compare.
-    struct Key {
-      Ns start, dur;
-      uint32_t e;
-    };
-    std::vector<Key> keys;
-    assign_huge(keys, list.size(), Key{});
-    for (size_t i = 0; i < list.size(); ++i) keys[i] = {ev.start[list[i]], ev.dur[list[i]], list[i]};
-    sort_runs(keys, [](const Key& a, const Key& b) {
-      if (a.start != b.start) return a.start < b.start;
-      if (a.dur != b.dur) return a.dur > b.dur;
-      return a.e < b.e;
-    });
-    for (size_t i = 0; i < list.size(); ++i) list[i] = keys[i].e;
-  }
+  if (!std::is_sorted(list.begin(), list.end(), by_start)) sort_runs(list, by_start);
   constexpr size_t kMaxDepth = UINT16_MAX;
   Nested r;
-  std::vector<uint32_t> stack;
-  uint32_t kept = 0;
-  for (uint32_t e : list) {
-    while (!stack.empty() && ev.end(stack.back()) <= ev.start[e]) stack.pop_back();
-    if (!stack.empty() && (ev.end(e) > ev.end(stack.back()) || stack.size() >= kMaxDepth)) {
-      r.overflow.push_back(e);
+  reserve_huge(r.kept, list.size());
+  std::vector<Ns> stack;  // end times of the enclosing events
+  for (const Key& k : list) {
+    Ns end = k.start + k.dur;
+    while (!stack.empty() && stack.back() <= k.start) stack.pop_back();
+    if (!stack.empty() && (end > stack.back() || stack.size() >= kMaxDepth)) {
+      r.overflow.push_back(k);
       continue;
     }
-    depth[e] = uint16_t(stack.size());
+    depth[k.e] = uint16_t(stack.size());
     if (r.per_depth.size() <= stack.size()) r.per_depth.push_back(0);
     r.per_depth[stack.size()]++;
-    stack.push_back(e);
-    list[kept++] = e;
+    stack.push_back(end);
+    r.kept.push_back(k.e);
   }
-  list.resize(kept);
-  r.kept = std::move(list);
   return r;
 }
 
-// Columns nothing reads before the final order stay in their chunks and are gathered
-// straight into place: merging them first would write every byte twice.
-struct Deferred {
+// Event columns stay in their chunks (ids made global in place) until the final order is
+// known, then are gathered straight into place: merging them first would write every
+// byte twice.
+struct ChunkEvents {
   uint32_t base = 0;  // index of the chunk's first event
+  std::vector<Ns> start, dur;
   std::vector<StrId> name;
+  std::vector<uint8_t> cat;
+  std::vector<Phase> phase;
   std::vector<int64_t> id;
   std::vector<uint64_t> offset;
+  std::vector<uint32_t> track;
 };
 
 class Builder {
@@ -158,7 +138,7 @@ class Builder {
   void pair_begin_end();
   void order_and_nest();
   template <class T>
-  void gather_deferred(std::vector<T> Deferred::*column, std::vector<T>& out, const std::vector<uint32_t>& perm);
+  void gather(std::vector<T> ChunkEvents::*column, std::vector<T>& out, const std::vector<uint32_t>& perm);
   void warn(std::string text) {
     ++m_.warning_count;
     if (m_.warnings.size() < 50) m_.warnings.push_back(std::move(text));
@@ -166,7 +146,7 @@ class Builder {
 
   TraceModel& m_;
   Progress* progress_;
-  std::vector<uint32_t> track_;  // per event, global track, until events are ordered
+  size_t events_ = 0;            // in all chunks
   std::vector<bool> drop_;       // events merged away (B/E pairs)
   std::map<std::pair<int64_t, StrId>, uint32_t> process_index_;
   std::map<GlobalKey, uint32_t> track_index_;
@@ -177,11 +157,10 @@ class Builder {
   std::vector<PythonRec> pythons_;
   std::vector<FlowRec> flows_;
   std::vector<CounterRec> counters_;
-  std::vector<Deferred> deferred_;
+  std::vector<ChunkEvents> chunks_;
 };
 
 void Builder::merge(std::vector<ChunkOut>& chunks) {
-  auto& ev = m_.ev;
   for (int c = 0; c < int(Cat::Count); ++c) m_.category_names.emplace_back(cat_name(Cat(c)));
   m_.stats.per_category.assign(m_.category_names.size(), 0);
 
@@ -246,13 +225,9 @@ void Builder::merge(std::vector<ChunkOut>& chunks) {
     entry_base += ch.entries;
   }
 
-  // Then the columns and per-event records, split over two threads by column (about equal
-  // bytes each), each appending the chunks in order.
-  reserve_huge(ev.start, total);
-  reserve_huge(ev.dur, total);
-  reserve_huge(ev.cat, total);
-  reserve_huge(ev.phase, total);
-  reserve_huge(track_, total);
+  // Then the ids in the columns and the per-event records, split over two threads, each
+  // taking the chunks in order.
+  events_ = total;
   reserve_huge(flows_, flows);
   reserve_huge(seqs_, seqs);
   reserve_huge(pythons_, pythons);
@@ -262,10 +237,7 @@ void Builder::merge(std::vector<ChunkOut>& chunks) {
         for (size_t k = 0; k < chunks.size(); ++k) {
           ChunkOut& ch = chunks[k];
           const ChunkIds& id = ids[k];
-          append_and_free(ev.start, ch.start);
-          for (uint8_t c : ch.cat) ev.cat.push_back(id.cat[c]);
-          std::vector<uint8_t>().swap(ch.cat);
-          append_and_free(ev.phase, ch.phase);
+          for (auto& c : ch.cat) c = id.cat[c];
           for (auto& n : ch.name) n = id.str[n];
           for (auto s : ch.seqs) seqs_.push_back({s.event + id.base, s.seq, s.fwd_tid});
           for (auto p : ch.pythons) pythons_.push_back({p.event + id.base, p.id, p.parent});
@@ -275,9 +247,7 @@ void Builder::merge(std::vector<ChunkOut>& chunks) {
         for (size_t k = 0; k < chunks.size(); ++k) {
           ChunkOut& ch = chunks[k];
           const ChunkIds& id = ids[k];
-          append_and_free(ev.dur, ch.dur);
-          for (uint32_t t : ch.track) track_.push_back(id.trk[t]);
-          std::vector<uint32_t>().swap(ch.track);
+          for (auto& t : ch.track) t = id.trk[t];
           for (auto f : ch.flows) {
             f.track = id.trk[f.track];
             f.cat = id.cat[f.cat];
@@ -299,7 +269,8 @@ void Builder::merge(std::vector<ChunkOut>& chunks) {
       });
   for (size_t k = 0; k < chunks.size(); ++k) {
     ChunkOut& ch = chunks[k];
-    deferred_.push_back({ids[k].base, std::move(ch.name), std::move(ch.id), std::move(ch.offset)});
+    chunks_.push_back({ids[k].base, std::move(ch.start), std::move(ch.dur), std::move(ch.name), std::move(ch.cat),
+                       std::move(ch.phase), std::move(ch.id), std::move(ch.offset), std::move(ch.track)});
     ch = ChunkOut();
   }
 
@@ -359,12 +330,12 @@ void Builder::apply_metadata() {
 void Builder::classify() {
   // A track is a GPU stream when its events are GPU work; its process row is then a GPU.
   std::vector<uint32_t> gpu_events(m_.tracks.size()), cpu_events(m_.tracks.size());
-  for (size_t e = 0; e < track_.size(); ++e) {
-    Cat c = m_.ev.category(EventId(e));
-    if (is_gpu_cat(c)) gpu_events[track_[e]]++;
-    else if (c != Cat::Trace && c != Cat::None) cpu_events[track_[e]]++;
-    else if (c == Cat::None) cpu_events[track_[e]]++;
-  }
+  for (const ChunkEvents& ch : chunks_)
+    for (size_t i = 0; i < ch.track.size(); ++i) {
+      Cat c = ch.cat[i] < uint8_t(Cat::Count) ? Cat(ch.cat[i]) : Cat::Other;
+      if (is_gpu_cat(c)) gpu_events[ch.track[i]]++;
+      else if (c != Cat::Trace) cpu_events[ch.track[i]]++;
+    }
   for (uint32_t t = 0; t < m_.tracks.size(); ++t) {
     Track& tr = m_.tracks[t];
     Process& p = m_.processes[tr.process];
@@ -394,76 +365,87 @@ void Builder::classify() {
 
 void Builder::pair_begin_end() {
   // B/E pairs become complete events; an unmatched B or E is dropped with a warning.
-  auto& ev = m_.ev;
   if (m_.stats.per_phase[size_t(Phase::Begin)] == 0 && m_.stats.per_phase[size_t(Phase::End)] == 0) return;
-  drop_.assign(ev.size(), false);
-  std::vector<uint32_t> be;
-  for (uint32_t e = 0; e < ev.size(); ++e)
-    if (ev.phase[e] == Phase::Begin || ev.phase[e] == Phase::End) be.push_back(e);
-  std::stable_sort(be.begin(), be.end(), [&](uint32_t a, uint32_t b) {
-    return std::tie(track_[a], ev.start[a]) < std::tie(track_[b], ev.start[b]);
+  drop_.assign(events_, false);
+  struct BeginEnd {
+    ChunkEvents* ch;
+    uint32_t i;  // in the chunk
+  };
+  std::vector<BeginEnd> be;
+  for (ChunkEvents& ch : chunks_)
+    for (uint32_t i = 0; i < ch.phase.size(); ++i)
+      if (ch.phase[i] == Phase::Begin || ch.phase[i] == Phase::End) be.push_back({&ch, i});
+  auto track = [](const BeginEnd& x) { return x.ch->track[x.i]; };
+  auto start = [](const BeginEnd& x) { return x.ch->start[x.i]; };
+  auto phase = [](const BeginEnd& x) -> Phase& { return x.ch->phase[x.i]; };
+  auto drop = [&](const BeginEnd& x) { drop_[x.ch->base + x.i] = true; };
+  std::stable_sort(be.begin(), be.end(), [&](const BeginEnd& a, const BeginEnd& b) {
+    return std::pair(track(a), start(a)) < std::pair(track(b), start(b));
   });
-  std::vector<uint32_t> open;
+  std::vector<BeginEnd> open;
   uint64_t unmatched = 0;
   for (size_t i = 0; i < be.size(); ++i) {
-    uint32_t e = be[i];
-    if (i > 0 && track_[be[i - 1]] != track_[e]) {
+    const BeginEnd& x = be[i];
+    if (i > 0 && track(be[i - 1]) != track(x)) {
       unmatched += open.size();
-      for (uint32_t o : open) drop_[o] = true;
+      for (const BeginEnd& o : open) drop(o);
       open.clear();
     }
-    if (ev.phase[e] == Phase::Begin) {
-      open.push_back(e);
+    if (phase(x) == Phase::Begin) {
+      open.push_back(x);
     } else {
-      drop_[e] = true;
+      drop(x);
       if (open.empty()) {
         ++unmatched;
         continue;
       }
-      uint32_t b = open.back();
+      BeginEnd b = open.back();
       open.pop_back();
-      ev.dur[b] = ev.start[e] - ev.start[b];
-      ev.phase[b] = Phase::Complete;
+      b.ch->dur[b.i] = start(x) - start(b);
+      phase(b) = Phase::Complete;
     }
   }
   unmatched += open.size();
-  for (uint32_t o : open) drop_[o] = true;
+  for (const BeginEnd& o : open) drop(o);
   if (unmatched) warn(std::to_string(unmatched) + " begin/end (B/E) events without a partner were dropped");
 }
 
-// out[i] = the deferred column's value for event perm[i]. Neighbours in the final order
+// out[i] = the chunk column's value for event perm[i]. Neighbours in the final order
 // are mostly neighbours in the file, so the chunk of the last lookup is tried first.
 template <class T>
-void Builder::gather_deferred(std::vector<T> Deferred::*column, std::vector<T>& out, const std::vector<uint32_t>& perm) {
+void Builder::gather(std::vector<T> ChunkEvents::*column, std::vector<T>& out, const std::vector<uint32_t>& perm) {
   std::vector<T>().swap(out);
   reserve_huge(out, perm.size());
   out.resize(perm.size());
   size_t c = 0;
   for (size_t i = 0; i < perm.size(); ++i) {
     uint32_t g = perm[i];
-    if (g < deferred_[c].base || g - deferred_[c].base >= (deferred_[c].*column).size()) {
-      auto it = std::upper_bound(deferred_.begin(), deferred_.end(), g,
-                                 [](uint32_t x, const Deferred& d) { return x < d.base; });
-      c = size_t(it - deferred_.begin()) - 1;
+    if (g < chunks_[c].base || g - chunks_[c].base >= (chunks_[c].*column).size()) {
+      auto it = std::upper_bound(chunks_.begin(), chunks_.end(), g,
+                                 [](uint32_t x, const ChunkEvents& d) { return x < d.base; });
+      c = size_t(it - chunks_.begin()) - 1;
     }
-    out[i] = (deferred_[c].*column)[g - deferred_[c].base];
+    out[i] = (chunks_[c].*column)[g - chunks_[c].base];
   }
 }
 
 void Builder::order_and_nest() {
   auto& ev = m_.ev;
-  size_t n = ev.size();
-  // Events per track, each list sorted by (start, longer first, file order).
-  std::vector<std::vector<uint32_t>> lists(m_.tracks.size());
+  size_t n = events_;
+  // Events per track, in file order.
+  std::vector<std::vector<Key>> lists(m_.tracks.size());
   {
     std::vector<uint32_t> counts(m_.tracks.size());
-    for (size_t e = 0; e < n; ++e)
-      if (drop_.empty() || !drop_[e]) counts[track_[e]]++;
+    for (const ChunkEvents& ch : chunks_)
+      for (uint32_t i = 0; i < ch.track.size(); ++i)
+        if (drop_.empty() || !drop_[ch.base + i]) counts[ch.track[i]]++;
     for (size_t t = 0; t < lists.size(); ++t) reserve_huge(lists[t], counts[t]);
-    for (uint32_t e = 0; e < n; ++e)
-      if (drop_.empty() || !drop_[e]) lists[track_[e]].push_back(e);
+    for (ChunkEvents& ch : chunks_) {
+      for (uint32_t i = 0; i < ch.track.size(); ++i)
+        if (drop_.empty() || !drop_[ch.base + i]) lists[ch.track[i]].push_back({ch.start[i], ch.dur[i], ch.base + i});
+      std::vector<uint32_t>().swap(ch.track);
+    }
   }
-  std::vector<uint32_t>().swap(track_);
   std::vector<uint16_t> depth;
   assign_huge(depth, n, uint16_t(0));
   // Sorting and nesting are independent per track: the original tracks go to two threads,
@@ -474,7 +456,7 @@ void Builder::order_and_nest() {
     std::iota(order.begin(), order.end(), 0u);
     std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return lists[a].size() > lists[b].size(); });
     parallel_for(n >= kParallelMin ? 2 : 1, order.size(),
-                 [&](size_t k) { nested[order[k]] = nest_track(ev, std::move(lists[order[k]]), depth); });
+                 [&](size_t k) { nested[order[k]] = nest_track(std::move(lists[order[k]]), depth); });
   }
   std::vector<uint32_t> perm;
   reserve_huge(perm, n);
@@ -506,7 +488,7 @@ void Builder::order_and_nest() {
       o.overflow_of = t;
       m_.tracks[t].overflow = uint32_t(m_.tracks.size());
       m_.tracks.push_back(std::move(o));
-      nested.push_back(nest_track(ev, std::move(r.overflow), depth));
+      nested.push_back(nest_track(std::move(r.overflow), depth));
     }
   }
   if (m_.stats.overlaps)
@@ -520,20 +502,18 @@ void Builder::order_and_nest() {
   // Columns are independent: split them over two threads (about equal bytes each).
   in_two_threads(perm.size() >= kParallelMin,
                  [&] {
-                   std::vector<uint64_t> scratch;
-                   permute(ev.start, perm, scratch);
-                   gather_deferred(&Deferred::id, ev.id, perm);
-                   gather_deferred(&Deferred::name, ev.name, perm);
+                   gather(&ChunkEvents::start, ev.start, perm);
+                   gather(&ChunkEvents::id, ev.id, perm);
+                   gather(&ChunkEvents::name, ev.name, perm);
                  },
                  [&] {
-                   std::vector<uint64_t> scratch;
-                   permute(ev.dur, perm, scratch);
-                   gather_deferred(&Deferred::offset, ev.source_offset, perm);
-                   permute(ev.cat, perm, scratch);
-                   permute(ev.phase, perm, scratch);
-                   permute(depth, perm, scratch);
+                   gather(&ChunkEvents::dur, ev.dur, perm);
+                   gather(&ChunkEvents::offset, ev.source_offset, perm);
+                   gather(&ChunkEvents::cat, ev.cat, perm);
+                   gather(&ChunkEvents::phase, ev.phase, perm);
+                   permute(depth, perm);
                  });
-  std::vector<Deferred>().swap(deferred_);
+  std::vector<ChunkEvents>().swap(chunks_);
   ev.depth = std::move(depth);
   assign_huge(ev.link, ev.size(), kNoEvent);
   auto remap = [&](auto& recs) {
