@@ -159,7 +159,10 @@ void draw_agents(Viewer& v, AttachState& a) {
     std::snprintf(label, sizeof label, "%d", int(ag.pid));
     if (ImGui::Selectable(label, a.chosen == ag.pid, ImGuiSelectableFlags_SpanAllColumns)) a.chosen = ag.pid;
     ImGui::TableNextColumn();
-    ImGui::TextUnformatted(ag.state.c_str());
+    // The scan is up to 2 s old: the job this dialog records from shows the session's state.
+    const bool ours = a.session && a.session->active() && a.session->pid() == ag.pid;
+    const bool stopping = ours && a.session->state() == sc::AttachSession::State::Stopping;
+    ImGui::TextUnformatted(!ours ? ag.state.c_str() : stopping ? "stopping" : "recording");
     ImGui::TableNextColumn();
     ImGui::TextUnformatted(ag.gpu.empty() ? "-" : ag.gpu.c_str());
     ImGui::TableNextColumn();
