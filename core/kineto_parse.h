@@ -52,8 +52,8 @@ struct CounterRec { Ns ts; uint32_t track; StrId name; StrId key; double value; 
 
 struct WarningRec { uint64_t entry; uint64_t offset; std::string text; };
 
-struct ChunkOut {
-  // Timed events (X, i) in file order.
+// A chunk's timed events (X, i, B, E) in file order, as columns.
+struct ChunkEvents {
   std::vector<Ns> start, dur;
   std::vector<StrId> name;
   std::vector<uint8_t> cat;
@@ -61,6 +61,9 @@ struct ChunkOut {
   std::vector<int64_t> id;
   std::vector<uint64_t> offset;
   std::vector<uint32_t> track;
+};
+
+struct ChunkOut : ChunkEvents {
   std::vector<SeqRec> seqs;
   std::vector<PythonRec> pythons;
   std::vector<FlowRec> flows;

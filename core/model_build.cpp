@@ -91,7 +91,7 @@ Nested nest_track(std::vector<Key> list, std::vector<uint16_t>& depth) {
     if (a.dur != b.dur) return a.dur > b.dur;
     return a.e < b.e;
   };
-  if (!std::is_sorted(list.begin(), list.end(), by_start)) sort_runs(list, by_start);
+  sort_runs(list, by_start);
   constexpr size_t kMaxDepth = UINT16_MAX;
   Nested r;
   reserve_huge(r.kept, list.size());
@@ -115,15 +115,8 @@ Nested nest_track(std::vector<Key> list, std::vector<uint16_t>& depth) {
 // Event columns stay in their chunks (ids made global in place) until the final order is
 // known, then are gathered straight into place: merging them first would write every
 // byte twice.
-struct ChunkEvents {
+struct PlacedChunk : ChunkEvents {
   uint32_t base = 0;  // index of the chunk's first event
-  std::vector<Ns> start, dur;
-  std::vector<StrId> name;
-  std::vector<uint8_t> cat;
-  std::vector<Phase> phase;
-  std::vector<int64_t> id;
-  std::vector<uint64_t> offset;
-  std::vector<uint32_t> track;
 };
 
 class Builder {
@@ -157,7 +150,7 @@ class Builder {
   std::vector<PythonRec> pythons_;
   std::vector<FlowRec> flows_;
   std::vector<CounterRec> counters_;
-  std::vector<ChunkEvents> chunks_;
+  std::vector<PlacedChunk> chunks_;
 };
 
 void Builder::merge(std::vector<ChunkOut>& chunks) {
@@ -269,8 +262,9 @@ void Builder::merge(std::vector<ChunkOut>& chunks) {
       });
   for (size_t k = 0; k < chunks.size(); ++k) {
     ChunkOut& ch = chunks[k];
-    chunks_.push_back({ids[k].base, std::move(ch.start), std::move(ch.dur), std::move(ch.name), std::move(ch.cat),
-                       std::move(ch.phase), std::move(ch.id), std::move(ch.offset), std::move(ch.track)});
+    PlacedChunk& placed = chunks_.emplace_back();
+    static_cast<ChunkEvents&>(placed) = std::move(static_cast<ChunkEvents&>(ch));
+    placed.base = ids[k].base;
     ch = ChunkOut();
   }
 
@@ -330,7 +324,7 @@ void Builder::apply_metadata() {
 void Builder::classify() {
   // A track is a GPU stream when its events are GPU work; its process row is then a GPU.
   std::vector<uint32_t> gpu_events(m_.tracks.size()), cpu_events(m_.tracks.size());
-  for (const ChunkEvents& ch : chunks_)
+  for (const PlacedChunk& ch : chunks_)
     for (size_t i = 0; i < ch.track.size(); ++i) {
       Cat c = ch.cat[i] < uint8_t(Cat::Count) ? Cat(ch.cat[i]) : Cat::Other;
       if (is_gpu_cat(c)) gpu_events[ch.track[i]]++;
@@ -368,11 +362,11 @@ void Builder::pair_begin_end() {
   if (m_.stats.per_phase[size_t(Phase::Begin)] == 0 && m_.stats.per_phase[size_t(Phase::End)] == 0) return;
   drop_.assign(events_, false);
   struct BeginEnd {
-    ChunkEvents* ch;
+    PlacedChunk* ch;
     uint32_t i;  // in the chunk
   };
   std::vector<BeginEnd> be;
-  for (ChunkEvents& ch : chunks_)
+  for (PlacedChunk& ch : chunks_)
     for (uint32_t i = 0; i < ch.phase.size(); ++i)
       if (ch.phase[i] == Phase::Begin || ch.phase[i] == Phase::End) be.push_back({&ch, i});
   auto track = [](const BeginEnd& x) { return x.ch->track[x.i]; };
@@ -422,7 +416,7 @@ void Builder::gather(std::vector<T> ChunkEvents::*column, std::vector<T>& out, c
     uint32_t g = perm[i];
     if (g < chunks_[c].base || g - chunks_[c].base >= (chunks_[c].*column).size()) {
       auto it = std::upper_bound(chunks_.begin(), chunks_.end(), g,
-                                 [](uint32_t x, const ChunkEvents& d) { return x < d.base; });
+                                 [](uint32_t x, const PlacedChunk& d) { return x < d.base; });
       c = size_t(it - chunks_.begin()) - 1;
     }
     out[i] = (chunks_[c].*column)[g - chunks_[c].base];
@@ -436,11 +430,11 @@ void Builder::order_and_nest() {
   std::vector<std::vector<Key>> lists(m_.tracks.size());
   {
     std::vector<uint32_t> counts(m_.tracks.size());
-    for (const ChunkEvents& ch : chunks_)
+    for (const PlacedChunk& ch : chunks_)
       for (uint32_t i = 0; i < ch.track.size(); ++i)
         if (drop_.empty() || !drop_[ch.base + i]) counts[ch.track[i]]++;
     for (size_t t = 0; t < lists.size(); ++t) reserve_huge(lists[t], counts[t]);
-    for (ChunkEvents& ch : chunks_) {
+    for (PlacedChunk& ch : chunks_) {
       for (uint32_t i = 0; i < ch.track.size(); ++i)
         if (drop_.empty() || !drop_[ch.base + i]) lists[ch.track[i]].push_back({ch.start[i], ch.dur[i], ch.base + i});
       std::vector<uint32_t>().swap(ch.track);
@@ -513,7 +507,7 @@ void Builder::order_and_nest() {
                    gather(&ChunkEvents::phase, ev.phase, perm);
                    permute(depth, perm);
                  });
-  std::vector<ChunkEvents>().swap(chunks_);
+  std::vector<PlacedChunk>().swap(chunks_);
   ev.depth = std::move(depth);
   assign_huge(ev.link, ev.size(), kNoEvent);
   auto remap = [&](auto& recs) {

@@ -106,13 +106,13 @@ bool mostly_resident(const SourceBuffer& mapped) {
 // Copies a cached file into huge pages with a few threads. Reading the mapping directly
 // costs a first-touch fault per 4 KiB page, which on virtual machines is more than the
 // copy; a cold file stays mapped so that the parse overlaps the disk reads.
-bool copy_to_huge_pages(int fd, const std::string& path, ReadResult& r, Progress* progress) {
+void copy_to_huge_pages(int fd, const std::string& path, ReadResult& r, Progress* progress) {
   size_t size = r.buffer.size();
   long pages = sysconf(_SC_PHYS_PAGES);
-  if (pages > 0 && size > size_t(pages) * size_t(sysconf(_SC_PAGESIZE)) / 4) return false;
-  if (!mostly_resident(r.buffer)) return false;
+  if (pages > 0 && size > size_t(pages) * size_t(sysconf(_SC_PAGESIZE)) / 4) return;
+  if (!mostly_resident(r.buffer)) return;
   SourceBuffer copy = SourceBuffer::allocate_pages(size);
-  if (!copy.data()) return false;
+  if (!copy.data()) return;
   constexpr size_t kPiece = size_t(8) << 20;
   size_t pieces = (size + kPiece - 1) / kPiece;
   std::atomic<bool> failed{false};
@@ -132,10 +132,9 @@ bool copy_to_huge_pages(int fd, const std::string& path, ReadResult& r, Progress
   });
   if (failed) {
     if (progress && progress->cancelled()) r.error = path + ": cancelled";
-    return false;
+    return;
   }
   r.buffer = std::move(copy);
-  return true;
 }
 
 bool is_gzip(std::string_view b) { return b.size() >= 2 && uint8_t(b[0]) == 0x1f && uint8_t(b[1]) == 0x8b; }

@@ -3,9 +3,16 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstring>
 
 namespace strata::annot {
+
+std::string lower(std::string_view s) {
+  std::string o(s);
+  for (char& ch : o) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  return o;
+}
 
 std::string_view strip_prefix(std::string_view s, std::string_view p) {
   return s.starts_with(p) ? s.substr(p.size()) : s;

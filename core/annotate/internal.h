@@ -149,6 +149,7 @@ bool is_optimizer_like(std::string_view n);
 bool is_backward_name(std::string_view n);
 bool is_sync_call(std::string_view n);
 std::string_view strip_prefix(std::string_view s, std::string_view p);
+std::string lower(std::string_view s);  // ASCII lower case
 
 
 }  // namespace strata::annot

@@ -6,7 +6,6 @@
 #include "core/annotate/internal.h"
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <unordered_map>
 
@@ -18,10 +17,9 @@ bool is_step(const Context& c, EventId e) { return c.name(e).starts_with("Profil
 
 // A range the program named as one iteration: "iteration", "Iteration 12", "train_step".
 bool names_iteration(std::string_view n) {
-  std::string lower(n.substr(0, 64));
-  for (char& ch : lower) ch = char(std::tolower(static_cast<unsigned char>(ch)));
-  return lower.find("iteration") != std::string::npos || lower.find("train_step") != std::string::npos ||
-         lower.find("training_step") != std::string::npos;
+  std::string l = lower(n.substr(0, 64));
+  return l.find("iteration") != std::string::npos || l.find("train_step") != std::string::npos ||
+         l.find("training_step") != std::string::npos;
 }
 
 std::string step_name(std::string_view n) {

@@ -5,7 +5,6 @@
 #include "core/annotate/internal.h"
 
 #include <algorithm>
-#include <cctype>
 
 namespace strata::annot {
 
@@ -13,12 +12,6 @@ namespace {
 
 constexpr int8_t kUnknown = -1;
 int8_t P(PhaseKind p) { return int8_t(p); }
-
-std::string lower(std::string_view s) {
-  std::string o(s);
-  for (char& ch : o) ch = char(std::tolower(static_cast<unsigned char>(ch)));
-  return o;
-}
 
 // PyTorch's markers (true) or a user range named like a phase.
 int8_t marker_phase(std::string_view n, bool& pytorch) {
