@@ -1,5 +1,6 @@
 #include "core/json_writer.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -7,9 +8,11 @@ namespace strata {
 
 JsonWriter& JsonWriter::value(double v) {
   if (!std::isfinite(v)) return raw("null");
+  // The shortest text that reads back as the same double: timestamps in ns since the
+  // epoch or boot need 13 to 19 digits.
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return raw(buf);
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return raw(std::string_view(buf, size_t(r.ptr - buf)));
 }
 
 void JsonWriter::string_literal(std::string_view s) {

@@ -1,8 +1,10 @@
 // Unit tests of core/json_scan.h: the hand-written scanning around simdjson.
 #include "core/json_scan.h"
+#include "core/json_writer.h"
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <optional>
 #include <string>
 
@@ -213,4 +215,10 @@ TEST_CASE("repair_utf8") {
   CHECK(repaired("\xF5\xFF\xFE") == std::pair<std::string, size_t>("???", 3));
   CHECK(repaired("\xE2(\xA1") == std::pair<std::string, size_t>("?(?", 2));              // broken sequence
   CHECK(repaired("").second == 0);
+}
+
+TEST_CASE("JsonWriter: doubles read back exactly, non-finite ones are null") {
+  strata::JsonWriter w;
+  w.begin_array().value(1.5).value(18594312345678.0).value(0.1).value(std::nan("")).end_array();
+  CHECK(w.str() == "[1.5,18594312345678,0.1,null]");
 }
