@@ -46,10 +46,22 @@ bool activities_enable();               // the recorded kinds, noisy APIs filter
 void activities_disable();
 void activities_flush();                // forced: returns partly filled buffers too
 void set_trigger_callbacks(Trigger t, bool on);
-void cupti_detach();
+// Between recordings CUPTI is taken out of the job (cuptiFinalize): once activities have
+// been on it keeps slowing every launch. cuptiFinalize belongs at a CUDA call's exit, so
+// cupti_release only asks for it and the job's next CUDA call does it.
+void cupti_release();
+// Before a recording: cancels a pending release or subscribes again.
+bool cupti_acquire(std::string* error);
+const char* cupti_attachment();  // "attached", "releasing", "released"
+// `finalize`: release as above (the unsubscribe comes with it); else unsubscribe now.
+void cupti_detach(bool finalize);
 uint64_t cupti_timestamp();
 // Decodes completed buffers, oldest first.
 void drain_records(const std::function<void(const collector::Record&)>& fn);
+// Adds the drops CUPTI counted since the last completed buffer (after the final flush).
+void collect_dropped();
+// Frees completed buffers unread: between recordings, when CUPTI may be gone.
+void discard_records();
 uint64_t pool_exhausted();
 
 // Devices as the driver reports them (device_info.cpp); empty when unavailable.

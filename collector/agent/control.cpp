@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -62,6 +63,15 @@ Control& control() {
   return *c;
 }
 
+// STRATA_TEARDOWN=0 keeps CUPTI subscribed between recordings (see cupti_release).
+bool release_between_recordings() {
+  static const bool release = [] {
+    const char* e = std::getenv("STRATA_TEARDOWN");
+    return e == nullptr || std::strcmp(e, "0") != 0;
+  }();
+  return release;
+}
+
 int64_t now_ms() {
   using namespace std::chrono;
   return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
@@ -101,13 +111,16 @@ void begin_trace(Control& c, Session& s) {
 
 void drain(Control& c) {
   Session* s = c.session.get();
-  if (s != nullptr && shared().trigger_range_ready.exchange(false, std::memory_order_acquire)) {
+  if (s == nullptr) {
+    discard_records();  // a buffer completed after its session ended
+    return;
+  }
+  if (shared().trigger_range_ready.exchange(false, std::memory_order_acquire)) {
     begin_trace(c, *s);
     s->writer->add_open_range(shared().trigger_range_ts, static_cast<uint32_t>(getpid()),
                               shared().trigger_range_tid, shared().trigger_range_name);
   }
   drain_records([&](const collector::Record& r) {
-    if (s == nullptr) return;  // a buffer completed after its session ended
     begin_trace(c, *s);
     s->writer->add(r);
     ++s->stats.records;
@@ -156,6 +169,7 @@ void finish(Control& c) {
   shared().trigger.store(Trigger::None);
   activities_flush();
   drain(c);
+  collect_dropped();
   begin_trace(c, s);
   s.stats.dropped = shared().cupti_dropped.load() - s.dropped_base;
   s.writer->finish(s.stats);
@@ -166,6 +180,7 @@ void finish(Control& c) {
   c.active.store(false);
   ++c.finished;
   shared().state.store(State::Dormant);
+  if (!c.exiting && release_between_recordings()) cupti_release();
 }
 
 std::string alternative_name(const std::string& path) {
@@ -216,6 +231,7 @@ Message handle_start(Control& c, const Message& req) {
     if (!mask) return collector::error_reply(why);
     kinds = *mask;
   }
+  if (std::string why; !cupti_acquire(&why)) return collector::error_reply(why);
   shared().kinds.store(kinds);  // safe: nothing is recording or armed now
   const bool exclusive = req.get("exclusive") != nullptr && *req.get("exclusive") == "1";
   s->output = *output;
@@ -248,6 +264,7 @@ Message status_reply(Control& c) {
   m.set("gpu", c.gpus);
   m.set("state", waiting ? "waiting" : state_name(st));
   m.set("nvtx", std::getenv("NVTX_INJECTION64_PATH") != nullptr ? "on" : "off");
+  m.set("cupti", cupti_attachment());
   m.set("recordings", std::to_string(c.finished));
   m.set("buffers_refused", std::to_string(pool_exhausted()));  // pool empty: CUPTI dropped records
   if (c.session) {
@@ -276,7 +293,7 @@ Message dispatch(Control& c, const Message& req) {
   }
   if (req.verb == "detach") {
     if (c.session) finish(c);
-    cupti_detach();
+    cupti_detach(release_between_recordings());
     shared().state.store(State::Detached);
     Message m;
     m.verb = "ok";

@@ -1,5 +1,6 @@
-// Everything that calls CUPTI: subscription, the activity-buffer callbacks, which kinds
-// are recorded, and the NVTX / cudaProfilerStart-Stop callbacks that count iterations.
+// Everything that calls CUPTI: subscription and its release between recordings, the
+// activity-buffer callbacks, which kinds are recorded, and the NVTX /
+// cudaProfilerStart-Stop callbacks that count iterations.
 // Code here may run on the job's threads: it never takes a lock and never waits.
 #include <cupti.h>
 #include <fnmatch.h>
@@ -10,6 +11,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "../protocol/kinds.h"
@@ -26,12 +28,24 @@ using collector::RecordKind;
 
 constexpr size_t kBufferBytes = size_t{2} << 20;
 constexpr size_t kDefaultPoolMiB = 64;
+constexpr uint8_t kNoisyApi = 1;
+constexpr uint8_t kUnrecordedApi = 2;
+
+// Where CUPTI stands between recordings. Once activities have been on, CUPTI keeps slowing
+// every launch until it is finalized, and cuptiFinalize belongs at an API's exit callsite:
+// Releasing asks the next CUDA call on a job thread to do it (Finalizing while it runs).
+// After Released no CUPTI function may be called until the next recording subscribes
+// again: any call would bring CUPTI back.
+enum class Attachment : int { Attached, Releasing, Finalizing, Released };
 
 struct Cupti {
-  CUpti_SubscriberHandle subscriber = nullptr;
+  CUpti_SubscriberHandle subscriber = nullptr;  // written only while no job thread can read it
+  std::atomic<Attachment> attachment{Attachment::Attached};
   BufferPool pool;
-  std::vector<CUpti_CallbackId> noisy_runtime;     // runtime-all: switched off after enabling the kind
-  std::vector<CUpti_CallbackId> unrecorded_runtime;  // runtime: all the rest, switched off after the kind
+  // Runtime APIs by callback id: kNoisyApi (off for runtime-all), kUnrecordedApi (off for
+  // runtime). Filled once at attach; `runtime_off` says which class the recording leaves out.
+  std::vector<uint8_t> runtime_class;
+  std::atomic<uint8_t> runtime_off{0};
   std::vector<CUpti_CallbackId> recorded_driver;   // driver: switched on one by one
   uint32_t enabled = 0;                            // the kinds mask of the current recording
 };
@@ -119,7 +133,23 @@ void on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data) {
   if (matched) trigger_start(msg);
 }
 
+// On a job thread, at the exit of the first CUDA call after a release was asked for.
+void finalize_here() {
+  Cupti& c = cupti();
+  Attachment expected = Attachment::Releasing;
+  if (!c.attachment.compare_exchange_strong(expected, Attachment::Finalizing)) return;
+  cuptiUnsubscribe(c.subscriber);
+  cuptiFinalize();
+  c.attachment.store(Attachment::Released);
+  wake_control();
+}
+
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if ((domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) &&
+      cupti().attachment.load(std::memory_order_relaxed) == Attachment::Releasing) {
+    if (static_cast<const CUpti_CallbackData*>(data)->callbackSite == CUPTI_API_EXIT) finalize_here();
+    return;
+  }
   if (domain == CUPTI_CB_DOMAIN_NVTX) {
     if (shared().trigger.load() == Trigger::Nvtx) on_nvtx(cbid, static_cast<const CUpti_NvtxData*>(data));
     return;
@@ -140,10 +170,11 @@ std::string_view api_name(RecordKind kind, uint32_t cbid) {
 }
 
 void classify_apis(Cupti& c) {
+  c.runtime_class.assign(CUPTI_RUNTIME_TRACE_CBID_SIZE, 0);
   for (uint32_t id = 1; id < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++id) {
     const std::string_view name = api_name(RecordKind::Runtime, id);
-    if (collector::is_noisy_api(name)) c.noisy_runtime.push_back(id);
-    if (!collector::is_recorded_runtime_api(name)) c.unrecorded_runtime.push_back(id);
+    if (collector::is_noisy_api(name)) c.runtime_class[id] |= kNoisyApi;
+    if (!collector::is_recorded_runtime_api(name)) c.runtime_class[id] |= kUnrecordedApi;
   }
   for (uint32_t id = 1; id < CUPTI_DRIVER_TRACE_CBID_SIZE; ++id)
     if (collector::is_recorded_driver_api(api_name(RecordKind::Driver, id))) c.recorded_driver.push_back(id);
@@ -183,11 +214,14 @@ uint32_t flush_period_ms() {
   return 500;
 }
 
-}  // namespace
-
-bool cupti_attach(std::string* error) {
+// Subscribes and registers the buffer callbacks: at injection, and again after a release.
+bool subscribe(std::string* error) {
   Cupti& c = cupti();
   CUptiResult r = cuptiSubscribe(&c.subscriber, on_callback, nullptr);
+  if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    *error = "another CUPTI tool is subscribed in this process (torch.profiler? Nsight?); only one can record at a time";
+    return false;
+  }
   if (r != CUPTI_SUCCESS) {
     *error = "CUPTI is not available (" + result_text(r) + "): no NVIDIA GPU or driver here?";
     return false;
@@ -199,6 +233,19 @@ bool cupti_attach(std::string* error) {
     return false;
   }
   cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);  // OS tids, like the CPU rows
+  return true;
+}
+
+void enable_api_domains(uint32_t enable) {
+  cuptiEnableDomain(enable, cupti().subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+  cuptiEnableDomain(enable, cupti().subscriber, CUPTI_CB_DOMAIN_DRIVER_API);  // jobs that bypass the runtime
+}
+
+}  // namespace
+
+bool cupti_attach(std::string* error) {
+  Cupti& c = cupti();
+  if (!subscribe(error)) return false;
   if (!c.pool.init(pool_buffers(), kBufferBytes)) {
     *error = "cannot allocate the activity buffer pool";
     cuptiUnsubscribe(c.subscriber);
@@ -206,6 +253,43 @@ bool cupti_attach(std::string* error) {
   }
   classify_apis(c);
   return true;
+}
+
+void cupti_release() {
+  Cupti& c = cupti();
+  if (c.attachment.load() != Attachment::Attached) return;
+  enable_api_domains(1);
+  c.attachment.store(Attachment::Releasing);
+}
+
+bool cupti_acquire(std::string* error) {
+  Cupti& c = cupti();
+  for (;;) {
+    Attachment a = c.attachment.load();
+    if (a == Attachment::Attached) return true;
+    if (a == Attachment::Releasing) {
+      if (!c.attachment.compare_exchange_strong(a, Attachment::Attached)) continue;
+      enable_api_domains(0);  // no CUDA call came since the release: keep the subscription
+      return true;
+    }
+    if (a == Attachment::Finalizing) {  // a job thread is inside cuptiFinalize: brief
+      std::this_thread::yield();
+      continue;
+    }
+    if (!subscribe(error)) return false;
+    c.attachment.store(Attachment::Attached);
+    return true;
+  }
+}
+
+const char* cupti_attachment() {
+  switch (cupti().attachment.load()) {
+    case Attachment::Attached: return "attached";
+    case Attachment::Releasing:
+    case Attachment::Finalizing: return "releasing";
+    case Attachment::Released: return "released";
+  }
+  return "unknown";
 }
 
 bool activities_enable() {
@@ -217,8 +301,10 @@ bool activities_enable() {
     if ((mask & k.bit) != 0 && cuptiActivityEnable(k.kind) != CUPTI_SUCCESS && !k.optional) ok = false;
   if ((mask & (collector::kKindRuntime | collector::kKindRuntimeAll)) != 0) {
     if (cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME) != CUPTI_SUCCESS) ok = false;
-    const auto& off = (mask & collector::kKindRuntimeAll) != 0 ? c.noisy_runtime : c.unrecorded_runtime;
-    for (CUpti_CallbackId id : off) cuptiActivityEnableRuntimeApi(id, 0);  // after the kind
+    const uint8_t off = (mask & collector::kKindRuntimeAll) != 0 ? kNoisyApi : kUnrecordedApi;
+    c.runtime_off.store(off);
+    for (uint32_t id = 1; id < c.runtime_class.size(); ++id)
+      if ((c.runtime_class[id] & off) != 0) cuptiActivityEnableRuntimeApi(id, 0);  // after the kind
   }
   if ((mask & collector::kKindDriver) != 0)
     for (CUpti_CallbackId id : c.recorded_driver) cuptiActivityEnableDriverApi(id, 1);
@@ -254,10 +340,15 @@ void set_trigger_callbacks(Trigger t, bool on) {
   }
 }
 
-void cupti_detach() {
+void cupti_detach(bool finalize) {
+  if (cupti().attachment.load() != Attachment::Attached) return;  // released, or on its way out
   set_trigger_callbacks(Trigger::Nvtx, false);
   set_trigger_callbacks(Trigger::ProfilerApi, false);
   activities_disable();
+  if (finalize) {
+    cupti_release();
+    return;
+  }
   activities_flush();
   cuptiUnsubscribe(cupti().subscriber);  // lets another tool (e.g. torch.profiler) subscribe
 }
@@ -269,12 +360,29 @@ uint64_t cupti_timestamp() {
 }
 
 void drain_records(const std::function<void(const collector::Record&)>& fn) {
-  cupti().pool.drain([&](uint8_t* buffer, size_t valid) {
+  Cupti& c = cupti();
+  // The per-API switches can only follow the kind, so other threads' calls in between are
+  // recorded: they are left out here.
+  const uint8_t off = c.runtime_off.load();
+  const auto left_out = [&](const collector::Record& r) {
+    return r.kind == RecordKind::Runtime && r.cbid < c.runtime_class.size() && (c.runtime_class[r.cbid] & off) != 0;
+  };
+  c.pool.drain([&](uint8_t* buffer, size_t valid) {
     CUpti_Activity* rec = nullptr;
     collector::Record r;
     while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS)
-      if (collector::decode_activity(*rec, api_name, r)) fn(r);
+      if (collector::decode_activity(*rec, api_name, r) && !left_out(r)) fn(r);
   });
+}
+
+void collect_dropped() {
+  size_t dropped = 0;  // NULL context: the global queue, where the activity API keeps records
+  if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS && dropped > 0)
+    shared().cupti_dropped.fetch_add(dropped, std::memory_order_relaxed);
+}
+
+void discard_records() {
+  cupti().pool.drain([](uint8_t*, size_t) {});
 }
 
 uint64_t pool_exhausted() { return cupti().pool.exhausted(); }

@@ -5,8 +5,10 @@
 #     fake_dynolog.py with dynolog-style duration / iteration configs).
 #  2. What each recorded kind costs: kinds_bench.py, interleaved inside one process.
 #  3. The launch-bound MLP: no agent / dormant / recording, interleaved runs.
+#  4. The job after a recording ends: 3 iterations recorded at the start, then the rest of the
+#     loop with CUPTI released between recordings (the default) or kept (STRATA_TEARDOWN=0).
 # Writes summary.txt and results.tgz (logs, small traces) to $OUT. PHASES selects
-# (default "build kineto kinds table").
+# (default "build kineto kinds table after").
 set -uo pipefail
 FINAL=${OUT:-$PWD/out}
 OUT=/tmp/strata-diag
@@ -14,7 +16,7 @@ rm -rf "$OUT"; mkdir -p "$OUT" "$FINAL"
 HERE=$(cd "$(dirname "$0")" && pwd)
 B=/tmp/strata-gpu
 S=$B/strata
-PHASES=${PHASES:-build kineto kinds table}
+PHASES=${PHASES:-build kineto kinds table after}
 has() { [[ " $PHASES " == *" $1 "* ]]; }
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 
@@ -170,6 +172,12 @@ if has table; then
       $T $S record -o /tmp/full.json -- python3 $HERE/train_mlp.py "$@" --tag "$name/recording" 2>/dev/null | tee -a "$OUT/overhead.jsonl"
       [ $name = small ] && $T $S record --kinds kernel,runtime -o /tmp/floor.json -- python3 $HERE/train_mlp.py "$@" --tag "$name/kernel+runtime" 2>/dev/null | tee -a "$OUT/overhead.jsonl"
       [ $name = small ] && $T $S record --kinds all -o /tmp/full_all.json -- python3 $HERE/train_mlp.py "$@" --tag "$name/all" 2>/dev/null | tee -a "$OUT/overhead.jsonl"
+      # Which kind makes the default cost more than the floor: the default less one kind at a time.
+      if [ $name = small ]; then
+        for k in -sync -nvtx -driver -overhead -sync,-nvtx; do
+          $T $S record --kinds $k -o /tmp/less$k.json -- python3 $HERE/train_mlp.py "$@" --tag "$name/$k" 2>/dev/null | tee -a "$OUT/overhead.jsonl"
+        done
+      fi
     done
   done
   python3 $HERE/check_trace.py /tmp/full.json | tee -a "$OUT/summary.txt"
@@ -183,10 +191,45 @@ for line in open(sys.argv[1]):
 for size in ("small", "big"):
     if size + "/none" not in runs: continue
     base = statistics.median(runs[size + "/none"])
-    for mode in ("none", "dormant", "recording", "kernel+runtime", "all"):
+    for mode in ("none", "dormant", "recording", "kernel+runtime", "all", "-sync", "-nvtx", "-driver", "-overhead", "-sync,-nvtx"):
         if size + "/" + mode not in runs: continue
         m = statistics.median(runs[size + "/" + mode])
         print(f"{size:5} {mode:13} median of run medians {m:.3f} ms ({(m / base - 1) * 100:+.1f}%)  runs {runs[size + '/' + mode]}")
+PYEOF
+fi
+if has after; then
+  log "after a recording: launch-bound MLP, 3 iterations recorded first, median iteration ms of the run"
+  T="taskset -c 2-7"
+  A="--hidden 2048 --batch 256 --iters 400"
+  for round in $(seq 1 ${ROUNDS:-4}); do
+    $T python3 $HERE/train_mlp.py $A --tag "none" 2>/dev/null | tee -a "$OUT/after.jsonl"
+    $T $S record --dormant -- python3 $HERE/train_mlp.py $A --tag "dormant" 2>/dev/null | tee -a "$OUT/after.jsonl"
+    $T $S record --iterations 3 -o /tmp/after_released.json -- python3 $HERE/train_mlp.py $A --tag "released" 2>>$OUT/after.err | tee -a "$OUT/after.jsonl"
+    STRATA_TEARDOWN=0 $T $S record --iterations 3 -o /tmp/after_kept.json -- python3 $HERE/train_mlp.py $A --tag "kept" 2>>$OUT/after.err | tee -a "$OUT/after.jsonl"
+  done
+  python3 $HERE/check_trace.py /tmp/after_released.json | tee -a "$OUT/summary.txt"
+  log "record twice in one job: a second recording after CUPTI was released (attach, status, attach by iterations)"
+  export STRATA_SOCKET_DIR=/tmp/strata-after
+  $S record --dormant -- python3 $HERE/train_mlp.py --iters 3000 --warmup 0 > /tmp/after_job.log 2>&1 &
+  sleep 10
+  APID=$($S attach | awk 'NR>1 && /python3/ {print $1; exit}')
+  $S attach $APID --duration 0.2 -o /tmp/after1.json 2>&1 | tee -a "$OUT/summary.txt"
+  sleep 1; $S attach $APID --status 2>&1 | tee -a "$OUT/summary.txt"
+  $S attach $APID --iterations 3 -o /tmp/after2.json 2>&1 | tee -a "$OUT/summary.txt"
+  $S attach $APID --duration 0.2 -o /tmp/after3.json 2>&1 | tee -a "$OUT/summary.txt"
+  for f in /tmp/after1.json /tmp/after2.json /tmp/after3.json; do python3 $HERE/check_trace.py $f | tee -a "$OUT/summary.txt"; done
+  $S attach $APID --detach 2>&1 | tee -a "$OUT/summary.txt"
+  wait; tail -2 /tmp/after_job.log | tee -a "$OUT/summary.txt"
+  unset STRATA_SOCKET_DIR
+  python3 - "$OUT/after.jsonl" <<'PYEOF' | tee -a "$OUT/summary.txt"
+import collections, json, statistics, sys
+runs = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    if line.startswith("{"): r = json.loads(line); runs[r["tag"]].append(r["median_ms"])
+base = statistics.median(runs["none"])
+for mode in ("none", "dormant", "released", "kept"):
+    m = statistics.median(runs[mode])
+    print(f"{mode:9} median of run medians {m:.3f} ms ({(m / base - 1) * 100:+.1f}%)  runs {runs[mode]}")
 PYEOF
 fi
 cp "$OUT/summary.txt" "$FINAL/"

@@ -1,0 +1,160 @@
+// strata_sim_job: a simulated CUDA job, to run libstrata_agent.so without a GPU. It links the
+// CUPTI simulator (built under libcupti's SONAME, so the agent's CUPTI calls land there) and a
+// stand-in for the driver's device queries (libcuda.so.1, cuda_sim.cpp), loads the agent and
+// calls InitializeInjection as the CUDA driver does inside cuInit, hands NVTX's export table to
+// NVTX_INJECTION64_PATH as NVTX does, then runs threads of simulated CUDA calls:
+//
+//   strata_sim_job --agent PATH [--threads T] [--iterations N] [--kernels K] [--sleep-us U]
+//                  [--range NAME] [--profiler-range] [--seconds S] [--kernel-ns D] [--idle-ms M]
+//
+// Each thread t runs N iterations (default 10; with --seconds, until S seconds passed, and N
+// only if given): K x (cudaGetDevice + a kernel of D ns on stream 1+t), cudaDeviceSynchronize,
+// then sleeps U us. Thread 0 wraps each iteration in NVTX range NAME (--range) and in
+// cudaProfilerStart/Stop (--profiler-range). Prints "ready PID" once the agent is initialized
+// and, after the threads joined, "idle" and M ms without a CUDA call (--idle-ms), then
+// "SIMSTATS {json}" with the simulator's counters.
+#include <cuda.h>
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sim_api.h"
+
+namespace {
+
+struct Options {
+  std::string agent;
+  int threads = 1;
+  uint64_t iterations = 0;  // 0: not given
+  int kernels = 5;
+  uint64_t sleep_us = 0;
+  std::string range;
+  bool profiler_range = false;
+  double seconds = 0;
+  uint64_t kernel_ns = 3000;
+  uint64_t idle_ms = 0;
+};
+
+[[noreturn]] void usage(const char* why) {
+  std::fprintf(stderr,
+               "strata_sim_job: %s\nusage: strata_sim_job --agent PATH [--threads T] [--iterations N] [--kernels K] "
+               "[--sleep-us U] [--range NAME] [--profiler-range] [--seconds S] [--kernel-ns D] [--idle-ms M]\n",
+               why);
+  std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--profiler-range") {
+      o.profiler_range = true;
+      continue;
+    }
+    if (i + 1 >= argc) usage(("missing value after " + a).c_str());
+    const char* v = argv[++i];
+    if (a == "--agent") o.agent = v;
+    else if (a == "--threads") o.threads = std::atoi(v);
+    else if (a == "--iterations") o.iterations = std::strtoull(v, nullptr, 10);
+    else if (a == "--kernels") o.kernels = std::atoi(v);
+    else if (a == "--sleep-us") o.sleep_us = std::strtoull(v, nullptr, 10);
+    else if (a == "--range") o.range = v;
+    else if (a == "--seconds") o.seconds = std::atof(v);
+    else if (a == "--kernel-ns") o.kernel_ns = std::strtoull(v, nullptr, 10);
+    else if (a == "--idle-ms") o.idle_ms = std::strtoull(v, nullptr, 10);
+    else usage(("unknown option " + a).c_str());
+  }
+  if (o.agent.empty()) usage("--agent is required");
+  if (o.threads < 1 || o.kernels < 0) usage("--threads must be >= 1 and --kernels >= 0");
+  if (o.iterations == 0 && o.seconds <= 0) o.iterations = 10;
+  return o;
+}
+
+// What NVTX does on its first call when NVTX_INJECTION64_PATH names a tool: load it and hand
+// it the export table. The agent forwards that to CUPTI (here, the simulator).
+void inject_nvtx() {
+  const char* path = std::getenv("NVTX_INJECTION64_PATH");
+  if (path == nullptr || *path == '\0') return;
+  void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  auto init = lib != nullptr ? reinterpret_cast<int (*)(const void*)>(dlsym(lib, "InitializeInjectionNvtx2")) : nullptr;
+  if (init == nullptr || init(nullptr) == 0)
+    std::fprintf(stderr, "strata_sim_job: NVTX injection of %s failed\n", path);
+}
+
+void run_thread(const Options& o, int index, std::chrono::steady_clock::time_point until) {
+  const auto stream = static_cast<uint32_t>(1 + index);
+  std::vector<std::string> names;
+  for (int k = 0; k < o.kernels; ++k) names.push_back("sim_kernel_" + std::to_string(k));
+  const bool lead = index == 0;
+  for (uint64_t i = 0; o.iterations == 0 || i < o.iterations; ++i) {
+    if (o.seconds > 0 && std::chrono::steady_clock::now() >= until) break;
+    if (lead && o.profiler_range) strata_sim_cuda_profiler_start();
+    if (lead && !o.range.empty()) strata_sim_nvtx_range_push(o.range.c_str());
+    for (const std::string& name : names) {
+      strata_sim_cuda_get_device();
+      strata_sim_cuda_launch_kernel(name.c_str(), stream, o.kernel_ns);
+    }
+    strata_sim_cuda_device_synchronize();
+    if (lead && !o.range.empty()) strata_sim_nvtx_range_pop();
+    if (lead && o.profiler_range) strata_sim_cuda_profiler_stop();
+    if (o.sleep_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(o.sleep_us));
+  }
+}
+
+void print_stats() {
+  StrataSimCounters c{};
+  strata_sim_read_counters(&c);
+  std::string json = "{";
+#define STRATA_SIM_JSON(name) \
+  json += std::string(json.size() > 1 ? ", " : "") + "\"" #name "\": " + std::to_string(c.name);
+  STRATA_SIM_COUNTERS(STRATA_SIM_JSON)
+#undef STRATA_SIM_JSON
+  json += "}";
+  std::printf("SIMSTATS %s\n", json.c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  int devices = 0;
+  if (cuDeviceGetCount(&devices) != CUDA_SUCCESS || devices < 1) {  // the driver stand-in (cuda_sim.cpp)
+    std::fprintf(stderr, "strata_sim_job: no simulated device\n");
+    return 5;
+  }
+  void* agent = dlopen(o.agent.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (agent == nullptr) {
+    std::fprintf(stderr, "strata_sim_job: cannot load the agent: %s\n", dlerror());
+    return 3;
+  }
+  auto initialize = reinterpret_cast<int (*)()>(dlsym(agent, "InitializeInjection"));
+  if (initialize == nullptr) {
+    std::fprintf(stderr, "strata_sim_job: %s has no InitializeInjection\n", o.agent.c_str());
+    return 4;
+  }
+  initialize();  // what cuInit does when CUDA_INJECTION64_PATH names the agent
+  inject_nvtx();
+  std::printf("ready %d\n", static_cast<int>(getpid()));
+  std::fflush(stdout);
+
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                            std::chrono::duration<double>(o.seconds));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < o.threads; ++t) threads.emplace_back(run_thread, std::cref(o), t, until);
+  for (std::thread& t : threads) t.join();
+  if (o.idle_ms > 0) {
+    std::printf("idle\n");
+    std::fflush(stdout);
+    std::this_thread::sleep_for(std::chrono::milliseconds(o.idle_ms));
+  }
+  print_stats();
+  return 0;  // the agent's atexit handler finishes a recording still running
+}
