@@ -52,6 +52,9 @@ void set_trigger_callbacks(Trigger t, bool on);
 void cupti_release();
 // Before a recording: cancels a pending release or subscribes again.
 bool cupti_acquire(std::string* error);
+// At exit: a pending release is dropped, so CUPTI is never finalized inside the CUDA
+// calls of the job's own teardown.
+void cupti_keep();
 const char* cupti_attachment();  // "attached", "releasing", "released"
 // `finalize`: release as above (the unsubscribe comes with it); else unsubscribe now.
 void cupti_detach(bool finalize);

@@ -403,6 +403,7 @@ void control_at_exit() {
   if (c.forked_child) return;
   std::lock_guard<std::mutex> lock(c.mu);
   c.exiting = true;
+  cupti_keep();
   if (c.session) finish(c);
   c.listener.close();
 }

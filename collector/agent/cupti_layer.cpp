@@ -282,6 +282,11 @@ bool cupti_acquire(std::string* error) {
   }
 }
 
+void cupti_keep() {
+  Attachment a = Attachment::Releasing;
+  cupti().attachment.compare_exchange_strong(a, Attachment::Attached);  // no CUPTI call: just never finalize
+}
+
 const char* cupti_attachment() {
   switch (cupti().attachment.load()) {
     case Attachment::Attached: return "attached";
