@@ -66,10 +66,15 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   *size = *buffer != nullptr ? cupti().pool.buffer_bytes() : 0;  // 0: CUPTI drops and counts
 }
 
-void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
+// Adds what CUPTI dropped (no buffer to write into) since it was last asked.
+void count_dropped(CUcontext ctx, uint32_t stream) {
   size_t dropped = 0;
   if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped > 0)
     shared().cupti_dropped.fetch_add(dropped, std::memory_order_relaxed);
+}
+
+void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
+  count_dropped(ctx, stream);
   if (buffer != nullptr) cupti().pool.complete(buffer, valid);
   wake_control();
 }
@@ -367,24 +372,22 @@ uint64_t cupti_timestamp() {
 void drain_records(const std::function<void(const collector::Record&)>& fn) {
   Cupti& c = cupti();
   // The per-API switches can only follow the kind, so other threads' calls in between are
-  // recorded: they are left out here.
+  // recorded: they are left out here, before decoding (which looks up the API's name).
   const uint8_t off = c.runtime_off.load();
-  const auto left_out = [&](const collector::Record& r) {
-    return r.kind == RecordKind::Runtime && r.cbid < c.runtime_class.size() && (c.runtime_class[r.cbid] & off) != 0;
+  const auto left_out = [&](const CUpti_Activity& rec) {
+    if (rec.kind != CUPTI_ACTIVITY_KIND_RUNTIME) return false;
+    const uint32_t cbid = reinterpret_cast<const CUpti_ActivityAPI&>(rec).cbid;
+    return cbid < c.runtime_class.size() && (c.runtime_class[cbid] & off) != 0;
   };
   c.pool.drain([&](uint8_t* buffer, size_t valid) {
     CUpti_Activity* rec = nullptr;
     collector::Record r;
     while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS)
-      if (collector::decode_activity(*rec, api_name, r) && !left_out(r)) fn(r);
+      if (!left_out(*rec) && collector::decode_activity(*rec, api_name, r)) fn(r);
   });
 }
 
-void collect_dropped() {
-  size_t dropped = 0;  // NULL context: the global queue, where the activity API keeps records
-  if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS && dropped > 0)
-    shared().cupti_dropped.fetch_add(dropped, std::memory_order_relaxed);
-}
+void collect_dropped() { count_dropped(nullptr, 0); }  // NULL context: the global queue
 
 void discard_records() {
   cupti().pool.drain([](uint8_t*, size_t) {});

@@ -520,20 +520,19 @@ static CUptiResult switch_kind(CUpti_ActivityKind kind, bool on) {
 CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind) { return switch_kind(kind, true); }
 CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind) { return switch_kind(kind, false); }
 
-CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) {
-  if (!valid_cbid(CUPTI_CB_DOMAIN_RUNTIME_API, cbid)) return CUPTI_ERROR_INVALID_PARAMETER;
+static CUptiResult switch_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, uint8_t enable) {
+  if (!valid_cbid(domain, cbid)) return CUPTI_ERROR_INVALID_PARAMETER;
   Sim& s = sim();
   std::lock_guard<std::mutex> lock(s.mu);
-  s.runtime_api[cbid] = enable != 0;
+  (domain == CUPTI_CB_DOMAIN_RUNTIME_API ? s.runtime_api : s.driver_api)[cbid] = enable != 0;
   return CUPTI_SUCCESS;
 }
 
+CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) {
+  return switch_api(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, enable);
+}
 CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable) {
-  if (!valid_cbid(CUPTI_CB_DOMAIN_DRIVER_API, cbid)) return CUPTI_ERROR_INVALID_PARAMETER;
-  Sim& s = sim();
-  std::lock_guard<std::mutex> lock(s.mu);
-  s.driver_api[cbid] = enable != 0;
-  return CUPTI_SUCCESS;
+  return switch_api(CUPTI_CB_DOMAIN_DRIVER_API, cbid, enable);
 }
 
 CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext, uint32_t, size_t* dropped) {
