@@ -213,12 +213,6 @@ constexpr KindMap kKinds[] = {
     {collector::kKindOverhead, CUPTI_ACTIVITY_KIND_OVERHEAD, true},
 };
 
-// Period of CUPTI's worker-thread flush (ms): full buffers reach the file while recording.
-uint32_t flush_period_ms() {
-  if (const char* e = std::getenv("STRATA_FLUSH_MS"); e != nullptr && *e != '\0') return static_cast<uint32_t>(std::atoi(e));
-  return 500;
-}
-
 // Subscribes and registers the buffer callbacks: at injection, and again after a release.
 bool subscribe(std::string* error) {
   Cupti& c = cupti();
@@ -302,6 +296,9 @@ const char* cupti_attachment() {
   return "unknown";
 }
 
+// No cuptiActivityFlushPeriod: with a period set, CUPTI 13 held full buffers for seconds and
+// lost up to half of a 4 s recording's records without counting them (H100, collector/README);
+// left to its own heuristics it hands back each full buffer at once and loses nothing.
 bool activities_enable() {
   Cupti& c = cupti();
   const uint32_t mask = shared().kinds.load();
@@ -318,7 +315,6 @@ bool activities_enable() {
   }
   if ((mask & collector::kKindDriver) != 0)
     for (CUpti_CallbackId id : c.recorded_driver) cuptiActivityEnableDriverApi(id, 1);
-  if (const uint32_t period = flush_period_ms(); period > 0) cuptiActivityFlushPeriod(period);
   return ok;
 }
 
@@ -331,7 +327,6 @@ void activities_disable() {
   if ((c.enabled & collector::kKindDriver) != 0)
     for (CUpti_CallbackId id : c.recorded_driver) cuptiActivityEnableDriverApi(id, 0);
   c.enabled = 0;
-  cuptiActivityFlushPeriod(0);
 }
 
 void activities_flush() { cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); }

@@ -174,7 +174,7 @@ void compute_parents(Context& c) {
 void choose_tracks(Context& c) {
   const TraceModel& m = c.m;
   size_t nt = m.tracks.size();
-  std::vector<uint64_t> steps(nt), ops(nt), bwd(nt), launches(nt);
+  std::vector<uint64_t> steps(nt), iteration_ranges(nt), ops(nt), bwd(nt), launches(nt);
   for (size_t ti = 0; ti < nt; ++ti) {
     const Track& t = m.tracks[ti];
     if (t.kind != TrackKind::CpuThread) continue;
@@ -186,6 +186,8 @@ void choose_tracks(Context& c) {
         if (is_backward_name(m.name_of(e))) ++bwd[base];
       } else if ((k == Cat::UserAnnotation || k == Cat::None || k == Cat::CpuOp) && m.name_of(e).starts_with("ProfilerStep#")) {
         ++steps[base];
+      } else if (k == Cat::UserAnnotation && names_iteration(m.name_of(e))) {
+        ++iteration_ranges[base];
       } else if ((k == Cat::CudaRuntime || k == Cat::CudaDriver) && m.ev.link[e] != kNoEvent) {
         ++launches[base];
       }
@@ -196,7 +198,9 @@ void choose_tracks(Context& c) {
     const Track& t = m.tracks[ti];
     if (t.kind != TrackKind::CpuThread || t.overflow_of != kNoTrack) continue;
     double fwd_ops = double(ops[ti] - bwd[ti]);
-    double score = double(steps[ti]) * 1e12 + fwd_ops * 4 + double(launches[ti]);
+    // The loop's thread: the one with steps, else the one whose ranges name iterations (a
+    // trace of runtime calls and NVTX ranges only, as the agent records, has no ops to count).
+    double score = double(steps[ti]) * 1e12 + double(iteration_ranges[ti]) * 1e9 + fwd_ops * 4 + double(launches[ti]);
     if (ops[ti] && bwd[ti] * 2 > ops[ti]) score = fwd_ops;  // the autograd thread
     if (score > best) {
       best = score;

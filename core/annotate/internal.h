@@ -140,6 +140,8 @@ void run_analyses(Context& c, Annotation& a);
 std::vector<EventId> child_ops(const Context& c, EventId r);
 // Ranges PyTorch writes as record_function annotations (some formats give them cat cpu_op).
 bool is_annotation_name(std::string_view n);
+// A range the program named as one iteration: "iteration", "Iteration 12", "train_step".
+bool names_iteration(std::string_view n);
 
 // Name classification.
 bool is_loss_op(std::string_view n);

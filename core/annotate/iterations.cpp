@@ -15,13 +15,6 @@ namespace {
 
 bool is_step(const Context& c, EventId e) { return c.name(e).starts_with("ProfilerStep#"); }
 
-// A range the program named as one iteration: "iteration", "Iteration 12", "train_step".
-bool names_iteration(std::string_view n) {
-  std::string l = lower(n.substr(0, 64));
-  return l.find("iteration") != std::string::npos || l.find("train_step") != std::string::npos ||
-         l.find("training_step") != std::string::npos;
-}
-
 std::string step_name(std::string_view n) {
   n = strip_prefix(n, "ProfilerStep#");
   return "Iteration " + std::string(n);
@@ -156,6 +149,12 @@ std::vector<size_t> periodic(const Context& c, const std::vector<EventId>& seq) 
 }
 
 }  // namespace
+
+bool names_iteration(std::string_view n) {
+  std::string l = lower(n.substr(0, 64));
+  return l.find("iteration") != std::string::npos || l.find("train_step") != std::string::npos ||
+         l.find("training_step") != std::string::npos;
+}
 
 std::vector<IterWork> find_iterations(Context& c, Annotation& a) {
   auto& ev = c.m.ev;

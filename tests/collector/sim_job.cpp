@@ -29,7 +29,7 @@ int64_t now_ns() {
 
 // Variables the agent reads: a job gets only those its test gives it.
 bool is_agent_variable(const std::string& key) {
-  return key == "STRATA_RECORD" || key == "STRATA_BUFFER_MB" || key == "STRATA_FLUSH_MS" ||
+  return key == "STRATA_RECORD" || key == "STRATA_BUFFER_MB" ||
          key == "STRATA_SOCKET_DIR" || key == "NVTX_INJECTION64_PATH" || key == "CUDA_INJECTION64_PATH";
 }
 

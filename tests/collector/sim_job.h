@@ -33,7 +33,7 @@ class SimJob {
   std::string path(const std::string& name) const { return dir_ + "/" + name; }
 
   // Starts `strata_sim_job --agent AGENT ARGS...` with this process's environment, minus the
-  // agent's own variables (STRATA_RECORD, STRATA_BUFFER_MB, STRATA_FLUSH_MS, *_INJECTION64_PATH),
+  // agent's own variables (STRATA_RECORD, STRATA_BUFFER_MB, *_INJECTION64_PATH),
   // plus `env`; waits up to `timeout_ms` for its "ready PID" line. False with error() set if not.
   bool start(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {},
              int timeout_ms = 20000);

@@ -8,7 +8,9 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
@@ -250,6 +252,52 @@ TEST_CASE("sim agent: a 4 MiB pool under a heavy launch rate: every record is wr
   CHECK(f.dropped == job.stat("records_dropped"));
   CHECK(job.stat("dropped_unread_at_finalize") == 0);
   CHECK(f.summary.flow_starts == f.summary.flow_ends);
+}
+
+TEST_CASE("sim agent: a recording reaches its file while it runs, and the file read mid-way loads") {
+  // The viewer's live view re-reads the growing file: each full buffer must be written as
+  // CUPTI hands it back, not at the end (on an H100 a 4 s attach gains ~6 MB every ~0.5 s).
+  SimJob job;
+  REQUIRE_MESSAGE(job.start({"--threads", "2", "--seconds", "4", "--kernels", "10", "--sleep-us", "100"}),
+                  job.error());
+  RecordOptions opt;
+  opt.duration_ms = 2500;
+  opt.output = job.path("growing.pt.trace.json");
+  std::optional<RecordResult> result;
+  std::string error;
+  std::atomic<bool> done{false};
+  std::thread recorder([&] {
+    result = job.record(opt, &error);
+    done = true;
+  });
+  // Copies the file the first time it holds events while the agent still records.
+  const std::string mid = job.path("mid.pt.trace.json");
+  bool copied = false;
+  while (!done && !copied) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const std::string text = test::read_file(opt.output);
+    if (text.find("\"cat\": \"kernel\"") == std::string::npos) continue;
+    if (field(request(job.pid(), "status"), "state") != "recording") break;
+    std::ofstream(mid, std::ios::binary) << text;
+    copied = true;
+  }
+  recorder.join();
+  REQUIRE_MESSAGE(result, error);
+  REQUIRE_MESSAGE(job.wait(), job.error());
+  INFO("stderr: " << job.err());
+  REQUIRE_MESSAGE(copied, "no event reached the file before the recording ended");
+  MESSAGE("job ran " << job.seconds_run() << " s; " << job.stat("records_produced") << " records");
+
+  const Loaded partial = load(mid);
+  REQUIRE_MESSAGE(partial.ok, partial.error);
+  CHECK(partial.truncated);
+  CHECK(partial.kernels > 0);
+  const Loaded whole = load(opt.output);
+  REQUIRE_MESSAGE(whole.ok, whole.error);
+  CHECK_FALSE(whole.truncated);
+  CHECK(whole.kernels > partial.kernels);
+  const TraceFacts f = read_facts(opt.output);
+  CHECK(f.records + job.stat("records_dropped") + job.stat("noisy_records_stored") == job.stat("records_produced"));
 }
 
 TEST_CASE("sim agent: the job exits while a recording runs; the file is complete") {

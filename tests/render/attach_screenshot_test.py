@@ -1,25 +1,31 @@
 #!/usr/bin/env python3
-"""The Attach flow and its live view, headless and without a GPU: strata_fake_agent plays a job
-running with the agent; `strata view --attach PID --duration 3 --focus "Iteration 3"` records
-from it under xvfb-run, saving a screenshot mid-recording and one after the final load. Asserts
-that the selection and the zoomed range survive the live re-reads and the final load, and on
-image statistics (never exact pixels). Exit 77 (skipped) without xvfb-run or OpenGL 3.3."""
+"""The Attach flow and its live view, headless and without a GPU: JOB plays a job running with
+the agent -- strata_fake_agent, or strata_sim_job, the real agent over the CUPTI simulator --
+and `strata view --attach PID --duration 3 --focus "Iteration 3"` records from it under
+xvfb-run, saving a screenshot mid-recording and one after the final load. Asserts that the
+selection and the zoomed range (SPAN_MIN_MS..SPAN_MAX_MS, the job's iteration) survive the live
+re-reads and the final load, and on image statistics (never exact pixels). Exit 77 (skipped)
+without xvfb-run or OpenGL 3.3.
+Usage: attach_screenshot_test.py STRATA OUT_DIR NAME SPAN_MIN_MS SPAN_MAX_MS -- JOB ARGS..."""
 import json, os, shutil, subprocess, sys, tempfile
 
-strata, fake_agent, out = sys.argv[1], sys.argv[2], sys.argv[3]
+strata, out, name = sys.argv[1], sys.argv[2], sys.argv[3]
+span_min, span_max = float(sys.argv[4]), float(sys.argv[5])
+assert sys.argv[6] == "--", "usage: STRATA OUT_DIR NAME SPAN_MIN_MS SPAN_MAX_MS -- JOB ARGS..."
+job_cmd = sys.argv[7:]
 if not shutil.which("xvfb-run"):
     print("xvfb-run not found: skipped")
     sys.exit(77)
 os.makedirs(out, exist_ok=True)
-live, final, dump = (os.path.join(out, n) for n in ("attach-live.png", "attach-final.png", "attach.json"))
+live, final, dump = (os.path.join(out, name + n) for n in ("-live.png", "-final.png", ".json"))
 for f in (live, final, dump):
     if os.path.exists(f):
         os.remove(f)
 sockets = tempfile.mkdtemp(prefix="strata-attach-view-")
 env = dict(os.environ, LIBGL_ALWAYS_SOFTWARE="1", STRATA_SOCKET_DIR=sockets)
-agent = subprocess.Popen([fake_agent, "--lifetime", "120"], env=env, stdout=subprocess.PIPE, text=True)
+agent = subprocess.Popen(job_cmd, env=env, stdout=subprocess.PIPE, text=True)
 try:
-    pid = agent.stdout.readline().split()[1]  # "listening PID"
+    pid = agent.stdout.readline().split()[1]  # "listening PID" / "ready PID"
     cmd = ["xvfb-run", "-a", "-s", "-screen 0 1280x800x24", strata, "view", "--size", "1280x800", "--attach", pid,
            "--duration", "3", "-o", os.path.join(sockets, "live.pt.trace.json"), "--focus", "Iteration 3",
            "--live-screenshot", live, "--screenshot", final, "--dump-layout", dump]
@@ -41,9 +47,9 @@ layout = json.load(open(dump))
 # Selected on the first live view; still selected, and still zoomed to it, after every re-read.
 assert layout["selected"] == "Iteration 3", layout["selected"]
 span_ms = (layout["view_t1"] - layout["view_t0"]) / 1e6
-assert 90 < span_ms < 130, span_ms
+assert span_min < span_ms < span_max, span_ms
 assert any(s.startswith("GPU") for s in layout["sections"]), layout["sections"]
 img = layout["image"]
 assert img["distinct_colours"] >= 30, img
 assert 0.02 < img["non_background"] < 0.9, img
-print("attach screenshot test passed:", layout["rects"], "rects,", img)
+print(name, "screenshot test passed:", layout["rects"], "rects,", img)

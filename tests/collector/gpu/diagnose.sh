@@ -7,6 +7,8 @@
 #  3. The launch-bound MLP: no agent / dormant / recording, interleaved runs.
 #  4. The job after a recording ends: 3 iterations recorded at the start, then the rest of the
 #     loop with CUPTI released between recordings (the default) or kept (STRATA_TEARDOWN=0).
+#  5. live: the file a 3 s attach writes, copied every 0.4 s while it grows (what the viewer's
+#     live view reads), for loading with the full build elsewhere.
 # Writes summary.txt and results.tgz (logs, small traces) to $OUT. PHASES selects
 # (default "build kineto kinds table after").
 set -uo pipefail
@@ -116,7 +118,7 @@ fi
 
 if has launch; then
   log "CPU cost of one launch (launch_cost.cu; min / median of 150 batches of 256), interleaved in-process"
-  V="off;kernel;kernel,runtime;kernel,runtime-all;kernel,runtime,sync;kernel,runtime,nvtx;kernel,runtime,overhead;kernel,runtime,driver;kernel,runtime,memcpy,memset,external;default;all;default@flush=0"
+  V="off;kernel;kernel,runtime;kernel,runtime-all;kernel,runtime,sync;kernel,runtime,nvtx;kernel,runtime,overhead;kernel,runtime,driver;kernel,runtime,memcpy,memset,external;default;all"
   export STRATA_SOCKET_DIR=/tmp/strata-bench
   for rep in 1 2 3; do
     taskset -c 2-7 /tmp/launch_cost 1 off none | tee -a "$OUT/launch.jsonl"
@@ -139,11 +141,11 @@ fi
 
 if has kinds; then
   log "cost per recorded kind (kinds_bench.py, in-process, interleaved)"
-  V="off;kernel;kernel,runtime;kernel,runtime-all;kernel,runtime,sync;kernel,runtime,nvtx;kernel,runtime,overhead;kernel,runtime,driver;kernel,runtime,external;kernel,runtime,memcpy,memset;default;all;default@flush=0;all@flush=0"
+  V=${KINDS_VARIANTS:-"off;kernel;kernel,runtime;kernel,runtime-all;kernel,runtime,sync;kernel,runtime,nvtx;kernel,runtime,overhead;kernel,runtime,driver;kernel,runtime,external;kernel,runtime,memcpy,memset;default;all"}
   export STRATA_SOCKET_DIR=/tmp/strata-bench
-  for rep in 1 2; do
-    python3 $HERE/kinds_bench.py --variants off --rounds 4 --tag none 2>>$OUT/kinds.err | tee -a "$OUT/kinds.jsonl"
-    $S record --dormant -- python3 $HERE/kinds_bench.py --variants "$V" --rounds 4 --tag agent 2>>$OUT/kinds.err | tee -a "$OUT/kinds.jsonl"
+  for rep in $(seq 1 ${REPS:-2}); do
+    python3 $HERE/kinds_bench.py --variants off --rounds 4 --iters ${ITERS:-60} --tag none 2>>$OUT/kinds.err | tee -a "$OUT/kinds.jsonl"
+    $S record --dormant -- python3 $HERE/kinds_bench.py --variants "$V" --rounds ${ROUNDS:-4} --iters ${ITERS:-60} --tag agent 2>>$OUT/kinds.err | tee -a "$OUT/kinds.jsonl"
   done
   unset STRATA_SOCKET_DIR
   python3 - "$OUT/kinds.jsonl" <<'PYEOF' | tee -a "$OUT/summary.txt"
@@ -231,6 +233,67 @@ for mode in ("none", "dormant", "released", "kept"):
     m = statistics.median(runs[mode])
     print(f"{mode:9} median of run medians {m:.3f} ms ({(m / base - 1) * 100:+.1f}%)  runs {runs[mode]}")
 PYEOF
+fi
+if has live; then
+  log "live: snapshots of the growing file during a 3 s attach"
+  export STRATA_SOCKET_DIR=/tmp/strata-live
+  $S record --dormant -- python3 $HERE/train_mlp.py --iters 20000 --warmup 0 > /tmp/live_job.log 2>&1 &
+  sleep 14  # torch's import and CUDA's start take up to ~12 s on a fresh machine
+  LPID=$($S attach | awk 'NR>1 && /python3/ {print $1; exit}')
+  mkdir -p "$OUT/live"
+  $S attach $LPID --duration 3 -o /tmp/live.pt.trace.json > /tmp/live_attach.log 2>&1 &
+  at=$!
+  for i in $(seq -w 1 12); do sleep 0.4; [ -f /tmp/live.pt.trace.json ] && cp /tmp/live.pt.trace.json "$OUT/live/snap$i.json"; done
+  wait $at; cat /tmp/live_attach.log | tee -a "$OUT/summary.txt"
+  ls -la "$OUT/live" | tee -a "$OUT/summary.txt"
+  python3 $HERE/check_trace.py /tmp/live.pt.trace.json | tee -a "$OUT/summary.txt"
+  gzip -9 -c /tmp/live.pt.trace.json > "$OUT/live/final.json.gz"; gzip -9 "$OUT"/live/snap*.json
+  $S attach $LPID --detach 2>&1 | tee -a "$OUT/summary.txt"
+  pkill -f "train_mlp.py --iters 20000"; wait; unset STRATA_SOCKET_DIR
+fi
+if has long; then
+  # A 4 s attach, with the agent's status, the file's size and the job's progress every 0.25 s,
+  # under several agent settings (each its own job: the settings are read from its environment).
+  log "long: a 4 s attach under several settings"
+  export STRATA_SOCKET_DIR=/tmp/strata-long
+  for v in "default" "KINDS=all" "STRATA_BUFFER_MB=8" "default"; do
+    kinds=(); envs=()
+    case $v in KINDS=*) kinds=(--kinds ${v#KINDS=});; STRATA*) envs=("$v");; esac
+    env "${envs[@]}" $S record --dormant -- python3 $HERE/train_mlp.py --iters 20000 --warmup 0 --progress 100 > /tmp/long_job.log 2>&1 &
+    sleep 14
+    LPID=$($S attach | awk 'NR>1 && /python3/ {print $1; exit}')
+    t0=$(date +%s.%N)
+    $S attach $LPID --duration 4 "${kinds[@]}" -o /tmp/long.json > /tmp/long_attach.log 2>&1 &
+    at=$!
+    echo "-- $v: attach started at $t0" >> "$OUT/long.log"
+    while kill -0 $at 2>/dev/null; do
+      st=$($S attach $LPID --status 2>&1 | awk -F': ' '/^(state|records|buffers_refused|events|dropped)/ {printf "%s=%s ", $1, $2}')
+      sz=$(stat -c %s /tmp/long.json 2>/dev/null || echo -)
+      echo "$(date +%s.%N | awk -v t=$t0 '{printf "%.2f", $1 - t}') size=$sz $st" >> "$OUT/long.log"
+      sleep 0.25
+    done
+    cat /tmp/long_attach.log >> "$OUT/long.log"
+    $S attach $LPID --status 2>&1 | grep -E "buffers_refused|events|dropped" | tr '\n' ' ' >> "$OUT/long.log"; echo >> "$OUT/long.log"
+    grep progress /tmp/long_job.log | awk -v t=$t0 '$2 > t - 1 && $2 < t + 6 {printf "job %.2f it %d\n", $2 - t, $3}' >> "$OUT/long.log"
+    log "long $v"
+    python3 $HERE/check_trace.py /tmp/long.json | tee -a "$OUT/summary.txt"
+    python3 - /tmp/long.json $t0 <<'PYEOF' | tee -a "$OUT/summary.txt"
+import collections, json, sys
+t = json.load(open(sys.argv[1]))
+ev = t["traceEvents"]
+xs = [e for e in ev if e.get("ph") == "X"]
+t0 = min(float(e["ts"]) for e in xs)
+base = t["baseTimeNanoseconds"] / 1e9 - float(sys.argv[2])
+print(f"events from {base + t0 / 1e6:.3f} s to {base + max(float(e['ts']) for e in xs) / 1e6:.3f} s after the attach began")
+for cat in ("kernel", "cuda_runtime"):
+    b = collections.Counter(int((float(e["ts"]) - t0) / 2.5e5) for e in xs if e.get("cat") == cat)
+    print(cat, "per 250 ms:", [b[i] for i in range(20)])
+PYEOF
+    $S attach $LPID --detach > /dev/null 2>&1
+    pkill -f "train_mlp.py --iters 20000"; wait
+  done
+  unset STRATA_SOCKET_DIR
+  cat "$OUT/long.log" >> "$OUT/summary.txt"
 fi
 cp "$OUT/summary.txt" "$FINAL/"
 tar czf "$FINAL/results.tgz" -C "$OUT" .

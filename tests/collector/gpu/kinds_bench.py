@@ -16,7 +16,7 @@ import torch
 
 p = argparse.ArgumentParser()
 p.add_argument("--rounds", type=int, default=4)
-p.add_argument("--variants", default="off")  # ';'-separated: off | KINDS[@flush=MS]
+p.add_argument("--variants", default="off")  # ';'-separated: off | KINDS
 p.add_argument("--tag", default="run")
 p.add_argument("--launches", type=int, default=3000)
 p.add_argument("--iters", type=int, default=60)
@@ -67,11 +67,17 @@ def mlp():
     for _ in range(a.iters):
         torch.cuda.synchronize()
         t0 = time.perf_counter()
-        torch.cuda.nvtx.range_push("iteration")
+        torch.cuda.nvtx.range_push("iteration")  # the ranges train_mlp.py pushes
+        torch.cuda.nvtx.range_push("forward")
         loss = torch.nn.functional.cross_entropy(model(xin), y)
+        torch.cuda.nvtx.range_pop()
+        torch.cuda.nvtx.range_push("backward")
         loss.backward()
+        torch.cuda.nvtx.range_pop()
+        torch.cuda.nvtx.range_push("optimizer")
         opt.step()
         opt.zero_grad(set_to_none=True)
+        torch.cuda.nvtx.range_pop()
         torch.cuda.nvtx.range_pop()
         torch.cuda.synchronize()
         times.append((time.perf_counter() - t0) * 1e3)
@@ -88,8 +94,7 @@ n = 0
 for r in range(a.rounds):
     order = variants[r % len(variants):] + variants[:r % len(variants)]
     for v in order:
-        kinds, _, flush = v.partition("@flush=")
-        os.environ["STRATA_FLUSH_MS"] = flush or "500"
+        kinds = v
         if kinds != "off":
             n += 1
             request(f"start output=/tmp/kinds-bench-{os.getpid()}-{n}.json kinds={kinds}")

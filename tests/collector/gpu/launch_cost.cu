@@ -6,7 +6,7 @@
 // cudaGetDevice / cudaGetLastError calls PyTorch makes around a launch) without waiting
 // for the GPU, then synchronizes outside the timed region; the minimum and the median
 // over 150 batches are robust to the machine's scheduling noise.
-//   launch_cost ROUNDS "off;kernel;kernel,runtime;default@flush=0;..."
+//   launch_cost ROUNDS "off;kernel;kernel,runtime;default;..."
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
 #include <sys/socket.h>
@@ -85,9 +85,7 @@ int main(int argc, char** argv) {
   for (int r = 0; r < rounds; ++r) {
     for (size_t j = 0; j < variants.size(); ++j) {
       const std::string v = variants[(j + static_cast<size_t>(r)) % variants.size()];
-      const size_t at = v.find("@flush=");
-      const std::string kinds = v.substr(0, at);
-      setenv("STRATA_FLUSH_MS", at == std::string::npos ? "500" : v.substr(at + 7).c_str(), 1);
+      const std::string& kinds = v;
       const std::string out = "/tmp/launch-cost-" + std::to_string(getpid()) + "-" + std::to_string(++n) + ".json";
       if (kinds != "off") request("start output=" + out + " kinds=" + kinds);
       measure(s, &mn, &md);

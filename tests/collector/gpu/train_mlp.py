@@ -6,6 +6,7 @@ median iteration time so runs with and without the agent can be compared.
 import argparse
 import json
 import statistics
+import sys
 import time
 
 import torch
@@ -18,6 +19,7 @@ def main():
     p.add_argument("--tag", default="run")
     p.add_argument("--hidden", type=int, default=2048)
     p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--progress", type=int, default=0, help="print the time every N iterations to stderr")
     args = p.parse_args()
 
     torch.manual_seed(0)
@@ -49,6 +51,8 @@ def main():
         torch.cuda.synchronize()
         if i >= args.warmup:
             times.append((time.perf_counter() - t0) * 1e3)
+        if args.progress and i % args.progress == 0:
+            print(f"progress {time.time():.3f} {i}", file=sys.stderr, flush=True)
     print(json.dumps({"tag": args.tag, "iters": args.iters, "median_ms": round(statistics.median(times), 4),
                       "mean_ms": round(statistics.fmean(times), 4), "loss": round(loss.item(), 4)}), flush=True)
 

@@ -78,7 +78,6 @@ struct DomainSwitches {
 struct Sim {
   std::mutex mu;
   std::condition_variable handback_done;         // FlushAll waits for hand-backs begun before it
-  std::condition_variable flush_period_changed;  // wakes the flush worker
   Counters counters;                             // atomics, read without the lock
 
   // Callback API.
@@ -102,8 +101,6 @@ struct Sim {
   size_t dropped = 0;             // since the last cuptiActivityGetNumDroppedRecords
   std::set<uint64_t> in_flight;   // hand-backs begun and not finished, by sequence
   uint64_t next_handback = 0;
-  uint32_t flush_period_ms = 0;
-  bool flush_worker_started = false;
 
   // The simulated GPU and process.
   std::map<uint32_t, uint64_t> stream_busy_until;
@@ -391,24 +388,6 @@ Emitted synchronize_device(uint32_t correlation) {
   return emit<CUpti_ActivitySynchronization2>(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, 0, fill);
 }
 
-void flush_worker() {
-  Sim& s = sim();
-  std::unique_lock<std::mutex> lock(s.mu);
-  for (;;) {
-    if (s.flush_period_ms == 0) {
-      s.flush_period_changed.wait(lock);
-      continue;
-    }
-    const auto period = std::chrono::milliseconds(s.flush_period_ms);
-    if (s.flush_period_changed.wait_for(lock, period) == std::cv_status::no_timeout) continue;  // new period
-    if (s.flush_period_ms == 0 || s.buffer == nullptr || s.buffer_used == 0) continue;
-    const Handback h = take_buffer(s);
-    lock.unlock();
-    hand_back(h);
-    lock.lock();
-  }
-}
-
 struct CallbackName {
   CUpti_CallbackDomain domain;
   CUpti_CallbackId cbid;
@@ -585,20 +564,6 @@ CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t) {
   return CUPTI_SUCCESS;
 }
 
-CUptiResult CUPTIAPI cuptiActivityFlushPeriod(uint32_t time) {
-  Sim& s = sim();
-  {
-    std::lock_guard<std::mutex> lock(s.mu);
-    s.flush_period_ms = time;
-    if (time > 0 && !s.flush_worker_started) {
-      s.flush_worker_started = true;
-      std::thread(flush_worker).detach();  // lives as long as the process, like CUPTI's worker
-    }
-  }
-  s.flush_period_changed.notify_all();
-  return CUPTI_SUCCESS;
-}
-
 CUptiResult CUPTIAPI cuptiGetTimestamp(uint64_t* timestamp) {
   if (timestamp == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
   *timestamp = now_ns();
@@ -659,13 +624,11 @@ CUptiResult CUPTIAPI cuptiFinalize(void) {
     s.driver_api.clear();
     s.requested = nullptr;
     s.completed = nullptr;
-    s.flush_period_ms = 0;
     s.thread_id_type = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
     s.dropped = 0;
     s.counters.api_calls_since_finalize.store(0);
     s.counters.instrumented_calls_since_finalize.store(0);
   }
-  s.flush_period_changed.notify_all();
   return CUPTI_SUCCESS;
 }
 
