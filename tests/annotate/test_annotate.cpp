@@ -159,6 +159,36 @@ TEST_CASE("Strata's own recordings: NVTX iteration ranges are the iterations") {
   CHECK(annotate(*cut).iterations.size() == 90);
 }
 
+TEST_CASE("a recording of runtime calls and NVTX ranges only: the loop's thread is the one with iteration ranges") {
+  // As the agent records a job whose loop thread launches less than a helper thread: no CPU
+  // ops to count, so the thread whose ranges name iterations is the loop's.
+  std::string json = R"({"traceEvents": [
+)";
+  auto add = [&json](const std::string& line) { json += line + ",\n"; };
+  int corr = 1;
+  auto launch = [&](int tid, int ts) {
+    const std::string c = std::to_string(corr++), t = std::to_string(ts);
+    add(R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 7, "tid": )" + std::to_string(tid) +
+        R"(, "ts": )" + t + R"(, "dur": 4, "args": {"correlation": )" + c + "}}");
+    add(R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": )" + std::to_string(ts + 5) +
+        R"(, "dur": 3, "args": {"correlation": )" + c + R"(, "stream": 7, "device": 0}})");
+  };
+  for (int i = 0; i < 3; ++i) {
+    const int t0 = 1000 + i * 100;
+    add(R"({"ph": "X", "cat": "user_annotation", "name": "iteration", "pid": 7, "tid": 1, "ts": )" + std::to_string(t0) +
+        R"(, "dur": 60})");
+    launch(1, t0 + 10);
+    for (int k = 0; k < 4; ++k) launch(2, t0 + 20 + k * 10);  // the helper thread launches more
+  }
+  json += R"({"ph": "M", "name": "process_name", "pid": 7, "args": {"name": "job"}}]})";
+  LoadResult r = load_trace_bytes("agent-style.json", json);
+  REQUIRE_MESSAGE(r.model, r.error);
+  Annotation a = annotate(*r.model);
+  check_tree(a.tree);
+  CHECK(a.iteration_source == IterationSource::IterationRanges);
+  CHECK(a.iterations.size() == 3);
+}
+
 TEST_CASE("summary: shares of the top GPU ops add up to at most 100%") {
   auto m = load(torch2_trace("../collector/vector_add.pt.trace.json.gz"));  // memcpy-heavy
   Annotation a = annotate(*m);
