@@ -47,7 +47,12 @@ Annotation annotate(const TraceModel& m, const AnnotateOptions& options, Progres
     Annotation scratch;  // find_phases writes no shared state
     annot::find_phases(c, iters[i], scratch);
   });
-  if (!c.has_backward && !iters.empty()) a.notes.push_back("no backward pass found: treated as inference (forward only)");
+  // Phases may also come from the program's own ranges ("backward"), with no autograd op.
+  const auto has_backward_phase = [](const annot::IterWork& w) {
+    return std::any_of(w.segments.begin(), w.segments.end(), [](const annot::Segment& s) { return s.phase == PhaseKind::Backward; });
+  };
+  if (!c.has_backward && !iters.empty() && std::none_of(iters.begin(), iters.end(), has_backward_phase))
+    a.notes.push_back("no backward pass found: treated as inference (forward only)");
 
   if (!stage(3)) return finish();
   annot::Builder b;

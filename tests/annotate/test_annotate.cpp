@@ -155,6 +155,8 @@ TEST_CASE("Strata's own recordings: NVTX iteration ranges are the iterations") {
   CHECK(a.iteration_source == IterationSource::IterationRanges);
   REQUIRE(a.iterations.size() == 5);  // recorded with --iterations 5
   CHECK(phases_of(a, 2) == std::vector<std::string>{"Forward", "Backward", "Optimizer step"});
+  // Its backward phase comes from the job's own "backward" range: no note says it has none.
+  CHECK(std::none_of(a.notes.begin(), a.notes.end(), [](const std::string& n) { return n.find("no backward") != std::string::npos; }));
   auto cut = load(torch2_trace("../collector/mlp_attach_200ms.pt.trace.json.gz"));
   CHECK(annotate(*cut).iterations.size() == 90);
 }
