@@ -9,8 +9,11 @@
 #     loop with CUPTI released between recordings (the default) or kept (STRATA_TEARDOWN=0).
 #  5. live: the file a 3 s attach writes, copied every 0.4 s while it grows (what the viewer's
 #     live view reads), for loading with the full build elsewhere.
+#  6. long: 4 s attaches with the agent's status, the file's size and the job's progress every
+#     0.25 s, under several agent settings (collector/README "Long recordings").
+#  Also launch (launch_cost.cu, per launch in C++) and kineto2 (strata attach --kineto alone).
 # Writes summary.txt and results.tgz (logs, small traces) to $OUT. PHASES selects
-# (default "build kineto kinds table after").
+# (default "build kineto kinds table after"); ROUNDS, REPS, ITERS and KINDS_VARIANTS size them.
 set -uo pipefail
 FINAL=${OUT:-$PWD/out}
 OUT=/tmp/strata-diag
