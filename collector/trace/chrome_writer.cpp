@@ -133,6 +133,26 @@ void ChromeTraceWriter::begin(const TraceHeader& header) {
   sink_.write(s);
 }
 
+void ChromeTraceWriter::metadata(std::string_view what, uint32_t pid, uint32_t tid, std::string_view name) {
+  open_event("M", "__metadata", what, pid, tid, header_.base_ns);
+  arg("name", name);
+  close_event();
+}
+
+void ChromeTraceWriter::gpu_row(uint32_t device, uint32_t stream) {
+  if (!gpu_rows_.insert({device, stream}).second) return;
+  if (gpu_pids_.insert(device).second) metadata("process_name", device, 0, "GPU " + std::to_string(device));
+  metadata("thread_name", device, stream, "stream " + std::to_string(stream));
+}
+
+void ChromeTraceWriter::cpu_row(uint32_t pid, uint32_t tid) {
+  if (!cpu_rows_.insert({pid, tid}).second) return;
+  if (cpu_pids_.insert(pid).second)
+    metadata("process_name", pid, 0,
+             pid == header_.pid && !header_.command.empty() ? header_.command : "process " + std::to_string(pid));
+  metadata("thread_name", pid, tid, "thread " + std::to_string(tid));
+}
+
 void ChromeTraceWriter::note_time(uint64_t ns) { latest_ns_ = std::max(latest_ns_, ns); }
 
 void ChromeTraceWriter::ts_value(uint64_t ns) {
@@ -246,7 +266,7 @@ void ChromeTraceWriter::add(const Record& r) {
 void ChromeTraceWriter::gpu_op(const Record& r) {
   note_time(r.end);
   context_device_[r.context] = r.device;
-  gpu_rows_.insert({r.device, r.stream});
+  gpu_row(r.device, r.stream);
   std::string name;
   std::string_view cat;
   if (r.kind == RecordKind::Kernel) {
@@ -298,7 +318,7 @@ void ChromeTraceWriter::gpu_op(const Record& r) {
 
 void ChromeTraceWriter::api_call(const Record& r) {
   note_time(r.end);
-  cpu_rows_.insert({r.pid, r.tid});
+  cpu_row(r.pid, r.tid);
   open_event("X", r.kind == RecordKind::Runtime ? "cuda_runtime" : "cuda_driver", r.name, r.pid, r.tid,
              r.start);
   duration(r.start, r.end);
@@ -348,7 +368,7 @@ void ChromeTraceWriter::sync(const Record& r) {
   auto dev = context_device_.find(r.context);
   const uint32_t device_id = dev == context_device_.end() ? 0 : dev->second;
   const uint32_t row = r.stream == kInvalidStream ? 0 : r.stream;
-  gpu_rows_.insert({device_id, row});
+  gpu_row(device_id, row);
   open_event("X", "cuda_sync", sync_name(r.sub_kind), device_id, row, r.start);
   duration(r.start, r.end);
   arg("device", uint64_t{device_id});
@@ -359,7 +379,7 @@ void ChromeTraceWriter::sync(const Record& r) {
 
 void ChromeTraceWriter::overhead(const Record& r) {
   note_time(r.end);
-  if (r.pid != 0) cpu_rows_.insert({r.pid, r.tid});
+  if (r.pid != 0) cpu_row(r.pid, r.tid);
   open_event("X", "overhead", r.name, r.pid != 0 ? r.pid : r.device, r.tid, r.start);
   duration(r.start, r.end);
   close_event();
@@ -382,7 +402,7 @@ void ChromeTraceWriter::range_end(const Record& r) {
   } else {
     return;  // started before recording: nothing to pair
   }
-  cpu_rows_.insert({o.pid, o.tid});
+  cpu_row(o.pid, o.tid);
   open_event("X", "user_annotation", o.name, o.pid, o.tid, o.start);
   duration(o.start, r.end);
   if (!o.domain.empty()) arg("domain", std::string_view(o.domain));
@@ -391,7 +411,7 @@ void ChromeTraceWriter::range_end(const Record& r) {
 
 void ChromeTraceWriter::mark(const Record& r) {
   note_time(r.start);
-  cpu_rows_.insert({r.pid, r.tid});
+  cpu_row(r.pid, r.tid);
   open_event("i", "user_annotation", r.name, r.pid, r.tid, r.start);
   line_ += ", \"s\": \"t\"";
   if (!r.domain.empty()) arg("domain", r.domain);
@@ -401,7 +421,7 @@ void ChromeTraceWriter::mark(const Record& r) {
 void ChromeTraceWriter::finish(const TraceStats& stats) {
   uint64_t unmatched = 0;
   auto close_unfinished = [&](const OpenRange& o) {
-    cpu_rows_.insert({o.pid, o.tid});
+    cpu_row(o.pid, o.tid);
     open_event("X", "user_annotation", o.name, o.pid, o.tid, o.start);
     duration(o.start, std::max(o.start, latest_ns_));
     arg("unfinished", uint64_t{1});
@@ -412,30 +432,6 @@ void ChromeTraceWriter::finish(const TraceStats& stats) {
   for (const auto& [thread, o] : orphan_starts_) close_unfinished(o);
   open_ranges_.clear();
   orphan_starts_.clear();
-  std::set<uint32_t> gpu_pids;
-  for (const auto& [dev, stream] : gpu_rows_) {
-    gpu_pids.insert(dev);
-    open_event("M", "__metadata", "thread_name", dev, stream, header_.base_ns);
-    arg("name", "stream " + std::to_string(stream));
-    close_event();
-  }
-  for (uint32_t dev : gpu_pids) {
-    open_event("M", "__metadata", "process_name", dev, 0, header_.base_ns);
-    arg("name", "GPU " + std::to_string(dev));
-    close_event();
-  }
-  std::set<uint32_t> cpu_pids;
-  for (const auto& [pid, tid] : cpu_rows_) {
-    cpu_pids.insert(pid);
-    open_event("M", "__metadata", "thread_name", pid, tid, header_.base_ns);
-    arg("name", "thread " + std::to_string(tid));
-    close_event();
-  }
-  for (uint32_t pid : cpu_pids) {
-    open_event("M", "__metadata", "process_name", pid, 0, header_.base_ns);
-    arg("name", pid == header_.pid && !header_.command.empty() ? header_.command : "process " + std::to_string(pid));
-    close_event();
-  }
   std::string& s = line_;
   s = "\n  ],\n  \"collector\": {\"name\": \"strata\", \"records\": " + std::to_string(stats.records) +
       ", \"droppedRecords\": " + std::to_string(stats.dropped) +

@@ -58,6 +58,11 @@ class ChromeTraceWriter {
   void arg3(std::string_view key, const int32_t v[3]);
   void close_event();
   void ts_value(uint64_t ns);
+  // Names a row (and its process) the first time an event lands on it, so a file read while it
+  // grows already has them.
+  void gpu_row(uint32_t device, uint32_t stream);
+  void cpu_row(uint32_t pid, uint32_t tid);
+  void metadata(std::string_view what, uint32_t pid, uint32_t tid, std::string_view name);
 
   void gpu_op(const Record& r);
   void api_call(const Record& r);
@@ -89,6 +94,7 @@ class ChromeTraceWriter {
   std::map<std::pair<uint32_t, uint32_t>, OpenRange> orphan_starts_;  // (pid, tid)
   std::set<std::pair<uint32_t, uint32_t>> gpu_rows_;  // (device, stream)
   std::set<std::pair<uint32_t, uint32_t>> cpu_rows_;  // (pid, tid)
+  std::set<uint32_t> gpu_pids_, cpu_pids_;
 };
 
 // Appends `s` to `out` as JSON string contents: escapes, and replaces invalid UTF-8 with U+FFFD.

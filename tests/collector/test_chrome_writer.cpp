@@ -164,6 +164,24 @@ TEST_CASE("kernels, launches, flows, ranges and copies become Kineto-style event
   CHECK(json.find("\n  {\"ph\": \"X\", \"cat\": \"kernel\"") != std::string::npos);
 }
 
+TEST_CASE("rows are named when their first event is written, so a growing file has the names") {
+  StringSink sink;
+  ChromeTraceWriter w(sink);
+  w.begin(header());
+  w.add(kernel(1, kBase + 2'000'000));
+  w.add(api(1, kBase + 1'000'000, "cudaLaunchKernel"));
+  w.add(api(2, kBase + 3'000'000, "cudaLaunchKernel"));
+  const std::string mid = sink.text();  // what a live view reads before the recording ends
+  CHECK(mid.find("\"name\": \"stream 7\"") != std::string::npos);
+  CHECK(mid.find("\"name\": \"GPU 0\"") != std::string::npos);
+  CHECK(mid.find("\"name\": \"thread 101\"") != std::string::npos);
+  CHECK(mid.find("\"name\": \"python train.py\"") != std::string::npos);
+  w.finish(TraceStats{});
+  const auto s = test::summarize(sink.text());
+  REQUIRE_MESSAGE(s.parsed, s.error);
+  CHECK(s.metadata == 4);  // each row and process named once
+}
+
 TEST_CASE("a range that began the recording is closed by the next unknown end on its thread") {
   StringSink sink;
   ChromeTraceWriter w(sink);
