@@ -186,8 +186,7 @@ int cmd_attach(int argc, char** argv) {
     std::fprintf(stderr, "strata attach: pid %d: %s\n", pid, error.c_str());
     return 1;
   }
-  std::fprintf(stderr, "strata attach: %llu events%s\n", static_cast<unsigned long long>(result->events),
-               result->dropped ? (", " + std::to_string(result->dropped) + " records dropped (buffers full)").c_str() : "");
+  std::fprintf(stderr, "strata attach: %s\n", sc::describe(*result).c_str());
   std::printf("%s\n", result->output.c_str());
   return open ? open_in_viewer(result->output) : 0;
 }

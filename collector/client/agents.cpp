@@ -89,6 +89,13 @@ Message start_request(const RecordOptions& opt) {
   return m;
 }
 
+std::string describe(const RecordResult& r) {
+  if (r.events == 0) return "0 events (the job made no CUDA calls while recording: still starting up, or busy on the CPU?)";
+  std::string s = std::to_string(r.events) + " events";
+  if (r.dropped > 0) s += ", " + std::to_string(r.dropped) + " records dropped (buffers full)";
+  return s;
+}
+
 std::optional<RecordResult> record_from_agent(pid_t pid, const RecordOptions& opt, const std::atomic<bool>* cancel,
                                               const std::function<void(const std::string&)>& progress,
                                               std::string* error) {

@@ -45,6 +45,9 @@ struct RecordResult {
   uint64_t dropped = 0;
 };
 
+// "N events[, M records dropped (buffers full)]", or why an empty recording is empty.
+std::string describe(const RecordResult& r);
+
 // Starts a recording in a running agent and waits until its file is complete. `cancel`
 // (e.g. set by SIGINT) asks the agent to stop early; `progress` receives status lines.
 std::optional<RecordResult> record_from_agent(pid_t pid, const RecordOptions& opt, const std::atomic<bool>* cancel,

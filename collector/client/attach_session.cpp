@@ -92,9 +92,7 @@ bool AttachSession::start(pid_t pid, RecordOptions opt, std::string* error) {
       ended_ = SteadyClock::now();
       if (r) {
         result_ = *r;
-        lines_.push_back((cancel_.load() ? "stopped early: " : "finished: ") + std::to_string(r->events) + " events" +
-                         (r->dropped ? ", " + std::to_string(r->dropped) + " records dropped (buffers full)" : "") +
-                         " in " + r->output);
+        lines_.push_back((cancel_.load() ? "stopped early: " : "finished: ") + describe(*r) + " in " + r->output);
       } else {
         error_ = err;
       }

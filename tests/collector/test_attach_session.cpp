@@ -268,3 +268,9 @@ TEST_CASE("attach session: iterations are passed on and counted by the agent") {
   for (EventId e = 0; e < r.model->ev.size(); ++e) iterations += r.model->name_of(e) == "iteration";
   CHECK(iterations == 3);
 }
+
+TEST_CASE("a recording's result in words: events, drops, and why an empty one is empty") {
+  CHECK(describe(RecordResult{"t.json", 1200, 0}) == "1200 events");
+  CHECK(describe(RecordResult{"t.json", 1200, 30}) == "1200 events, 30 records dropped (buffers full)");
+  CHECK(describe(RecordResult{"t.json", 0, 0}).find("no CUDA calls") != std::string::npos);
+}
