@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <iterator>
 
 namespace strata::collector {
 
@@ -139,15 +140,26 @@ void ChromeTraceWriter::metadata(std::string_view what, uint32_t pid, uint32_t t
   close_event();
 }
 
+bool ChromeTraceWriter::add_row(Rows& rows, uint32_t pid, uint32_t tid, bool* first_of_pid) {
+  const auto [it, added] = rows.insert({pid, tid});
+  if (!added) return false;
+  const bool before = it != rows.begin() && std::prev(it)->first == pid;
+  const bool after = std::next(it) != rows.end() && std::next(it)->first == pid;
+  *first_of_pid = !before && !after;
+  return true;
+}
+
 void ChromeTraceWriter::gpu_row(uint32_t device, uint32_t stream) {
-  if (!gpu_rows_.insert({device, stream}).second) return;
-  if (gpu_pids_.insert(device).second) metadata("process_name", device, 0, "GPU " + std::to_string(device));
+  bool first = false;
+  if (!add_row(gpu_rows_, device, stream, &first)) return;
+  if (first) metadata("process_name", device, 0, "GPU " + std::to_string(device));
   metadata("thread_name", device, stream, "stream " + std::to_string(stream));
 }
 
 void ChromeTraceWriter::cpu_row(uint32_t pid, uint32_t tid) {
-  if (!cpu_rows_.insert({pid, tid}).second) return;
-  if (cpu_pids_.insert(pid).second)
+  bool first = false;
+  if (!add_row(cpu_rows_, pid, tid, &first)) return;
+  if (first)
     metadata("process_name", pid, 0,
              pid == header_.pid && !header_.command.empty() ? header_.command : "process " + std::to_string(pid));
   metadata("thread_name", pid, tid, "thread " + std::to_string(tid));

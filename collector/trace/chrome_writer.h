@@ -62,6 +62,9 @@ class ChromeTraceWriter {
   // grows already has them.
   void gpu_row(uint32_t device, uint32_t stream);
   void cpu_row(uint32_t pid, uint32_t tid);
+  using Rows = std::set<std::pair<uint32_t, uint32_t>>;
+  // Adds (pid, tid) to `rows`; false if it was there. `first_of_pid`: no other row of pid yet.
+  static bool add_row(Rows& rows, uint32_t pid, uint32_t tid, bool* first_of_pid);
   void metadata(std::string_view what, uint32_t pid, uint32_t tid, std::string_view name);
 
   void gpu_op(const Record& r);
@@ -92,9 +95,8 @@ class ChromeTraceWriter {
   std::unordered_map<uint32_t, uint32_t> context_device_;
   std::unordered_map<uint32_t, OpenRange> open_ranges_;
   std::map<std::pair<uint32_t, uint32_t>, OpenRange> orphan_starts_;  // (pid, tid)
-  std::set<std::pair<uint32_t, uint32_t>> gpu_rows_;  // (device, stream)
-  std::set<std::pair<uint32_t, uint32_t>> cpu_rows_;  // (pid, tid)
-  std::set<uint32_t> gpu_pids_, cpu_pids_;
+  Rows gpu_rows_;  // (device, stream)
+  Rows cpu_rows_;  // (pid, tid)
 };
 
 // Appends `s` to `out` as JSON string contents: escapes, and replaces invalid UTF-8 with U+FFFD.

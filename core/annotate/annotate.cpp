@@ -49,7 +49,8 @@ Annotation annotate(const TraceModel& m, const AnnotateOptions& options, Progres
   });
   // Phases may also come from the program's own ranges ("backward"), with no autograd op.
   const auto has_backward_phase = [](const annot::IterWork& w) {
-    return std::any_of(w.segments.begin(), w.segments.end(), [](const annot::Segment& s) { return s.phase == PhaseKind::Backward; });
+    const auto backward = [](const annot::Segment& s) { return s.phase == PhaseKind::Backward; };
+    return std::any_of(w.segments.begin(), w.segments.end(), backward);
   };
   if (!c.has_backward && !iters.empty() && std::none_of(iters.begin(), iters.end(), has_backward_phase))
     a.notes.push_back("no backward pass found: treated as inference (forward only)");
