@@ -304,8 +304,8 @@ bool activities_enable() {
   const uint32_t mask = shared().kinds.load();
   c.enabled = mask;
   bool ok = true;
-  for (const KindMap& k : kKinds)
-    if ((mask & k.bit) != 0 && cuptiActivityEnable(k.kind) != CUPTI_SUCCESS && !k.optional) ok = false;
+  // API calls on before GPU work (and off after it, in activities_disable): every kernel
+  // recorded then has its launch, also when other threads launch while the kinds switch on.
   if ((mask & (collector::kKindRuntime | collector::kKindRuntimeAll)) != 0) {
     if (cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME) != CUPTI_SUCCESS) ok = false;
     const uint8_t off = (mask & collector::kKindRuntimeAll) != 0 ? kNoisyApi : kUnrecordedApi;
@@ -315,6 +315,8 @@ bool activities_enable() {
   }
   if ((mask & collector::kKindDriver) != 0)
     for (CUpti_CallbackId id : c.recorded_driver) cuptiActivityEnableDriverApi(id, 1);
+  for (const KindMap& k : kKinds)
+    if ((mask & k.bit) != 0 && cuptiActivityEnable(k.kind) != CUPTI_SUCCESS && !k.optional) ok = false;
   return ok;
 }
 
