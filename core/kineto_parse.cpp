@@ -70,19 +70,19 @@ Cat known_category(std::string_view s) {
   return Cat::Other;
 }
 
-Phase phase_of(std::string_view s) {
-  if (s.size() != 1) return Phase::Other;
+EventPhase phase_of(std::string_view s) {
+  if (s.size() != 1) return EventPhase::Other;
   switch (s[0]) {
-    case 'X': return Phase::Complete;
-    case 'i': case 'I': case 'n': return Phase::Instant;
-    case 'C': return Phase::Counter;
-    case 's': return Phase::FlowStart;
-    case 't': return Phase::FlowStep;
-    case 'f': return Phase::FlowEnd;
-    case 'M': return Phase::Metadata;
-    case 'B': return Phase::Begin;
-    case 'E': return Phase::End;
-    default: return Phase::Other;
+    case 'X': return EventPhase::Complete;
+    case 'i': case 'I': case 'n': return EventPhase::Instant;
+    case 'C': return EventPhase::Counter;
+    case 's': return EventPhase::FlowStart;
+    case 't': return EventPhase::FlowStep;
+    case 'f': return EventPhase::FlowEnd;
+    case 'M': return EventPhase::Metadata;
+    case 'B': return EventPhase::Begin;
+    case 'E': return EventPhase::End;
+    default: return EventPhase::Other;
   }
 }
 
@@ -392,7 +392,7 @@ bool EventParser::parse(size_t begin, size_t end, bool tentative) {
 }
 
 void EventParser::emit(const Fields& f, size_t at) {
-  Phase ph = phase_of(f.ph);
+  EventPhase ph = phase_of(f.ph);
   out_.per_phase[size_t(ph)]++;
   uint8_t cat = f.cat.data() ? category(f.cat, f.cat_escaped) : uint8_t(Cat::None);
   out_.per_category[cat]++;
@@ -404,7 +404,7 @@ void EventParser::emit(const Fields& f, size_t at) {
     out_.warn(at, "pid or tid is neither a number nor a string");
     return;
   }
-  if (ph == Phase::Metadata) {
+  if (ph == EventPhase::Metadata) {
     MetaKind kind;
     if (f.name == "process_name") kind = MetaKind::ProcessName;
     else if (f.name == "process_labels") kind = MetaKind::ProcessLabels;
@@ -421,23 +421,23 @@ void EventParser::emit(const Fields& f, size_t at) {
     out_.warn(at, f.has_ts ? "\"ts\" is not a finite number of microseconds in range" : "event without \"ts\"");
     return;
   }
-  if (ph == Phase::FlowStart || ph == Phase::FlowEnd || ph == Phase::FlowStep) {
+  if (ph == EventPhase::FlowStart || ph == EventPhase::FlowEnd || ph == EventPhase::FlowStep) {
     if (f.flow_id.kind == Kind::Absent || f.flow_id.kind == Kind::Bad) {
       out_.warn(at, "flow event without a usable \"id\"");
       return;
     }
     int64_t id = f.flow_id.kind == Kind::Int ? f.flow_id.number
                                             : int64_t(hash_bytes(f.flow_id.text.data(), f.flow_id.text.size()) >> 1);
-    out_.flows.push_back({f.ts, id, at, track(f.pid, f.tid), cat, ph, ph == Phase::FlowEnd && f.bp != "e"});
+    out_.flows.push_back({f.ts, id, at, track(f.pid, f.tid), cat, ph, ph == EventPhase::FlowEnd && f.bp != "e"});
     return;
   }
-  if (ph == Phase::Counter) {
+  if (ph == EventPhase::Counter) {
     uint32_t t = track(f.pid, f.tid);
     StrId name = intern(f.name, f.name_escaped);
     for (auto& [key, value] : f.numbers) out_.counters.push_back({f.ts, t, name, out_.strings.intern(key), value});
     return;
   }
-  if (ph == Phase::Instant && f.name == "[memory]") {
+  if (ph == EventPhase::Instant && f.name == "[memory]") {
     auto& m = out_.memory;
     m.ts.push_back(f.ts);
     m.bytes.push_back(f.bytes);
@@ -449,12 +449,12 @@ void EventParser::emit(const Fields& f, size_t at) {
     m.track.push_back(track(f.pid, f.tid));
     return;
   }
-  if (ph != Phase::Complete && ph != Phase::Instant && ph != Phase::Begin && ph != Phase::End) {
+  if (ph != EventPhase::Complete && ph != EventPhase::Instant && ph != EventPhase::Begin && ph != EventPhase::End) {
     out_.warn(at, "unsupported phase \"" + std::string(f.ph.substr(0, 8)) + "\"");
     return;
   }
   Ns dur = 0;
-  if (ph == Phase::Complete) {
+  if (ph == EventPhase::Complete) {
     if (!f.has_dur || f.bad_dur) {
       out_.warn(at, f.has_dur ? "\"dur\" is not a finite number of microseconds in range"
                               : "complete event without \"dur\"");

@@ -38,7 +38,7 @@ struct FlowRec {
   uint64_t offset;
   uint32_t track;  // local
   uint8_t cat;     // local category
-  Phase phase;
+  EventPhase phase;
   bool bind_next;  // f without bp:"e": binds to the next slice, not the enclosing one
 };
 
@@ -57,7 +57,7 @@ struct ChunkEvents {
   std::vector<Ns> start, dur;
   std::vector<StrId> name;
   std::vector<uint8_t> cat;
-  std::vector<Phase> phase;
+  std::vector<EventPhase> phase;
   std::vector<int64_t> id;
   std::vector<uint64_t> offset;
   std::vector<uint32_t> track;
@@ -78,7 +78,7 @@ struct ChunkOut : ChunkEvents {
   std::unordered_map<RawTrackKey, uint32_t, RawTrackKeyHash> track_index;
 
   uint64_t entries = 0;  // traceEvents entries seen, skipped ones included
-  uint64_t per_phase[size_t(Phase::Other) + 1] = {};
+  uint64_t per_phase[size_t(EventPhase::Other) + 1] = {};
   std::vector<uint64_t> per_category;  // entries per local category
   uint64_t warning_count = 0;
   std::vector<WarningRec> warnings;    // first few

@@ -99,7 +99,7 @@ class Binder {
     for (size_t t = 0; t < m.tracks.size(); ++t) {
       const auto& levels = m.tracks[t].levels;
       level_base_[t + 1] = level_base_[t] + uint32_t(levels.size());
-      for (const Range& level : levels) hint_.push_back(level.begin);
+      for (const IndexRange& level : levels) hint_.push_back(level.begin);
     }
   }
 
@@ -146,7 +146,7 @@ class Binder {
   // doubling steps, then bisected.
   template <class Before>
   uint32_t search(uint32_t track, size_t d, Before before) {
-    const Range& level = m_.tracks[track].levels[d];
+    const IndexRange& level = m_.tracks[track].levels[d];
     const Ns* s = m_.ev.start.data();
     uint32_t& hint = hint_[level_base_[track] + d];
     uint32_t lo = level.begin, hi = level.end;  // the answer lies in [lo, hi]
@@ -216,11 +216,11 @@ void link_flows(TraceModel& m, const std::vector<FlowRec>& flows) {
     open.clear();
     for (; j < flows.size() && flows[j].cat == flows[i].cat && flows[j].id == flows[i].id; ++j) {
       const FlowRec& f = flows[j];
-      if (f.phase == Phase::FlowStart) {
+      if (f.phase == EventPhase::FlowStart) {
         open.push_back(j);
         continue;
       }
-      if (f.phase != Phase::FlowEnd) continue;  // steps carry no binding we use
+      if (f.phase != EventPhase::FlowEnd) continue;  // steps carry no binding we use
       if (open.empty()) {
         ++st.flow_events_unmatched;
         continue;

@@ -119,9 +119,9 @@ struct PlacedChunk : ChunkEvents {
   uint32_t base = 0;  // index of the chunk's first event
 };
 
-class Builder {
+class ModelBuilder {
  public:
-  Builder(TraceModel& m, Progress* progress) : m_(m), progress_(progress) {}
+  ModelBuilder(TraceModel& m, Progress* progress) : m_(m), progress_(progress) {}
   void run(std::vector<ChunkOut>& chunks);
 
  private:
@@ -153,7 +153,7 @@ class Builder {
   std::vector<PlacedChunk> chunks_;
 };
 
-void Builder::merge(std::vector<ChunkOut>& chunks) {
+void ModelBuilder::merge(std::vector<ChunkOut>& chunks) {
   for (int c = 0; c < int(Cat::Count); ++c) m_.category_names.emplace_back(cat_name(Cat(c)));
   m_.stats.per_category.assign(m_.category_names.size(), 0);
 
@@ -288,7 +288,7 @@ void Builder::merge(std::vector<ChunkOut>& chunks) {
   }
 }
 
-void Builder::apply_metadata() {
+void ModelBuilder::apply_metadata() {
   for (const MetaRec& mr : metas_) {
     Track& t = m_.tracks[mr.track];
     Process& p = m_.processes[t.process];
@@ -321,7 +321,7 @@ void Builder::apply_metadata() {
   }
 }
 
-void Builder::classify() {
+void ModelBuilder::classify() {
   // A track is a GPU stream when its events are GPU work; its process row is then a GPU.
   std::vector<uint32_t> gpu_events(m_.tracks.size()), cpu_events(m_.tracks.size());
   for (const PlacedChunk& ch : chunks_)
@@ -357,9 +357,9 @@ void Builder::classify() {
       p.device = int32_t(number_after(m_.strings.view(p.labels), "GPU"));
 }
 
-void Builder::pair_begin_end() {
+void ModelBuilder::pair_begin_end() {
   // B/E pairs become complete events; an unmatched B or E is dropped with a warning.
-  if (m_.stats.per_phase[size_t(Phase::Begin)] == 0 && m_.stats.per_phase[size_t(Phase::End)] == 0) return;
+  if (m_.stats.per_phase[size_t(EventPhase::Begin)] == 0 && m_.stats.per_phase[size_t(EventPhase::End)] == 0) return;
   drop_.assign(events_, false);
   struct BeginEnd {
     PlacedChunk* ch;
@@ -368,10 +368,10 @@ void Builder::pair_begin_end() {
   std::vector<BeginEnd> be;
   for (PlacedChunk& ch : chunks_)
     for (uint32_t i = 0; i < ch.phase.size(); ++i)
-      if (ch.phase[i] == Phase::Begin || ch.phase[i] == Phase::End) be.push_back({&ch, i});
+      if (ch.phase[i] == EventPhase::Begin || ch.phase[i] == EventPhase::End) be.push_back({&ch, i});
   auto track = [](const BeginEnd& x) { return x.ch->track[x.i]; };
   auto start = [](const BeginEnd& x) { return x.ch->start[x.i]; };
-  auto phase = [](const BeginEnd& x) -> Phase& { return x.ch->phase[x.i]; };
+  auto phase = [](const BeginEnd& x) -> EventPhase& { return x.ch->phase[x.i]; };
   auto drop = [&](const BeginEnd& x) { drop_[x.ch->base + x.i] = true; };
   std::stable_sort(be.begin(), be.end(), [&](const BeginEnd& a, const BeginEnd& b) {
     return std::pair(track(a), start(a)) < std::pair(track(b), start(b));
@@ -385,7 +385,7 @@ void Builder::pair_begin_end() {
       for (const BeginEnd& o : open) drop(o);
       open.clear();
     }
-    if (phase(x) == Phase::Begin) {
+    if (phase(x) == EventPhase::Begin) {
       open.push_back(x);
     } else {
       drop(x);
@@ -396,7 +396,7 @@ void Builder::pair_begin_end() {
       BeginEnd b = open.back();
       open.pop_back();
       b.ch->dur[b.i] = start(x) - start(b);
-      phase(b) = Phase::Complete;
+      phase(b) = EventPhase::Complete;
     }
   }
   unmatched += open.size();
@@ -407,7 +407,7 @@ void Builder::pair_begin_end() {
 // out[i] = the chunk column's value for event perm[i]. Neighbours in the final order
 // are mostly neighbours in the file, so the chunk of the last lookup is tried first.
 template <class T>
-void Builder::gather(std::vector<T> ChunkEvents::*column, std::vector<T>& out, const std::vector<uint32_t>& perm) {
+void ModelBuilder::gather(std::vector<T> ChunkEvents::*column, std::vector<T>& out, const std::vector<uint32_t>& perm) {
   std::vector<T>().swap(out);
   reserve_huge(out, perm.size());
   out.resize(perm.size());
@@ -423,7 +423,7 @@ void Builder::gather(std::vector<T> ChunkEvents::*column, std::vector<T>& out, c
   }
 }
 
-void Builder::order_and_nest() {
+void ModelBuilder::order_and_nest() {
   auto& ev = m_.ev;
   size_t n = events_;
   // Events per track, in file order.
@@ -523,7 +523,7 @@ void Builder::order_and_nest() {
   remap(pythons_);
 }
 
-void Builder::run(std::vector<ChunkOut>& chunks) {
+void ModelBuilder::run(std::vector<ChunkOut>& chunks) {
   merge(chunks);
   apply_metadata();
   classify();
@@ -546,7 +546,7 @@ void Builder::run(std::vector<ChunkOut>& chunks) {
 }  // namespace
 
 void build_model(std::vector<ChunkOut>& chunks, TraceModel& model, Progress* progress) {
-  Builder(model, progress).run(chunks);
+  ModelBuilder(model, progress).run(chunks);
 }
 
 }  // namespace strata

@@ -76,7 +76,7 @@ EventId TraceModel::parent_of(EventId e) const {
   if (d == 0) return kNoEvent;
   uint32_t t = track_of(e);
   if (t == kNoTrack) return kNoEvent;
-  const Range& level = tracks[t].levels[d - 1];
+  const IndexRange& level = tracks[t].levels[d - 1];
   auto b = ev.start.begin() + level.begin, en = ev.start.begin() + level.end;
   auto it = std::upper_bound(b, en, ev.start[e]);
   if (it == b) return kNoEvent;
@@ -86,7 +86,7 @@ EventId TraceModel::parent_of(EventId e) const {
 EventId TraceModel::event_at(uint32_t track, Ns t) const {
   const Track& tr = tracks[track];
   for (size_t d = tr.levels.size(); d-- > 0;) {
-    const Range& level = tr.levels[d];
+    const IndexRange& level = tr.levels[d];
     auto b = ev.start.begin() + level.begin, en = ev.start.begin() + level.end;
     auto it = std::upper_bound(b, en, t);
     if (it == b) continue;

@@ -47,9 +47,9 @@ enum class Cat : uint8_t {
 const char* cat_name(Cat c);
 bool is_gpu_cat(Cat c);  // runs on a GPU stream: kernel, memcpy, memset, gpu_user_annotation
 
-enum class Phase : uint8_t { Complete, Instant, Counter, FlowStart, FlowStep, FlowEnd, Metadata, Begin, End, Other };
+enum class EventPhase : uint8_t { Complete, Instant, Counter, FlowStart, FlowStep, FlowEnd, Metadata, Begin, End, Other };
 
-struct Range {
+struct IndexRange {
   uint32_t begin = 0, end = 0;
   uint32_t size() const { return end - begin; }
   bool empty() const { return begin == end; }
@@ -65,8 +65,8 @@ struct Track {
   StrId name = kNoStr;         // thread_name metadata, else a made-up one
   int64_t stream = -1;         // GPU streams: the CUDA stream id
   int64_t sort_index = 0;
-  Range events;                // all events of this track
-  std::vector<Range> levels;   // levels[d]: events at nesting depth d
+  IndexRange events;                // all events of this track
+  std::vector<IndexRange> levels;   // levels[d]: events at nesting depth d
   uint32_t overflow = kNoTrack;     // events that overlapped here without nesting live there
   uint32_t overflow_of = kNoTrack;  // this track holds such events of that track
 };
@@ -89,7 +89,7 @@ struct EventColumns {
   std::vector<Ns> dur;
   std::vector<StrId> name;
   std::vector<uint8_t> cat;        // index into TraceModel::category_names; Cat values first
-  std::vector<Phase> phase;
+  std::vector<EventPhase> phase;
   std::vector<uint16_t> depth;
   std::vector<int64_t> id;         // correlation (runtime, GPU ops) or External id (CPU ops), -1 if none
   std::vector<uint64_t> source_offset;  // byte offset of the event's `{` in the (decompressed) source
@@ -141,7 +141,7 @@ struct LoadStats {
   uint64_t file_bytes = 0;     // as stored (compressed when .gz)
   uint64_t json_bytes = 0;     // decompressed JSON
   uint64_t trace_events = 0;   // entries of traceEvents
-  uint64_t per_phase[size_t(Phase::Other) + 1] = {};
+  uint64_t per_phase[size_t(EventPhase::Other) + 1] = {};
   std::vector<uint64_t> per_category;  // by index into category_names (events of every phase)
   uint64_t flows_total = 0, flows_resolved = 0;   // flow pairs (s with its f)
   uint64_t flow_events_unmatched = 0;             // s or f without a partner, or binding to no slice

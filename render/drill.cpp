@@ -6,15 +6,15 @@ namespace strata::render {
 
 namespace {
 
-// Events of `level` (a Range) on the event columns whose start lies in [a, b].
-std::pair<uint32_t, uint32_t> within(const TraceModel& m, Range level, Ns a, Ns b) {
+// Events of `level` (a IndexRange) on the event columns whose start lies in [a, b].
+std::pair<uint32_t, uint32_t> within(const TraceModel& m, IndexRange level, Ns a, Ns b) {
   auto s = m.ev.start.begin();
   uint32_t lo = uint32_t(std::lower_bound(s + level.begin, s + level.end, a) - s);
   uint32_t hi = uint32_t(std::upper_bound(s + lo, s + level.end, b) - s);
   return {lo, hi};
 }
 
-std::pair<uint32_t, uint32_t> tier_within(const Tier& t, Range level, Ns a, Ns b) {
+std::pair<uint32_t, uint32_t> tier_within(const Tier& t, IndexRange level, Ns a, Ns b) {
   auto s = t.start.begin();
   uint32_t lo = uint32_t(std::lower_bound(s + level.begin, s + level.end, a) - s);
   uint32_t hi = uint32_t(std::upper_bound(s + lo, s + level.end, b) - s);
@@ -68,7 +68,7 @@ template <class F>
 void for_cpu_events_in(const TraceModel& m, Ns a, Ns b, F&& f) {
   for (const Track& tr : m.tracks) {
     if (tr.kind != TrackKind::CpuThread) continue;
-    for (const Range& level : tr.levels) {
+    for (const IndexRange& level : tr.levels) {
       auto [lo, hi] = within(m, level, a, b);
       for (uint32_t k = lo; k < hi; ++k) f(k);
     }
@@ -133,7 +133,7 @@ std::vector<Block> level_roots(const Timeline& tl) {
   const TraceModel& m = *tl.model();
   uint32_t t = main_cpu_track(m);
   if (t == kNoTrack) return out;
-  Range l = m.tracks[t].levels[0];
+  IndexRange l = m.tracks[t].levels[0];
   for (uint32_t e = l.begin; e < l.end; ++e) out.push_back({ItemRef::event(e), m.ev.start[e], m.ev.end(e), m.ev.dur[e], 1});
   return out;
 }
@@ -144,7 +144,7 @@ std::vector<Block> children_of(const Timeline& tl, ItemRef parent, double noise_
   const TraceModel& m = *tl.model();
   const Tiers& tiers = tl.tiers();
   Ns a = tl.start_of(parent), b = tl.end_of(parent);
-  auto add_events = [&](Range level, Ns x, Ns y) {
+  auto add_events = [&](IndexRange level, Ns x, Ns y) {
     auto [lo, hi] = within(m, level, x, y);
     for (uint32_t e = lo; e < hi; ++e)
       if (m.ev.end(e) <= y) kids.push_back({ItemRef::event(e), m.ev.start[e], m.ev.end(e), m.ev.dur[e], 1});
@@ -154,7 +154,7 @@ std::vector<Block> children_of(const Timeline& tl, ItemRef parent, double noise_
     uint16_t d = tier_level(t, parent.index);
     const Tier* next = nullptr;
     uint32_t next_tier = parent.tier;
-    Range level{};
+    IndexRange level{};
     if (d + 1u < t.levels.size()) next = &t, level = t.levels[d + 1];
     else if (parent.tier + 1 < tiers.tiers.size() && !tiers.tiers[parent.tier + 1].levels.empty())
       next = &tiers.tiers[++next_tier], level = next->levels[0];

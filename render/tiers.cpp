@@ -45,18 +45,18 @@ void Tier::finish() {
   levels.clear();
   for (size_t i = 0; i < n; ++i) {
     uint16_t l = level_[i];
-    if (levels.size() <= l) levels.resize(l + 1, Range{uint32_t(i), uint32_t(i)});
+    if (levels.size() <= l) levels.resize(l + 1, IndexRange{uint32_t(i), uint32_t(i)});
     levels[l].end = uint32_t(i + 1);
   }
   // Clip overlaps within a level so layout can rely on non-overlapping spans.
-  for (Range r : levels)
+  for (IndexRange r : levels)
     for (uint32_t i = r.begin; i + 1 < r.end; ++i)
       if (start[i] + dur[i] > start[i + 1]) dur[i] = std::max<Ns>(0, start[i + 1] - start[i]);
 }
 
 uint32_t Tier::span_at(uint16_t level, Ns t) const {
   if (level >= levels.size()) return UINT32_MAX;
-  Range r = levels[level];
+  IndexRange r = levels[level];
   auto it = std::upper_bound(start.begin() + r.begin, start.begin() + r.end, t);
   if (it == start.begin() + r.begin) return UINT32_MAX;
   uint32_t i = uint32_t(it - start.begin()) - 1;

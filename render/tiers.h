@@ -28,7 +28,7 @@ struct Tier {
   std::vector<Rgba> colour;
   std::vector<EventId> ref;      // the trace event a span stands for (a ProfilerStep, a module), or kNoEvent
   std::vector<uint8_t> backward; // layer spans: 1 when this is backward work of the layer
-  std::vector<Range> levels;     // by nesting depth
+  std::vector<IndexRange> levels;     // by nesting depth
   std::vector<std::string> names;
 
   size_t size() const { return start.size(); }

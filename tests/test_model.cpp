@@ -139,11 +139,11 @@ TEST_CASE("B/E pairs become complete events") {
     {"ph":"E","pid":1,"tid":1,"ts":100})"));
   REQUIRE(m->ev.size() == 2);
   EventId outer = find_event(*m, "outer"), inner = find_event(*m, "inner");
-  CHECK(m->ev.phase[outer] == Phase::Complete);
+  CHECK(m->ev.phase[outer] == EventPhase::Complete);
   CHECK(m->ev.dur[outer] == 100'000);
   CHECK(m->ev.dur[inner] == 10'000);
   CHECK(m->parent_of(inner) == outer);
-  CHECK(m->stats.per_phase[size_t(Phase::Begin)] == 2);
+  CHECK(m->stats.per_phase[size_t(EventPhase::Begin)] == 2);
   CHECK(m->warning_count == 0);
 }
 
@@ -191,7 +191,7 @@ TEST_CASE("metadata: process and thread names, labels, sort indices") {
   CHECK(p.device == 2);
   CHECK(m->strings.view(m->tracks[t].name) == "main thread");
   CHECK(m->tracks[t].sort_index == -2);
-  CHECK(m->stats.per_phase[size_t(Phase::Metadata)] == 6);
+  CHECK(m->stats.per_phase[size_t(EventPhase::Metadata)] == 6);
 }
 
 TEST_CASE("correlation links both ways; duplicate ids resolve by time") {
@@ -328,7 +328,7 @@ TEST_CASE("[memory] instants go to MemoryEvents, not to the event columns") {
   CHECK(m->memory.device_id[0] == 3);
   REQUIRE(m->ev.size() == 1);
   CHECK(m->name_of(0) == "other instant");
-  CHECK(m->ev.phase[0] == Phase::Instant);
+  CHECK(m->ev.phase[0] == EventPhase::Instant);
 }
 
 TEST_CASE("counters become one series per (process, name, key), sorted by time") {

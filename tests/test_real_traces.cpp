@@ -84,7 +84,7 @@ void check_structure(const TraceModel& m) {
     covered += tr.events.size();
     uint32_t at = tr.events.begin;
     for (size_t d = 0; d < tr.levels.size(); ++d) {
-      const Range& level = tr.levels[d];
+      const IndexRange& level = tr.levels[d];
       bad_track += level.begin != at;
       at = level.end;
       for (EventId e = level.begin; e < level.end; ++e) {

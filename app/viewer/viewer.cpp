@@ -530,7 +530,7 @@ int run_view(int argc, char** argv) {
     size_t most = 0;
     for (const Track& t : m.tracks) {  // the first kernel after the middle, on the busiest stream
       if (t.kind != TrackKind::GpuStream || t.events.size() <= most) continue;
-      for (const Range& l : t.levels) {
+      for (const IndexRange& l : t.levels) {
         auto it = std::lower_bound(m.ev.start.begin() + l.begin, m.ev.start.begin() + l.end, mid);
         for (; it != m.ev.start.begin() + l.end; ++it) {
           EventId e = EventId(it - m.ev.start.begin());

@@ -41,7 +41,7 @@ GroundTruth hid_ground_truth(const TraceModel& m) {
     int32_t id = -1;
     auto r = std::from_chars(n.data(), n.data() + n.size(), id);
     std::string_view label = r.ptr < n.data() + n.size() ? std::string_view(r.ptr + 1, size_t(n.data() + n.size() - r.ptr - 1)) : "";
-    GroundTruth::Range rg{m.ev.start[e], m.ev.end(e), id, PhaseKind::Other, false, std::string(label)};
+    GroundTruth::TimeRange rg{m.ev.start[e], m.ev.end(e), id, PhaseKind::Other, false, std::string(label)};
     rg.is_phase = phase_of_hid(label, rg.phase);
     g.ranges.push_back(std::move(rg));
   }
@@ -103,8 +103,8 @@ AccuracyScore score_against(const TraceModel& m, const Annotation& a, const Grou
   s.phase_agreement = total ? double(agree) / double(total) : 0;
 
   // Kernels by the launch's time: truth phase and innermost truth range.
-  auto innermost = [&](Ns ts) -> const GroundTruth::Range* {
-    const GroundTruth::Range* best = nullptr;
+  auto innermost = [&](Ns ts) -> const GroundTruth::TimeRange* {
+    const GroundTruth::TimeRange* best = nullptr;
     for (auto& r : truth.ranges)
       if (ts >= r.begin && ts < r.end && (!best || r.end - r.begin < best->end - best->begin)) best = &r;
     return best;
@@ -116,7 +116,7 @@ AccuracyScore score_against(const TraceModel& m, const Annotation& a, const Grou
     if (m.ev.category(g) != Cat::Kernel) continue;
     EventId l = m.ev.link[g];
     if (l == kNoEvent) continue;
-    const GroundTruth::Range* r = innermost(m.ev.start[l]);
+    const GroundTruth::TimeRange* r = innermost(m.ev.start[l]);
     if (!r) continue;
     NodeId n = g < a.node_of_event.size() ? a.node_of_event[g] : kNoNode;
     PhaseKind ph = n == kNoNode ? PhaseKind::Other : t.phase[n];

@@ -11,8 +11,8 @@
 namespace strata {
 
 struct GroundTruth {
-  struct Range { Ns begin, end; int32_t id; PhaseKind phase; bool is_phase; std::string name; };
-  std::vector<Range> ranges;  // every hid= range (phase ranges have is_phase)
+  struct TimeRange { Ns begin, end; int32_t id; PhaseKind phase; bool is_phase; std::string name; };
+  std::vector<TimeRange> ranges;  // every hid= range (phase ranges have is_phase)
   Ns step_begin = 0, step_end = 0;
   bool present() const { return !ranges.empty(); }
 };

@@ -56,7 +56,7 @@ Annotation annotate(const TraceModel& m, const AnnotateOptions& options, Progres
     a.notes.push_back("no backward pass found: treated as inference (forward only)");
 
   if (!stage(3)) return finish();
-  annot::Builder b;
+  annot::TreeBuilder b;
   b.reserve(3 * (c.main_items.size() + c.bwd_items.size()) + 1024);  // address space only: untouched pages cost nothing
   std::vector<NodeId> node_of(m.ev.size(), kNoNode);
   annot::build_layers(c, iters, b, a, node_of);

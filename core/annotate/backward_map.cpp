@@ -21,7 +21,7 @@ struct FwdOp {
 
 }  // namespace
 
-void map_backward(Context& c, std::vector<IterWork>& iters, Builder& b, Annotation& a, std::vector<NodeId>& node_of) {
+void map_backward(Context& c, std::vector<IterWork>& iters, TreeBuilder& b, Annotation& a, std::vector<NodeId>& node_of) {
   const TraceModel& m = c.m;
   // Backward root → a forward event it differentiates.
   std::unordered_map<EventId, EventId> root_to_fwd;

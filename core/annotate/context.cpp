@@ -35,7 +35,7 @@ std::vector<EventId> child_ops(const Context& c, EventId r) {
   const Track& tr = c.m.tracks[c.m.track_of(r)];
   size_t d = size_t(c.m.ev.depth[r]) + 1;
   if (d >= tr.levels.size()) return out;
-  const Range& lv = tr.levels[d];
+  const IndexRange& lv = tr.levels[d];
   auto& st = c.m.ev.start;
   auto it = std::lower_bound(st.begin() + lv.begin, st.begin() + lv.end, st[r]);
   for (auto e = EventId(it - st.begin()); e < lv.end && st[e] < c.m.ev.end(r); ++e)
@@ -150,8 +150,8 @@ void compute_parents(Context& c) {
   parallel_for(c.threads, m.tracks.size(), [&](size_t ti) {
     const Track& t = m.tracks[ti];
     for (size_t d = 1; d < t.levels.size(); ++d) {
-      const Range& up = t.levels[d - 1];
-      const Range& lv = t.levels[d];
+      const IndexRange& up = t.levels[d - 1];
+      const IndexRange& lv = t.levels[d];
       EventId p = up.begin;
       for (EventId e = lv.begin; e < lv.end; ++e) {
         while (p + 1 < up.end && m.ev.start[p + 1] <= m.ev.start[e]) ++p;
@@ -161,7 +161,7 @@ void compute_parents(Context& c) {
     bool cpu = t.kind == TrackKind::CpuThread;
     for (EventId e = t.events.begin; e < t.events.end; ++e) {
       Cat k = m.ev.category(e);
-      bool op = (k == Cat::CpuOp || (cpu && k == Cat::None && m.ev.phase[e] == Phase::Complete)) &&
+      bool op = (k == Cat::CpuOp || (cpu && k == Cat::None && m.ev.phase[e] == EventPhase::Complete)) &&
                 !is_annotation_name(m.name_of(e));
       EventId p = c.parent[e];
       bool under = p != kNoEvent && (c.flags[p] & Context::kUnderOp);
@@ -234,7 +234,7 @@ void collect(Context& c) {
         c.flags[e] |= Context::kOnMain;
         Cat k = m.ev.category(e);
         if (c.is_root(e) || k == Cat::UserAnnotation ||
-            ((k == Cat::None || k == Cat::CpuOp) && m.ev.phase[e] == Phase::Complete && is_annotation_name(m.name_of(e))))
+            ((k == Cat::None || k == Cat::CpuOp) && m.ev.phase[e] == EventPhase::Complete && is_annotation_name(m.name_of(e))))
           c.main_items.push_back(e);
         else if (!(c.flags[e] & Context::kUnderOp) && is_backward_name(m.name_of(e)))
           c.main_items.push_back(e);

@@ -59,7 +59,7 @@ struct Context {
 };
 
 // The tree while it is built: nodes in creation order, finalized into pre-order columns.
-struct Builder {
+struct TreeBuilder {
   std::vector<NodeKind> kind;
   std::vector<StrId> name;
   std::vector<NodeId> parent;
@@ -130,9 +130,9 @@ void build_context(Context& c);
 std::vector<IterWork> find_iterations(Context& c, Annotation& a);
 void find_phases(Context& c, IterWork& w, Annotation& a);
 // Layers and op nodes for every segment; fills node_of for op roots (and descendants later).
-void build_layers(Context& c, std::vector<IterWork>& iters, Builder& b, Annotation& a, std::vector<NodeId>& node_of);
-void map_backward(Context& c, std::vector<IterWork>& iters, Builder& b, Annotation& a, std::vector<NodeId>& node_of);
-void finalize_tree(Context& c, Builder& b, Annotation& a, std::vector<NodeId>& node_of);
+void build_layers(Context& c, std::vector<IterWork>& iters, TreeBuilder& b, Annotation& a, std::vector<NodeId>& node_of);
+void map_backward(Context& c, std::vector<IterWork>& iters, TreeBuilder& b, Annotation& a, std::vector<NodeId>& node_of);
+void finalize_tree(Context& c, TreeBuilder& b, Annotation& a, std::vector<NodeId>& node_of);
 void compute_metrics(Context& c, AnnotationTree& t, const std::vector<NodeId>& node_of_event);
 void run_analyses(Context& c, Annotation& a);
 

@@ -17,7 +17,7 @@ bool is_anchor(std::string_view kind) {
 
 struct LayerBuild {
   Context& c;
-  Builder& b;
+  TreeBuilder& b;
   Annotation& a;
   std::vector<NodeId>& node_of;
   std::unordered_map<EventId, NodeId> layer_of_event;
@@ -26,7 +26,7 @@ struct LayerBuild {
   std::vector<NodeId> containers;  // layers made from one op holding a whole graph
   bool any_module = false, any_annotation = false, any_heuristic = false;
 
-  LayerBuild(Context& cx, Builder& bx, Annotation& ax, std::vector<NodeId>& no)
+  LayerBuild(Context& cx, TreeBuilder& bx, Annotation& ax, std::vector<NodeId>& no)
       : c(cx), b(bx), a(ax), node_of(no) {}
 
   // The layer chain of an op root (outermost first): nn.Module frames and user ranges.
@@ -204,7 +204,7 @@ struct LayerBuild {
 
 }  // namespace
 
-void build_layers(Context& c, std::vector<IterWork>& iters, Builder& b, Annotation& a, std::vector<NodeId>& node_of) {
+void build_layers(Context& c, std::vector<IterWork>& iters, TreeBuilder& b, Annotation& a, std::vector<NodeId>& node_of) {
   LayerBuild lb(c, b, a, node_of);
   for (auto& w : iters) lb.markers.insert(lb.markers.end(), w.markers.begin(), w.markers.end());
   std::sort(lb.markers.begin(), lb.markers.end());

@@ -99,7 +99,7 @@ size_t AnnotationTree::bytes() const {
 
 namespace annot {
 
-void finalize_tree(Context& c, Builder& b, Annotation& a, std::vector<NodeId>& node_of) {
+void finalize_tree(Context& c, TreeBuilder& b, Annotation& a, std::vector<NodeId>& node_of) {
   size_t n = b.size();
   AnnotationTree& t = a.tree;
   // Children in time order, then a pre-order walk.
