@@ -1,8 +1,9 @@
 #include "core/json_writer.h"
 
+#include "core/base/json_escape.h"
+
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 
 namespace strata {
 
@@ -17,23 +18,7 @@ JsonWriter& JsonWriter::value(double v) {
 
 void JsonWriter::string_literal(std::string_view s) {
   out_ += '"';
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out_ += "\\\""; break;
-      case '\\': out_ += "\\\\"; break;
-      case '\n': out_ += "\\n"; break;
-      case '\r': out_ += "\\r"; break;
-      case '\t': out_ += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out_ += buf;
-        } else {
-          out_ += char(c);
-        }
-    }
-  }
+  append_json_escaped(out_, s);
   out_ += '"';
 }
 

@@ -68,7 +68,7 @@ void discard_records();
 uint64_t pool_exhausted();
 
 // Devices as the driver reports them (device_info.cpp); empty when unavailable.
-std::vector<collector::DeviceInfo> query_devices();
+std::vector<collector::DeviceRecord> query_devices();
 
 // Control thread (control.cpp).
 bool control_start(std::string* error);

@@ -89,7 +89,7 @@ std::string read_cmdline() {
   return out;
 }
 
-std::string device_names(const std::vector<collector::DeviceInfo>& devices) {
+std::string device_names(const std::vector<collector::DeviceRecord>& devices) {
   std::string s;
   for (const auto& d : devices) s += (s.empty() ? "" : ", ") + d.name;
   return s;

@@ -7,8 +7,8 @@
 
 namespace strata::agent {
 
-std::vector<collector::DeviceInfo> query_devices() {
-  std::vector<collector::DeviceInfo> out;
+std::vector<collector::DeviceRecord> query_devices() {
+  std::vector<collector::DeviceRecord> out;
   void* lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
   if (lib == nullptr) return out;
   auto get_count = reinterpret_cast<CUresult (*)(int*)>(dlsym(lib, "cuDeviceGetCount"));
@@ -24,7 +24,7 @@ std::vector<collector::DeviceInfo> query_devices() {
   for (int i = 0; i < count; ++i) {
     CUdevice dev = 0;
     if (get_device(&dev, i) != CUDA_SUCCESS) continue;
-    collector::DeviceInfo d;
+    collector::DeviceRecord d;
     d.id = i;
     char name[256] = {};
     if (get_name(name, sizeof name - 1, dev) == CUDA_SUCCESS) d.name = name;

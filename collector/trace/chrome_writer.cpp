@@ -1,5 +1,8 @@
 #include "chrome_writer.h"
 
+#include "core/base/json_escape.h"
+#include "core/base/us_text.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -38,70 +41,7 @@ void append_uint(std::string& out, uint64_t v) {
   out.append(buf, res.ptr);
 }
 
-// Length of the valid UTF-8 sequence at s[i], or 0 when it is invalid.
-size_t utf8_length(std::string_view s, size_t i) {
-  const auto c = static_cast<unsigned char>(s[i]);
-  size_t n = 0;
-  uint32_t cp = 0;
-  if (c >= 0xc2 && c <= 0xdf) { n = 2; cp = c & 0x1fu; }
-  else if (c >= 0xe0 && c <= 0xef) { n = 3; cp = c & 0x0fu; }
-  else if (c >= 0xf0 && c <= 0xf4) { n = 4; cp = c & 0x07u; }
-  else return 0;
-  if (i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    const auto cc = static_cast<unsigned char>(s[i + k]);
-    if ((cc & 0xc0) != 0x80) return 0;
-    cp = (cp << 6) | (cc & 0x3fu);
-  }
-  // Reject overlong forms, surrogates and values past U+10FFFF.
-  if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
-    return 0;
-  return n;
-}
-
 }  // namespace
-
-void append_json_escaped(std::string& out, std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  for (size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      out += "\\u00";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else if (c >= 0x80) {
-      const size_t n = utf8_length(s, i);
-      if (n == 0) {
-        out += "\xef\xbf\xbd";
-        ++i;
-        continue;
-      }
-      out.append(s.substr(i, n));
-      i += n;
-      continue;
-    } else {
-      out += static_cast<char>(c);
-    }
-    ++i;
-  }
-}
-
-void append_us(std::string& out, int64_t ns) {
-  uint64_t mag = static_cast<uint64_t>(ns);
-  if (ns < 0) {
-    out += '-';
-    mag = ~mag + 1;
-  }
-  append_uint(out, mag / 1000);
-  out += '.';
-  const auto frac = static_cast<unsigned>(mag % 1000);
-  out += static_cast<char>('0' + frac / 100);
-  out += static_cast<char>('0' + frac / 10 % 10);
-  out += static_cast<char>('0' + frac % 10);
-}
 
 ChromeTraceWriter::ChromeTraceWriter(TraceSink& sink, size_t max_pending)
     : sink_(sink), max_pending_(max_pending) {}
@@ -111,7 +51,7 @@ void ChromeTraceWriter::begin(const TraceHeader& header) {
   std::string& s = line_;
   s = "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [";
   for (size_t i = 0; i < header.devices.size(); ++i) {
-    const DeviceInfo& d = header.devices[i];
+    const DeviceRecord& d = header.devices[i];
     s += i ? ",\n    {" : "\n    {";
     s += "\"id\": " + std::to_string(d.id) + ", \"name\": \"";
     append_json_escaped(s, d.name);
@@ -230,7 +170,7 @@ void ChromeTraceWriter::arg3(std::string_view key, const int32_t v[3]) {
 
 void ChromeTraceWriter::close_event() {
   line_ += args_open_ ? "}}" : "}";
-  sink_.write(line_);
+  sink_.write_event(line_);
   ++events_;
 }
 
@@ -239,8 +179,8 @@ uint64_t ChromeTraceWriter::external_id(uint32_t correlation) const {
   return it == external_.end() ? 0 : it->second;
 }
 
-const DeviceInfo* ChromeTraceWriter::device(uint32_t id) const {
-  for (const DeviceInfo& d : header_.devices)
+const DeviceRecord* ChromeTraceWriter::device(uint32_t id) const {
+  for (const DeviceRecord& d : header_.devices)
     if (d.id == static_cast<int>(id)) return &d;
   return nullptr;
 }
@@ -310,7 +250,7 @@ void ChromeTraceWriter::gpu_op(const Record& r) {
   if (r.kind == RecordKind::Kernel) {
     arg("registers per thread", uint64_t{r.registers});
     arg("shared memory", uint64_t{r.static_smem} + r.dynamic_smem);
-    if (const DeviceInfo* d = device(r.device); d != nullptr && d->num_sms > 0 && d->warp_size > 0) {
+    if (const DeviceRecord* d = device(r.device); d != nullptr && d->num_sms > 0 && d->warp_size > 0) {
       const double blocks = double(r.grid[0]) * r.grid[1] * r.grid[2];
       const double threads = double(r.block[0]) * r.block[1] * r.block[2];
       const double blocks_per_sm = blocks / d->num_sms;

@@ -28,7 +28,8 @@ class ChromeTraceWriter {
   // Closes ranges still open at the latest timestamp seen, writes row names and stats.
   void finish(const TraceStats& stats);
 
-  uint64_t events_written() const { return events_; }
+  // Events that reached the sink's output (all of them, unless it failed).
+  uint64_t events_written() const { return sink_.events_stored(); }
 
  private:
   struct CpuSide {
@@ -76,7 +77,7 @@ class ChromeTraceWriter {
   void link_flow(uint32_t correlation, const CpuSide* cpu, const GpuSide* gpu);
   void flow_pair(uint32_t correlation, const CpuSide& cpu, const GpuSide& gpu);
   uint64_t external_id(uint32_t correlation) const;
-  const DeviceInfo* device(uint32_t id) const;
+  const DeviceRecord* device(uint32_t id) const;
   void note_time(uint64_t ns);
   template <class Map>
   void bound(Map& map);
@@ -98,10 +99,5 @@ class ChromeTraceWriter {
   Rows gpu_rows_;  // (device, stream)
   Rows cpu_rows_;  // (pid, tid)
 };
-
-// Appends `s` to `out` as JSON string contents: escapes, and replaces invalid UTF-8 with U+FFFD.
-void append_json_escaped(std::string& out, std::string_view s);
-// "{us}.{ns:03}" for a signed nanosecond offset, as Kineto writes timestamps.
-void append_us(std::string& out, int64_t ns);
 
 }  // namespace strata::collector

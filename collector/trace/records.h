@@ -54,7 +54,7 @@ struct Record {
   std::string_view domain; // NVTX domain, empty for the default one
 };
 
-struct DeviceInfo {
+struct DeviceRecord {
   int id = 0;
   std::string name;
   uint64_t total_global_mem = 0;
@@ -72,7 +72,7 @@ struct DeviceInfo {
 };
 
 struct TraceHeader {
-  std::vector<DeviceInfo> devices;
+  std::vector<DeviceRecord> devices;
   uint64_t base_ns = 0;  // timestamps are written relative to this
   uint32_t pid = 0;
   std::string command;   // the job's command line, for process_name

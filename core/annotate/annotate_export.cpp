@@ -2,48 +2,32 @@
 // event, plus the annotation tiers as X events (cat strata.iteration / strata.phase /
 // strata.layer) on a process of their own. Opens in Perfetto and chrome://tracing.
 #include "core/annotate/annotation.h"
+#include "core/base/json_escape.h"
+#include "core/base/output_file.h"
+#include "core/base/us_text.h"
 #include "core/json_scan.h"
-#include "core/json_writer.h"
-
-#include <zlib.h>
 
 #include <algorithm>
-#include <cinttypes>
 #include <cstdio>
-#include <cstring>
 
 namespace strata {
 
 namespace {
 
+// Where the annotated trace goes: a string, or a plain or gzip file.
 class Sink {
  public:
   explicit Sink(std::string* s) : str_(s) {}
-  Sink(FILE* f, gzFile gz) : file_(f), gz_(gz) { buf_.reserve(kBuf); }
+  explicit Sink(OutputFile* f) : file_(f) {}
   void put(std::string_view s) {
-    if (str_) {
-      str_->append(s);
-      return;
-    }
-    buf_.append(s);
-    if (buf_.size() >= kBuf) flush();
+    if (str_) str_->append(s);
+    else file_->write(s);
   }
-  bool flush() {
-    if (str_ || buf_.empty()) return ok_;
-    if (gz_) ok_ &= gzwrite(gz_, buf_.data(), unsigned(buf_.size())) == int(buf_.size());
-    else if (file_) ok_ &= std::fwrite(buf_.data(), 1, buf_.size(), file_) == buf_.size();
-    buf_.clear();
-    return ok_;
-  }
-  bool ok() const { return ok_; }
+  bool ok() const { return str_ || file_->error().empty(); }
 
  private:
-  static constexpr size_t kBuf = 1 << 20;
   std::string* str_ = nullptr;
-  FILE* file_ = nullptr;
-  gzFile gz_ = nullptr;
-  std::string buf_;
-  bool ok_ = true;
+  OutputFile* file_ = nullptr;
 };
 
 // Inside an object starting at p[o] ('{'): where the "args" object's closing brace is, or
@@ -72,20 +56,10 @@ size_t find_args_close(const char* p, size_t o, size_t obj_end, bool& args_empty
 }
 
 std::string quoted(std::string_view s) {
-  JsonWriter w;
-  w.value(s);
-  std::string q = w.str();
-  // Invalid UTF-8 becomes '?' so every string in the output is valid JSON text.
-  json::repair_utf8(q.data(), q.size());
+  std::string q = "\"";
+  append_json_escaped(q, s);
+  q += '"';
   return q;
-}
-
-std::string us(Ns ns) {
-  char buf[48];
-  const char* sign = ns < 0 ? "-" : "";
-  uint64_t a = ns < 0 ? uint64_t(-(ns + 1)) + 1 : uint64_t(ns);
-  std::snprintf(buf, sizeof buf, "%s%" PRIu64 ".%03" PRIu64, sign, a / 1000, a % 1000);
-  return buf;
 }
 
 bool write_all(const TraceModel& m, const Annotation& a, Sink& out, std::string& err) {
@@ -178,7 +152,7 @@ bool write_all(const TraceModel& m, const Annotation& a, Sink& out, std::string&
                   double(t.gpu_busy[x]) / 1e3, double(t.gpu_end[x] - t.gpu_begin[x]) / 1e3, t.kernels[x],
                   double(t.share[x]), bound_name(t.bound[x]));
     event("{\"ph\":\"X\",\"cat\":\"" + std::string(cat) + "\",\"name\":" + quoted(t.name_of(x)) + ",\"pid\":" + ps +
-          ",\"tid\":" + std::to_string(tid) + ",\"ts\":" + us(t.begin[x] - base) + ",\"dur\":" + us(t.duration(x)) +
+          ",\"tid\":" + std::to_string(tid) + ",\"ts\":" + us_text(t.begin[x] - base) + ",\"dur\":" + us_text(t.duration(x)) +
           ",\"args\":{\"strata.path\":" + quoted(t.path(x)) + metrics + "}}");
   }
   out.put("\n");
@@ -197,21 +171,14 @@ std::string annotated_trace_json(const TraceModel& m, const Annotation& a) {
 }
 
 std::string write_annotated_trace(const TraceModel& m, const Annotation& a, const std::string& out_path) {
-  bool gz = out_path.size() > 3 && out_path.compare(out_path.size() - 3, 3, ".gz") == 0;
-  FILE* f = nullptr;
-  gzFile g = nullptr;
-  if (gz) g = gzopen(out_path.c_str(), "wb6");
-  else f = std::fopen(out_path.c_str(), "wb");
-  if (!f && !g) return "cannot open " + out_path + " for writing: " + std::strerror(errno);
-  Sink sink(f, g);
+  OutputFile file;
+  if (!file.open(out_path, {})) return file.error();
+  Sink sink(&file);
   std::string err;
-  bool ok = write_all(m, a, sink, err);
-  ok &= sink.flush();
-  if (g) ok &= gzclose(g) == Z_OK;
-  if (f) ok &= std::fclose(f) == 0;
+  write_all(m, a, sink, err);
+  const bool closed = file.close();
   if (!err.empty()) return err;
-  if (!ok) return "error writing " + out_path;
-  return {};
+  return closed ? std::string() : file.error();
 }
 
 }  // namespace strata

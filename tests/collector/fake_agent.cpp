@@ -168,7 +168,7 @@ struct Agent {
     r->duration_ns = duration.value_or(0) * 1'000'000;
     r->iterations = iterations.value_or(0);
     sc::TraceHeader h;
-    sc::DeviceInfo d;
+    sc::DeviceRecord d;
     d.name = gpu_name;
     d.total_global_mem = 80ull << 30;
     d.compute_major = 9;
