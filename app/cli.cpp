@@ -35,36 +35,29 @@ int parse_file_args(const char* command, const char* usage, bool takes_json, boo
 
 LoadedTrace load_for_cli(const std::string& path, const char* command, bool annotate) {
   LoadedTrace out;
-  strata::Progress load_progress, annotate_progress;
-  std::atomic<int> phase{0};
+  strata::Progress progress;
   std::atomic<bool> done{false};
   std::thread worker([&] {
-    strata::LoadResult r = strata::load_trace(path, &load_progress);
+    strata::LoadResult r = strata::load_trace(path, &progress);
     if (!r.model) {
       out.error = r.error;
     } else {
-      phase = 1;
-      if (annotate) out.annotation = strata::annotate(*r.model, {}, &annotate_progress);
+      if (annotate) out.annotation = strata::annotate(*r.model, {}, &progress);
       out.model = std::move(r.model);
     }
     done = true;
   });
   bool shown = false;
   if (isatty(2)) {
-    static const char* load_stages[] = {"", "reading", "parsing", "building"};
-    static const char* ann_stages[] = {"", "structure", "phases", "layers", "metrics", "reduction", "analyses"};
     auto start = std::chrono::steady_clock::now();
     while (!done) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       if (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(500)) continue;
-      if (phase == 0) {
-        int s = std::clamp(load_progress.stage.load(), 0, 3);
-        std::fprintf(stderr, "\rstrata %s: %s %s %3.0f%%\033[K", command, load_stages[s], path.c_str(),
-                     load_progress.fraction() * 100);
-      } else {
-        int s = std::clamp(annotate_progress.stage.load(), 0, 6);
-        std::fprintf(stderr, "\rstrata %s: annotating (%s)\033[K", command, ann_stages[s]);
-      }
+      const strata::Stage s = progress.stage.load();
+      if (s <= strata::Stage::Building)
+        std::fprintf(stderr, "\rstrata %s: %s %s %3.0f%%\033[K", command, strata::stage_name(s), path.c_str(), progress.fraction() * 100);
+      else
+        std::fprintf(stderr, "\rstrata %s: %s\033[K", command, strata::stage_name(s));
       shown = true;
     }
   }

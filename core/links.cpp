@@ -9,9 +9,6 @@ namespace strata {
 
 namespace {
 
-bool is_launch(Cat c) { return c == Cat::CudaRuntime || c == Cat::CudaDriver; }
-bool is_gpu_op(Cat c) { return c == Cat::Kernel || c == Cat::GpuMemcpy || c == Cat::GpuMemset; }
-
 void link_pair(EventColumns& ev, EventId cpu, EventId gpu) {
   if (ev.link[gpu] == kNoEvent) ev.link[gpu] = cpu;
   // A launch keeps its earliest GPU op.
@@ -34,7 +31,7 @@ void link_by_correlation(TraceModel& m) {
   std::vector<EventId> launches;
   int64_t lo = INT64_MAX, hi = INT64_MIN;
   for (EventId e = 0; e < ev.size(); ++e)
-    if (ev.id[e] >= 0 && is_launch(ev.category(e))) {
+    if (ev.id[e] >= 0 && is_launch_cat(ev.category(e))) {
       launches.push_back(e);
       lo = std::min(lo, ev.id[e]);
       hi = std::max(hi, ev.id[e]);
@@ -49,7 +46,7 @@ void link_by_correlation(TraceModel& m) {
       h = EventId(i);
     }
     for (EventId e = 0; e < ev.size(); ++e) {
-      if (ev.id[e] < lo || ev.id[e] > hi || !is_gpu_op(ev.category(e))) continue;
+      if (ev.id[e] < lo || ev.id[e] > hi || !is_gpu_op_cat(ev.category(e))) continue;
       EventId first = head[size_t(ev.id[e] - lo)];
       if (first == kNoEvent) continue;
       // Chains hold positions in `launches`; map them to events while walking.
@@ -64,7 +61,7 @@ void link_by_correlation(TraceModel& m) {
   }
   std::sort(launches.begin(), launches.end(), [&](EventId a, EventId b) { return ev.id[a] < ev.id[b]; });
   for (EventId e = 0; e < ev.size(); ++e) {
-    if (ev.id[e] < 0 || !is_gpu_op(ev.category(e))) continue;
+    if (ev.id[e] < 0 || !is_gpu_op_cat(ev.category(e))) continue;
     auto it = std::lower_bound(launches.begin(), launches.end(), ev.id[e],
                                [&](EventId l, int64_t id) { return ev.id[l] < id; });
     EventId best = kNoEvent;
@@ -233,10 +230,10 @@ void link_flows(TraceModel& m, const std::vector<FlowRec>& flows) {
         continue;
       }
       ++st.flows_resolved;
-      if (is_gpu_op(ev.category(dst))) {
+      if (is_gpu_op_cat(ev.category(dst))) {
         // Bind to the launch call itself when the flow starts inside an op that made it.
         EventId launch = src;
-        while (launch != kNoEvent && !is_launch(ev.category(launch))) launch = m.parent_of(launch);
+        while (launch != kNoEvent && !is_launch_cat(ev.category(launch))) launch = m.parent_of(launch);
         link_pair(ev, launch != kNoEvent ? launch : src, dst);
       } else if (f.cat == fwdbwd_cat) {
         record_fwd_bwd(m, src, dst);
@@ -308,10 +305,10 @@ void resolve_links(TraceModel& m, LinkInputs& in) {
   auto& st = m.stats;
   for (EventId e = 0; e < ev.size(); ++e) {
     Cat c = ev.category(e);
-    if (is_gpu_op(c)) {
+    if (is_gpu_op_cat(c)) {
       ++st.gpu_ops;
       if (ev.link[e] != kNoEvent) ++st.gpu_ops_linked;
-    } else if (is_launch(c) && ev.link[e] != kNoEvent) {
+    } else if (is_launch_cat(c) && ev.link[e] != kNoEvent) {
       ++st.launches_linked;
     }
   }

@@ -227,7 +227,7 @@ LoadResult load_source(const std::string& path, ReadResult read, Clock::time_poi
   const char* p = source->data();
   size_t n = source->size();
   if (progress) {
-    progress->stage = 2;
+    progress->enter(Stage::Parsing);
     progress->total = n;
     progress->done = 0;
   }
@@ -281,7 +281,7 @@ LoadResult load_source(const std::string& path, ReadResult read, Clock::time_poi
     m.stats.seconds_parse = seconds_since(t1);
 
     auto t2 = Clock::now();
-    if (progress) progress->stage = 3;
+    if (progress) progress->enter(Stage::Building);
     build_model(chunks, m, progress);
     if (progress && progress->cancelled()) throw Fail{path + ": cancelled"};
     add_base_time(m);
@@ -306,14 +306,14 @@ LoadResult load_source(const std::string& path, ReadResult read, Clock::time_poi
 
 LoadResult load_trace(const std::string& path, Progress* progress, const LoadOptions& options) {
   auto t0 = Clock::now();
-  if (progress) progress->stage = 1;
+  if (progress) progress->enter(Stage::Reading);
   return load_source(path, read_source(path, progress), t0, progress, options);
 }
 
 LoadResult load_trace_bytes(const std::string& name, std::string_view bytes, Progress* progress,
                             const LoadOptions& options) {
   auto t0 = Clock::now();
-  if (progress) progress->stage = 1;
+  if (progress) progress->enter(Stage::Reading);
   return load_source(name, read_source_bytes(name, bytes, progress), t0, progress, options);
 }
 

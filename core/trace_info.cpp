@@ -12,9 +12,7 @@ namespace strata {
 StepInfo profiler_steps(const TraceModel& m) {
   StepInfo s;
   for (EventId e = 0; e < m.ev.size(); ++e) {
-    Cat c = m.ev.category(e);
-    if (c != Cat::UserAnnotation && c != Cat::None && c != Cat::CpuOp) continue;
-    if (m.name_of(e).starts_with("ProfilerStep#")) s.steps.push_back(e);
+    if (m.is_profiler_step(e)) s.steps.push_back(e);
   }
   std::sort(s.steps.begin(), s.steps.end(), [&](EventId a, EventId b) { return m.ev.start[a] < m.ev.start[b]; });
   if (!s.steps.empty()) {

@@ -3,6 +3,7 @@
 #include "core/json_scan.h"
 
 #include <algorithm>
+#include <charconv>
 
 namespace strata {
 
@@ -31,6 +32,14 @@ const char* cat_name(Cat c) {
 
 bool is_gpu_cat(Cat c) {
   return c == Cat::Kernel || c == Cat::GpuMemcpy || c == Cat::GpuMemset || c == Cat::GpuUserAnnotation;
+}
+
+int64_t profiler_step_number(std::string_view n) {
+  if (!is_profiler_step_name(n)) return -1;
+  n.remove_prefix(kProfilerStepPrefix.size());
+  int64_t v = 0;
+  auto r = std::from_chars(n.data(), n.data() + n.size(), v);
+  return r.ec == std::errc() && v >= 0 ? v : -1;
 }
 
 template <class T>

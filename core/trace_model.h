@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -46,6 +47,20 @@ enum class Cat : uint8_t {
 };
 const char* cat_name(Cat c);
 bool is_gpu_cat(Cat c);  // runs on a GPU stream: kernel, memcpy, memset, gpu_user_annotation
+// GPU work: kernels, copies and sets (a gpu_user_annotation is a range over work, not work).
+inline bool is_gpu_op_cat(Cat c) { return c == Cat::Kernel || c == Cat::GpuMemcpy || c == Cat::GpuMemset; }
+// A launch: a CUDA runtime or driver call, the host side of a GPU op.
+inline bool is_launch_cat(Cat c) { return c == Cat::CudaRuntime || c == Cat::CudaDriver; }
+// A call into CUDA from the host: a runtime or driver call, or a synchronization record.
+inline bool is_cuda_call_cat(Cat c) { return is_launch_cat(c) || c == Cat::CudaSync; }
+
+// ProfilerStep: the range torch.profiler writes around each step of its schedule,
+// "ProfilerStep#N" (a user_annotation; a cpu_op in older traces, no category in the legacy
+// autograd profiler).
+inline constexpr std::string_view kProfilerStepPrefix = "ProfilerStep#";
+inline bool is_profiler_step_name(std::string_view n) { return n.starts_with(kProfilerStepPrefix); }
+// N of "ProfilerStep#N", or -1.
+int64_t profiler_step_number(std::string_view n);
 
 enum class EventPhase : uint8_t { Complete, Instant, Counter, FlowStart, FlowStep, FlowEnd, Metadata, Begin, End, Other };
 
@@ -83,7 +98,8 @@ struct Process {
 // Event columns; all have the same length. `link` pairs a CPU launch (runtime/driver call)
 // with the GPU op it launched, in both directions (resolved from `correlation` and ac2g-style
 // flows; a launch keeps its earliest GPU op), a gpu_user_annotation with its user_annotation,
-// and points a python_function frame at its parent frame (`Python parent id`).
+// and points a python_function frame at its parent frame (`Python parent id`). Read it
+// through TraceModel's accessors (gpu_op_of, launch_of, …), which say which meaning applies.
 struct EventColumns {
   std::vector<Ns> start;
   std::vector<Ns> dur;
@@ -91,7 +107,7 @@ struct EventColumns {
   std::vector<uint8_t> cat;        // index into TraceModel::category_names; Cat values first
   std::vector<EventPhase> phase;
   std::vector<uint16_t> depth;
-  std::vector<int64_t> id;         // correlation (runtime, GPU ops) or External id (CPU ops), -1 if none
+  std::vector<int64_t> id;         // correlation (launches, GPU ops) or External id (the rest), -1 if none
   std::vector<uint64_t> source_offset;  // byte offset of the event's `{` in the (decompressed) source
   std::vector<EventId> link;
 
@@ -180,6 +196,37 @@ struct TraceModel {
 
   uint32_t track_of(EventId e) const;  // binary search over track ranges
   std::string_view name_of(EventId e) const { return strings.view(ev.name[e]); }
+
+  // What `ev.link` holds, by the event's category (kNoEvent where that meaning does not apply).
+  EventId gpu_op_of(EventId launch) const { return is_launch_cat(ev.category(launch)) ? ev.link[launch] : kNoEvent; }
+  EventId launch_of(EventId gpu_op) const { return is_gpu_op_cat(ev.category(gpu_op)) ? ev.link[gpu_op] : kNoEvent; }
+  // A gpu_user_annotation's user_annotation and back.
+  EventId paired_annotation_of(EventId e) const {
+    Cat c = ev.category(e);
+    return c == Cat::UserAnnotation || c == Cat::GpuUserAnnotation ? ev.link[e] : kNoEvent;
+  }
+  EventId python_parent_of(EventId frame) const {
+    return ev.category(frame) == Cat::PythonFunction ? ev.link[frame] : kNoEvent;
+  }
+  // The host event a GPU-side event came from: a GPU op's launch, a GPU range's CPU range.
+  EventId host_side_of(EventId gpu_event) const {
+    return is_gpu_cat(ev.category(gpu_event)) ? ev.link[gpu_event] : kNoEvent;
+  }
+  // What `ev.id` holds: the CUDA correlation id of launches and GPU ops; the External id of
+  // CPU ops and annotations (-1 when absent or not of that kind).
+  int64_t correlation_of(EventId e) const {
+    Cat c = ev.category(e);
+    return is_launch_cat(c) || is_gpu_cat(c) ? ev.id[e] : -1;
+  }
+  int64_t external_id_of(EventId e) const {
+    Cat c = ev.category(e);
+    return is_launch_cat(c) || is_gpu_cat(c) ? -1 : ev.id[e];
+  }
+  // A ProfilerStep#N range on a CPU thread.
+  bool is_profiler_step(EventId e) const {
+    Cat c = ev.category(e);
+    return (c == Cat::UserAnnotation || c == Cat::CpuOp || c == Cat::None) && is_profiler_step_name(name_of(e));
+  }
   // Enclosing event one level up on the same track, or kNoEvent.
   EventId parent_of(EventId e) const;
   // The deepest event on `track` whose [start, end] contains t, or kNoEvent.

@@ -29,18 +29,16 @@ uint16_t tier_level(const Tier& t, uint32_t i) {
 
 bool is_gpu(const TraceModel& m, EventId e) { return is_gpu_cat(m.ev.category(e)); }
 
-// The CPU thread that holds the most busy time at depth 0 (the training loop's thread).
-uint32_t main_cpu_track(const TraceModel& m) {
-  uint32_t best = kNoTrack;
-  Ns best_busy = -1;
-  for (uint32_t t = 0; t < m.tracks.size(); ++t) {
-    const Track& tr = m.tracks[t];
-    if (tr.kind != TrackKind::CpuThread || tr.levels.empty() || tr.overflow_of != kNoTrack) continue;
-    Ns busy = 0;
-    for (uint32_t e = tr.levels[0].begin; e < tr.levels[0].end; ++e) busy += m.ev.dur[e];
-    if (busy > best_busy) best_busy = busy, best = t;
-  }
-  return best;
+// The training loop's thread, as the annotation chose it.
+uint32_t main_cpu_track(const Timeline& tl) {
+  const Annotation* a = tl.annotation();
+  uint32_t t = a ? a->main_track : kNoTrack;
+  return t < tl.model()->tracks.size() && !tl.model()->tracks[t].levels.empty() ? t : kNoTrack;
+}
+
+const Annotation& annotation_or_empty(const Timeline& tl) {
+  static const Annotation none;
+  return tl.annotation() ? *tl.annotation() : none;
 }
 
 // Calls f(e) for e and every event nested in it on its track.
@@ -57,24 +55,6 @@ void for_descendants(const TraceModel& m, EventId e, F&& f) {
   }
 }
 
-// A user annotation ("## backward ##", ProfilerStep#N) marks a phase of the training loop; its
-// work may run on other threads (autograd's), so it owns what runs in its time on any thread.
-bool is_time_range_annotation(const TraceModel& m, EventId e) {
-  Cat c = m.ev.category(e);
-  return c == Cat::UserAnnotation || ((c == Cat::CpuOp || c == Cat::None) && m.name_of(e).starts_with("ProfilerStep#"));
-}
-
-template <class F>
-void for_cpu_events_in(const TraceModel& m, Ns a, Ns b, F&& f) {
-  for (const Track& tr : m.tracks) {
-    if (tr.kind != TrackKind::CpuThread) continue;
-    for (const IndexRange& level : tr.levels) {
-      auto [lo, hi] = within(m, level, a, b);
-      for (uint32_t k = lo; k < hi; ++k) f(k);
-    }
-  }
-}
-
 }  // namespace
 
 std::vector<ItemRef> focus_path(const Timeline& tl, ItemRef r) {
@@ -87,8 +67,8 @@ std::vector<ItemRef> focus_path(const Timeline& tl, ItemRef r) {
   if (r.kind == ItemRef::Event) {
     EventId e = r.index;
     chain.push_back(r);
-    if (is_gpu(m, e) && m.ev.link[e] != kNoEvent) {
-      e = m.ev.link[e];
+    if (is_gpu(m, e) && m.host_side_of(e) != kNoEvent) {
+      e = m.host_side_of(e);
       t = m.ev.start[e];
       chain.push_back(ItemRef::event(e));
     }
@@ -127,18 +107,18 @@ std::vector<Block> level_roots(const Timeline& tl) {
   if (!tiers.tiers.empty() && !tiers.tiers[0].levels.empty()) {
     const Tier& t = tiers.tiers[0];
     for (uint32_t i = t.levels[0].begin; i < t.levels[0].end; ++i)
-      out.push_back({ItemRef::span(0, i), t.start[i], t.start[i] + t.dur[i], t.dur[i], 1});
+      out.push_back({ItemRef::span(0, i), t.start[i], t.start[i] + t.dur[i], t.dur[i]});
     return out;
   }
   const TraceModel& m = *tl.model();
-  uint32_t t = main_cpu_track(m);
+  uint32_t t = main_cpu_track(tl);
   if (t == kNoTrack) return out;
   IndexRange l = m.tracks[t].levels[0];
-  for (uint32_t e = l.begin; e < l.end; ++e) out.push_back({ItemRef::event(e), m.ev.start[e], m.ev.end(e), m.ev.dur[e], 1});
+  for (uint32_t e = l.begin; e < l.end; ++e) out.push_back({ItemRef::event(e), m.ev.start[e], m.ev.end(e), m.ev.dur[e]});
   return out;
 }
 
-std::vector<Block> children_of(const Timeline& tl, ItemRef parent, double noise_frac) {
+std::vector<Block> children_of(const Timeline& tl, ItemRef parent, const ReduceOptions* reduce) {
   std::vector<Block> kids;
   if (!parent.valid()) return kids;
   const TraceModel& m = *tl.model();
@@ -147,7 +127,7 @@ std::vector<Block> children_of(const Timeline& tl, ItemRef parent, double noise_
   auto add_events = [&](IndexRange level, Ns x, Ns y) {
     auto [lo, hi] = within(m, level, x, y);
     for (uint32_t e = lo; e < hi; ++e)
-      if (m.ev.end(e) <= y) kids.push_back({ItemRef::event(e), m.ev.start[e], m.ev.end(e), m.ev.dur[e], 1});
+      if (m.ev.end(e) <= y) kids.push_back({ItemRef::event(e), m.ev.start[e], m.ev.end(e), m.ev.dur[e]});
   };
   if (parent.kind == ItemRef::TierSpan) {
     const Tier& t = tiers.tiers[parent.tier];
@@ -161,12 +141,12 @@ std::vector<Block> children_of(const Timeline& tl, ItemRef parent, double noise_
     if (next) {
       auto [lo, hi] = tier_within(*next, level, a, b);
       for (uint32_t i = lo; i < hi; ++i)
-        kids.push_back({ItemRef::span(next_tier, i), next->start[i], next->start[i] + next->dur[i], next->dur[i], 1});
+        kids.push_back({ItemRef::span(next_tier, i), next->start[i], next->start[i] + next->dur[i], next->dur[i]});
     }
     if (kids.empty()) {
       EventId ref = t.ref[parent.index];
-      if (ref != kNoEvent) return children_of(tl, ItemRef::event(ref), noise_frac);
-      uint32_t mt = main_cpu_track(m);
+      if (ref != kNoEvent) return children_of(tl, ItemRef::event(ref), reduce);
+      uint32_t mt = main_cpu_track(tl);
       if (mt != kNoTrack && !m.tracks[mt].levels.empty()) add_events(m.tracks[mt].levels[0], a, b);
     }
   } else {
@@ -176,7 +156,7 @@ std::vector<Block> children_of(const Timeline& tl, ItemRef parent, double noise_
       add_events(m.tracks[t].levels[m.ev.depth[e] + 1], a, b);
     Ns covered = 0;
     for (const Block& k : kids) covered += k.end - k.start;
-    if (is_time_range_annotation(m, e) && covered < (b - a) / 2) {
+    if (is_time_range(m, e) && covered < (b - a) / 2) {
       // The work is elsewhere (backward runs on autograd's thread): take the CPU thread that
       // is busiest at depth 0 within the annotation.
       uint32_t best = kNoTrack;
@@ -194,32 +174,33 @@ std::vector<Block> children_of(const Timeline& tl, ItemRef parent, double noise_
         add_events(m.tracks[best].levels[0], a, b);
       }
     }
-    if (kids.empty() && !is_gpu(m, e) && m.ev.link[e] != kNoEvent) {
-      EventId g = m.ev.link[e];
-      kids.push_back({ItemRef::event(g), m.ev.start[g], m.ev.end(g), m.ev.dur[g], 1});
-    }
+    if (EventId g = m.gpu_op_of(e); kids.empty() && g != kNoEvent)
+      kids.push_back({ItemRef::event(g), m.ev.start[g], m.ev.end(g), m.ev.dur[g]});
   }
-  // Noise reduction: runs of children shorter than noise_frac of the parent become one block.
-  Ns limit = Ns(double(b - a) * noise_frac);
+  if (!reduce) return kids;
+  std::vector<Sibling> sibs(kids.size());
+  for (size_t i = 0; i < kids.size(); ++i) {
+    const ItemRef& r = kids[i].ref;
+    uint64_t name = r.kind == ItemRef::Event ? m.ev.name[r.index] : tiers.tiers[r.tier].name[r.index];
+    TierKind tk = r.kind == ItemRef::TierSpan ? tiers.tiers[r.tier].kind : TierKind::Other;
+    sibs[i] = {kids[i].start, kids[i].end, name << 2 | uint64_t(r.kind), tk == TierKind::Iteration || tk == TierKind::Phase};
+  }
   std::vector<Block> out;
-  bool last_small = false;
-  for (const Block& k : kids) {
-    bool small = k.end - k.start < limit;
-    if (small && last_small) {
-      Block& o = out.back();
-      o.end = k.end;
-      o.busy += k.busy;
-      ++o.merged;
-      continue;
+  for (const SiblingBlock& sb : reduce_siblings(sibs, b - a, *reduce)) {
+    Block o = kids[sb.first];
+    o.kind = sb.kind;
+    o.merged = sb.count;
+    for (uint32_t k = sb.first + 1; k < sb.first + sb.count; ++k) {
+      o.end = std::max(o.end, kids[k].end);
+      o.busy += kids[k].busy;
     }
-    out.push_back(k);
-    last_small = small;
+    out.push_back(o);
   }
   return out;
 }
 
-void related_of(const Timeline& tl, ItemRef sel, Highlight& hl, std::vector<std::pair<EventId, EventId>>* flows,
-                size_t cap) {
+void related_of(const Timeline& tl, ItemRef sel, const std::vector<EventId>& gpu_ops, Highlight& hl,
+                std::vector<std::pair<EventId, EventId>>* flows, size_t cap) {
   hl.selected = sel;
   hl.related.clear();
   hl.related_spans.clear();
@@ -232,20 +213,18 @@ void related_of(const Timeline& tl, ItemRef sel, Highlight& hl, std::vector<std:
     else hl.related.push_back(p.index);
   }
   auto add_launch = [&](EventId e) {
-    EventId l = m.ev.link[e];
-    if (l == kNoEvent || hl.related.size() >= cap) return;
-    Cat c = m.ev.category(e);
-    if (c == Cat::CudaRuntime || c == Cat::CudaDriver) {
-      hl.related.push_back(l);
-      if (flows && flows->size() < 512) flows->push_back({e, l});
-    } else if (c == Cat::UserAnnotation || c == Cat::GpuUserAnnotation) {
-      hl.related.push_back(l);
+    if (hl.related.size() >= cap) return;
+    if (EventId g = m.gpu_op_of(e); g != kNoEvent) {
+      hl.related.push_back(g);
+      if (flows && flows->size() < 512) flows->push_back({e, g});
+    } else if (EventId p = m.paired_annotation_of(e); p != kNoEvent) {
+      hl.related.push_back(p);
     }
   };
   if (sel.kind == ItemRef::Event) {
     EventId e = sel.index;
     if (is_gpu(m, e)) {
-      EventId l = m.ev.link[e];
+      EventId l = m.host_side_of(e);
       if (l != kNoEvent) {
         hl.related.push_back(l);
         if (flows) flows->push_back({l, e});
@@ -256,8 +235,8 @@ void related_of(const Timeline& tl, ItemRef sel, Highlight& hl, std::vector<std:
         add_launch(d);
       });
     }
-    if (!is_gpu(m, e) && is_time_range_annotation(m, e))
-      for (EventId g : gpu_ops_under(tl, sel, cap)) hl.related.push_back(g);
+    if (!is_gpu(m, e) && is_time_range(m, e))
+      for (size_t i = 0; i < gpu_ops.size() && i < cap; ++i) hl.related.push_back(gpu_ops[i]);
     auto fb = m.fwd_to_bwd.find(e);
     if (fb != m.fwd_to_bwd.end()) hl.related.push_back(fb->second);
     auto bf = m.bwd_to_fwd.find(e);
@@ -265,35 +244,18 @@ void related_of(const Timeline& tl, ItemRef sel, Highlight& hl, std::vector<std:
   } else {
     EventId ref = tl.tiers().tiers[sel.tier].ref[sel.index];
     if (ref != kNoEvent) hl.related.push_back(ref);
-    for (EventId g : gpu_ops_under(tl, sel, cap)) hl.related.push_back(g);
+    for (size_t i = 0; i < gpu_ops.size() && i < cap; ++i) hl.related.push_back(gpu_ops[i]);
   }
   std::sort(hl.related.begin(), hl.related.end());
   hl.related.erase(std::unique(hl.related.begin(), hl.related.end()), hl.related.end());
   std::sort(hl.related_spans.begin(), hl.related_spans.end());
 }
 
-std::vector<EventId> gpu_ops_under(const Timeline& tl, ItemRef r, size_t cap) {
-  std::vector<EventId> out;
-  if (!r.valid()) return out;
+WorkFigures work_of(const Timeline& tl, ItemRef r) {
   const TraceModel& m = *tl.model();
-  auto visit = [&](EventId d) {
-    Cat c = m.ev.category(d);
-    if ((c == Cat::CudaRuntime || c == Cat::CudaDriver) && m.ev.link[d] != kNoEvent && out.size() < cap)
-      out.push_back(m.ev.link[d]);
-  };
-  if (r.kind == ItemRef::Event) {
-    if (is_gpu(m, r.index)) {
-      out.push_back(r.index);
-      return out;
-    }
-    if (is_time_range_annotation(m, r.index)) for_cpu_events_in(m, m.ev.start[r.index], m.ev.end(r.index), visit);
-    else for_descendants(m, r.index, visit);
-  } else {
-    for_cpu_events_in(m, tl.start_of(r), tl.end_of(r), visit);
-  }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
+  if (NodeId n = tl.node_of(r); n != kNoNode && tl.annotation()) return node_work(m, *tl.annotation(), n);
+  if (r.kind == ItemRef::Event) return event_work(m, annotation_or_empty(tl), r.index);
+  return {};
 }
 
 ItemRef resolve_focus(const Timeline& tl, std::string_view path) {
@@ -319,7 +281,7 @@ ItemRef resolve_focus(const Timeline& tl, std::string_view path) {
       }
     if (!found.valid()) return cur;
     cur = found;
-    level = children_of(tl, cur, 0.0);
+    level = children_of(tl, cur, nullptr);
   }
   return cur;
 }

@@ -16,28 +16,29 @@ namespace strata::render {
 std::vector<ItemRef> focus_path(const Timeline& tl, ItemRef r);
 
 struct Block {
-  ItemRef ref;        // the child (the first one when merged)
+  ItemRef ref;          // the child (the first one when merged)
   Ns start = 0, end = 0;
-  Ns busy = 0;        // summed durations (merged blocks: of all of them)
-  uint32_t merged = 1;  // > 1: small children merged into one "other" block
+  Ns busy = 0;          // summed durations (merged blocks: of all of them)
+  SiblingBlock::Kind kind = SiblingBlock::Single;  // SameName: a run "name ×N"; Group: small children merged
+  uint32_t merged = 1;  // children it stands for
 };
 
-// The top of the levels view: level 0 of the first tier, else the depth-0 events of the CPU
-// thread that does the most.
+// The top of the levels view: level 0 of the first tier, else the depth-0 events of the
+// training loop's thread (the annotation's main track).
 std::vector<Block> level_roots(const Timeline& tl);
 // Children of an item: the next tier level or tier, then the event's nested events, then
-// (for a launch) the GPU op it launched. Children shorter than `noise_frac` of the parent
-// are merged with their small neighbours into one block.
-std::vector<Block> children_of(const Timeline& tl, ItemRef parent, double noise_frac = 0.01);
+// (for a launch) the GPU op it launched. With `reduce`, children are reduced by the
+// annotation's rule for siblings (reduce_siblings); without, each is its own block.
+std::vector<Block> children_of(const Timeline& tl, ItemRef parent, const ReduceOptions* reduce);
 
 // What belongs to `sel`: ancestors, launches and the GPU ops they launched, the forward or
-// backward counterpart, tier spans containing it. `flows` gets (launch, GPU op) pairs.
-void related_of(const Timeline& tl, ItemRef sel, Highlight& hl, std::vector<std::pair<EventId, EventId>>* flows,
-                size_t cap = 4096);
+// backward counterpart, tier spans containing it, and `gpu_ops` (its work, from work_of).
+// `flows` gets (launch, GPU op) pairs.
+void related_of(const Timeline& tl, ItemRef sel, const std::vector<EventId>& gpu_ops, Highlight& hl,
+                std::vector<std::pair<EventId, EventId>>* flows, size_t cap = 4096);
 
-// GPU ops launched from inside the item (its CPU events and their descendants, or for a tier
-// span every CPU thread within its time), at most `cap`.
-std::vector<EventId> gpu_ops_under(const Timeline& tl, ItemRef r, size_t cap = 100000);
+// The item's GPU work and what bounds it (core's node_work / event_work).
+WorkFigures work_of(const Timeline& tl, ItemRef r);
 
 // Resolves "Iteration 38/Backward/layer2" (names or prefixes, '/'-separated) from the roots
 // down through children_of. Returns an invalid ref when the first part matches nothing; else

@@ -1,15 +1,12 @@
 #include "render/tiers.h"
 
-#include "core/annotate/annotation.h"
-#include "core/trace_info.h"
-
 #include <algorithm>
 #include <numeric>
 #include <unordered_map>
 
 namespace strata::render {
 
-void Tier::add(uint16_t level, Ns s, Ns d, std::string_view n, Rgba c, EventId r, bool bwd) {
+void Tier::add(uint16_t level, Ns s, Ns d, std::string_view n, Rgba c, NodeId nd, EventId r, bool bwd) {
   // Names repeat (layers in every iteration): intern them.
   auto [it, fresh] = intern_.try_emplace(std::string(n), uint32_t(names.size()));
   if (fresh) names.emplace_back(n);
@@ -19,6 +16,7 @@ void Tier::add(uint16_t level, Ns s, Ns d, std::string_view n, Rgba c, EventId r
   name.push_back(id);
   colour.push_back(c);
   ref.push_back(r);
+  node.push_back(nd);
   backward.push_back(bwd ? 1 : 0);
   level_.push_back(level);
 }
@@ -40,6 +38,7 @@ void Tier::finish() {
   permute(name);
   permute(colour);
   permute(ref);
+  permute(node);
   permute(backward);
   permute(level_);
   levels.clear();
@@ -66,32 +65,11 @@ uint32_t Tier::span_at(uint16_t level, Ns t) const {
 size_t Tiers::bytes() const {
   size_t b = 0;
   for (const Tier& t : tiers) {
-    b += t.size() * (sizeof(Ns) * 2 + sizeof(uint32_t) + sizeof(Rgba) + sizeof(EventId) + 1 + 2);
+    b += t.size() * (sizeof(Ns) * 2 + sizeof(uint32_t) + sizeof(Rgba) + sizeof(EventId) + sizeof(NodeId) + 1 + 2);
     for (const auto& s : t.names) b += s.capacity() + sizeof(s);
   }
   return b;
 }
-
-Tiers provisional_tiers(const TraceModel& m) {
-  Tiers out;
-  StepInfo steps = profiler_steps(m);
-  if (steps.steps.empty()) return out;
-  Tier t;
-  t.title = "Iterations";
-  t.kind = TierKind::Iteration;
-  for (size_t i = 0; i < steps.steps.size(); ++i) {
-    EventId e = steps.steps[i];
-    std::string_view n = m.name_of(e);
-    std::string label = "Iteration " + std::string(n.substr(n.find('#') + 1));
-    Rgba c = (i % 2) ? darken(base_colour(Hue::Iteration), 0.18f) : base_colour(Hue::Iteration);
-    t.add(0, m.ev.start[e], m.ev.dur[e], label, c, e);
-  }
-  t.finish();
-  out.tiers.push_back(std::move(t));
-  return out;
-}
-
-
 
 namespace {
 
@@ -108,7 +86,7 @@ Hue phase_hue(PhaseKind p) {
 
 }  // namespace
 
-Tiers tiers_from_annotation(const TraceModel& m, const Annotation& a) {
+Tiers tiers_from_annotation(const Annotation& a) {
   const AnnotationTree& t = a.tree;
   Tiers out;
   Tier iters, phases, layers;
@@ -126,11 +104,11 @@ Tiers tiers_from_annotation(const TraceModel& m, const Annotation& a) {
     switch (t.kind[n]) {
       case NodeKind::Iteration: {
         Rgba c = (iter_no++ % 2) ? darken(base_colour(Hue::Iteration), 0.18f) : base_colour(Hue::Iteration);
-        iters.add(0, b, d, t.name_of(n), c, t.event[n]);
+        iters.add(0, b, d, t.name_of(n), c, n, t.event[n]);
         break;
       }
       case NodeKind::Phase:
-        phases.add(0, b, d, t.name_of(n), base_colour(phase_hue(t.phase[n])), t.event[n]);
+        phases.add(0, b, d, t.name_of(n), base_colour(phase_hue(t.phase[n])), n, t.event[n]);
         break;
       case NodeKind::Layer: {
         NodeId p = t.parent[n];
@@ -138,19 +116,17 @@ Tiers tiers_from_annotation(const TraceModel& m, const Annotation& a) {
         layer_depth[n] = depth;
         bool bwd = t.phase[n] == PhaseKind::Backward;
         NodeId fwd = t.mirror[n] != kNoNode ? t.mirror[n] : n;
-        layers.add(depth, b, d, t.name_of(n), layer_colour(name_hash(t.name_of(fwd)), bwd), t.event[n], bwd);
+        layers.add(depth, b, d, t.name_of(n), layer_colour(name_hash(t.name_of(fwd)), bwd), n, t.event[n], bwd);
         break;
       }
       default: break;
     }
   }
-  if (iters.size() == 0) return provisional_tiers(m);
   for (Tier* x : {&iters, &phases, &layers}) {
     if (x->size() == 0) continue;
     x->finish();
     out.tiers.push_back(std::move(*x));
   }
-  out.annotated = true;
   return out;
 }
 

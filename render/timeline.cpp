@@ -80,7 +80,7 @@ void Timeline::build(const TraceModel& m) {
     cat_hue_[c] = c < size_t(Cat::Count) ? hue_for_category(Cat(c)) : Hue::Other;
   track_lane_.assign(m.tracks.size(), {UINT32_MAX, 0});
 
-  sections.push_back({"Annotation", false, {}});  // section 0: tiers (set_tiers)
+  sections.push_back({"Annotation", {}});  // section 0: tiers (set_annotation)
 
   // Processes: CPU ones first, then GPUs by device.
   std::vector<uint32_t> procs(m.processes.size());
@@ -111,7 +111,7 @@ void Timeline::build(const TraceModel& m) {
       if (x.stream != y.stream) return x.stream < y.stream;
       return x.tid < y.tid;
     });
-    Section s{process_title(m, m.processes[p]), false, {}};
+    Section s{process_title(m, m.processes[p]), {}};
     uint32_t sec = uint32_t(sections.size());
     auto add_track = [&](uint32_t t) {
       Lane l;
@@ -155,7 +155,7 @@ void Timeline::build(const TraceModel& m) {
     counters.push_back(std::move(c));
   }
   if (!counters.empty()) {
-    Section s{"Memory and counters", false, {}};
+    Section s{"Memory and counters", {}};
     for (uint32_t i = 0; i < counters.size(); ++i) {
       CounterTrack& c = counters[i];
       // Samples may come unsorted across threads.
@@ -184,9 +184,49 @@ void Timeline::build(const TraceModel& m) {
   rebuild_sections();
 }
 
-void Timeline::set_tiers(Tiers t) {
-  tiers_ = std::move(t);
+void Timeline::set_annotation(const Annotation* a) {
+  a_ = a;
+  tiers_ = a ? tiers_from_annotation(*a) : Tiers{};
   rebuild_sections();
+}
+
+NodeId Timeline::node_of(ItemRef r) const {
+  if (r.kind != ItemRef::TierSpan || r.tier >= tiers_.tiers.size() || r.index >= tiers_.tiers[r.tier].size()) return kNoNode;
+  return tiers_.tiers[r.tier].node[r.index];
+}
+
+std::string Timeline::section_key(uint32_t si) const { return si < sections.size() ? sections[si].title : std::string(); }
+
+std::string Timeline::lane_key(uint32_t li) const {
+  if (li >= lanes.size()) return {};
+  const Lane& l = lanes[li];
+  // Lanes of one section may share a title (threads with the same name): number them.
+  uint32_t same = 0;
+  for (uint32_t o : sections[l.section].lanes) {
+    if (o == li) break;
+    same += lanes[o].title == l.title;
+  }
+  return section_key(l.section) + '\x1f' + l.title + '\x1f' + std::to_string(same);
+}
+
+void Collapsed::resolve(const Timeline& tl) {
+  section.assign(tl.sections.size(), 0);
+  lane.assign(tl.lanes.size(), 0);
+  if (keys.empty()) return;
+  for (uint32_t si = 0; si < tl.sections.size(); ++si) section[si] = keys.count(tl.section_key(si)) > 0;
+  for (uint32_t li = 0; li < tl.lanes.size(); ++li) lane[li] = keys.count(tl.lane_key(li)) > 0;
+}
+
+void Collapsed::toggle_section(const Timeline& tl, uint32_t si) {
+  std::string k = tl.section_key(si);
+  if (!keys.erase(k)) keys.insert(std::move(k));
+  resolve(tl);
+}
+
+void Collapsed::toggle_lane(const Timeline& tl, uint32_t li) {
+  std::string k = tl.lane_key(li);
+  if (!keys.erase(k)) keys.insert(std::move(k));
+  resolve(tl);
 }
 
 void Timeline::rebuild_sections() {
@@ -215,17 +255,19 @@ size_t Timeline::view_bytes() const {
   return b;
 }
 
-float Timeline::content_height() const {
+float Timeline::lane_height(uint32_t li, const Collapsed& c) const {
+  const Lane& l = lanes[li];
+  return l.kind == LaneKind::Counter ? style.counter_h : float(c.lane_collapsed(li) ? 1 : l.levels) * style.row_h;
+}
+
+float Timeline::content_height(const Collapsed& c) const {
   float h = 0;
-  for (const Section& s : sections) {
+  for (uint32_t si = 0; si < sections.size(); ++si) {
+    const Section& s = sections[si];
     if (s.lanes.empty()) continue;
     h += style.section_h;
-    if (s.collapsed) continue;
-    for (uint32_t li : s.lanes) {
-      const Lane& l = lanes[li];
-      h += (l.kind == LaneKind::Counter ? style.counter_h : float(l.collapsed ? 1 : l.levels) * style.row_h) +
-           style.lane_gap;
-    }
+    if (c.section_collapsed(si)) continue;
+    for (uint32_t li : s.lanes) h += lane_height(li, c) + style.lane_gap;
   }
   return h;
 }
@@ -240,7 +282,7 @@ uint8_t Timeline::name_step(StrId s) {
 Hue Timeline::hue_of_event(EventId e) const {
   uint8_t c = m_->ev.cat[e];
   Hue h = c < cat_hue_.size() ? cat_hue_[c] : Hue::Other;
-  if ((h == Hue::Annotation || h == Hue::CpuOp) && m_->ev.depth[e] == 0 && m_->name_of(e).starts_with("ProfilerStep#"))
+  if ((h == Hue::Annotation || h == Hue::CpuOp) && m_->ev.depth[e] == 0 && m_->is_profiler_step(e))
     h = Hue::Iteration;
   return h;
 }
@@ -329,7 +371,6 @@ void Timeline::layout_row(const SpanColumns& c, const TimeView& v, float y, cons
         if (std::binary_search(hl.related.begin(), hl.related.end(), it.first)) flags |= kRelated;
         if (hl.matches && std::binary_search(hl.matches->begin(), hl.matches->end(), it.first)) flags |= kMatch;
       }
-      if (hl.dim_others && !(flags & (kSelected | kRelated | kMatch))) flags |= kDim;
     }
     out.rects.push_back({x0, y0, x1, y1, fill, flags});
     float room = x1 - x0 - 2 * style.text_pad;
@@ -365,7 +406,7 @@ void Timeline::layout_row(const SpanColumns& c, const TimeView& v, float y, cons
 }
 
 void Timeline::layout(const TimeView& v, float scroll_y, float view_h, const FontMetrics& f, const Highlight& hl,
-                      FrameLayout& out) {
+                      const Collapsed& col, FrameLayout& out) {
   out.clear();
   if (!m_) return;
   float y = -scroll_y;
@@ -373,15 +414,17 @@ void Timeline::layout(const TimeView& v, float scroll_y, float view_h, const Fon
   for (uint32_t si = 0; si < sections.size(); ++si) {
     const Section& s = sections[si];
     if (s.lanes.empty()) continue;
-    if (y + style.section_h > 0 && y < view_h) out.gutter.push_back({y, y + style.section_h, true, si, s.collapsed, true});
+    const bool s_collapsed = col.section_collapsed(si);
+    if (y + style.section_h > 0 && y < view_h) out.gutter.push_back({y, y + style.section_h, true, si, s_collapsed, true});
     y += style.section_h;
-    if (s.collapsed) continue;
+    if (s_collapsed) continue;
     for (uint32_t li : s.lanes) {
       const Lane& l = lanes[li];
-      float lh = l.kind == LaneKind::Counter ? style.counter_h : float(l.collapsed ? 1 : l.levels) * style.row_h;
+      const bool l_collapsed = col.lane_collapsed(li);
+      float lh = lane_height(li, col);
       if (y + lh > 0 && y < view_h) {
-        out.gutter.push_back({y, y + lh, false, li, l.collapsed, l.kind != LaneKind::Counter && l.levels > 1});
-        uint16_t nrows = l.collapsed ? 1 : l.levels;
+        out.gutter.push_back({y, y + lh, false, li, l_collapsed, l.kind != LaneKind::Counter && l.levels > 1});
+        uint16_t nrows = l_collapsed ? 1 : l.levels;
         for (uint16_t d = 0; d < nrows; ++d) {
           float ry = y + float(d) * style.row_h;
           if (ry + style.row_h <= 0 || ry >= view_h) continue;
@@ -446,7 +489,7 @@ ItemRef Timeline::hit(const FrameLayout& fl, float x, float y, uint32_t* fold_co
   return {};
 }
 
-float Timeline::row_y(ItemRef r) const {
+float Timeline::row_y(ItemRef r, const Collapsed& c) const {
   uint32_t want_lane = UINT32_MAX;
   uint16_t depth = 0;
   if (r.kind == ItemRef::Event) {
@@ -464,18 +507,17 @@ float Timeline::row_y(ItemRef r) const {
     return -1;
   }
   float y = 0;
-  for (const Section& s : sections) {
+  for (uint32_t si = 0; si < sections.size(); ++si) {
+    const Section& s = sections[si];
     if (s.lanes.empty()) continue;
     y += style.section_h;
     for (uint32_t li : s.lanes) {
-      const Lane& l = lanes[li];
-      float lh = l.kind == LaneKind::Counter ? style.counter_h : float(l.collapsed ? 1 : l.levels) * style.row_h;
       if (li == want_lane) {
-        if (s.collapsed) return y - style.section_h * 0.5f;
-        if (l.collapsed) depth = 0;
+        if (c.section_collapsed(si)) return y - style.section_h * 0.5f;
+        if (c.lane_collapsed(li)) depth = 0;
         return y + (float(depth) + 0.5f) * style.row_h;
       }
-      if (!s.collapsed) y += lh + style.lane_gap;
+      if (!c.section_collapsed(si)) y += lane_height(li, c) + style.lane_gap;
     }
   }
   return -1;

@@ -11,6 +11,7 @@
 #include "render/tiers.h"
 #include "render/time_view.h"
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,12 +46,10 @@ struct Lane {
   uint32_t section = 0;
   std::string title;
   uint16_t levels = 1;      // rows when expanded
-  bool collapsed = false;   // shows level 0 only
 };
 
 struct Section {
   std::string title;
-  bool collapsed = false;
   std::vector<uint32_t> lanes;
 };
 
@@ -59,7 +58,7 @@ struct DrawRect {
   Rgba fill;
   uint8_t flags;  // DrawFlags
 };
-enum DrawFlags : uint8_t { kFolded = 1, kSelected = 2, kRelated = 4, kMatch = 8, kDim = 16 };
+enum DrawFlags : uint8_t { kFolded = 1, kSelected = 2, kRelated = 4, kMatch = 8 };
 
 struct DrawText {
   float x, y;
@@ -105,7 +104,23 @@ struct Highlight {
   std::vector<EventId> related;        // sorted
   std::vector<uint64_t> related_spans;  // (tier << 32 | span), sorted
   const std::vector<EventId>* matches = nullptr;  // sorted by id
-  bool dim_others = false;
+};
+
+class Timeline;
+
+// What a person collapsed (sections, and lanes to their first row). The viewer keeps it, keyed
+// by titles, so that it outlives the timeline it was made on: a recording read again builds a
+// new timeline and keeps what was collapsed.
+struct Collapsed {
+  std::set<std::string> keys;
+  // Per section and lane of the timeline last passed to resolve().
+  std::vector<uint8_t> section, lane;
+
+  void resolve(const Timeline& tl);
+  void toggle_section(const Timeline& tl, uint32_t si);
+  void toggle_lane(const Timeline& tl, uint32_t li);
+  bool section_collapsed(uint32_t si) const { return si < section.size() && section[si]; }
+  bool lane_collapsed(uint32_t li) const { return li < lane.size() && lane[li]; }
 };
 
 struct TimelineStyle {
@@ -120,18 +135,26 @@ struct TimelineStyle {
 class Timeline {
  public:
   void build(const TraceModel& m);  // sections and lanes for the model's tracks and counters
-  void set_tiers(Tiers t);         // replaces the annotation section
+  // The annotation's tiers in the annotation section; the panels read its figures. It must
+  // outlive the timeline (null: no tiers).
+  void set_annotation(const Annotation* a);
   const Tiers& tiers() const { return tiers_; }
   const TraceModel* model() const { return m_; }
+  const Annotation* annotation() const { return a_; }
+  // The annotation tree's node a tier span stands for (kNoNode for events and without one).
+  NodeId node_of(ItemRef r) const;
 
-  float content_height() const;
+  float content_height(const Collapsed& c) const;
   // Lays out what is visible: the view horizontally, [scroll_y, scroll_y + view_h) vertically.
   void layout(const TimeView& v, float scroll_y, float view_h, const FontMetrics& f, const Highlight& hl,
-              FrameLayout& out);
+              const Collapsed& c, FrameLayout& out);
   // The item under (x, y) in the last layout's coordinates; `fold_count` gets the folded count.
   ItemRef hit(const FrameLayout& fl, float x, float y, uint32_t* fold_count = nullptr) const;
   // The vertical middle of the row showing `r`, in content coordinates (scroll not applied), or < 0.
-  float row_y(ItemRef r) const;
+  float row_y(ItemRef r, const Collapsed& c) const;
+  // Stable names of a section and a lane, for Collapsed.
+  std::string section_key(uint32_t si) const;
+  std::string lane_key(uint32_t li) const;
   // Time extent of an item.
   Ns start_of(ItemRef r) const;
   Ns end_of(ItemRef r) const;
@@ -147,12 +170,14 @@ class Timeline {
 
  private:
   void rebuild_sections();
+  float lane_height(uint32_t li, const Collapsed& c) const;
   uint8_t name_step(StrId s);
   std::string_view label_text(EventId e, float room, const FontMetrics& f, FittedLabel& fit);
   void layout_row(const SpanColumns& c, const TimeView& v, float y, const FontMetrics& f, const Highlight& hl,
                   LaneKind kind, uint32_t source, uint32_t lane, uint16_t depth, FrameLayout& out);
 
   const TraceModel* m_ = nullptr;
+  const Annotation* a_ = nullptr;
   Tiers tiers_;
   std::vector<uint32_t> track_order_;      // tracks grouped for display
   std::vector<uint8_t> name_step_;         // per StrId: 0 unknown, else lightness step + 1

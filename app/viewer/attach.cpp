@@ -319,17 +319,8 @@ void start_attach(Viewer& v, const AttachRequest& r) {
   start_recording(a);
 }
 
-int run_attach_headless(Viewer& v, const AttachRequest& r, const HeadlessOutputs& out) {
+int run_attach_headless(Viewer& v, const AttachRequest& r, const HeadlessRun& out) {
   AttachState& a = state(v);
-  ImageStats stats;
-  auto capture = [&v, &stats](const std::string& path) {
-    v.capture = path;
-    v.last_capture = &stats;
-    frame(v);
-    if (v.capture_error.empty()) return true;
-    std::fprintf(stderr, "strata view: %s\n", v.capture_error.c_str());
-    return false;
-  };
   // The recording's own length, plus time for the agent to close the file and the loads.
   const double limit_s = (r.duration_ms > 0 ? double(r.duration_ms) / 1000.0 : 30.0) + 60.0;
   const auto t0 = Clock::now();
@@ -355,7 +346,7 @@ int run_attach_headless(Viewer& v, const AttachRequest& r, const HeadlessOutputs
     // Mid-recording: once a live read is shown and half the time has passed.
     if (!live_taken && a.session && a.session->active() && a.shown &&
         a.session->seconds() * 2000.0 >= double(std::max<uint64_t>(r.duration_ms, 1000))) {
-      ok = capture(r.live_shot) && ok;
+      ok = save_outputs(v, {r.live_shot, {}, {}, 0}) && ok;
       live_taken = true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(30));
@@ -366,16 +357,11 @@ int run_attach_headless(Viewer& v, const AttachRequest& r, const HeadlessOutputs
   }
   if (!a.start_error.empty()) std::fprintf(stderr, "strata view: attach: %s\n", a.start_error.c_str());
   if (!live_taken) std::fprintf(stderr, "strata view: the recording ended before a live view could be captured\n");
-  if (!out.shot.empty()) ok = capture(out.shot) && ok;
-  if (!out.dump.empty()) {
-    std::ofstream f(out.dump);
-    f << dump_layout(v, out.shot.empty() ? nullptr : &stats) << "\n";
-    if (!f) std::fprintf(stderr, "strata view: cannot write %s\n", out.dump.c_str()), ok = false;
-  }
+  ok = save_outputs(v, out) && ok;
   if (v.trace)
     std::fprintf(stderr, "strata view: %zu events shown, view %s .. %s, selected: %s\n", v.trace->model->ev.size(),
-                 fmt_time(v, v.view.t0).c_str(), fmt_time(v, v.view.t1()).c_str(),
-                 v.hl.selected.valid() ? std::string(v.trace->timeline.name_of(v.hl.selected)).c_str() : "nothing");
+                 fmt_time(v, v.timeline.view.t0).c_str(), fmt_time(v, v.timeline.view.t1()).c_str(),
+                 v.sel.hl.selected.valid() ? std::string(v.trace->timeline.name_of(v.sel.hl.selected)).c_str() : "nothing");
   const bool recorded = r.pid <= 0 || (a.session && a.session->state() == sc::AttachSession::State::Finished);
   return ok && recorded && v.error.empty() ? 0 : 1;
 }

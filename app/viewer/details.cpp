@@ -29,28 +29,11 @@ std::string pct(double a, double b) {
   return buf;
 }
 
-// Union length of GPU op intervals (they may overlap across streams).
-Ns busy_union(const TraceModel& m, std::vector<EventId> ops) {
-  std::sort(ops.begin(), ops.end(), [&](EventId a, EventId b) { return m.ev.start[a] < m.ev.start[b]; });
-  Ns busy = 0, cs = 0, ce = -1;
-  for (EventId e : ops) {
-    if (m.ev.start[e] > ce) {
-      if (ce > cs) busy += ce - cs;
-      cs = m.ev.start[e];
-      ce = m.ev.end(e);
-    } else {
-      ce = std::max(ce, m.ev.end(e));
-    }
-  }
-  if (ce > cs) busy += ce - cs;
-  return busy;
-}
-
 }  // namespace
 
 void draw_details(Viewer& v) {
   if (!v.trace) return;
-  const ItemRef sel = v.hl.selected;
+  const ItemRef sel = v.sel.hl.selected;
   render::Timeline& tl = v.trace->timeline;
   const TraceModel& m = *v.trace->model;
   if (!sel.valid()) {
@@ -74,16 +57,10 @@ void draw_details(Viewer& v) {
   ImGui::PopTextWrapPos();
   ImGui::PopFont();
 
-  Ns start = tl.start_of(sel), end = tl.end_of(sel), dur = end - start;
-  ItemRef parent = v.path.size() >= 2 ? v.path[v.path.size() - 2] : ItemRef{};
+  const WorkFigures& w = v.sel.work;  // core's figures for the selection (render::work_of)
+  Ns start = w.begin, end = w.end, dur = end - start;
   bool gpu = sel.kind == ItemRef::Event && is_gpu_cat(m.ev.category(sel.index));
-  // GPU work under the item.
-  Ns gpu_sum = 0, gpu_first = INT64_MAX, gpu_last = INT64_MIN;
-  for (EventId g : v.sel_kernels) {
-    gpu_sum += m.ev.dur[g];
-    gpu_first = std::min(gpu_first, m.ev.start[g]);
-    gpu_last = std::max(gpu_last, m.ev.end(g));
-  }
+  EventId host = gpu ? m.host_side_of(sel.index) : kNoEvent;
   if (ImGui::BeginTable("facts", 2, ImGuiTableFlags_SizingFixedFit)) {
     ImGui::TableSetupColumn("k", ImGuiTableColumnFlags_WidthFixed);
     ImGui::TableSetupColumn("v", ImGuiTableColumnFlags_WidthStretch);
@@ -97,34 +74,27 @@ void draw_details(Viewer& v) {
     }
     row("Start", fmt_time(v, double(start)));
     row("Duration", render::format_duration(double(dur)));
-    if (parent.valid()) {
-      Ns pd = tl.end_of(parent) - tl.start_of(parent);
-      row("Share of parent", pct(double(dur), double(pd)) + " of " + std::string(tl.name_of(parent).substr(0, 60)));
-    }
+    if (!w.parent.empty()) row("Share of parent", pct(double(w.share), 1.0) + " of " + w.parent.substr(0, 60));
     if (gpu) {
-      EventId l = m.ev.link[sel.index];
-      if (l != kNoEvent) {
-        row("Launched by", std::string(m.name_of(l)) + " at " + fmt_time(v, double(m.ev.start[l])));
-        row("Launch to start", render::format_duration(double(start - m.ev.start[l])));
-        EventId op = m.parent_of(l);
+      if (host != kNoEvent) {
+        row("Launched by", std::string(m.name_of(host)) + " at " + fmt_time(v, double(m.ev.start[host])));
+        row("Launch to start", render::format_duration(double(start - m.ev.start[host])));
+        EventId op = m.parent_of(host);
         if (op != kNoEvent) row("CPU op", std::string(m.name_of(op).substr(0, 120)));
       }
-    } else if (!v.sel_kernels.empty()) {
-      Ns busy = busy_union(m, v.sel_kernels);
+    } else if (!w.gpu_ops.empty()) {
       row("CPU time", render::format_duration(double(dur)));
-      row("GPU time", render::format_duration(double(gpu_sum)) + " in " + std::to_string(v.sel_kernels.size()) + " ops (busy " +
-                          render::format_duration(double(busy)) + ")");
-      row("GPU span", render::format_duration(double(gpu_last - gpu_first)) + ", ends " + render::format_duration(double(std::abs(gpu_last - end))) +
-                          (gpu_last > end ? " after the CPU side" : " before the CPU side"));
-      // Bound by: does the GPU keep up with what the CPU issues?
-      std::string bound;
-      double util = gpu_last > gpu_first ? double(busy) / double(gpu_last - gpu_first) : 0;
-      if (gpu_sum < dur / 2 && util < 0.5) bound = "CPU (launch overhead): the GPU is busy " + pct(double(busy), double(gpu_last - gpu_first)) + " of its span";
-      else if (util >= 0.8) bound = "GPU: kernels run back to back (" + pct(double(busy), double(gpu_last - gpu_first)) + " busy)";
-      else bound = "mixed: GPU busy " + pct(double(busy), double(gpu_last - gpu_first)) + " of its span";
-      row("Bound by", bound);
+      row("GPU time", render::format_duration(double(w.gpu_time)) + " in " + std::to_string(w.gpu_ops.size()) + " ops (busy " +
+                          render::format_duration(double(w.gpu_busy)) + ")");
+      row("GPU span", render::format_duration(double(w.gpu_end - w.gpu_begin)) + ", ends " +
+                          render::format_duration(double(std::abs(w.gpu_end - end))) +
+                          (w.gpu_end > end ? " after the CPU side" : " before the CPU side"));
+      if (w.sync > 0) row("Waiting", render::format_duration(double(w.sync)) + " in calls that wait for the GPU");
+      row("Bound by", bound_reason(w));
     } else if (sel.kind == ItemRef::Event) {
       row("GPU time", "none launched");
+    } else {
+      row("Bound by", bound_reason(w));
     }
     if (sel.kind == ItemRef::Event) {
       auto fb = m.fwd_to_bwd.find(sel.index);
@@ -136,12 +106,11 @@ void draw_details(Viewer& v) {
   }
   if (ImGui::SmallButton("Zoom to (F)")) focus_on(v, sel);
   ImGui::SameLine();
-  if (gpu && m.ev.link[sel.index] != kNoEvent && ImGui::SmallButton("Go to launch"))
-    select(v, ItemRef::event(m.ev.link[sel.index]), true);
+  if (host != kNoEvent && ImGui::SmallButton("Go to launch")) select(v, ItemRef::event(host), true);
 
   // Source location: Python frames enclosing the event on its thread.
   if (sel.kind == ItemRef::Event) {
-    EventId e = gpu && m.ev.link[sel.index] != kNoEvent ? m.ev.link[sel.index] : sel.index;
+    EventId e = host != kNoEvent ? host : sel.index;
     std::vector<EventId> frames;
     for (EventId p = m.parent_of(e); p != kNoEvent && frames.size() < 40; p = m.parent_of(p))
       if (m.ev.category(p) == Cat::PythonFunction) frames.push_back(p);
@@ -154,21 +123,19 @@ void draw_details(Viewer& v) {
   }
 
   // Kernels: sortable table.
-  if (!v.sel_kernels.empty() && !gpu &&
-      ImGui::CollapsingHeader(("Kernels (" + std::to_string(v.sel_kernels.size()) + ")").c_str(), ImGuiTreeNodeFlags_DefaultOpen)) {
+  if (!v.sel.work.gpu_ops.empty() && !gpu &&
+      ImGui::CollapsingHeader(("GPU ops (" + std::to_string(v.sel.work.gpu_ops.size()) + ")").c_str(), ImGuiTreeNodeFlags_DefaultOpen)) {
     ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY |
                             ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_Resizable | ImGuiTableFlags_SizingFixedFit;
-    float h = std::min(ImGui::GetTextLineHeightWithSpacing() * float(v.sel_kernels.size() + 2), 320.0f * v.scale);
+    float h = std::min(ImGui::GetTextLineHeightWithSpacing() * float(v.sel.work.gpu_ops.size() + 2), 320.0f * v.scale);
     if (ImGui::BeginTable("kernels", 4, flags, ImVec2(0, h))) {
       ImGui::TableSetupScrollFreeze(0, 1);
-      ImGui::TableSetupColumn("Kernel", ImGuiTableColumnFlags_WidthStretch);
+      ImGui::TableSetupColumn("GPU op", ImGuiTableColumnFlags_WidthStretch);
       ImGui::TableSetupColumn("Duration", ImGuiTableColumnFlags_DefaultSort | ImGuiTableColumnFlags_PreferSortDescending);
       ImGui::TableSetupColumn("Share");
       ImGui::TableSetupColumn("Start");
       ImGui::TableHeadersRow();
       if (ImGuiTableSortSpecs* ss = ImGui::TableGetSortSpecs(); ss && ss->SpecsCount > 0) {
-        static ImGuiTableSortSpecs* last = nullptr;
-        (void)last;
         const ImGuiTableColumnSortSpecs& sp = ss->Specs[0];
         bool asc = sp.SortDirection == ImGuiSortDirection_Ascending;
         auto key = [&](EventId e) -> double {
@@ -180,19 +147,19 @@ void draw_details(Viewer& v) {
           }
         };
         if (sp.ColumnIndex == 0)
-          std::stable_sort(v.sel_kernels.begin(), v.sel_kernels.end(), [&](EventId a, EventId b) {
+          std::stable_sort(v.sel.work.gpu_ops.begin(), v.sel.work.gpu_ops.end(), [&](EventId a, EventId b) {
             return asc ? m.name_of(a) < m.name_of(b) : m.name_of(a) > m.name_of(b);
           });
         else
-          std::stable_sort(v.sel_kernels.begin(), v.sel_kernels.end(),
+          std::stable_sort(v.sel.work.gpu_ops.begin(), v.sel.work.gpu_ops.end(),
                            [&](EventId a, EventId b) { return asc ? key(a) < key(b) : key(a) > key(b); });
         ss->SpecsDirty = false;
       }
       ImGuiListClipper clip;
-      clip.Begin(int(v.sel_kernels.size()));
+      clip.Begin(int(v.sel.work.gpu_ops.size()));
       while (clip.Step()) {
         for (int i = clip.DisplayStart; i < clip.DisplayEnd; ++i) {
-          EventId k = v.sel_kernels[size_t(i)];
+          EventId k = v.sel.work.gpu_ops[size_t(i)];
           ImGui::TableNextRow();
           ImGui::TableNextColumn();
           std::string_view kn = m.name_of(k);
@@ -207,7 +174,7 @@ void draw_details(Viewer& v) {
           ImGui::TableNextColumn();
           ImGui::TextUnformatted(render::format_duration(double(m.ev.dur[k])).c_str());
           ImGui::TableNextColumn();
-          ImGui::TextUnformatted(pct(double(m.ev.dur[k]), double(gpu_sum)).c_str());
+          ImGui::TextUnformatted(pct(double(m.ev.dur[k]), double(w.gpu_time)).c_str());
           ImGui::TableNextColumn();
           ImGui::TextUnformatted(fmt_time(v, double(m.ev.start[k])).c_str());
         }

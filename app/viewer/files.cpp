@@ -56,7 +56,7 @@ void add_recent(Viewer& v, const std::string& path) {
   v.recent.erase(std::remove(v.recent.begin(), v.recent.end(), abs), v.recent.end());
   v.recent.insert(v.recent.begin(), abs);
   if (v.recent.size() > 12) v.recent.resize(12);
-  if (v.headless) return;  // tests and screenshots leave the user's list alone
+  if (v.capture.headless) return;  // tests and screenshots leave the user's list alone
   fs::path p = recent_path();
   if (p.empty()) return;
   fs::create_directories(p.parent_path(), ec);

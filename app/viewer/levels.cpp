@@ -16,10 +16,10 @@ void draw_breadcrumbs(Viewer& v) {
   render::Timeline& tl = v.trace->timeline;
   if (ImGui::SmallButton("Trace##root")) {
     select(v, {}, false);
-    animate_to(v, v.view.limit_begin, v.view.limit_end);
+    animate_to(v, v.timeline.view.limit_begin, v.timeline.view.limit_end);
     return;
   }
-  std::vector<ItemRef> path = v.path;  // copy: a click changes it
+  std::vector<ItemRef> path = v.sel.path;  // copy: a click changes it
   for (size_t i = 0; i < path.size(); ++i) {
     ImGui::SameLine(0, 4 * v.scale);
     ImGui::TextDisabled("\xE2\x96\xB8");
@@ -60,7 +60,7 @@ void draw_levels(Viewer& v) {
     return;
   }
   std::string_view parent_name = "Trace";
-  size_t rows = v.levels_chosen.size() + 1;
+  size_t rows = v.sel.levels_chosen.size() + 1;
   float y = origin.y;
   std::vector<float> edges;  // of the row's boxes
   ItemRef clicked;
@@ -69,13 +69,13 @@ void draw_levels(Viewer& v) {
     Ns total = 0, parent_span = 0;
     for (const render::Block& b : blocks) total += b.end - b.start;
     parent_span = row == 0 ? (v.trace->model->time_end - v.trace->model->time_begin)
-                           : tl.end_of(v.levels_chosen[row - 1]) - tl.start_of(v.levels_chosen[row - 1]);
+                           : tl.end_of(v.sel.levels_chosen[row - 1]) - tl.start_of(v.sel.levels_chosen[row - 1]);
     // Row title on the left.
     float title_w = 150.0f * s;
     std::string title(parent_name.substr(0, 22));
     dl->AddText(ImVec2(origin.x, y + (row_h - ImGui::GetFontSize()) * 0.5f), IM_COL32(170, 172, 180, 255), title.c_str());
     float bx = origin.x + title_w, bw = width - title_w;
-    ItemRef chosen = row < v.levels_chosen.size() ? v.levels_chosen[row] : ItemRef{};
+    ItemRef chosen = row < v.sel.levels_chosen.size() ? v.sel.levels_chosen[row] : ItemRef{};
     // The boxes first, untextured, then the labels of those with room for one.
     edges.clear();
     double xcur = bx;
@@ -84,7 +84,7 @@ void draw_levels(Viewer& v) {
       xcur += total > 0 ? double(b.end - b.start) / double(total) * double(bw) : 0;
     }
     edges.push_back(float(xcur));
-    auto fill_of = [&](const render::Block& b) { return b.merged > 1 ? render::rgba(90, 92, 100) : tl.colour_of(b.ref); };
+    auto fill_of = [&](const render::Block& b) { return b.kind == SiblingBlock::Group ? render::rgba(90, 92, 100) : tl.colour_of(b.ref); };
     begin_solid(dl);
     for (size_t i = 0; i < blocks.size(); ++i) {
       const render::Block& b = blocks[i];
@@ -102,7 +102,9 @@ void draw_levels(Viewer& v) {
       if (room <= 0 && !hovered) continue;  // no label fits
       render::Rgba c = fill_of(b);
       double share = parent_span > 0 ? 100.0 * double(b.end - b.start) / double(parent_span) : 0;
-      std::string name = b.merged > 1 ? std::to_string(b.merged) + " small items" : std::string(tl.name_of(b.ref).substr(0, 200));
+      std::string name = b.kind == SiblingBlock::Group      ? std::to_string(b.merged) + " small items"
+                         : b.kind == SiblingBlock::SameName ? std::string(tl.name_of(b.ref).substr(0, 200)) + " \u00d7" + std::to_string(b.merged)
+                                                            : std::string(tl.name_of(b.ref).substr(0, 200));
       std::string sub = render::format_duration(double(b.end - b.start)) + "  " + std::to_string(int(share + 0.5)) + "%";
       if (share < 1 && share > 0) {
         char buf[16];
@@ -112,7 +114,7 @@ void draw_levels(Viewer& v) {
       render::Rgba tc = render::text_on(c);
       auto put = [&](const std::string& t, float ty, render::Rgba colour) {
         std::string_view tv = t;
-        if (b.merged == 1 && v.metrics.width(tv) > room) tv = render::short_name(tv);
+        if (b.kind != SiblingBlock::Group && v.metrics.width(tv) > room) tv = render::short_name(tv);
         render::FittedLabel fit = render::fit_label(tv, room, v.metrics);
         if (!fit.bytes) return;
         std::string out(tv.substr(0, fit.bytes));
@@ -126,7 +128,11 @@ void draw_levels(Viewer& v) {
         ImGui::Text("%s", name.c_str());
         ImGui::Text("%s, %.1f%% of %.*s", render::format_duration(double(b.end - b.start)).c_str(), share, int(parent_name.size()),
                     parent_name.data());
-        if (b.merged > 1) ImGui::TextDisabled("merged: each under 1%% of the parent (click to zoom the timeline)");
+        if (b.kind == SiblingBlock::Group)
+          ImGui::TextDisabled("merged: each under %.0f%% of the parent (click to zoom the timeline)",
+                              v.trace->annotation ? 100.0 * v.trace->annotation->reduce_options.tiny_share : 0.0);
+        else if (b.kind == SiblingBlock::SameName)
+          ImGui::TextDisabled("%u in a row (click to zoom the timeline)", b.merged);
         ImGui::EndTooltip();
         if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) {
           if (b.merged > 1) clicked_t0 = double(b.start), clicked_t1 = double(b.end);
@@ -136,9 +142,9 @@ void draw_levels(Viewer& v) {
     }
     y += row_h + gap;
     if (row + 1 < rows) {
-      ItemRef c = v.levels_chosen[row];
+      ItemRef c = v.sel.levels_chosen[row];
       parent_name = tl.name_of(c);
-      blocks = render::children_of(tl, c, 0.01);
+      blocks = render::children_of(tl, c, v.trace->annotation ? &v.trace->annotation->reduce_options : nullptr);
     }
   }
   ImGui::Dummy(ImVec2(width, y - origin.y));

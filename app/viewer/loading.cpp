@@ -1,5 +1,6 @@
-// Loading on a worker thread: the loader, then the view's own preparation (rows, tiers,
-// summary). The UI thread only polls and swaps the result in.
+// Loading on a worker thread: the loader, the annotation, then the view's rows and tiers. The
+// job's one Progress reaches every stage, so a cancel stops whichever is running. The UI
+// thread only polls and swaps the result in.
 #include "app/viewer/viewer.h"
 
 #include <cstdio>
@@ -9,15 +10,12 @@ namespace strata::viewer {
 std::unique_ptr<Prepared> prepare(std::unique_ptr<TraceModel> model, Progress* progress) {
   auto p = std::make_unique<Prepared>();
   p->model = std::move(model);
+  p->annotation = std::make_unique<Annotation>(annotate(*p->model, {}, progress));
+  if (p->annotation->cancelled || (progress && progress->cancelled())) return nullptr;
+  if (progress) progress->enter(Stage::View);
   p->timeline.build(*p->model);
-  // The annotation tiers (iterations, phases, layers); the raw tracks show regardless.
-  Progress annotate_progress;
-  p->annotation = std::make_unique<Annotation>(annotate(*p->model, {}, &annotate_progress));
+  p->timeline.set_annotation(p->annotation.get());
   if (progress && progress->cancelled()) return nullptr;
-  if (p->annotation->cancelled) p->annotation.reset();
-  p->timeline.set_tiers(p->annotation ? render::tiers_from_annotation(*p->model, *p->annotation)
-                                       : render::provisional_tiers(*p->model));
-  p->summary = render::summarize(p->timeline);
   return p;
 }
 
@@ -29,7 +27,6 @@ std::unique_ptr<LoadJob> launch_load(const std::string& path) {
   j->worker = std::thread([j] {
     LoadResult r = load_trace(j->path, &j->progress);
     if (r.model && !j->progress.cancelled()) {
-      j->progress.stage = 4;  // preparing the view
       j->result = prepare(std::move(r.model), &j->progress);
       if (!j->result) j->error = "Loading " + j->path + " was cancelled";
     } else {
@@ -55,36 +52,38 @@ void cancel_load(Viewer& v) {
 }
 
 void install(Viewer& v, std::unique_ptr<Prepared> p) {
+  v.timeline.collapsed.keys.clear();  // a new trace starts expanded
+  show(v, std::move(p));
+}
+
+void show(Viewer& v, std::unique_ptr<Prepared> p) {
   reset_search(v);
   v.trace = std::move(p);
+  v.timeline.collapsed.resolve(v.trace->timeline);
   const TraceModel& m = *v.trace->model;
-  v.view.set_extent(double(m.time_begin), double(m.time_end));
-  v.view.fit(double(m.time_begin), double(m.time_end));
-  v.history.stack.clear();
-  v.scroll_y = 0;
-  v.hl = {};
-  v.flows.clear();
-  v.path.clear();
-  v.sel_kernels.clear();
-  v.levels_chosen.clear();
-  v.hovered = {};
+  v.timeline.view.set_extent(double(m.time_begin), double(m.time_end));
+  v.timeline.view.fit(double(m.time_begin), double(m.time_end));
+  v.timeline.history.stack.clear();
+  v.timeline.scroll_y = 0;
+  v.sel = {};
+  v.timeline.hovered = {};
   update_metrics(v);
 }
 
 void reinstall(Viewer& v, std::unique_ptr<Prepared> p) {
   if (!v.trace) return install(v, std::move(p));
   const render::Timeline& old = v.trace->timeline;
-  const render::ItemRef sel = v.hl.selected;
+  const render::ItemRef sel = v.sel.hl.selected;
   render::ItemRef again = sel.valid() ? render::find_again(old, sel, p->timeline) : render::ItemRef{};
-  const render::TimeView view = v.view;
-  const render::ViewHistory history = v.history;
-  const float scroll = v.scroll_y;
-  install(v, std::move(p));
+  const render::TimeView view = v.timeline.view;
+  const render::ViewHistory history = v.timeline.history;
+  const float scroll = v.timeline.scroll_y;
+  show(v, std::move(p));
   const TraceModel& m = *v.trace->model;
-  v.view = view;
-  v.view.follow_extent(double(m.time_begin), double(m.time_end));
-  v.history = history;
-  v.scroll_y = scroll;
+  v.timeline.view = view;
+  v.timeline.view.follow_extent(double(m.time_begin), double(m.time_end));
+  v.timeline.history = history;
+  v.timeline.scroll_y = scroll;
   if (again.valid()) select(v, again, false);
 }
 

@@ -1,5 +1,5 @@
-// The summary panel: GPU utilisation, iteration bars, top kernels and CPU ops, GPU idle
-// causes and memory peaks, drawn as small charts.
+// The summary panel: GPU utilisation, idle causes, GPU work, memory peak, iteration bars, top
+// GPU and CPU ops, drawn as small charts from the annotation's analyses.
 #include "app/viewer/viewer.h"
 
 #include <imgui.h>
@@ -37,131 +37,160 @@ bool bar(Viewer& v, const std::string& label, const std::string& value, double f
 }  // namespace
 
 void draw_summary(Viewer& v) {
-  if (!v.trace) return;
-  const render::Summary& sm = v.trace->summary;
-  const TraceModel& m = *v.trace->model;
+  if (!v.trace || !v.trace->annotation) return;
+  // Every figure here is the annotation's (core), as `strata summary` prints it.
+  const Annotation& an = *v.trace->annotation;
+  const Analyses& r = an.analyses;
   render::Timeline& tl = v.trace->timeline;
   const float s = v.scale;
+  const Ns window = r.window_end - r.window_begin;
   float avail = ImGui::GetContentRegionAvail().x;
   int cols = avail > 900 * s ? 3 : avail > 560 * s ? 2 : 1;
   if (!ImGui::BeginTable("summary", cols, ImGuiTableFlags_SizingStretchSame)) return;
   ImGui::TableNextColumn();
   float cw = ImGui::GetContentRegionAvail().x;
+  auto heading = [&](const char* t) {
+    ImGui::PushFont(v.font_bold);
+    ImGui::TextUnformatted(t);
+    ImGui::PopFont();
+  };
 
-  // Utilisation per GPU and idle causes.
-  ImGui::PushFont(v.font_bold);
-  ImGui::TextUnformatted("GPU utilisation");
-  ImGui::PopFont();
-  if (sm.devices.empty()) ImGui::TextDisabled("No GPU work in this trace.");
-  for (const render::DeviceBusy& d : sm.devices) {
-    double util = d.span > 0 ? double(d.busy) / double(d.span) : 0;
+  // Utilisation per GPU over the iterations' window, and why the GPUs sat idle.
+  heading("GPU utilisation");
+  ImGui::TextDisabled("over %s (%s)", an.iterations.empty() ? "the trace" : "the iterations",
+                      render::format_duration(double(window)).c_str());
+  bool any_device = false;
+  for (const DeviceUtil& d : r.utilization) {
+    if (d.stream >= 0) continue;
+    any_device = true;
+    double util = d.elapsed > 0 ? double(d.busy) / double(d.elapsed) : 0;
     char val[64];
     std::snprintf(val, sizeof val, "%.1f%% busy", util * 100);
     bar(v, "GPU " + std::to_string(d.device) + "##util" + std::to_string(d.device), val, util,
         render::base_colour(render::Hue::Kernel), cw);
-    Ns idle = d.idle_host + d.idle_short + d.idle_other;
-    if (idle > 0) {
-      // Idle causes as one stacked bar.
-      ImVec2 p = ImGui::GetCursorScreenPos();
-      float h = 10 * s;
-      ImDrawList* dl = ImGui::GetWindowDrawList();
-      struct Part { Ns ns; render::Rgba c; const char* what; } parts[] = {
-          {d.idle_host, render::base_colour(render::Hue::Backward), "CPU launched late"},
-          {d.idle_short, render::base_colour(render::Hue::DataLoading), "launch gaps < 10 us"},
-          {d.idle_other, render::base_colour(render::Hue::Python), "other (sync, data)"}};
-      float x = p.x;
-      for (const Part& pt : parts) {
-        float w = float(double(pt.ns) / double(idle)) * cw;
-        dl->AddRectFilled(ImVec2(x, p.y), ImVec2(x + w, p.y + h), ImU32(pt.c));
-        x += w;
-      }
-      ImGui::Dummy(ImVec2(cw, h));
-      for (const Part& pt : parts) {
-        ImGui::ColorButton(pt.what, ImGui::ColorConvertU32ToFloat4(ImU32(pt.c)), ImGuiColorEditFlags_NoTooltip,
-                           ImVec2(8 * s, 8 * s));
-        ImGui::SameLine();
-        ImGui::Text("%s %s (%.0f%%)", pt.what, render::format_duration(double(pt.ns)).c_str(), 100.0 * double(pt.ns) / double(idle));
-      }
+  }
+  if (!any_device) ImGui::TextDisabled("No GPU work in this trace.");
+  if (r.idle.total > 0) {
+    // Idle causes as one stacked bar.
+    ImVec2 p = ImGui::GetCursorScreenPos();
+    float h = 10 * s;
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    struct Part { Ns ns; render::Rgba c; const char* what; } parts[] = {
+        {r.idle.launch, render::base_colour(render::Hue::Backward), "waiting on host launches"},
+        {r.idle.data_loading, render::base_colour(render::Hue::DataLoading), "data loading"},
+        {r.idle.sync, render::base_colour(render::Hue::Optimizer), "synchronization"},
+        {r.idle.other, render::base_colour(render::Hue::Python), "other"}};
+    float x = p.x;
+    for (const Part& pt : parts) {
+      float w = float(double(pt.ns) / double(r.idle.total)) * cw;
+      dl->AddRectFilled(ImVec2(x, p.y), ImVec2(x + w, p.y + h), ImU32(pt.c));
+      x += w;
+    }
+    ImGui::Dummy(ImVec2(cw, h));
+    ImGui::Text("GPU idle %s in %llu gaps:", render::format_duration(double(r.idle.total)).c_str(), (unsigned long long)r.idle.count);
+    for (const Part& pt : parts) {
+      ImGui::ColorButton(pt.what, ImGui::ColorConvertU32ToFloat4(ImU32(pt.c)), ImGuiColorEditFlags_NoTooltip, ImVec2(8 * s, 8 * s));
+      ImGui::SameLine();
+      ImGui::Text("%s %s (%.0f%%)", pt.what, render::format_duration(double(pt.ns)).c_str(),
+                  100.0 * double(pt.ns) / double(r.idle.total));
     }
   }
+  if (r.kernel_total > 0) {
+    ImGui::Spacing();
+    heading("GPU work");
+    ImGui::Text("compute %s, communication %s", render::format_duration(double(r.compute)).c_str(),
+                render::format_duration(double(r.communication)).c_str());
+    if (r.communication > 0)
+      ImGui::Text("communication overlapped with compute: %s (%.0f%%)", render::format_duration(double(r.compute_comm_overlap)).c_str(),
+                  100.0 * double(r.compute_comm_overlap) / double(r.communication));
+    ImGui::Text("memory ops %s; tensor-core kernels %.1f%% of kernel time", render::format_duration(double(r.memory_ops)).c_str(),
+                100.0 * double(r.tensor_core) / double(r.kernel_total));
+  }
   ImGui::Spacing();
-  ImGui::PushFont(v.font_bold);
-  ImGui::TextUnformatted("Memory peak");
-  ImGui::PopFont();
-  if (sm.memory_peaks.empty()) ImGui::TextDisabled("No allocator events (profile_memory was off).");
-  for (const auto& [title, peak] : sm.memory_peaks) ImGui::Text("%s: %.1f MiB", title.c_str(), peak / double(1 << 20));
-  ImGui::Text("Trace span %s, %zu events", render::format_duration(double(sm.span)).c_str(), m.ev.size());
+  heading("Memory peak");
+  const MemoryUse& mu = r.memory;
+  if (!mu.present) {
+    ImGui::TextDisabled("No allocator events (profile_memory was off).");
+  } else {
+    ImGui::Text("allocated %.1f MiB (reserved %.1f MiB)", double(mu.peak_allocated) / 1048576.0, double(mu.peak_reserved) / 1048576.0);
+    if (!mu.peak_where.empty()) ImGui::TextWrapped("at %s", mu.peak_where.c_str());
+  }
+  ImGui::Text("Trace span %s, %zu events", render::format_duration(double(v.trace->model->time_end - v.trace->model->time_begin)).c_str(),
+              v.trace->model->ev.size());
 
   // Iterations: bars of duration, GPU-busy part filled.
   if (cols > 1) ImGui::TableNextColumn();
   else ImGui::Spacing();
   cw = ImGui::GetContentRegionAvail().x;
-  ImGui::PushFont(v.font_bold);
-  ImGui::TextUnformatted("Iterations");
-  ImGui::PopFont();
-  if (sm.iterations.empty()) ImGui::TextDisabled("No ProfilerStep ranges; the annotation will find iterations.");
-  else {
-    Ns maxd = 0, sum = 0;
-    for (const auto& it : sm.iterations) maxd = std::max(maxd, it.dur), sum += it.dur;
-    ImGui::Text("%zu iterations, mean %s", sm.iterations.size(), render::format_duration(double(sum) / double(sm.iterations.size())).c_str());
+  heading("Iterations");
+  const render::Tier* iter_tier = nullptr;
+  for (const render::Tier& t : tl.tiers().tiers)
+    if (t.kind == render::TierKind::Iteration) iter_tier = &t;
+  if (an.iterations.empty()) {
+    ImGui::TextDisabled("No iterations found.");
+  } else {
+    ImGui::Text("%zu iteration%s (from %s), median %s", an.iterations.size(), an.iterations.size() == 1 ? "" : "s",
+                iteration_source_name(an.iteration_source), render::format_duration(double(r.iter_median)).c_str());
+    Ns maxd = 1;
+    for (const Iteration& it : an.iterations) maxd = std::max(maxd, it.end - it.begin);
     float h = 90 * s;
     ImVec2 p = ImGui::GetCursorScreenPos();
     ImGui::InvisibleButton("iters", ImVec2(cw, h));
     ImDrawList* dl = ImGui::GetWindowDrawList();
-    size_t n = sm.iterations.size();
+    size_t n = an.iterations.size();
     float bw = cw / float(n);
     int hovered = -1;
     for (size_t i = 0; i < n; ++i) {
-      const auto& it = sm.iterations[i];
+      const Iteration& it = an.iterations[i];
+      const Ns dur = it.end - it.begin, busy = i < r.iteration_gpu_busy.size() ? r.iteration_gpu_busy[i] : 0;
       float x0 = p.x + float(i) * bw, x1 = x0 + std::max(1.0f, bw - (bw > 4 ? 2 * s : 0));
-      float top = p.y + h - float(double(it.dur) / double(maxd)) * h;
-      float busy_top = p.y + h - float(double(it.gpu_busy) / double(maxd)) * h;
+      float top = p.y + h - float(double(dur) / double(maxd)) * h;
+      float busy_top = p.y + h - float(double(busy) / double(maxd)) * h;
       dl->AddRectFilled(ImVec2(x0, top), ImVec2(x1, p.y + h), ImU32(render::base_colour(render::Hue::Iteration)));
       dl->AddRectFilled(ImVec2(x0, busy_top), ImVec2(x1, p.y + h), ImU32(render::darken(render::base_colour(render::Hue::Kernel), 0.1f)));
       ImVec2 mp = ImGui::GetIO().MousePos;
       if (mp.x >= x0 && mp.x < x0 + bw && mp.y >= p.y && mp.y < p.y + h) hovered = int(i);
     }
     if (hovered >= 0 && ImGui::IsItemHovered()) {
-      const auto& it = sm.iterations[size_t(hovered)];
-      ImGui::SetTooltip("%s: %s, GPU busy %s (%.0f%%)", it.name.c_str(), render::format_duration(double(it.dur)).c_str(),
-                        render::format_duration(double(it.gpu_busy)).c_str(), 100.0 * double(it.gpu_busy) / double(std::max<Ns>(it.dur, 1)));
-      if (ImGui::IsItemClicked()) {
-        const render::Tier& t = tl.tiers().tiers[0];
-        focus_on(v, render::ItemRef::span(0, t.levels[0].begin + uint32_t(hovered)));
+      const Iteration& it = an.iterations[size_t(hovered)];
+      const Ns dur = it.end - it.begin, busy = size_t(hovered) < r.iteration_gpu_busy.size() ? r.iteration_gpu_busy[size_t(hovered)] : 0;
+      ImGui::SetTooltip("%s: %s, GPU busy %s (%.0f%%)%s", it.name.c_str(), render::format_duration(double(dur)).c_str(),
+                        render::format_duration(double(busy)).c_str(), 100.0 * double(busy) / double(std::max<Ns>(dur, 1)),
+                        it.partial ? "\npartial: cut by the trace's edge" : "");
+      if (ImGui::IsItemClicked() && iter_tier) {
+        uint32_t span = iter_tier->span_at(0, it.begin);
+        if (span != UINT32_MAX) focus_on(v, render::ItemRef::span(uint32_t(iter_tier - tl.tiers().tiers.data()), span));
       }
     }
     ImGui::TextDisabled("orange: iteration time; green: GPU busy within it");
   }
 
-  // Top kernels and CPU ops.
+  // Top GPU ops and CPU ops.
   if (cols > 2) ImGui::TableNextColumn();
   else ImGui::Spacing();
   cw = ImGui::GetContentRegionAvail().x;
-  auto top_list = [&](const char* title, const std::vector<render::NameTotal>& list, render::Hue hue, Ns denom) {
-    ImGui::PushFont(v.font_bold);
-    ImGui::TextUnformatted(title);
-    ImGui::PopFont();
+  auto top_list = [&](const char* title, const std::vector<NameStat>& list, render::Hue hue, Ns denom, const char* denom_what) {
+    heading(title);
     if (list.empty()) {
       ImGui::TextDisabled("none");
       return;
     }
-    Ns top = list.front().total;
+    Ns top = std::max<Ns>(list.front().total, 1);
     for (size_t i = 0; i < list.size() && i < 8; ++i) {
-      const auto& k = list[i];
-      std::string_view n = m.strings.view(k.name);
-      std::string label = std::string(render::short_name(n).substr(0, 120)) + "##" + title + std::to_string(i);
+      const NameStat& k = list[i];
+      std::string label = std::string(render::short_name(k.name).substr(0, 120)) + "##" + title + std::to_string(i);
       char val[64];
       std::snprintf(val, sizeof val, "%s  %.0f%%  x%llu", render::format_duration(double(k.total)).c_str(),
                     denom > 0 ? 100.0 * double(k.total) / double(denom) : 0.0, (unsigned long long)k.count);
-      if (bar(v, label, val, double(k.total) / double(top), render::darken(render::base_colour(hue), 0.25f), cw))
+      if (bar(v, label, val, double(k.total) / double(top), render::darken(render::base_colour(hue), 0.25f), cw) && k.longest != kNoEvent)
         focus_on(v, render::ItemRef::event(k.longest));
       if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("%.*s\nclick: go to the longest one", int(std::min<size_t>(n.size(), 300)), n.data());
+        ImGui::SetTooltip("%.*s\n%% of %s\nclick: go to the longest one", int(std::min<size_t>(k.name.size(), 300)), k.name.data(), denom_what);
     }
   };
-  top_list("Top GPU kernels (total time)", sm.top_kernels, render::Hue::Kernel, sm.gpu_total);
+  top_list("Top GPU ops (total time)", r.kernels, render::Hue::Kernel, r.gpu_op_total, "all GPU ops' time");
   ImGui::Spacing();
-  top_list("Top CPU ops (total time)", sm.top_ops, render::Hue::CpuOp, 0);
+  top_list("Top CPU ops (total time)", r.cpu_ops, render::Hue::CpuOp, window, "the window's time");
   ImGui::EndTable();
 }
 

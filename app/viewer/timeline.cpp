@@ -29,30 +29,30 @@ void update_metrics(Viewer& v) {
 }
 
 void animate_to(Viewer& v, double t0, double t1) {
-  v.history.push(v.view);
-  if (v.headless) {
-    v.view.fit(t0, t1, 0.03f);
+  v.timeline.history.push(v.timeline.view);
+  if (v.capture.headless) {
+    v.timeline.view.fit(t0, t1, 0.03f);
     return;
   }
-  v.animating = true;
-  v.anim_t0 = t0;
-  v.anim_t1 = t1;
+  v.timeline.animating = true;
+  v.timeline.anim_t0 = t0;
+  v.timeline.anim_t1 = t1;
 }
 
 void select(Viewer& v, ItemRef r, bool fit) {
   if (!v.trace) return;
   render::Timeline& tl = v.trace->timeline;
-  render::related_of(tl, r, v.hl, &v.flows);
-  v.path = render::focus_path(tl, r);
-  v.sel_kernels = r.valid() ? render::gpu_ops_under(tl, r) : std::vector<EventId>{};
+  v.sel.work = r.valid() ? render::work_of(tl, r) : WorkFigures{};
+  render::related_of(tl, r, v.sel.work.gpu_ops, v.sel.hl, &v.sel.flows);
+  v.sel.path = render::focus_path(tl, r);
   // The levels view follows the selection's path.
-  v.levels_chosen = v.path;
+  v.sel.levels_chosen = v.sel.path;
   if (fit && r.valid()) animate_to(v, double(tl.start_of(r)), double(tl.end_of(r)));
   // Bring the item's row into view.
-  if (r.valid() && v.timeline_h > 0) {
-    float y = tl.row_y(r);
-    if (y >= 0 && (y < v.scroll_y || y > v.scroll_y + v.timeline_h - tl.style.row_h))
-      v.scroll_y = std::max(0.0f, y - v.timeline_h * 0.4f);
+  if (r.valid() && v.timeline.height > 0) {
+    float y = tl.row_y(r, v.timeline.collapsed);
+    if (y >= 0 && (y < v.timeline.scroll_y || y > v.timeline.scroll_y + v.timeline.height - tl.style.row_h))
+      v.timeline.scroll_y = std::max(0.0f, y - v.timeline.height * 0.4f);
   }
 }
 
@@ -63,10 +63,10 @@ namespace {
 ImU32 col(render::Rgba c) { return ImU32(c); }
 
 void step_animation(Viewer& v) {
-  if (!v.animating) return;
-  double t0 = v.view.t0, t1 = v.view.t1();
-  double m = (v.anim_t1 - v.anim_t0) * 0.03;
-  double goal0 = v.anim_t0 - m, goal1 = v.anim_t1 + m;
+  if (!v.timeline.animating) return;
+  double t0 = v.timeline.view.t0, t1 = v.timeline.view.t1();
+  double m = (v.timeline.anim_t1 - v.timeline.anim_t0) * 0.03;
+  double goal0 = v.timeline.anim_t0 - m, goal1 = v.timeline.anim_t1 + m;
   float dt = ImGui::GetIO().DeltaTime;
   double k = 1.0 - std::exp(-double(dt) * 14.0);
   // Interpolate in log space for the span so zooms feel even.
@@ -74,10 +74,10 @@ void step_animation(Viewer& v) {
   double ns = std::exp(std::log(span) + (std::log(goal_span) - std::log(span)) * k);
   double c = (t0 + t1) * 0.5, gc = (goal0 + goal1) * 0.5;
   double nc = c + (gc - c) * k;
-  v.view.fit(nc - ns * 0.5, nc + ns * 0.5, 0);
+  v.timeline.view.fit(nc - ns * 0.5, nc + ns * 0.5, 0);
   if (std::abs(ns - goal_span) < goal_span * 0.002 && std::abs(nc - gc) < goal_span * 0.002) {
-    v.view.fit(goal0, goal1, 0);
-    v.animating = false;
+    v.timeline.view.fit(goal0, goal1, 0);
+    v.timeline.animating = false;
   }
 }
 
@@ -85,23 +85,23 @@ void handle_keys(Viewer& v, float mouse_x, bool mouse_in) {
   ImGuiIO& io = ImGui::GetIO();
   if (io.WantTextInput) return;
   float dt = std::min(io.DeltaTime, 0.1f);
-  float cx = mouse_in ? mouse_x : v.view.width_px * 0.5f;
+  float cx = mouse_in ? mouse_x : v.timeline.view.width_px * 0.5f;
   // Dear ImGui 1.86 indexes keys by the backend's key codes (GLFW's).
   auto down = [](int k) { return ImGui::IsKeyDown(k) && !ImGui::GetIO().KeyCtrl; };
   // W/S zoom, A/D pan, as in Perfetto and Chrome's tracing.
-  if (down(GLFW_KEY_W)) v.animating = false, v.view.zoom_at(cx, std::pow(8.0, double(dt)));
-  if (down(GLFW_KEY_S)) v.animating = false, v.view.zoom_at(cx, std::pow(8.0, -double(dt)));
-  if (down(GLFW_KEY_A)) v.animating = false, v.view.pan_px(v.view.width_px * 1.2f * dt);
-  if (down(GLFW_KEY_D)) v.animating = false, v.view.pan_px(-v.view.width_px * 1.2f * dt);
-  if (ImGui::IsKeyPressed(GLFW_KEY_F, false) && v.hl.selected.valid()) {
+  if (down(GLFW_KEY_W)) v.timeline.animating = false, v.timeline.view.zoom_at(cx, std::pow(8.0, double(dt)));
+  if (down(GLFW_KEY_S)) v.timeline.animating = false, v.timeline.view.zoom_at(cx, std::pow(8.0, -double(dt)));
+  if (down(GLFW_KEY_A)) v.timeline.animating = false, v.timeline.view.pan_px(v.timeline.view.width_px * 1.2f * dt);
+  if (down(GLFW_KEY_D)) v.timeline.animating = false, v.timeline.view.pan_px(-v.timeline.view.width_px * 1.2f * dt);
+  if (ImGui::IsKeyPressed(GLFW_KEY_F, false) && v.sel.hl.selected.valid()) {
     render::Timeline& tl = v.trace->timeline;
-    animate_to(v, double(tl.start_of(v.hl.selected)), double(tl.end_of(v.hl.selected)));
+    animate_to(v, double(tl.start_of(v.sel.hl.selected)), double(tl.end_of(v.sel.hl.selected)));
   }
   if (ImGui::IsKeyPressed(GLFW_KEY_ESCAPE, false)) {
-    v.animating = false;
-    if (!v.history.pop(v.view) && v.hl.selected.valid()) select(v, {}, false);
+    v.timeline.animating = false;
+    if (!v.timeline.history.pop(v.timeline.view) && v.sel.hl.selected.valid()) select(v, {}, false);
   }
-  if (ImGui::IsKeyPressed(GLFW_KEY_0, false)) animate_to(v, v.view.limit_begin, v.view.limit_end);
+  if (ImGui::IsKeyPressed(GLFW_KEY_0, false)) animate_to(v, v.timeline.view.limit_begin, v.timeline.view.limit_end);
 }
 
 void draw_arrow(ImDrawList* dl, ImVec2 a, ImVec2 b, ImU32 c, float s) {
@@ -129,11 +129,11 @@ void draw_tooltip(Viewer& v, ItemRef r, uint32_t fold) {
     ImGui::Text("Start     %s", fmt_time(v, double(tl.start_of(r))).c_str());
     if (r.kind == ItemRef::Event) {
       ImGui::Text("Category  %s", m.category_names[m.ev.cat[r.index]].c_str());
-      EventId l = m.ev.link[r.index];
+      const bool gpu = is_gpu_cat(m.ev.category(r.index));
+      EventId l = gpu ? m.host_side_of(r.index) : m.gpu_op_of(r.index);
       if (l != kNoEvent) {
         std::string_view ln = m.name_of(l);
-        ImGui::TextDisabled("%s %.*s", is_gpu_cat(m.ev.category(r.index)) ? "launched by" : "runs",
-                            int(std::min<size_t>(ln.size(), 120)), ln.data());
+        ImGui::TextDisabled("%s %.*s", gpu ? "launched by" : "runs", int(std::min<size_t>(ln.size(), 120)), ln.data());
       }
     }
   }
@@ -152,8 +152,8 @@ void draw_timeline(Viewer& v, float x, float y, float w, float h) {
   const float ruler_h = 26.0f * s;
   const float area_x = x + gutter, area_w = std::max(1.0f, w - gutter);
   const float rows_y = y + ruler_h, rows_h = std::max(1.0f, h - ruler_h);
-  v.timeline_h = rows_h;
-  v.view.set_width(area_w);
+  v.timeline.height = rows_h;
+  v.timeline.view.set_width(area_w);
   step_animation(v);
 
   ImDrawList* dl = ImGui::GetWindowDrawList();
@@ -161,47 +161,47 @@ void draw_timeline(Viewer& v, float x, float y, float w, float h) {
   const bool in_area = mouse.x >= area_x && mouse.x < area_x + area_w && mouse.y >= rows_y && mouse.y < rows_y + rows_h;
   const bool in_ruler = mouse.x >= area_x && mouse.x < area_x + area_w && mouse.y >= y && mouse.y < rows_y;
   // Headless renders (screenshots, benchmarks) ignore wherever the pointer happens to be.
-  const bool hovered_window = !v.headless && ImGui::IsWindowHovered(ImGuiHoveredFlags_AllowWhenBlockedByActiveItem);
+  const bool hovered_window = !v.capture.headless && ImGui::IsWindowHovered(ImGuiHoveredFlags_AllowWhenBlockedByActiveItem);
 
   // Input: wheel zooms at the cursor; shift+wheel scrolls; horizontal wheel pans.
-  float content_h = tl.content_height();
+  float content_h = tl.content_height(v.timeline.collapsed);
   if (hovered_window && (in_area || in_ruler)) {
     if (io.MouseWheel != 0) {
-      v.animating = false;
-      if (io.KeyShift) v.scroll_y -= io.MouseWheel * 60.0f * s;
-      else v.view.zoom_at(mouse.x - area_x, std::pow(1.25, double(io.MouseWheel)));
+      v.timeline.animating = false;
+      if (io.KeyShift) v.timeline.scroll_y -= io.MouseWheel * 60.0f * s;
+      else v.timeline.view.zoom_at(mouse.x - area_x, std::pow(1.25, double(io.MouseWheel)));
     }
-    if (io.MouseWheelH != 0) v.view.pan_px(io.MouseWheelH * 60.0f * s);
+    if (io.MouseWheelH != 0) v.timeline.view.pan_px(io.MouseWheelH * 60.0f * s);
     if (ImGui::IsMouseClicked(ImGuiMouseButton_Left) || ImGui::IsMouseClicked(ImGuiMouseButton_Right) ||
         ImGui::IsMouseClicked(ImGuiMouseButton_Middle)) {
-      v.dragging = true;
-      v.drag_total = 0;
+      v.timeline.dragging = true;
+      v.timeline.drag_total = 0;
     }
   }
-  if (v.dragging) {
+  if (v.timeline.dragging) {
     if (ImGui::IsMouseDown(ImGuiMouseButton_Left) || ImGui::IsMouseDown(ImGuiMouseButton_Right) ||
         ImGui::IsMouseDown(ImGuiMouseButton_Middle)) {
       ImVec2 d = io.MouseDelta;
-      v.drag_total += std::abs(d.x) + std::abs(d.y);
-      if (v.drag_total > 3.0f) {
-        v.animating = false;
-        v.view.pan_px(d.x);
-        v.scroll_y -= d.y;
+      v.timeline.drag_total += std::abs(d.x) + std::abs(d.y);
+      if (v.timeline.drag_total > 3.0f) {
+        v.timeline.animating = false;
+        v.timeline.view.pan_px(d.x);
+        v.timeline.scroll_y -= d.y;
       }
     } else {
-      v.dragging = false;
+      v.timeline.dragging = false;
     }
   }
   handle_keys(v, mouse.x - area_x, in_area);
-  v.scroll_y = std::clamp(v.scroll_y, 0.0f, std::max(0.0f, content_h - rows_h * 0.5f));
+  v.timeline.scroll_y = std::clamp(v.timeline.scroll_y, 0.0f, std::max(0.0f, content_h - rows_h * 0.5f));
 
   // Layout (timed: the frame benchmark reports it).
   auto t_start = std::chrono::steady_clock::now();
-  v.hl.matches = v.search.matches.empty() ? nullptr : &v.search.matches;
-  tl.layout(v.view, v.scroll_y, rows_h, v.metrics, v.hl, v.frame);
-  v.layout_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_start).count();
+  v.sel.hl.matches = v.search.matches.empty() ? nullptr : &v.search.matches;
+  tl.layout(v.timeline.view, v.timeline.scroll_y, rows_h, v.metrics, v.sel.hl, v.timeline.collapsed, v.timeline.frame);
+  v.timeline.layout_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_start).count();
 
-  const render::FrameLayout& fl = v.frame;
+  const render::FrameLayout& fl = v.timeline.frame;
   // Backgrounds: the gutter, lanes, section bands.
   dl->PushClipRect(ImVec2(x, y), ImVec2(x + w, y + h), true);
   begin_solid(dl);  // up to the labels: boxes and lines only
@@ -216,7 +216,7 @@ void draw_timeline(Viewer& v, float x, float y, float w, float h) {
     }
   }
   // Grid lines at the ruler's majors.
-  render::Ruler ruler = render::make_ruler(v.view, double(v.trace->model->time_begin), 110.0f * s);
+  render::Ruler ruler = render::make_ruler(v.timeline.view, double(v.trace->model->time_begin), 110.0f * s);
   for (const render::Tick& t : ruler.ticks)
     if (t.major) dl->AddLine(ImVec2(area_x + t.x, rows_y), ImVec2(area_x + t.x, y + h), IM_COL32(255, 255, 255, 14));
 
@@ -224,7 +224,7 @@ void draw_timeline(Viewer& v, float x, float y, float w, float h) {
   dl->PushClipRect(ImVec2(area_x, rows_y), ImVec2(x + w, y + h), true);
   for (const render::DrawRect& c : fl.counter_rects)
     dl->AddRectFilled(ImVec2(area_x + c.x0, rows_y + c.y0), ImVec2(area_x + c.x1, rows_y + c.y1), col(c.fill));
-  const bool dim_mode = v.hl.selected.valid() || !v.search.matches.empty();
+  const bool dim_mode = v.sel.hl.selected.valid() || !v.search.matches.empty();
   for (const render::DrawRect& r : fl.rects) {
     ImVec2 a(area_x + r.x0, rows_y + r.y0), b(area_x + r.x1, rows_y + r.y1);
     render::Rgba fill = r.fill;
@@ -255,13 +255,13 @@ void draw_timeline(Viewer& v, float x, float y, float w, float h) {
   }
   // Flow arrows: launch → GPU op.
   size_t drawn = 0;
-  for (auto [from, to] : v.flows) {
+  for (auto [from, to] : v.sel.flows) {
     if (drawn >= 64) break;
-    float ya = tl.row_y(ItemRef::event(from)), yb = tl.row_y(ItemRef::event(to));
+    float ya = tl.row_y(ItemRef::event(from), v.timeline.collapsed), yb = tl.row_y(ItemRef::event(to), v.timeline.collapsed);
     if (ya < 0 || yb < 0) continue;
     const TraceModel& m = *v.trace->model;
-    ImVec2 a(area_x + v.view.x_of(double(m.ev.start[from])), rows_y + ya - v.scroll_y);
-    ImVec2 b(area_x + v.view.x_of(double(m.ev.start[to])), rows_y + yb - v.scroll_y - tl.style.row_h * 0.5f * (yb > ya ? 1.f : -1.f));
+    ImVec2 a(area_x + v.timeline.view.x_of(double(m.ev.start[from])), rows_y + ya - v.timeline.scroll_y);
+    ImVec2 b(area_x + v.timeline.view.x_of(double(m.ev.start[to])), rows_y + yb - v.timeline.scroll_y - tl.style.row_h * 0.5f * (yb > ya ? 1.f : -1.f));
     if (std::max(a.x, b.x) < area_x || std::min(a.x, b.x) > x + w) continue;
     draw_arrow(dl, a, b, IM_COL32(240, 228, 66, 220), s);
     ++drawn;
@@ -311,21 +311,21 @@ void draw_timeline(Viewer& v, float x, float y, float w, float h) {
   }
   dl->PopClipRect();
   {
-    std::string span = ruler.base_label.empty() ? "view " + render::format_duration(v.view.span()) : ruler.base_label + " +";
+    std::string span = ruler.base_label.empty() ? "view " + render::format_duration(v.timeline.view.span()) : ruler.base_label + " +";
     dl->AddText(ImVec2(x + 6 * s, y + 5 * s), IM_COL32(150, 152, 160, 255), span.c_str());
   }
 
   // Hover: cursor line, tooltip; click selects, double-click zooms, click on a fold expands.
-  v.hovered = {};
-  v.hovered_fold = 0;
-  if (hovered_window && in_area && !v.dragging) {
-    v.hovered = tl.hit(fl, mouse.x - area_x, mouse.y - rows_y, &v.hovered_fold);
+  v.timeline.hovered = {};
+  v.timeline.hovered_fold = 0;
+  if (hovered_window && in_area && !v.timeline.dragging) {
+    v.timeline.hovered = tl.hit(fl, mouse.x - area_x, mouse.y - rows_y, &v.timeline.hovered_fold);
     dl->AddLine(ImVec2(mouse.x, y), ImVec2(mouse.x, y + h), IM_COL32(255, 255, 255, 50));
-    if (v.hovered.valid()) draw_tooltip(v, v.hovered, v.hovered_fold);
+    if (v.timeline.hovered.valid()) draw_tooltip(v, v.timeline.hovered, v.timeline.hovered_fold);
   }
-  if (hovered_window && in_area && ImGui::IsMouseReleased(ImGuiMouseButton_Left) && v.drag_total <= 3.0f) {
-    ItemRef r = tl.hit(fl, mouse.x - area_x, mouse.y - rows_y, &v.hovered_fold);
-    if (r.valid() && v.hovered_fold > 1) {
+  if (hovered_window && in_area && ImGui::IsMouseReleased(ImGuiMouseButton_Left) && v.timeline.drag_total <= 3.0f) {
+    ItemRef r = tl.hit(fl, mouse.x - area_x, mouse.y - rows_y, &v.timeline.hovered_fold);
+    if (r.valid() && v.timeline.hovered_fold > 1) {
       // Expand a fold: zoom to the run it stands for.
       const auto* row = &fl.rows[0];
       for (const auto& rr : fl.rows)
@@ -333,7 +333,7 @@ void draw_timeline(Viewer& v, float x, float y, float w, float h) {
       int k = render::hit_test(fl.items.data() + row->item_begin, row->item_end - row->item_begin, mouse.x - area_x);
       if (k >= 0) {
         const render::LayoutItem& it = fl.items[row->item_begin + uint32_t(k)];
-        animate_to(v, v.view.t_of(it.x0), v.view.t_of(it.x1));
+        animate_to(v, v.timeline.view.t_of(it.x0), v.timeline.view.t_of(it.x1));
       }
     } else {
       select(v, r, false);
@@ -350,14 +350,14 @@ void draw_timeline(Viewer& v, float x, float y, float w, float h) {
       float gy0 = rows_y + g.y0;
       float gy1 = g.section ? rows_y + g.y1 : gy0 + tl.style.row_h;
       if (mouse.y < gy0 || mouse.y >= gy1) continue;
-      if (g.section) tl.sections[g.index].collapsed = !tl.sections[g.index].collapsed;
-      else if (g.expandable) tl.lanes[g.index].collapsed = !tl.lanes[g.index].collapsed;
+      if (g.section) v.timeline.collapsed.toggle_section(tl, g.index);
+      else if (g.expandable) v.timeline.collapsed.toggle_lane(tl, g.index);
       break;
     }
   }
   if (hovered_window && in_area && mouse.x >= area_x) {
     // Time under the cursor, on the ruler.
-    std::string t = fmt_time(v, v.view.t_of(mouse.x - area_x));
+    std::string t = fmt_time(v, v.timeline.view.t_of(mouse.x - area_x));
     ImVec2 ts = ImGui::CalcTextSize(t.c_str());
     float tx = std::min(mouse.x + 4 * s, x + w - ts.x - 4 * s);
     dl->AddRectFilled(ImVec2(tx - 2 * s, y + 2 * s), ImVec2(tx + ts.x + 2 * s, y + 2 * s + ts.y), IM_COL32(20, 20, 24, 230));
@@ -365,7 +365,7 @@ void draw_timeline(Viewer& v, float x, float y, float w, float h) {
   }
   // Vertical scrollbar (thin) when rows overflow.
   if (content_h > rows_h) {
-    float frac = rows_h / content_h, top = v.scroll_y / content_h;
+    float frac = rows_h / content_h, top = v.timeline.scroll_y / content_h;
     float bx = x + w - 6 * s;
     dl->AddRectFilled(ImVec2(bx, rows_y + top * rows_h), ImVec2(bx + 4 * s, rows_y + (top + frac) * rows_h),
                       IM_COL32(255, 255, 255, 60), 2 * s);

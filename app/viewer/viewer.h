@@ -1,5 +1,8 @@
 // The viewer: a GLFW window drawn with Dear ImGui on OpenGL 3.3. One file per feature:
-//   viewer.cpp     window, main loop, menus, layout of the panels, headless modes
+//   window.cpp     the window, GL and Dear ImGui setup, one frame
+//   view_command.cpp  `strata view`: its options and the interactive main loop
+//   headless.cpp   headless runs: screenshot, layout dump (with the panels' figures), frame benchmark
+//   viewer.cpp     menus, the welcome and loading screens, layout of the panels
 //   loading.cpp    loading on a worker thread (progress, cancel), preparing the view
 //   timeline.cpp   the timeline: ruler, gutter, items, arrows, zoom/pan/select input
 //   levels.cpp     the Hotline-style levels view and the breadcrumbs
@@ -17,7 +20,6 @@
 #include "render/drill.h"
 #include "render/ruler.h"
 #include "render/search.h"
-#include "render/summary.h"
 #include "render/timeline.h"
 
 #include <atomic>
@@ -33,12 +35,12 @@ struct ImFont;
 
 namespace strata::viewer {
 
-// Everything built from a trace off the UI thread.
+// Everything built from a trace off the UI thread. The panels read the annotation's figures
+// (the same that `strata summary` prints).
 struct Prepared {
   std::unique_ptr<TraceModel> model;
-  std::unique_ptr<Annotation> annotation;  // iterations, phases, layers (null when it failed)
+  std::unique_ptr<Annotation> annotation;
   render::Timeline timeline;
-  render::Summary summary;
 };
 
 struct LoadJob {
@@ -86,6 +88,49 @@ struct AttachStateDelete {
   void operator()(AttachState* a) const;  // attach.cpp: stops a recording in progress first
 };
 
+// Where the person is on the timeline and what the last frame laid out.
+struct TimelineState {
+  render::TimeView view;
+  render::ViewHistory history;
+  render::Collapsed collapsed;  // sections and lanes collapsed by the person (kept across reloads)
+  render::FrameLayout frame;
+  float scroll_y = 0;
+  float height = 0;             // visible height of the rows
+  double layout_ms = 0;         // last layout's time
+  bool dragging = false;
+  float drag_total = 0;
+  render::ItemRef hovered;
+  uint32_t hovered_fold = 0;
+  // Animation of the view towards a target (double-click, F, breadcrumbs).
+  bool animating = false;
+  double anim_t0 = 0, anim_t1 = 0;
+};
+
+// The selected item and what the panels show of it.
+struct Selection {
+  render::Highlight hl;
+  std::vector<std::pair<EventId, EventId>> flows;
+  std::vector<render::ItemRef> path;          // its focus path (breadcrumbs)
+  WorkFigures work;                           // its GPU work and what bounds it (details)
+  std::vector<render::ItemRef> levels_chosen;  // the item chosen in each row of the levels view
+};
+
+// Headless runs: the frame to save, and frame timings for the benchmark.
+struct Capture {
+  bool headless = false;
+  std::string path;                  // set: the next frame is saved to this PNG before it is shown
+  std::string error;
+  struct ImageStats* stats = nullptr;  // where to put the capture's statistics
+  bool finish_gl = false;            // glFinish before swapping (frame benchmark)
+  double ui_ms = 0, gl_ms = 0, swap_ms = 0;  // last frame: building the UI, rendering it, presenting
+};
+
+struct PanelState {
+  bool show_levels = true, show_details = true;
+  int bottom_tab = 0;  // 0 levels, 1 summary
+  float details_w = 0, bottom_h = 0;
+};
+
 struct Viewer {
   GLFWwindow* window = nullptr;
   float scale = 1.0f;  // content scale (high DPI)
@@ -99,49 +144,22 @@ struct Viewer {
   std::unique_ptr<AttachState, AttachStateDelete> attach;  // the Attach dialog and its recording
   std::vector<std::string> recent;
 
-  // Timeline view state.
-  render::TimeView view;
-  render::ViewHistory history;
-  render::FrameLayout frame;
-  render::Highlight hl;
-  std::vector<std::pair<EventId, EventId>> flows;
-  float scroll_y = 0;
-  float timeline_h = 0;           // visible height of the rows
-  bool dragging = false;
-  float drag_total = 0;
-  render::ItemRef hovered;
-  uint32_t hovered_fold = 0;
-  std::vector<render::ItemRef> path;  // focus path of the selection (breadcrumbs)
-  std::vector<EventId> sel_kernels;   // GPU ops under the selection (details)
-  double layout_ms = 0;               // last timeline layout time
-
-  // Levels view: the item chosen in each row.
-  std::vector<render::ItemRef> levels_chosen;
-
+  TimelineState timeline;
+  Selection sel;
   SearchState search;
   FileBrowser browser;
-  bool show_levels = true, show_details = true;
-  int bottom_tab = 0;  // 0 levels, 1 summary
-  float details_w = 0, bottom_h = 0;
-
-  // Animation of the view towards a target (double-click, F, breadcrumbs).
-  bool animating = false;
-  double anim_t0 = 0, anim_t1 = 0;
-
-  bool headless = false;
-  std::string capture;        // set: the next frame is saved to this PNG before it is shown
-  std::string capture_error;
-  struct ImageStats* last_capture = nullptr;  // where to put the capture's statistics
-  bool finish_gl = false;
-  double ui_ms = 0, gl_ms = 0, swap_ms = 0;  // last frame: building the UI, rendering it, presenting     // glFinish before swapping (frame benchmark)
+  PanelState panels;
+  Capture capture;
   bool quit = false;
 };
 
-// Entry points used by cmd_view.
+// window.cpp
 bool init_window(Viewer& v, int width, int height, bool visible);
 void shutdown_window(Viewer& v);
 void frame(Viewer& v);           // one UI frame: new frame, draw, render, swap
+// viewer.cpp
 void draw_ui(Viewer& v);
+// view_command.cpp
 int run_view(int argc, char** argv);  // cmd_view's body
 
 // loading.cpp
@@ -150,7 +168,8 @@ std::unique_ptr<LoadJob> launch_load(const std::string& path);  // the worker al
 void poll_load(Viewer& v);       // installs a finished load
 void cancel_load(Viewer& v);
 std::unique_ptr<Prepared> prepare(std::unique_ptr<TraceModel> model, Progress* progress = nullptr);
-void install(Viewer& v, std::unique_ptr<Prepared> p);
+void install(Viewer& v, std::unique_ptr<Prepared> p);  // a new trace: view, selection and collapsed rows reset
+void show(Viewer& v, std::unique_ptr<Prepared> p);     // the same, keeping the collapsed rows
 // Installs a grown version of the open trace (a recording read again): keeps the visible
 // range (or the whole trace, if it was all in view), the scroll and the selection.
 void reinstall(Viewer& v, std::unique_ptr<Prepared> p);
@@ -195,10 +214,11 @@ bool parse_attach_option(int argc, char** argv, int& i, AttachRequest& r, std::s
 void start_attach(Viewer& v, const AttachRequest& r);
 // Headless: runs frames until the recording's final load is shown, then saves the screenshot
 // and the layout dump; the --focus path is selected on the first live view.
-struct HeadlessOutputs {
-  std::string shot, dump, focus;
+struct HeadlessRun {
+  std::string shot, dump, focus;  // --screenshot, --dump-layout, --focus
+  int bench_frames = 0;           // --bench-frames
 };
-int run_attach_headless(Viewer& v, const AttachRequest& r, const HeadlessOutputs& out);
+int run_attach_headless(Viewer& v, const AttachRequest& r, const HeadlessRun& out);
 // screenshot.cpp
 struct ImageStats {
   int width = 0, height = 0;
@@ -213,7 +233,13 @@ void end_solid(ImDrawList* dl);
 void forget_solid();  // the GL context is going away
 
 std::string fmt_time(const Viewer& v, double ns);  // since trace start
-// viewer.cpp: the --dump-layout JSON (what the frame laid out, the image's statistics).
+// headless.cpp
+// Waits for the load, then focuses, benchmarks, saves the screenshot and the dump; the exit code.
+int run_headless(Viewer& v, const HeadlessRun& run);
+// Saves the screenshot and the dump `run` asks for (either may be empty); false on an error.
+bool save_outputs(Viewer& v, const HeadlessRun& run);
+// The --dump-layout JSON: what the frame laid out, the image's statistics, and the panels'
+// figures (`panels.summary`, `panels.details`).
 std::string dump_layout(Viewer& v, const ImageStats* img);
 
 }  // namespace strata::viewer

@@ -32,7 +32,7 @@ GroundTruth hid_ground_truth(const TraceModel& m) {
   GroundTruth g;
   for (EventId e = 0; e < m.ev.size(); ++e) {
     std::string_view n = m.name_of(e);
-    if (m.ev.category(e) == Cat::UserAnnotation && n.starts_with("ProfilerStep#")) {
+    if (m.is_profiler_step(e)) {
       g.step_begin = m.ev.start[e];
       g.step_end = m.ev.end(e);
     }
@@ -114,7 +114,7 @@ AccuracyScore score_against(const TraceModel& m, const Annotation& a, const Grou
   std::map<int64_t, uint64_t> ours_count, truth_count;
   for (EventId g = 0; g < m.ev.size(); ++g) {
     if (m.ev.category(g) != Cat::Kernel) continue;
-    EventId l = m.ev.link[g];
+    EventId l = m.launch_of(g);
     if (l == kNoEvent) continue;
     const GroundTruth::TimeRange* r = innermost(m.ev.start[l]);
     if (!r) continue;

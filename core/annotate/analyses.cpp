@@ -2,43 +2,26 @@
 // idle-gap causes, kernel breakdown, compute / communication / memory and their overlap,
 // tensor-core share, iteration time statistics, throughput, memory timeline.
 #include "core/annotate/internal.h"
+#include "core/intervals.h"
 
 #include <algorithm>
 #include <charconv>
 #include <unordered_map>
 
-namespace strata::annot {
+namespace strata {
 
-namespace {
-
-using Interval = std::pair<Ns, Ns>;
-
-// Merges start-sorted intervals in place.
-void merge(std::vector<Interval>& v) {
-  size_t w = 0;
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (w && v[i].first <= v[w - 1].second) v[w - 1].second = std::max(v[w - 1].second, v[i].second);
-    else v[w++] = v[i];
+const char* gpu_work_name(GpuWork w) {
+  switch (w) {
+    case GpuWork::Compute: return "compute";
+    case GpuWork::Communication: return "communication";
+    case GpuWork::Memory: return "memory";
   }
-  v.resize(w);
+  return "?";
 }
 
-// The length of a union of intervals added in start order (as merge() joins them).
-struct Union {
-  Ns b = 0, e = 0, closed = 0;
-  bool open = false;
-  void add(Ns s, Ns en) {
-    if (open && s <= e) {
-      e = std::max(e, en);
-      return;
-    }
-    if (open) closed += e - b;
-    b = s;
-    e = en;
-    open = true;
-  }
-  Ns total() const { return closed + (open ? e - b : 0); }
-};
+namespace annot {
+
+namespace {
 
 bool is_comm(std::string_view n) {
   return n.find("nccl") != std::string_view::npos || n.find("rccl") != std::string_view::npos ||
@@ -130,7 +113,7 @@ void run_analyses(Context& c, Annotation& a) {
   struct Lane {
     int32_t device;
     int64_t stream;  // -1: the whole device
-    Union busy;
+    IntervalUnion busy;
     uint64_t ops = 0;          // in the window
     std::vector<EventId> all;  // device lanes: every GPU op, in start order (when there are several)
   };
@@ -152,7 +135,8 @@ void run_analyses(Context& c, Annotation& a) {
     stream_of.push_back(lane(streams, d, base.stream >= 0 ? base.stream : base.tid));
   }
   // Compute-communication overlap is |compute| + |comm| - |compute ∪ comm|.
-  Union compute, comm, memops, compute_or_comm;
+  IntervalUnion compute, comm, memops, compute_or_comm;
+  std::vector<Interval> busy_all;  // every GPU op's busy time (any device), merged, in the window
   std::vector<uint32_t> kidx(m.strings.size(), UINT32_MAX);  // name → index into r.kernels
   for (EventId g : c.gpu_ops) {
     size_t tk = size_t(std::upper_bound(first_ev.begin(), first_ev.end(), g) - first_ev.begin()) - 1;
@@ -165,15 +149,16 @@ void run_analyses(Context& c, Annotation& a) {
     if (ki == UINT32_MAX) {
       std::string_view nm = m.name_of(g);
       ki = uint32_t(r.kernels.size());
-      KernelStat ks;
+      NameStat ks;
       ks.name = nm;
-      ks.kind = k != Cat::Kernel ? 2 : is_comm(nm) ? 1 : 0;
+      ks.kind = k != Cat::Kernel ? GpuWork::Memory : is_comm(nm) ? GpuWork::Communication : GpuWork::Compute;
       ks.tensor_core = k == Cat::Kernel && is_tensor_core(nm);
       r.kernels.push_back(std::move(ks));
     }
-    KernelStat& ks = r.kernels[ki];
+    NameStat& ks = r.kernels[ki];
     ++ks.count;
     ks.total += ev.dur[g];
+    if (ks.longest == kNoEvent || ev.dur[g] > ks.max) ks.longest = g;
     ks.max = std::max(ks.max, ev.dur[g]);
     r.gpu_op_total += ev.dur[g];
     if (k == Cat::Kernel) {
@@ -188,14 +173,47 @@ void run_analyses(Context& c, Annotation& a) {
     Lane& sl = streams[stream_of[tk]];
     sl.busy.add(s, e);
     ++sl.ops;
-    (ks.kind == 2 ? memops : ks.kind == 1 ? comm : compute).add(s, e);
-    if (ks.kind != 2) compute_or_comm.add(s, e);
+    (ks.kind == GpuWork::Memory ? memops : ks.kind == GpuWork::Communication ? comm : compute).add(s, e);
+    if (ks.kind != GpuWork::Memory) compute_or_comm.add(s, e);
+    if (!busy_all.empty() && s <= busy_all.back().second) busy_all.back().second = std::max(busy_all.back().second, e);
+    else busy_all.push_back({s, e});
   }
-  std::sort(r.kernels.begin(), r.kernels.end(), [](auto& x, auto& y) { return x.total > y.total; });
+  std::sort(r.kernels.begin(), r.kernels.end(), [](auto& x, auto& y) { return x.total != y.total ? x.total > y.total : x.name < y.name; });
   r.compute = compute.total();
   r.communication = comm.total();
   r.memory_ops = memops.total();
   r.compute_comm_overlap = r.compute + r.communication - compute_or_comm.total();
+  // GPU busy within each iteration (iterations are in time order and do not overlap).
+  r.iteration_gpu_busy.assign(a.iterations.size(), 0);
+  for (size_t i = 0, j = 0; i < a.iterations.size(); ++i) {
+    const Iteration& it = a.iterations[i];
+    while (j < busy_all.size() && busy_all[j].second <= it.begin) ++j;
+    for (size_t k = j; k < busy_all.size() && busy_all[k].first < it.end; ++k)
+      r.iteration_gpu_busy[i] += std::min(busy_all[k].second, it.end) - std::max(busy_all[k].first, it.begin);
+  }
+  // Outermost CPU ops that start in the window, per name.
+  std::vector<uint32_t> oidx(m.strings.size(), UINT32_MAX);
+  for (const Track& tr : m.tracks) {
+    if (tr.kind != TrackKind::CpuThread || tr.levels.empty()) continue;
+    for (const IndexRange& level : tr.levels) {
+      auto st = ev.start.begin();
+      for (auto e = EventId(std::lower_bound(st + level.begin, st + level.end, W0) - st); e < level.end && ev.start[e] < W1; ++e) {
+        if (!c.is_root(e)) continue;
+        uint32_t& oi = oidx[ev.name[e]];
+        if (oi == UINT32_MAX) {
+          oi = uint32_t(r.cpu_ops.size());
+          r.cpu_ops.push_back({std::string(m.name_of(e))});
+        }
+        NameStat& os = r.cpu_ops[oi];
+        ++os.count;
+        os.total += ev.dur[e];
+        if (os.longest == kNoEvent || ev.dur[e] > os.max) os.longest = e;
+        os.max = std::max(os.max, ev.dur[e]);
+      }
+    }
+  }
+  std::sort(r.cpu_ops.begin(), r.cpu_ops.end(), [](auto& x, auto& y) { return x.total != y.total ? x.total > y.total : x.name < y.name; });
+  if (r.cpu_ops.size() > 50) r.cpu_ops.resize(50);
   // Lanes with work in the window, by device then stream.
   auto by_key = [](const Lane& x, const Lane& y) { return std::pair(x.device, x.stream) < std::pair(y.device, y.stream); };
   std::sort(devs.begin(), devs.end(), by_key);
@@ -207,19 +225,12 @@ void run_analyses(Context& c, Annotation& a) {
   // Idle gaps and their causes. Gaps come in time order, so every lookup is a forward cursor.
   PhaseIndex phases(t);
   std::vector<Interval> syncs;
-  std::vector<int8_t> sync_name(m.strings.size(), -1);  // per name: is_sync_call, once
   for (size_t ti = 0; ti < m.tracks.size(); ++ti) {
     if (m.tracks[ti].kind != TrackKind::CpuThread) continue;
-    for (EventId e = m.tracks[ti].events.begin; e < m.tracks[ti].events.end; ++e) {
-      Cat k = ev.category(e);
-      if (k != Cat::CudaRuntime && k != Cat::CudaDriver && k != Cat::CudaSync) continue;
-      int8_t& sn = sync_name[ev.name[e]];
-      if (sn < 0) sn = is_sync_call(m.name_of(e));
-      if (sn) syncs.push_back({ev.start[e], ev.end(e)});
-    }
+    for (EventId e = m.tracks[ti].events.begin; e < m.tracks[ti].events.end; ++e)
+      if (c.is_sync(e)) syncs.push_back({ev.start[e], ev.end(e)});
   }
-  std::sort(syncs.begin(), syncs.end());
-  merge(syncs);
+  merge_intervals(syncs);
   for (const Lane& l : devs) {
     if (!l.ops) continue;
     const auto& ops = devs.size() > 1 ? l.all : c.gpu_ops;
@@ -247,7 +258,7 @@ void run_analyses(Context& c, Annotation& a) {
       }
       while (op_i < ops.size() && ev.start[ops[op_i]] < ge) ++op_i;
       if (op_i < ops.size()) {
-        EventId ln = ev.link[ops[op_i]];
+        EventId ln = m.launch_of(ops[op_i]);
         if (ln != kNoEvent && ev.start[ln] + ev.dur[ln] / 2 >= gs) {
           r.idle.launch += len;
           return;
@@ -376,4 +387,6 @@ void run_analyses(Context& c, Annotation& a) {
   }
 }
 
-}  // namespace strata::annot
+}  // namespace annot
+
+}  // namespace strata

@@ -12,17 +12,23 @@ Annotation annotate(const TraceModel& m, const AnnotateOptions& options, Progres
   auto t0 = Clock::now();
   Annotation a;
   annot::Context c(m, options);
+  c.progress = progress;
+  a.reduce_options = options.reduce;
   c.threads = options.threads ? options.threads : std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
-  constexpr uint64_t kPasses = 6;
   auto tp = Clock::now();
-  auto stage = [&](int s) {
+  int pass = -1;  // the running pass, as an index into pass_seconds
+  // Starts pass `s` (Stage::Done: none) and says whether to go on.
+  auto stage = [&](Stage s) {
     auto now = Clock::now();
-    if (s > 1) a.pass_seconds[s - 2] = std::chrono::duration<double>(now - tp).count();
+    if (pass >= 0) a.pass_seconds[pass] += std::chrono::duration<double>(now - tp).count();
     tp = now;
+    pass = s == Stage::Done ? -1 : int(s) - int(Stage::Structure);
     if (!progress) return true;
-    progress->stage = s;
-    progress->total = kPasses;
-    progress->done = uint64_t(s - 1);
+    if (s != Stage::Done) {
+      progress->enter(s);
+      progress->total = kAnnotationPasses;
+      progress->done = uint64_t(int(s) - int(Stage::Structure));
+    }
     if (progress->cancelled()) {
       a.cancelled = true;
       return false;
@@ -30,20 +36,21 @@ Annotation annotate(const TraceModel& m, const AnnotateOptions& options, Progres
     return true;
   };
   auto finish = [&] {
-    stage(7);
+    stage(Stage::Done);
     a.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (progress) progress->done = kPasses;
+    if (progress && !a.cancelled) progress->done = kAnnotationPasses;
     return std::move(a);
   };
 
-  if (!stage(1)) return finish();
+  if (!stage(Stage::Structure)) return finish();
   annot::build_context(c);
   a.main_track = c.main_track;
   if (!c.has_gpu) a.notes.push_back("no GPU activity in the trace: GPU time, utilization and idle gaps are empty");
 
-  if (!stage(2)) return finish();
+  if (!stage(Stage::Iterations)) return finish();
   std::vector<annot::IterWork> iters = annot::find_iterations(c, a);
   parallel_for(c.threads, iters.size(), [&](size_t i) {
+    if (c.cancelled()) return;
     Annotation scratch;  // find_phases writes no shared state
     annot::find_phases(c, iters[i], scratch);
   });
@@ -55,12 +62,14 @@ Annotation annotate(const TraceModel& m, const AnnotateOptions& options, Progres
   if (!c.has_backward && !iters.empty() && std::none_of(iters.begin(), iters.end(), has_backward_phase))
     a.notes.push_back("no backward pass found: treated as inference (forward only)");
 
-  if (!stage(3)) return finish();
+  if (!stage(Stage::Layers)) return finish();
   annot::TreeBuilder b;
   b.reserve(3 * (c.main_items.size() + c.bwd_items.size()) + 1024);  // address space only: untouched pages cost nothing
   std::vector<NodeId> node_of(m.ev.size(), kNoNode);
   annot::build_layers(c, iters, b, a, node_of);
+  if (!stage(Stage::Layers)) return finish();
   annot::map_backward(c, iters, b, a, node_of);
+  if (!stage(Stage::Layers)) return finish();
   for (auto& w : iters) a.iterations.push_back(w.it);
   if (a.layer_source == LayerSource::None && !iters.empty())
     a.notes.push_back("no forward ops found: no layer tier");
@@ -72,13 +81,13 @@ Annotation annotate(const TraceModel& m, const AnnotateOptions& options, Progres
   annot::finalize_tree(c, b, a, node_of);
   a.node_of_event = std::move(node_of);
 
-  if (!stage(4)) return finish();
+  if (!stage(Stage::Metrics)) return finish();
   annot::compute_metrics(c, a.tree, a.node_of_event);
 
-  if (!stage(5)) return finish();
+  if (!stage(Stage::Reduction)) return finish();
   a.reduced = reduce_tree(a.tree, options.reduce);
 
-  if (!stage(6)) return finish();
+  if (!stage(Stage::Analyses)) return finish();
   annot::run_analyses(c, a);
   return finish();
 }

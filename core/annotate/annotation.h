@@ -15,6 +15,8 @@
 
 namespace strata {
 
+class JsonWriter;
+
 using NodeId = uint32_t;
 inline constexpr NodeId kNoNode = UINT32_MAX;
 
@@ -49,6 +51,7 @@ struct AnnotationTree {
   std::vector<Ns> gpu_busy;               // union of its GPU ops' intervals
   std::vector<Ns> gpu_begin, gpu_end;     // first start, last end of its GPU ops (0 when none)
   std::vector<uint32_t> kernels;          // GPU ops (kernels, copies, sets)
+  std::vector<Ns> sync;                   // time in synchronizing calls under it
   std::vector<float> share;               // of the parent's CPU span (0..1)
   std::vector<Bound> bound;
   StringTable strings;
@@ -69,6 +72,11 @@ struct AnnotationTree {
   size_t bytes() const;
 };
 
+// What bounds an item that spans `dur` on the host and launched `gpu_ops` GPU ops (busy
+// `gpu_busy` in total, from `gpu_begin` to `gpu_end`), with `sync` of it in synchronizing
+// calls: the one rule for the tree's nodes, the details panel and the summary.
+Bound classify_bound(PhaseKind phase, Ns dur, uint64_t gpu_ops, Ns gpu_busy, Ns gpu_begin, Ns gpu_end, Ns sync);
+
 struct ReduceOptions {
   double tiny_share = 0.05;   // siblings each under this share of the parent merge into a group
   double hoist_share = 0.75;  // a lone child over this share of its parent replaces the parent's other children…
@@ -76,6 +84,22 @@ struct ReduceOptions {
   bool collapse_runs = true;  // consecutive siblings with the same name become one "name ×N"
   uint32_t min_group = 2;     // fewer tiny siblings than this stay as they are
 };
+
+// The reduction's rule for one parent's children, shared by the tree's reduction and the
+// viewer's levels: consecutive siblings with the same name become one run (unless `apart`),
+// then runs of at least `min_group` tiny items (each under `tiny_share` of the parent) merge
+// into a group. Siblings are given in time order.
+struct Sibling {
+  Ns begin = 0, end = 0;
+  uint64_t key = 0;    // equal keys (same name) collapse into runs
+  bool apart = false;  // never collapsed or grouped (iterations, phases)
+};
+struct SiblingBlock {
+  enum Kind : uint8_t { Single, SameName, Group };
+  Kind kind = Single;
+  uint32_t first = 0, count = 1;  // the siblings it stands for
+};
+std::vector<SiblingBlock> reduce_siblings(const std::vector<Sibling>& kids, Ns parent_dur, const ReduceOptions& o);
 
 struct AnnotateOptions {
   unsigned threads = 0;  // 0: hardware concurrency (at most 8)
@@ -98,12 +122,17 @@ struct DeviceUtil {
   uint64_t ops = 0;
 };
 
-struct KernelStat {
+enum class GpuWork : uint8_t { Compute, Communication, Memory };
+const char* gpu_work_name(GpuWork w);  // "compute", "communication", "memory"
+
+// Time per name: GPU ops (kernels, copies, sets) or top-level CPU ops.
+struct NameStat {
   std::string name;
   uint64_t count = 0;
   Ns total = 0, max = 0;
-  bool tensor_core = false;
-  uint8_t kind = 0;  // 0 compute, 1 communication, 2 memory
+  EventId longest = kNoEvent;
+  bool tensor_core = false;          // GPU ops: a tensor-core kernel
+  GpuWork kind = GpuWork::Compute;   // GPU ops: what it does
 };
 
 struct IdleGaps {
@@ -127,7 +156,9 @@ struct Analyses {
   Ns window_begin = 0, window_end = 0;  // the iterations' span (else the trace's)
   std::vector<DeviceUtil> utilization;  // per device (stream -1) then per stream
   IdleGaps idle;
-  std::vector<KernelStat> kernels;      // by total time, descending
+  std::vector<NameStat> kernels;        // GPU ops over the whole trace, by total time, descending
+  std::vector<NameStat> cpu_ops;        // outermost CPU ops starting in the window, by total time
+  std::vector<Ns> iteration_gpu_busy;   // per iteration: GPU busy (any device) within its time
   Ns compute = 0, communication = 0, memory_ops = 0;  // busy (union) per class, all devices
   Ns compute_comm_overlap = 0;
   Ns tensor_core = 0, kernel_total = 0;  // summed kernel time
@@ -151,15 +182,39 @@ struct Annotation {
   uint64_t backward_ops = 0, backward_mapped_links = 0, backward_mapped_order = 0;
   uint64_t gpu_ops = 0, gpu_ops_annotated = 0;
   std::vector<std::string> notes;  // what could not be determined, in words
+  ReduceOptions reduce_options;    // what the reduction used (the levels view reduces alike)
   double seconds = 0;
-  double pass_seconds[6] = {};  // structure, iterations+phases, layers+backward+tree, metrics, reduction, analyses
+  double pass_seconds[kAnnotationPasses] = {};  // per pass, Stage::Structure to Stage::Analyses
   bool cancelled = false;
 };
 
-// Runs every pass. Progress stages: 1 structure, 2 iterations and phases, 3 layers,
-// 4 metrics, 5 reduction, 6 analyses; `done`/`total` count passes. Checks cancel between
-// passes (a cancelled result has `cancelled` set and may be partial).
+// Runs every pass (Stage::Structure to Stage::Analyses; `done`/`total` count passes). Checks
+// cancel between passes and inside the long ones: a cancelled result has `cancelled` set and
+// is partial.
 Annotation annotate(const TraceModel& m, const AnnotateOptions& options = {}, Progress* progress = nullptr);
+
+// The GPU work of one item and what bounds it, as the details panel shows it: an annotation
+// node (from the tree's metrics), or a trace event (a CPU event: the GPU ops launched inside
+// it, or for a range that marks time, such as a ProfilerStep or a user annotation, on every
+// thread within it; a GPU op: itself).
+struct WorkFigures {
+  Ns begin = 0, end = 0;         // the item's own span
+  std::vector<EventId> gpu_ops;  // kernels, copies and sets, by start
+  Ns gpu_time = 0;               // their summed durations
+  Ns gpu_busy = 0;               // the union of their intervals
+  Ns gpu_begin = 0, gpu_end = 0;
+  Ns sync = 0;                   // time in synchronizing calls inside it
+  Bound bound = Bound::Unknown;
+  float share = 0;               // of its parent of the same clock (tree parent, enclosing event); 0: none
+  std::string parent;            // that parent's name
+};
+WorkFigures node_work(const TraceModel& m, const Annotation& a, NodeId n);
+WorkFigures event_work(const TraceModel& m, const Annotation& a, EventId e);
+// Why the item is bound as it is, in words ("GPU: busy 93.1% of its 9.6 ms").
+std::string bound_reason(const WorkFigures& w);
+// A range that marks time on the training loop's thread (a ProfilerStep, a user annotation):
+// its work may run on other threads (autograd's), so it owns what runs in its time anywhere.
+bool is_time_range(const TraceModel& m, EventId e);
 
 // The noise-reduced copy of a tree (also run by annotate()).
 AnnotationTree reduce_tree(const AnnotationTree& t, const ReduceOptions& options);
@@ -167,6 +222,10 @@ AnnotationTree reduce_tree(const AnnotationTree& t, const ReduceOptions& options
 // Summary as readable text or JSON (schema: docs/summary-json.md).
 std::string summary_text(const TraceModel& m, const Annotation& a);
 std::string summary_json(const TraceModel& m, const Annotation& a);
+// The summary's fields that the viewer's Summary tab shows (`iterations`, `utilization`,
+// `idle`, `kernels`, `cpu_ops`, `memory`, `work`), into an open JSON object: the same
+// writer for `strata summary --json` and the viewer's layout dump.
+void write_summary_panel_fields(JsonWriter& w, const Annotation& a);
 
 // Writes the original trace plus the annotation tiers (`strata annotate`). Gzips when the
 // name ends in .gz. Returns an empty string on success, else the error.

@@ -26,7 +26,7 @@ static std::string_view aten_name(std::string_view n) {
 }
 
 bool is_annotation_name(std::string_view n) {
-  return n.starts_with("ProfilerStep#") || n.starts_with("enumerate(DataLoader)#") ||
+  return is_profiler_step_name(n) || n.starts_with("enumerate(DataLoader)#") ||
          (n.starts_with("Optimizer.") && n.find('#') != std::string_view::npos);
 }
 
@@ -184,11 +184,11 @@ void choose_tracks(Context& c) {
       if (c.is_root(e)) {
         ++ops[base];
         if (is_backward_name(m.name_of(e))) ++bwd[base];
-      } else if ((k == Cat::UserAnnotation || k == Cat::None || k == Cat::CpuOp) && m.name_of(e).starts_with("ProfilerStep#")) {
+      } else if (m.is_profiler_step(e)) {
         ++steps[base];
       } else if (k == Cat::UserAnnotation && names_iteration(m.name_of(e))) {
         ++iteration_ranges[base];
-      } else if ((k == Cat::CudaRuntime || k == Cat::CudaDriver) && m.ev.link[e] != kNoEvent) {
+      } else if (m.gpu_op_of(e) != kNoEvent) {
         ++launches[base];
       }
     }

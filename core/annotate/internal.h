@@ -10,6 +10,8 @@
 
 namespace strata::annot {
 
+bool is_sync_call(std::string_view n);  // a call that waits for the GPU ("cudaStreamSynchronize")
+
 // A short kind for an op ("conv", "batch_norm", "linear", …), forward or backward spelling.
 std::string_view op_kind(std::string_view n);
 
@@ -37,8 +39,19 @@ struct Context {
   bool has_gpu = false;
 
   std::vector<std::string_view> kinds;  // per name: op_kind, computed on first use
+  std::vector<int8_t> sync_names;       // per name: is_sync_call, computed on first use (-1: not yet)
+  const Progress* progress = nullptr;
 
-  Context(const TraceModel& model, const AnnotateOptions& o) : m(model), opt(o), kinds(model.strings.size()) {}
+  Context(const TraceModel& model, const AnnotateOptions& o)
+      : m(model), opt(o), kinds(model.strings.size()), sync_names(model.strings.size(), -1) {}
+  bool cancelled() const { return progress && progress->cancelled(); }
+  // A CUDA call that waits for the GPU (not thread-safe: serial passes only).
+  bool is_sync(EventId e) {
+    if (!is_cuda_call_cat(cat(e))) return false;
+    int8_t& s = sync_names[m.ev.name[e]];
+    if (s < 0) s = is_sync_call(name(e));
+    return s;
+  }
   // op_kind of an event's name, once per distinct name (not thread-safe: serial passes only).
   std::string_view kind(EventId e) {
     std::string_view& k = kinds[m.ev.name[e]];
@@ -149,7 +162,6 @@ bool is_data_movement(std::string_view n);
 bool is_parametric(std::string_view n);
 bool is_optimizer_like(std::string_view n);
 bool is_backward_name(std::string_view n);
-bool is_sync_call(std::string_view n);
 std::string_view strip_prefix(std::string_view s, std::string_view p);
 std::string lower(std::string_view s);  // ASCII lower case
 

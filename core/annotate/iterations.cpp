@@ -13,10 +13,10 @@ namespace strata::annot {
 
 namespace {
 
-bool is_step(const Context& c, EventId e) { return c.name(e).starts_with("ProfilerStep#"); }
+bool is_step(const Context& c, EventId e) { return c.m.is_profiler_step(e); }
 
 std::string step_name(std::string_view n) {
-  n = strip_prefix(n, "ProfilerStep#");
+  n = strip_prefix(n, kProfilerStepPrefix);
   return "Iteration " + std::string(n);
 }
 
@@ -161,7 +161,7 @@ std::vector<IterWork> find_iterations(Context& c, Annotation& a) {
   std::vector<EventId> steps, ranges, opt_steps, loaders;
   for (EventId e : c.main_items) {
     std::string_view n = c.name(e);
-    if (n.starts_with("ProfilerStep#")) steps.push_back(e);
+    if (c.m.is_profiler_step(e)) steps.push_back(e);
     else if (ev.category(e) == Cat::UserAnnotation && names_iteration(n)) ranges.push_back(e);
     else if (n.starts_with("Optimizer.step#")) opt_steps.push_back(e);
     else if (n.starts_with("enumerate(DataLoader)#")) loaders.push_back(e);
@@ -194,7 +194,7 @@ std::vector<IterWork> find_iterations(Context& c, Annotation& a) {
   // Periodicity over op roots (markers included).
   std::vector<EventId> seq;
   for (EventId e : c.main_items)
-    if (!c.name(e).starts_with("ProfilerStep#")) seq.push_back(e);
+    if (!is_step(c, e)) seq.push_back(e);
   std::vector<size_t> starts = periodic(c, seq);
   if (starts.size() >= 2) {
     a.iteration_source = IterationSource::Periodic;

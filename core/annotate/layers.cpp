@@ -38,7 +38,7 @@ struct LayerBuild {
       if (k == Cat::PythonFunction) {
         if (c.opt.module_events_as_layers && n.starts_with("nn.Module: ")) out.push_back(p);
       } else if (k == Cat::UserAnnotation) {
-        if (c.opt.user_annotations_as_layers && !n.starts_with("ProfilerStep#") &&
+        if (c.opt.user_annotations_as_layers && !is_profiler_step_name(n) &&
             !std::binary_search(markers.begin(), markers.end(), p))
           out.push_back(p);
       }

@@ -10,15 +10,38 @@
 
 namespace strata {
 
-namespace {
+std::vector<SiblingBlock> reduce_siblings(const std::vector<Sibling>& kids, Ns parent_dur, const ReduceOptions& o) {
+  // Same-name runs first: a run counts as one item from its first begin to its last end.
+  struct Item { uint32_t first, count; Ns begin, end; bool apart; };
+  std::vector<Item> items;
+  for (size_t i = 0; i < kids.size();) {
+    size_t j = i + 1;
+    if (o.collapse_runs && !kids[i].apart)
+      while (j < kids.size() && !kids[j].apart && kids[j].key == kids[i].key) ++j;
+    items.push_back({uint32_t(i), uint32_t(j - i), kids[i].begin, kids[j - 1].end, kids[i].apart});
+    i = j;
+  }
+  // Then runs of tiny items.
+  std::vector<SiblingBlock> out;
+  const double tiny = o.tiny_share * double(std::max<Ns>(parent_dur, 1));
+  auto is_tiny = [&](const Item& it) { return !it.apart && double(it.end - it.begin) < tiny; };
+  for (size_t i = 0; i < items.size();) {
+    size_t j = i;
+    while (j < items.size() && is_tiny(items[j])) ++j;
+    if (j - i >= std::max<uint32_t>(o.min_group, 2)) {
+      out.push_back({SiblingBlock::Group, items[i].first, items[j - 1].first + items[j - 1].count - items[i].first});
+      i = j;
+      continue;
+    }
+    if (j == i) j = i + 1;
+    for (size_t k = i; k < j; ++k)
+      out.push_back({items[k].count > 1 ? SiblingBlock::SameName : SiblingBlock::Single, items[k].first, items[k].count});
+    i = j;
+  }
+  return out;
+}
 
-struct Item {
-  NodeId first;    // original node
-  uint32_t count;  // consecutive original siblings it stands for (1: the node itself)
-  bool run;        // same-name run
-  Ns begin, end;
-  size_t idx;      // position of `first` among the expanded children
-};
+namespace {
 
 class Reducer {
  public:
@@ -54,6 +77,7 @@ class Reducer {
     out_.gpu_begin.push_back(in_.gpu_begin.empty() ? 0 : in_.gpu_begin[origin]);
     out_.gpu_end.push_back(in_.gpu_end.empty() ? 0 : in_.gpu_end[origin]);
     out_.kernels.push_back(in_.kernels.empty() ? 0 : in_.kernels[origin]);
+    out_.sync.push_back(in_.sync.empty() ? 0 : in_.sync[origin]);
     out_.share.push_back(0);
     out_.bound.push_back(in_.bound.empty() ? Bound::Unknown : in_.bound[origin]);
     return id;
@@ -81,35 +105,18 @@ class Reducer {
 
   void emit_children(NodeId n, NodeId id) {
     std::vector<NodeId> kids;
-    Ns pd = in_.duration(n);
-    expanded_children(n, pd, kids, 8);
-    if (kids.empty()) return;
-    // Same-name runs.
-    std::vector<Item> items;
-    for (size_t i = 0; i < kids.size();) {
-      size_t j = i + 1;
-      if (o_.collapse_runs && in_.kind[kids[i]] != NodeKind::Iteration && in_.kind[kids[i]] != NodeKind::Phase)
-        while (j < kids.size() && in_.name[kids[j]] == in_.name[kids[i]] && in_.kind[kids[j]] == in_.kind[kids[i]]) ++j;
-      items.push_back({kids[i], uint32_t(j - i), j - i > 1, in_.begin[kids[i]], in_.end[kids[j - 1]], i});
-      i = j;
+    expanded_children(n, in_.duration(n), kids, 8);
+    std::vector<Sibling> sibs(kids.size());
+    for (size_t i = 0; i < kids.size(); ++i) {
+      NodeId k = kids[i];
+      // Same name and same kind: a layer and an op may share a name.
+      sibs[i] = {in_.begin[k], in_.end[k], uint64_t(in_.name[k]) << 8 | uint64_t(in_.kind[k]),
+                 in_.kind[k] == NodeKind::Iteration || in_.kind[k] == NodeKind::Phase};
     }
-    // Tiny siblings.
-    double tiny = o_.tiny_share * double(std::max<Ns>(pd, 1));
-    for (size_t i = 0; i < items.size();) {
-      auto is_tiny = [&](const Item& it) {
-        NodeKind k = in_.kind[it.first];
-        return k != NodeKind::Iteration && k != NodeKind::Phase && double(it.end - it.begin) < tiny;
-      };
-      size_t j = i;
-      while (j < items.size() && is_tiny(items[j])) ++j;
-      if (j - i >= std::max<uint32_t>(o_.min_group, 2)) {
-        emit_group(items, i, j, kids, id);
-        i = j;
-        continue;
-      }
-      if (j == i) j = i + 1;
-      for (size_t k = i; k < j; ++k) emit_item(items[k], kids, id);
-      i = j;
+    for (const SiblingBlock& b : reduce_siblings(sibs, in_.duration(n), o_)) {
+      if (b.kind == SiblingBlock::Group) emit_group(kids, b.first, b.first + b.count, id);
+      else if (b.kind == SiblingBlock::SameName) emit_run(kids, b.first, b.count, id);
+      else emit_node(kids[b.first], id);
     }
   }
 
@@ -117,30 +124,26 @@ class Reducer {
     if (!has_metrics()) return;
     out_.gpu_busy[g] += in_.gpu_busy[x];
     out_.kernels[g] += in_.kernels[x];
+    out_.sync[g] += in_.sync[x];
     if (in_.kernels[x]) {
       if (out_.gpu_begin[g] == 0 || in_.gpu_begin[x] < out_.gpu_begin[g]) out_.gpu_begin[g] = in_.gpu_begin[x];
       out_.gpu_end[g] = std::max(out_.gpu_end[g], in_.gpu_end[x]);
     }
   }
 
-  void emit_item(const Item& it, const std::vector<NodeId>& kids, NodeId parent) {
-    if (!it.run) {
-      emit_node(it.first, parent);
-      return;
-    }
-    std::string nm = std::string(in_.name_of(it.first)) + " \u00d7" + std::to_string(it.count);
-    NodeId g = push(NodeKind::Group, nm, parent, it.first, it.count);
+  // Consecutive same-name siblings kids[i0, i0 + count) as one "name ×N" node.
+  void emit_run(const std::vector<NodeId>& kids, size_t i0, uint32_t count, NodeId parent) {
+    std::string nm = std::string(in_.name_of(kids[i0])) + " \u00d7" + std::to_string(count);
+    NodeId g = push(NodeKind::Group, nm, parent, kids[i0], count);
     out_.gpu_busy[g] = out_.kernels[g] = 0;
-    out_.gpu_begin[g] = out_.gpu_end[g] = 0;
-    size_t i0 = it.idx;
-    for (size_t k = i0; k < i0 + it.count; ++k) add_metrics(g, kids[k]);
-    out_.end[g] = it.end;
+    out_.gpu_begin[g] = out_.gpu_end[g] = out_.sync[g] = 0;
+    for (size_t k = i0; k < i0 + count; ++k) add_metrics(g, kids[k]);
+    out_.end[g] = in_.end[kids[i0 + count - 1]];
     out_.subtree_end[g] = NodeId(out_.kind.size());
   }
 
-  void emit_group(const std::vector<Item>& items, size_t i, size_t j, const std::vector<NodeId>& kids, NodeId parent) {
-    size_t i0 = items[i].idx;
-    size_t i1 = items[j - 1].idx + items[j - 1].count;
+  // Tiny siblings kids[i0, i1) as one group named after the one that takes the most time.
+  void emit_group(const std::vector<NodeId>& kids, size_t i0, size_t i1, NodeId parent) {
     std::unordered_map<StrId, Ns> by_name;
     Ns total = 0;
     bool all_ops = true, all_layers = true;
@@ -164,7 +167,7 @@ class Reducer {
                      std::string(in_.strings.view(top)) + " " + pct + ")";
     NodeId g = push(NodeKind::Group, nm, parent, kids[i0], uint32_t(i1 - i0));
     out_.gpu_busy[g] = out_.kernels[g] = 0;
-    out_.gpu_begin[g] = out_.gpu_end[g] = 0;
+    out_.gpu_begin[g] = out_.gpu_end[g] = out_.sync[g] = 0;
     Ns longest = -1;
     for (size_t k = i0; k < i1; ++k) {
       add_metrics(g, kids[k]);

@@ -15,6 +15,7 @@ namespace {
 
 std::string mib(int64_t b) { return strprintf("%.1f MiB", double(b) / 1048576.0); }
 double pct(Ns a, Ns b) { return b > 0 ? 100.0 * double(a) / double(b) : 0.0; }
+double share(Ns a, Ns b) { return b > 0 ? double(a) / double(b) : 0.0; }
 
 struct PhaseRow {
   PhaseKind phase;
@@ -124,6 +125,13 @@ std::string summary_text(const TraceModel& m, const Annotation& a) {
     o += strprintf("    %5.1f%% %12s %7" PRIu64 "x  %s%s\n", pct(k.total, r.gpu_op_total), format_duration(k.total).c_str(), k.count, nm.c_str(),
              k.tensor_core ? "  [tensor cores]" : "");
   }
+  if (!r.cpu_ops.empty()) o += "  top CPU ops (outermost, share of the window):\n";
+  for (size_t i = 0; i < r.cpu_ops.size() && i < 10; ++i) {
+    auto& op = r.cpu_ops[i];
+    std::string nm = op.name.size() > 70 ? op.name.substr(0, 67) + "..." : op.name;
+    o += strprintf("    %5.1f%% %12s %7" PRIu64 "x  %s\n", pct(op.total, r.window_end - r.window_begin), format_duration(op.total).c_str(),
+                   op.count, nm.c_str());
+  }
   o += strprintf("  GPU utilization over %s:\n", format_duration(r.window_end - r.window_begin).c_str());
   for (auto& u : r.utilization) {
     if (u.stream < 0) o += strprintf("    GPU %d: %5.1f%% busy (%" PRIu64 " ops)\n", u.device, pct(u.busy, u.elapsed), u.ops);
@@ -159,20 +167,67 @@ std::string summary_text(const TraceModel& m, const Annotation& a) {
   return o;
 }
 
+void write_summary_panel_fields(JsonWriter& w, const Annotation& a) {
+  const Analyses& r = a.analyses;
+  w.key("iterations").begin_object();
+  w.field("count", uint64_t(a.iterations.size())).field("source", iteration_source_name(a.iteration_source));
+  w.field("mean_ns", r.iter_mean).field("median_ns", r.iter_median).field("p95_ns", r.iter_p95);
+  w.field("min_ns", r.iter_min).field("max_ns", r.iter_max);
+  w.key("list").begin_array();
+  for (size_t i = 0; i < a.iterations.size(); ++i) {
+    const Iteration& it = a.iterations[i];
+    w.begin_object().field("name", it.name).field("begin_ns", it.begin).field("end_ns", it.end).field("partial", it.partial);
+    if (i < r.iteration_gpu_busy.size()) w.field("gpu_busy_ns", r.iteration_gpu_busy[i]);
+    w.end_object();
+  }
+  w.end_array().end_object();
+  w.key("utilization").begin_array();
+  for (auto& u : r.utilization)
+    w.begin_object().field("device", int64_t(u.device)).field("stream", u.stream).field("busy_ns", u.busy)
+        .field("elapsed_ns", u.elapsed).field("ops", u.ops).field("utilization", u.elapsed ? double(u.busy) / double(u.elapsed) : 0.0)
+        .end_object();
+  w.end_array();
+  w.key("idle").begin_object().field("gaps", r.idle.count).field("total_ns", r.idle.total).field("launch_ns", r.idle.launch)
+      .field("data_loading_ns", r.idle.data_loading).field("sync_ns", r.idle.sync).field("other_ns", r.idle.other).end_object();
+  w.key("kernels").begin_array();
+  for (size_t i = 0; i < r.kernels.size() && i < 50; ++i) {
+    auto& k = r.kernels[i];
+    w.begin_object().field("name", k.name).field("count", k.count).field("total_ns", k.total).field("max_ns", k.max)
+        .field("share", share(k.total, r.gpu_op_total)).field("kind", gpu_work_name(k.kind)).field("tensor_core", k.tensor_core)
+        .end_object();
+  }
+  w.end_array();
+  w.key("cpu_ops").begin_array();
+  for (auto& o : r.cpu_ops)
+    w.begin_object().field("name", o.name).field("count", o.count).field("total_ns", o.total).field("max_ns", o.max)
+        .field("share", share(o.total, r.window_end - r.window_begin)).end_object();
+  w.end_array();
+  w.key("work").begin_object().field("compute_ns", r.compute).field("communication_ns", r.communication)
+      .field("memory_ops_ns", r.memory_ops).field("compute_communication_overlap_ns", r.compute_comm_overlap)
+      .field("kernel_time_ns", r.kernel_total).field("tensor_core_ns", r.tensor_core).field("gpu_op_time_ns", r.gpu_op_total)
+      .end_object();
+  auto& mu = r.memory;
+  w.key("memory").begin_object().field("present", mu.present).field("peak_allocated", mu.peak_allocated)
+      .field("peak_reserved", mu.peak_reserved).field("peak_ns", mu.peak_ts).field("peak_where", mu.peak_where)
+      .field("activations", mu.activations).field("temporaries", mu.temporaries).field("optimizer_state", mu.optimizer_state)
+      .field("persistent", mu.persistent);
+  w.key("per_phase").begin_array();
+  for (auto& p : mu.per_phase)
+    w.begin_object().field("phase", phase_name(p.phase)).field("allocated", p.allocated).field("freed", p.freed).end_object();
+  w.end_array();
+  w.key("top_layers").begin_array();
+  for (auto& l : mu.top_layers) w.begin_object().field("path", l.path).field("allocated", l.allocated).field("net", l.net).end_object();
+  w.end_array().end_object();
+}
+
 std::string summary_json(const TraceModel& m, const Annotation& a) {
   const Analyses& r = a.analyses;
   Digest d = digest(a);
   JsonWriter w;
   w.begin_object();
   w.field("file", m.path).field("schema", "strata.summary/1");
-  w.key("iterations").begin_object();
-  w.field("count", uint64_t(a.iterations.size())).field("source", iteration_source_name(a.iteration_source));
-  w.field("mean_ns", r.iter_mean).field("median_ns", r.iter_median).field("p95_ns", r.iter_p95);
-  w.field("min_ns", r.iter_min).field("max_ns", r.iter_max);
-  w.key("list").begin_array();
-  for (auto& it : a.iterations)
-    w.begin_object().field("name", it.name).field("begin_ns", it.begin).field("end_ns", it.end).field("partial", it.partial).end_object();
-  w.end_array().end_object();
+  w.field("window_begin_ns", r.window_begin).field("window_end_ns", r.window_end);
+  write_summary_panel_fields(w, a);
   w.key("throughput").begin_object().field("batch_size", r.batch_size).field("samples_per_s", r.samples_per_s).end_object();
   w.key("phases").begin_array();
   for (auto& p : d.phases)
@@ -190,37 +245,6 @@ std::string summary_json(const TraceModel& m, const Annotation& a) {
   w.end_array();
   w.key("backward").begin_object().field("ops", a.backward_ops).field("mapped_by_links", a.backward_mapped_links)
       .field("mapped_by_order", a.backward_mapped_order).end_object();
-  w.key("kernels").begin_array();
-  for (size_t i = 0; i < r.kernels.size() && i < 50; ++i) {
-    auto& k = r.kernels[i];
-    static const char* kinds[] = {"compute", "communication", "memory"};
-    w.begin_object().field("name", k.name).field("count", k.count).field("total_ns", k.total).field("max_ns", k.max)
-        .field("kind", kinds[k.kind]).field("tensor_core", k.tensor_core).end_object();
-  }
-  w.end_array();
-  w.key("utilization").begin_array();
-  for (auto& u : r.utilization)
-    w.begin_object().field("device", int64_t(u.device)).field("stream", u.stream).field("busy_ns", u.busy)
-        .field("elapsed_ns", u.elapsed).field("ops", u.ops).field("utilization", u.elapsed ? double(u.busy) / double(u.elapsed) : 0.0)
-        .end_object();
-  w.end_array();
-  w.key("idle").begin_object().field("gaps", r.idle.count).field("total_ns", r.idle.total).field("launch_ns", r.idle.launch)
-      .field("data_loading_ns", r.idle.data_loading).field("sync_ns", r.idle.sync).field("other_ns", r.idle.other).end_object();
-  w.key("work").begin_object().field("compute_ns", r.compute).field("communication_ns", r.communication)
-      .field("memory_ops_ns", r.memory_ops).field("compute_communication_overlap_ns", r.compute_comm_overlap)
-      .field("kernel_time_ns", r.kernel_total).field("tensor_core_ns", r.tensor_core).end_object();
-  auto& mu = r.memory;
-  w.key("memory").begin_object().field("present", mu.present).field("peak_allocated", mu.peak_allocated)
-      .field("peak_reserved", mu.peak_reserved).field("peak_ns", mu.peak_ts).field("peak_where", mu.peak_where)
-      .field("activations", mu.activations).field("temporaries", mu.temporaries).field("optimizer_state", mu.optimizer_state)
-      .field("persistent", mu.persistent);
-  w.key("per_phase").begin_array();
-  for (auto& p : mu.per_phase)
-    w.begin_object().field("phase", phase_name(p.phase)).field("allocated", p.allocated).field("freed", p.freed).end_object();
-  w.end_array();
-  w.key("top_layers").begin_array();
-  for (auto& l : mu.top_layers) w.begin_object().field("path", l.path).field("allocated", l.allocated).field("net", l.net).end_object();
-  w.end_array().end_object();
   w.key("annotation").begin_object().field("nodes", uint64_t(a.tree.size())).field("reduced_nodes", uint64_t(a.reduced.size()))
       .field("gpu_ops", a.gpu_ops).field("gpu_ops_annotated", a.gpu_ops_annotated).field("seconds", a.seconds).end_object();
   w.key("notes").begin_array();

@@ -2,6 +2,7 @@
 // event to its node, and the per-node metrics (GPU busy union, span, kernel count, share,
 // what bounds it).
 #include "core/annotate/internal.h"
+#include "core/intervals.h"
 
 #include <algorithm>
 #include <numeric>
@@ -93,8 +94,20 @@ NodeId AnnotationTree::ancestor(NodeId n, NodeKind k) const {
 
 size_t AnnotationTree::bytes() const {
   return size() * (sizeof(NodeKind) + sizeof(StrId) + 2 * sizeof(NodeId) + 2 + 1 + 2 * sizeof(Ns) + sizeof(EventId) +
-                   sizeof(NodeId) + 4 + 3 * sizeof(Ns) + 4 + 4 + 1) +
+                   sizeof(NodeId) + 4 + 4 * sizeof(Ns) + 4 + 4 + 1) +
          strings.bytes();
+}
+
+Bound classify_bound(PhaseKind phase, Ns dur, uint64_t gpu_ops, Ns gpu_busy, Ns gpu_begin, Ns gpu_end, Ns sync) {
+  if (phase == PhaseKind::DataLoading) return Bound::DataLoading;
+  if (gpu_ops == 0 && sync == 0) return Bound::Unknown;
+  // The GPU bounds what it keeps busy most of the time: the item's own time, or, when its GPU
+  // work outlasts it (queued work), the time that work takes.
+  const double busy = double(gpu_busy);
+  if (busy >= 0.8 * double(std::max<Ns>(dur, 1)) || (gpu_end - gpu_begin > dur && busy >= 0.8 * double(gpu_end - gpu_begin)))
+    return Bound::Gpu;
+  if (double(sync) >= 0.3 * double(dur)) return Bound::Sync;
+  return Bound::CpuLaunch;
 }
 
 namespace annot {
@@ -189,7 +202,7 @@ void finalize_tree(Context& c, TreeBuilder& b, Annotation& a, std::vector<NodeId
     const Track& tr = md.tracks[ti];
     if (tr.kind != TrackKind::GpuStream) continue;
     for (EventId g = tr.events.begin; g < tr.events.end; ++g) {
-      EventId l = md.ev.link[g];
+      EventId l = md.host_side_of(g);
       if (l != kNoEvent && node_of[l] != kNoNode) node_of[g] = node_of[l];
       else if (l != kNoEvent) node_of[g] = span_at(phases, md.ev.start[l]);
       else node_of[g] = span_at(iterations, md.ev.start[g]);
@@ -207,48 +220,30 @@ void compute_metrics(Context& c, AnnotationTree& t, const std::vector<NodeId>& n
   t.gpu_begin.assign(n, 0);
   t.gpu_end.assign(n, 0);
   t.kernels.assign(n, 0);
+  t.sync.assign(n, 0);
   t.share.assign(n, 0);
   t.bound.assign(n, Bound::Unknown);
-  // A node's GPU ops arrive in start order, so its busy union grows one interval at a time.
-  // No per-node scratch columns: gpu_end is the open interval's end and gpu_busy holds the
-  // closed intervals' total minus the open interval's start until the end.
+  // A node's GPU ops arrive in start order, so its busy union grows one interval at a time,
+  // kept in the gpu_busy and gpu_end columns themselves (no per-node scratch columns).
   for (EventId g : c.gpu_ops) {
     NodeId x = node_of[g];
     Ns s = ev.start[g], e = ev.end(g);
     for (NodeId p = x; p != kNoNode; p = t.parent[p]) {
-      if (t.kernels[p]++ == 0) {
-        t.gpu_begin[p] = s;
-        t.gpu_busy[p] = -s;
-        t.gpu_end[p] = e;
-      } else if (s > t.gpu_end[p]) {
-        t.gpu_busy[p] += t.gpu_end[p] - s;
-        t.gpu_end[p] = e;
-      } else if (e > t.gpu_end[p]) {
-        t.gpu_end[p] = e;
-      }
+      if (t.kernels[p] == 0) t.gpu_begin[p] = s;
+      IntervalUnion::add_to(t.gpu_busy[p], t.gpu_end[p], t.kernels[p]++ == 0, s, e);
     }
   }
-  for (size_t i = 0; i < n; ++i)
-    if (t.kernels[i]) {
-      t.gpu_busy[i] += t.gpu_end[i];
-      t.gpu_end[i] = std::max<Ns>(t.gpu_end[i], 0);
-    }
+  for (size_t i = 0; i < n; ++i) t.gpu_busy[i] = IntervalUnion::total_of(t.gpu_busy[i], t.gpu_end[i], t.kernels[i] > 0);
   // Time in synchronizing calls under each node. They are few: (node, time) pairs, summed
   // over each node's pre-order range below, instead of a column walked up per call.
   std::vector<std::pair<NodeId, Ns>> sync;
   const TraceModel& m = c.m;
-  std::vector<int8_t> sync_name(m.strings.size(), -1);
   for (size_t ti = 0; ti < m.tracks.size(); ++ti) {
     if (m.tracks[ti].kind != TrackKind::CpuThread) continue;
     for (EventId e = m.tracks[ti].events.begin; e < m.tracks[ti].events.end; ++e) {
       NodeId x = node_of[e];
       if (x == kNoNode) continue;
-      Cat k = m.ev.category(e);
-      if (k != Cat::CudaRuntime && k != Cat::CudaDriver && k != Cat::CudaSync && k != Cat::CpuOp) continue;
-      StrId nm = m.ev.name[e];
-      if (nm >= sync_name.size()) continue;
-      if (sync_name[nm] < 0) sync_name[nm] = is_sync_call(m.strings.view(nm)) && k != Cat::CpuOp;
-      if (sync_name[nm]) sync.push_back({x, m.ev.dur[e]});
+      if (c.is_sync(e)) sync.push_back({x, m.ev.dur[e]});
     }
   }
   std::sort(sync.begin(), sync.end());
@@ -271,15 +266,10 @@ void compute_metrics(Context& c, AnnotationTree& t, const std::vector<NodeId>& n
     } else {
       t.share[i] = 1.f;
     }
-    if (t.phase[i] == PhaseKind::DataLoading) t.bound[i] = Bound::DataLoading;
-    else if (t.kernels[i] == 0 && sync_i == 0) t.bound[i] = Bound::Unknown;
-    else if (double(t.gpu_busy[i]) >= 0.8 * double(std::max<Ns>(d, 1)) ||
-             (t.gpu_end[i] - t.gpu_begin[i] > d && double(t.gpu_busy[i]) >= 0.8 * double(t.gpu_end[i] - t.gpu_begin[i])))
-      t.bound[i] = Bound::Gpu;
-    else if (double(sync_i) >= 0.3 * double(d)) t.bound[i] = Bound::Sync;
-    else t.bound[i] = Bound::CpuLaunch;
+    t.sync[i] = sync_i;
+    t.bound[i] = classify_bound(t.kind[i] == NodeKind::Root ? PhaseKind::Other : t.phase[i], d, t.kernels[i], t.gpu_busy[i],
+                                t.gpu_begin[i], t.gpu_end[i], sync_i);
   }
-  if (n && t.kind[0] == NodeKind::Root && t.bound[0] == Bound::DataLoading) t.bound[0] = Bound::Unknown;
 }
 
 }  // namespace annot

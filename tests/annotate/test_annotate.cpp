@@ -196,7 +196,7 @@ TEST_CASE("summary: shares of the top GPU ops add up to at most 100%") {
   Annotation a = annotate(*m);
   const Analyses& r = a.analyses;
   Ns sum = 0;
-  for (const KernelStat& k : r.kernels) sum += k.total;
+  for (const NameStat& k : r.kernels) sum += k.total;
   CHECK(sum == r.gpu_op_total);
   CHECK(r.kernels.front().total <= r.gpu_op_total);
 }
@@ -250,10 +250,40 @@ TEST_CASE("noise reduction keeps the tree valid and smaller") {
   CHECK(reduce_tree(a.tree, none).size() == a.tree.size());
 }
 
-TEST_CASE("cancel stops the passes") {
-  auto m = load(torch2_trace("mlp-train-nosteps-h100.pt.trace.json.gz"));
-  Progress p;
-  p.cancel = true;
-  Annotation a = annotate(*m, {}, &p);
-  CHECK(a.cancelled);
+TEST_CASE("cancel reaches every stage of loading and annotating, and nothing runs after it") {
+  const std::string path = torch2_trace("resnet18-train-h100.pt.trace.json.gz");
+  // Uncancelled, every stage is entered in order.
+  std::vector<Stage> all;
+  {
+    Progress p;
+    p.on_stage = [&](Stage s) {
+      if (all.empty() || all.back() != s) all.push_back(s);
+    };
+    LoadResult r = load_trace(path, &p);
+    REQUIRE(r.model);
+    Annotation a = annotate(*r.model, {}, &p);
+    CHECK_FALSE(a.cancelled);
+  }
+  REQUIRE(all.size() == size_t(Stage::Analyses));  // Reading .. Analyses
+  for (size_t i = 0; i < all.size(); ++i) CHECK(all[i] == Stage(i + 1));
+  // Cancelled as stage `at` begins: the load or the annotation says so, and no later stage starts.
+  for (Stage at : all) {
+    CAPTURE(stage_name(at));
+    Progress p;
+    Stage last = Stage::Starting;
+    p.on_stage = [&](Stage s) {
+      last = std::max(last, s);
+      if (s == at) p.cancel = true;
+    };
+    LoadResult r = load_trace(path, &p);
+    if (at <= Stage::Building) {
+      CHECK_FALSE(r.model);
+      CHECK(r.error.find("cancelled") != std::string::npos);
+    } else {
+      REQUIRE(r.model);
+      Annotation a = annotate(*r.model, {}, &p);
+      CHECK(a.cancelled);
+    }
+    CHECK(last == at);
+  }
 }

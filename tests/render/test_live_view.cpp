@@ -31,6 +31,7 @@ const char* kEvents[] = {
 struct Read {
   std::string json;
   std::unique_ptr<TraceModel> model;
+  Annotation annotation;
   Timeline timeline;
 };
 
@@ -42,8 +43,9 @@ std::unique_ptr<Read> read_first(size_t n) {
   LoadResult lr = load_trace_bytes("growing.json", r->json);
   REQUIRE_MESSAGE(lr.model, lr.error);
   r->model = std::move(lr.model);
+  r->annotation = annotate(*r->model);
   r->timeline.build(*r->model);
-  r->timeline.set_tiers(provisional_tiers(*r->model));
+  r->timeline.set_annotation(&r->annotation);
   return r;
 }
 

@@ -1,10 +1,9 @@
 // The timeline's rows and per-frame layout on a small synthetic trace and on a real one:
 // sections and lanes, hit testing back to events, highlighting, drill-down (focus path,
-// children, levels roots), --focus paths, the summary.
+// children, levels roots, the selection's work figures), --focus paths, collapsing.
 #include "core/loader.h"
 #include "render/drill.h"
 #include "render/search.h"
-#include "render/summary.h"
 #include "render/timeline.h"
 
 #include <doctest/doctest.h>
@@ -41,6 +40,22 @@ std::unique_ptr<TraceModel> load(std::string_view json) {
   return std::move(r.model);
 }
 
+// A model, its annotation and the timeline over both (as the viewer prepares them).
+struct Shown {
+  std::unique_ptr<TraceModel> model;
+  std::unique_ptr<Annotation> annotation;
+  Timeline tl;
+};
+
+std::unique_ptr<Shown> show(std::unique_ptr<TraceModel> m) {
+  auto s = std::make_unique<Shown>();
+  s->model = std::move(m);
+  s->annotation = std::make_unique<Annotation>(annotate(*s->model));
+  s->tl.build(*s->model);
+  s->tl.set_annotation(s->annotation.get());
+  return s;
+}
+
 EventId find(const TraceModel& m, std::string_view name, int nth = 0) {
   for (EventId e = 0; e < m.ev.size(); ++e)
     if (m.name_of(e) == name && nth-- == 0) return e;
@@ -58,11 +73,11 @@ TimeView whole(const TraceModel& m, float width) {
 }  // namespace
 
 TEST_CASE("timeline: sections, lanes and a frame's layout on a synthetic trace") {
-  auto m = load(kTrace);
-  Timeline tl;
-  tl.build(*m);
-  tl.set_tiers(provisional_tiers(*m));
-  REQUIRE(tl.tiers().tiers.size() == 1);
+  auto shown = show(load(kTrace));
+  const auto& m = shown->model;
+  Timeline& tl = shown->tl;
+  REQUIRE(!tl.tiers().tiers.empty());
+  CHECK(tl.tiers().tiers[0].kind == TierKind::Iteration);
   CHECK(tl.tiers().tiers[0].size() == 2);
   CHECK(tl.tiers().tiers[0].name_of(0) == "Iteration 1");
   // Annotation first, then the CPU process, then the GPU.
@@ -77,7 +92,8 @@ TEST_CASE("timeline: sections, lanes and a frame's layout on a synthetic trace")
   FontMetrics f = FontMetrics::monospace(7, 13);
   FrameLayout fl;
   TimeView v = whole(*m, 1000);
-  tl.layout(v, 0, 2000, f, {}, fl);
+  Collapsed none;
+  tl.layout(v, 0, 2000, f, {}, none, fl);
   CHECK(fl.rows.size() >= 5);
   CHECK(fl.rects.size() == fl.items.size());
   CHECK(fl.labels > 0);
@@ -95,70 +111,96 @@ TEST_CASE("timeline: sections, lanes and a frame's layout on a synthetic trace")
     }
   CHECK(found);
   // row_y agrees with the laid-out rows.
-  float y = tl.row_y(ItemRef::event(conv));
+  float y = tl.row_y(ItemRef::event(conv), none);
   ItemRef at = tl.hit(fl, v.x_of(double(m->ev.start[conv]) + 1000), y);
   CHECK(at == ItemRef::event(conv));
   // Collapsing a section hides its rows.
-  float h0 = tl.content_height();
-  tl.sections[1].collapsed = true;
-  CHECK(tl.content_height() < h0);
-  tl.layout(v, 0, 2000, f, {}, fl);
+  Collapsed c;
+  c.resolve(tl);
+  float h0 = tl.content_height(c);
+  c.toggle_section(tl, 1);
+  CHECK(tl.content_height(c) < h0);
+  tl.layout(v, 0, 2000, f, {}, c, fl);
   for (const RowHit& r : fl.rows) CHECK(tl.lanes[r.lane].section != 1);
+  // What was collapsed is kept by name: a timeline built again (a recording read again)
+  // shows the same section collapsed.
+  auto again = show(load(kTrace));
+  c.resolve(again->tl);
+  CHECK(c.section_collapsed(1));
+  CHECK_FALSE(c.section_collapsed(2));
+  c.toggle_section(again->tl, 1);
+  CHECK(c.keys.empty());
 }
 
 TEST_CASE("drill-down: focus path, related items, children, --focus") {
-  auto m = load(kTrace);
-  Timeline tl;
-  tl.build(*m);
-  tl.set_tiers(provisional_tiers(*m));
+  auto shown = show(load(kTrace));
+  const auto& m = shown->model;
+  Timeline& tl = shown->tl;
   EventId kernel = find(*m, "void at::native::conv_kernel<float>(int)");
   EventId conv = find(*m, "aten::conv2d");
   EventId launch = find(*m, "cudaLaunchKernel");
   REQUIRE(kernel != kNoEvent);
   REQUIRE(m->ev.link[kernel] == launch);
-  // Iteration 1 ▸ aten::conv2d ▸ cudaLaunchKernel ▸ the kernel (ProfilerStep#1 is the iteration).
+  // Iteration 1 ▸ (its phase) ▸ aten::conv2d ▸ cudaLaunchKernel ▸ the kernel.
   std::vector<ItemRef> path = focus_path(tl, ItemRef::event(kernel));
-  REQUIRE(path.size() == 4);
+  REQUIRE(path.size() >= 4);
   CHECK(tl.name_of(path[0]) == "Iteration 1");
-  CHECK(path[1] == ItemRef::event(conv));
-  CHECK(path[2] == ItemRef::event(launch));
-  CHECK(path[3] == ItemRef::event(kernel));
+  CHECK(path[path.size() - 3] == ItemRef::event(conv));
+  CHECK(path[path.size() - 2] == ItemRef::event(launch));
+  CHECK(path.back() == ItemRef::event(kernel));
   // Selecting the CPU op highlights its launch and its kernel, with a flow arrow.
   Highlight hl;
   std::vector<std::pair<EventId, EventId>> flows;
-  related_of(tl, ItemRef::event(conv), hl, &flows);
+  WorkFigures conv_work = work_of(tl, ItemRef::event(conv));
+  REQUIRE(conv_work.gpu_ops.size() == 1);
+  CHECK(conv_work.gpu_ops[0] == kernel);
+  CHECK(conv_work.gpu_busy == 300'000);
+  CHECK(conv_work.parent == "ProfilerStep#1");
+  related_of(tl, ItemRef::event(conv), conv_work.gpu_ops, hl, &flows);
   CHECK(std::binary_search(hl.related.begin(), hl.related.end(), kernel));
   CHECK(std::binary_search(hl.related.begin(), hl.related.end(), launch));
   REQUIRE(flows.size() == 1);
   CHECK(flows[0] == std::make_pair(launch, kernel));
-  CHECK(hl.related_spans.size() == 1);  // Iteration 1
-  // Selecting the kernel highlights its launch and the op above it.
-  related_of(tl, ItemRef::event(kernel), hl, &flows);
+  CHECK(!hl.related_spans.empty());  // Iteration 1 and what lies between
+  // Selecting the kernel highlights its launch and the op above it; a GPU op has no parent
+  // of the host's clock to take a share of.
+  WorkFigures kernel_work = work_of(tl, ItemRef::event(kernel));
+  CHECK(kernel_work.parent.empty());
+  related_of(tl, ItemRef::event(kernel), kernel_work.gpu_ops, hl, &flows);
   CHECK(std::binary_search(hl.related.begin(), hl.related.end(), conv));
-  // Kernels under the iteration.
-  std::vector<EventId> k = gpu_ops_under(tl, ItemRef::span(0, 0));
-  CHECK(k.size() == 2);
-  // Levels: the iterations, then the ops of one (rescaled by the app), then the launch's kernel.
+  // The iteration's GPU work: what the annotation counts for its node, with the tree's figures.
+  WorkFigures iter = work_of(tl, ItemRef::span(0, 0));
+  CHECK(iter.gpu_ops.size() == 2);
+  NodeId n = tl.node_of(ItemRef::span(0, 0));
+  REQUIRE(n != kNoNode);
+  CHECK(iter.gpu_busy == shown->annotation->tree.gpu_busy[n]);
+  CHECK(iter.bound == shown->annotation->tree.bound[n]);
+  // Levels: the iterations at the top; below an iteration, its tiers' spans.
   std::vector<Block> roots = level_roots(tl);
   REQUIRE(roots.size() == 2);
-  std::vector<Block> kids = children_of(tl, roots[0].ref, 0.0);
+  CHECK(!children_of(tl, roots[0].ref, nullptr).empty());
+  // --focus
+  ItemRef r = resolve_focus(tl, "Iteration 1");
+  CHECK(r == roots[0].ref);
+  ItemRef op = resolve_focus(tl, "Iteration 1/aten::conv2d");
+  if (op.kind == ItemRef::Event) CHECK(op == ItemRef::event(conv));
+  CHECK_FALSE(resolve_focus(tl, "Iteration 9").valid());
+  // The ops below the step's range, reduced by the annotation's sibling rule: relu (100 us of
+  // 1 ms) is tiny at a 20% share, but a lone tiny sibling is not grouped.
+  ReduceOptions coarse;
+  coarse.tiny_share = 0.2;
+  EventId step = find(*m, "ProfilerStep#1");
+  std::vector<Block> kids = children_of(tl, ItemRef::event(step), nullptr);
   REQUIRE(kids.size() == 2);
   CHECK(tl.name_of(kids[0].ref) == "aten::conv2d");
-  std::vector<Block> noisy = children_of(tl, roots[0].ref, 0.2);  // relu (10%) is under 20%
-  CHECK(noisy.size() == 2);
-  CHECK(noisy[1].merged == 1);
-  // --focus
-  ItemRef r = resolve_focus(tl, "Iteration 1/aten::conv2d/cudaLaunch");
-  CHECK(r == ItemRef::event(launch));
-  CHECK_FALSE(resolve_focus(tl, "Iteration 9").valid());
-  // Summary: one GPU, two kernels, iterations with their GPU-busy share.
-  Summary s = summarize(tl);
-  REQUIRE(s.devices.size() == 1);
-  CHECK(s.devices[0].busy == 350'000);
-  REQUIRE(s.iterations.size() == 2);
-  CHECK(s.iterations[0].gpu_busy == 350'000);
-  REQUIRE(s.top_kernels.size() == 2);
-  CHECK(m->strings.view(s.top_kernels[0].name).find("conv_kernel") != std::string_view::npos);
+  std::vector<Block> reduced = children_of(tl, ItemRef::event(step), &coarse);
+  REQUIRE(reduced.size() == 2);
+  CHECK(reduced[1].kind == SiblingBlock::Single);
+  coarse.tiny_share = 0.5;  // now both are tiny: one group of two
+  reduced = children_of(tl, ItemRef::event(step), &coarse);
+  REQUIRE(reduced.size() == 1);
+  CHECK(reduced[0].kind == SiblingBlock::Group);
+  CHECK(reduced[0].merged == 2);
 }
 
 TEST_CASE("timeline on a real trace: layout at every zoom stays within pixels") {
@@ -167,15 +209,17 @@ TEST_CASE("timeline on a real trace: layout at every zoom stays within pixels") 
   LoadResult r = load_trace(p.string());
   REQUIRE_MESSAGE(r.model, r.error);
   const TraceModel& m = *r.model;
+  Annotation a = annotate(m);
   Timeline tl;
   tl.build(m);
-  tl.set_tiers(provisional_tiers(m));
+  tl.set_annotation(&a);
   CHECK(!tl.tiers().tiers.empty());
+  Collapsed none;
   FontMetrics f = FontMetrics::monospace(7, 13);
   FrameLayout fl;
   TimeView v = whole(m, 1600);
   for (int zoom = 0; zoom < 30; ++zoom) {
-    tl.layout(v, 0, 1e6f, f, {}, fl);
+    tl.layout(v, 0, 1e6f, f, {}, none, fl);
     size_t rows = fl.rows.size();
     CHECK(rows > 0);
     // At most one item per min_px per row.

@@ -1,0 +1,200 @@
+// Headless runs of the viewer (`strata view FILE --screenshot/--dump-layout/--bench-frames`):
+// the same frames a person sees, saved as a PNG, a layout dump with the panels' figures, or
+// frame-time percentiles.
+#include "app/viewer/viewer.h"
+
+#include "core/json_writer.h"
+
+#include <imgui.h>
+
+#include <GLFW/glfw3.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+namespace strata::viewer {
+
+namespace {
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t i = size_t(std::ceil(p / 100.0 * double(v.size()))) - 1;
+  return v[std::min(i, v.size() - 1)];
+}
+
+// What the panels show: the Summary tab's figures (the same writer as `strata summary
+// --json`) and the details of the selection.
+void write_panels(JsonWriter& j, Viewer& v) {
+  j.key("panels").begin_object();
+  if (v.trace->annotation) {
+    j.key("summary").begin_object();
+    write_summary_panel_fields(j, *v.trace->annotation);
+    j.end_object();
+  }
+  const render::ItemRef sel = v.sel.hl.selected;
+  if (sel.valid()) {
+    const WorkFigures& w = v.sel.work;
+    render::Timeline& tl = v.trace->timeline;
+    j.key("details").begin_object();
+    j.field("name", tl.name_of(sel)).field("begin_ns", w.begin).field("end_ns", w.end).field("duration_ns", w.end - w.begin);
+    if (!w.parent.empty()) j.field("share_of_parent", double(w.share)).field("parent", w.parent);
+    j.field("gpu_ops", uint64_t(w.gpu_ops.size())).field("gpu_time_ns", w.gpu_time).field("gpu_busy_ns", w.gpu_busy);
+    j.field("gpu_begin_ns", w.gpu_begin).field("gpu_end_ns", w.gpu_end).field("sync_ns", w.sync);
+    j.field("bound", bound_name(w.bound)).field("bound_reason", bound_reason(w));
+    j.end_object();
+  }
+  j.end_object();
+}
+
+}  // namespace
+
+std::string dump_layout(Viewer& v, const ImageStats* img) {
+  JsonWriter j;
+  j.begin_object();
+  if (img) {
+    j.key("image").begin_object();
+    j.field("width", img->width).field("height", img->height).field("distinct_colours", uint64_t(img->distinct_colours));
+    j.field("non_background", img->non_background).field("mean_luma", img->mean_luma);
+    j.end_object();
+  }
+  const render::FrameLayout& fl = v.timeline.frame;
+  j.field("width", double(v.timeline.view.width_px)).field("view_t0", v.timeline.view.t0).field("view_t1", v.timeline.view.t1());
+  j.field("rows", uint64_t(fl.rows.size())).field("items", uint64_t(fl.items.size()));
+  j.field("rects", uint64_t(fl.rects.size())).field("folded", uint64_t(fl.folded_items)).field("labels", uint64_t(fl.labels));
+  j.field("layout_ms", v.timeline.layout_ms);
+  if (v.trace) {
+    render::Timeline& tl = v.trace->timeline;
+    j.key("sections").begin_array();
+    for (const render::Section& s : tl.sections)
+      if (!s.lanes.empty()) j.value(s.title);
+    j.end_array();
+    j.key("lanes").begin_array();
+    for (const render::GutterLabel& g : fl.gutter)
+      if (!g.section) j.value(tl.lanes[g.index].title);
+    j.end_array();
+    j.key("path").begin_array();
+    for (const render::ItemRef& r : v.sel.path) j.value(tl.name_of(r));
+    j.end_array();
+    j.field("selected", tl.name_of(v.sel.hl.selected));
+    j.field("related", uint64_t(v.sel.hl.related.size())).field("flows", uint64_t(v.sel.flows.size()));
+    j.key("texts").begin_array();
+    for (size_t i = 0; i < fl.texts.size() && i < 400; ++i)
+      j.value(std::string_view(fl.text).substr(fl.texts[i].offset, fl.texts[i].len));
+    j.end_array();
+    j.field("bytes_per_event", v.trace->model->ev.size()
+                                   ? double(v.trace->timeline.tiers().bytes() + v.trace->timeline.view_bytes()) /
+                                         double(v.trace->model->ev.size())
+                                   : 0.0);
+    write_panels(j, v);
+  }
+  j.end_object();
+  return j.str();
+}
+
+bool save_outputs(Viewer& v, const HeadlessRun& run) {
+  bool ok = true;
+  ImageStats stats;
+  if (!run.shot.empty()) {
+    v.capture.path = run.shot;
+    v.capture.stats = &stats;
+    frame(v);
+    v.capture.stats = nullptr;
+    if (!v.capture.error.empty()) {
+      std::fprintf(stderr, "strata view: %s\n", v.capture.error.c_str());
+      ok = false;
+    }
+  }
+  if (!run.dump.empty()) {
+    std::ofstream out(run.dump);
+    out << dump_layout(v, run.shot.empty() ? nullptr : &stats) << "\n";
+    if (!out) std::fprintf(stderr, "strata view: cannot write %s\n", run.dump.c_str()), ok = false;
+  }
+  return ok;
+}
+
+int run_headless(Viewer& v, const HeadlessRun& run) {
+  v.job->worker.join();
+  v.job->worker = std::thread();
+  v.job->done = true;
+  if (!v.job->result) {
+    std::fprintf(stderr, "strata: %s\n", v.job->error.c_str());
+    return 1;
+  }
+  install(v, std::move(v.job->result));
+  v.job.reset();
+  frame(v);  // settles the layout (panel sizes, fonts)
+  if (!run.focus.empty()) {
+    render::ItemRef r = render::resolve_focus(v.trace->timeline, run.focus);
+    if (!r.valid()) std::fprintf(stderr, "strata view: --focus '%s' matched nothing\n", run.focus.c_str());
+    else focus_on(v, r);
+  }
+  if (run.bench_frames > 0) {
+    // Scripted zoom from the whole trace down to one kernel (the longest GPU op near the
+    // middle), scrolling through the rows as it goes.
+    const TraceModel& m = *v.trace->model;
+    EventId target = kNoEvent;
+    Ns mid = (m.time_begin + m.time_end) / 2;
+    size_t most = 0;
+    for (const Track& t : m.tracks) {  // the first kernel after the middle, on the busiest stream
+      if (t.kind != TrackKind::GpuStream || t.events.size() <= most) continue;
+      for (const IndexRange& l : t.levels) {
+        auto it = std::lower_bound(m.ev.start.begin() + l.begin, m.ev.start.begin() + l.end, mid);
+        for (; it != m.ev.start.begin() + l.end; ++it) {
+          EventId e = EventId(it - m.ev.start.begin());
+          if (m.ev.category(e) == Cat::Kernel) {
+            target = e;
+            most = t.events.size();
+            break;
+          }
+        }
+      }
+    }
+    double a0 = double(m.time_begin), a1 = double(m.time_end);
+    double b0 = target != kNoEvent ? double(m.ev.start[target]) : double(mid), b1 = target != kNoEvent ? double(m.ev.end(target)) : double(mid) + 1000;
+    b1 = std::max(b1, b0 + 100);
+    std::vector<double> layout_ms, frame_ms;
+    v.capture.finish_gl = true;
+    const bool verbose = std::getenv("STRATA_BENCH_VERBOSE") != nullptr;
+    float content_h = v.trace->timeline.content_height(v.timeline.collapsed);
+    for (int i = 0; i < run.bench_frames; ++i) {
+      double f = run.bench_frames > 1 ? double(i) / double(run.bench_frames - 1) : 1.0;
+      double span = std::exp(std::log(a1 - a0) + (std::log(b1 - b0) - std::log(a1 - a0)) * f);
+      double c = (a0 + a1) * 0.5 + ((b0 + b1) * 0.5 - (a0 + a1) * 0.5) * std::min(1.0, f * 4);
+      v.timeline.view.fit(c - span * 0.5, c + span * 0.5, 0);
+      v.timeline.scroll_y = float(i % 4) / 4.0f * std::max(0.0f, content_h - v.timeline.height);
+      auto t0 = std::chrono::steady_clock::now();
+      glfwPollEvents();
+      frame(v);
+      frame_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      layout_ms.push_back(v.timeline.layout_ms);
+      if (verbose)
+        std::printf("frame %3d span %-10s scroll %6.0f layout %6.3f ms frame %7.3f ms (ui %.3f gl %.3f swap %.3f) items %zu rects %zu texts %zu\n",
+                    i, render::format_duration(span).c_str(), double(v.timeline.scroll_y), v.timeline.layout_ms, frame_ms.back(), v.capture.ui_ms, v.capture.gl_ms,
+                    v.capture.swap_ms, v.timeline.frame.items.size(), v.timeline.frame.rects.size(), v.timeline.frame.texts.size());
+    }
+    std::printf("frames %d at %dx%d, zoom from %s to %s\n", run.bench_frames, int(v.timeline.view.width_px), int(ImGui::GetIO().DisplaySize.y), render::format_duration(a1 - a0).c_str(),
+                render::format_duration(b1 - b0).c_str());
+    std::printf("timeline layout ms: p50 %.3f  p90 %.3f  p99 %.3f  max %.3f\n", percentile(layout_ms, 50),
+                percentile(layout_ms, 90), percentile(layout_ms, 99), percentile(layout_ms, 100));
+    std::printf("whole frame ms:     p50 %.3f  p90 %.3f  p99 %.3f  max %.3f\n", percentile(frame_ms, 50),
+                percentile(frame_ms, 90), percentile(frame_ms, 99), percentile(frame_ms, 100));
+    size_t events = m.ev.size();
+    size_t view_bytes = v.trace->timeline.tiers().bytes() + v.trace->timeline.view_bytes();
+    std::printf("events %zu, view bytes %zu (%.3f per event), model bytes %zu\n", events, view_bytes,
+                events ? double(view_bytes) / double(events) : 0.0, m.bytes());
+    v.capture.finish_gl = false;
+  }
+  // A few frames so the panels and the view settle (animations are immediate headless).
+  for (int i = 0; i < 3; ++i) {
+    glfwPollEvents();
+    frame(v);
+  }
+  return save_outputs(v, run) ? 0 : 1;
+}
+
+}  // namespace strata::viewer

@@ -1,0 +1,151 @@
+// The GPU work of one item and what bounds it, for a selection in a front end: the same
+// rules as the tree's metrics (classify_bound, the busy union), on any node or event.
+#include "core/annotate/internal.h"
+#include "core/intervals.h"
+#include "core/text_format.h"
+
+#include <algorithm>
+
+namespace strata {
+
+namespace {
+
+// Sums the busy union, total time and extent of `w.gpu_ops` (sorted by start here).
+void measure_gpu_ops(const TraceModel& m, WorkFigures& w) {
+  std::sort(w.gpu_ops.begin(), w.gpu_ops.end(), [&](EventId x, EventId y) {
+    return m.ev.start[x] != m.ev.start[y] ? m.ev.start[x] < m.ev.start[y] : x < y;
+  });
+  IntervalUnion busy;
+  for (EventId g : w.gpu_ops) {
+    busy.add(m.ev.start[g], m.ev.end(g));
+    w.gpu_time += m.ev.dur[g];
+    w.gpu_end = std::max(w.gpu_end, m.ev.end(g));
+  }
+  w.gpu_busy = busy.total();
+  w.gpu_begin = w.gpu_ops.empty() ? 0 : m.ev.start[w.gpu_ops.front()];
+}
+
+// Calls f(d) for every event nested in e on its track (e excluded).
+template <class F>
+void for_descendants(const TraceModel& m, EventId e, F&& f) {
+  uint32_t t = m.track_of(e);
+  if (t == kNoTrack) return;
+  const Track& tr = m.tracks[t];
+  auto st = m.ev.start.begin();
+  for (size_t d = size_t(m.ev.depth[e]) + 1; d < tr.levels.size(); ++d) {
+    const IndexRange& level = tr.levels[d];
+    auto lo = EventId(std::lower_bound(st + level.begin, st + level.end, m.ev.start[e]) - st);
+    auto hi = EventId(std::upper_bound(st + lo, st + level.end, m.ev.end(e)) - st);
+    if (lo == hi) break;
+    for (EventId k = lo; k < hi; ++k) f(k);
+  }
+}
+
+// Calls f(k) for every event on a CPU thread that starts within [a, b].
+template <class F>
+void for_cpu_events_in(const TraceModel& m, Ns a, Ns b, F&& f) {
+  auto st = m.ev.start.begin();
+  for (const Track& tr : m.tracks) {
+    if (tr.kind != TrackKind::CpuThread) continue;
+    for (const IndexRange& level : tr.levels) {
+      auto lo = EventId(std::lower_bound(st + level.begin, st + level.end, a) - st);
+      auto hi = EventId(std::upper_bound(st + lo, st + level.end, b) - st);
+      for (EventId k = lo; k < hi; ++k) f(k);
+    }
+  }
+}
+
+}  // namespace
+
+bool is_time_range(const TraceModel& m, EventId e) {
+  return m.ev.category(e) == Cat::UserAnnotation || m.is_profiler_step(e);
+}
+
+WorkFigures node_work(const TraceModel& m, const Annotation& a, NodeId n) {
+  const AnnotationTree& t = a.tree;
+  WorkFigures w;
+  if (n >= t.size()) return w;
+  w.begin = t.begin[n];
+  w.end = t.end[n];
+  // The GPU ops the tree counts for the node: those attached to a node in its subtree.
+  for (const Track& tr : m.tracks) {
+    if (tr.kind != TrackKind::GpuStream) continue;
+    for (EventId g = tr.events.begin; g < tr.events.end; ++g) {
+      NodeId x = g < a.node_of_event.size() ? a.node_of_event[g] : kNoNode;
+      if (x >= n && x < t.subtree_end[n] && is_gpu_op_cat(m.ev.category(g))) w.gpu_ops.push_back(g);
+    }
+  }
+  measure_gpu_ops(m, w);
+  if (!t.kernels.empty()) {  // the tree's own metrics, so both read the same figures
+    w.gpu_busy = t.gpu_busy[n];
+    w.sync = t.sync[n];
+    w.bound = t.bound[n];
+  }
+  NodeId p = t.parent[n];
+  if (p != kNoNode && t.kind[p] != NodeKind::Root) {
+    w.share = t.share.empty() ? 0.f : t.share[n];
+    w.parent = t.name_of(p);
+  }
+  return w;
+}
+
+WorkFigures event_work(const TraceModel& m, const Annotation& a, EventId e) {
+  WorkFigures w;
+  if (e >= m.ev.size()) return w;
+  w.begin = m.ev.start[e];
+  w.end = m.ev.end(e);
+  const Cat cat = m.ev.category(e);
+  if (is_gpu_cat(cat)) {  // GPU work is its own work: no bound, no parent of the host's clock
+    if (is_gpu_op_cat(cat)) w.gpu_ops.push_back(e);
+    measure_gpu_ops(m, w);
+    return w;
+  }
+  std::vector<int8_t> sync_names(m.strings.size(), -1);
+  auto visit = [&](EventId d) {
+    if (EventId g = m.gpu_op_of(d); g != kNoEvent) w.gpu_ops.push_back(g);
+    if (is_cuda_call_cat(m.ev.category(d))) {
+      int8_t& s = sync_names[m.ev.name[d]];
+      if (s < 0) s = annot::is_sync_call(m.name_of(d));
+      if (s) w.sync += m.ev.dur[d];
+    }
+  };
+  if (is_time_range(m, e)) {
+    for_cpu_events_in(m, w.begin, w.end, visit);
+  } else {
+    visit(e);
+    for_descendants(m, e, visit);
+  }
+  std::sort(w.gpu_ops.begin(), w.gpu_ops.end());
+  w.gpu_ops.erase(std::unique(w.gpu_ops.begin(), w.gpu_ops.end()), w.gpu_ops.end());
+  measure_gpu_ops(m, w);
+  NodeId n = e < a.node_of_event.size() ? a.node_of_event[e] : kNoNode;
+  PhaseKind phase = n != kNoNode ? a.tree.phase[n] : PhaseKind::Other;
+  w.bound = classify_bound(phase, w.end - w.begin, w.gpu_ops.size(), w.gpu_busy, w.gpu_begin, w.gpu_end, w.sync);
+  if (EventId p = m.parent_of(e); p != kNoEvent) {
+    w.share = m.ev.dur[p] > 0 ? float(double(m.ev.dur[e]) / double(m.ev.dur[p])) : 0.f;
+    w.parent = m.name_of(p);
+  }
+  return w;
+}
+
+std::string bound_reason(const WorkFigures& w) {
+  const Ns dur = w.end - w.begin;
+  auto pct = [](Ns x, Ns of) { return of > 0 ? 100.0 * double(x) / double(of) : 0.0; };
+  switch (w.bound) {
+    case Bound::Gpu:
+      if (w.gpu_end - w.gpu_begin > dur && double(w.gpu_busy) < 0.8 * double(std::max<Ns>(dur, 1)))
+        return strprintf("GPU: its work outlasts it, busy %.1f%% of %s", pct(w.gpu_busy, w.gpu_end - w.gpu_begin),
+                         format_duration(w.gpu_end - w.gpu_begin).c_str());
+      return strprintf("GPU: busy %.1f%% of its %s", pct(w.gpu_busy, dur), format_duration(dur).c_str());
+    case Bound::CpuLaunch:
+      return strprintf("CPU (launch overhead): the GPU is busy %.1f%% of its %s", pct(w.gpu_busy, dur),
+                       format_duration(dur).c_str());
+    case Bound::Sync:
+      return strprintf("synchronization: %.1f%% of its time in calls that wait for the GPU", pct(w.sync, dur));
+    case Bound::DataLoading: return "data loading";
+    case Bound::Unknown: break;
+  }
+  return w.gpu_ops.empty() ? "no GPU work" : "unknown";
+}
+
+}  // namespace strata
