@@ -291,14 +291,17 @@ void link_python_parents(TraceModel& m, const std::vector<PythonRec>& pythons) {
 
 }  // namespace
 
-void resolve_links(TraceModel& m, LinkInputs& in) {
+void resolve_links(TraceModel& m, LinkInputs& in, const Progress* progress) {
+  auto cancelled = [&] { return progress && progress->cancelled(); };
   // Sorting the flows needs nothing else: overlap it with the correlation pass.
   in_two_threads(in.flows.size() >= (1u << 16), [&] { sort_flows(in.flows); },
                  [&] {
                    link_by_correlation(m);
                    link_annotations(m);
                  });
+  if (cancelled()) return;
   link_flows(m, in.flows);
+  if (cancelled()) return;
   link_sequence_numbers(m, in.seqs);
   link_python_parents(m, in.pythons);
   auto& ev = m.ev;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/kineto_parse.h"
+#include "core/progress.h"
 #include "core/trace_model.h"
 
 #include <vector>
@@ -15,6 +16,7 @@ struct LinkInputs {
   std::vector<FlowRec> flows;      // tracks and categories are global
 };
 
-void resolve_links(TraceModel& m, LinkInputs& in);
+// Stops early (the model then half linked) when `progress` is cancelled.
+void resolve_links(TraceModel& m, LinkInputs& in, const Progress* progress = nullptr);
 
 }  // namespace strata

@@ -452,6 +452,7 @@ void ModelBuilder::order_and_nest() {
     parallel_for(n >= kParallelMin ? 2 : 1, order.size(),
                  [&](size_t k) { nested[order[k]] = nest_track(std::move(lists[order[k]]), depth); });
   }
+  if (progress_ && progress_->cancelled()) return;  // the loader drops the half-built model
   std::vector<uint32_t> perm;
   reserve_huge(perm, n);
   for (uint32_t t = 0; t < nested.size(); ++t) {  // `nested` grows as overflow tracks appear
@@ -524,14 +525,18 @@ void ModelBuilder::order_and_nest() {
 }
 
 void ModelBuilder::run(std::vector<ChunkOut>& chunks) {
+  // Each step takes a fraction of a second on a large trace: a cancel is looked at between them.
+  auto cancelled = [&] { return progress_ && progress_->cancelled(); };
   merge(chunks);
+  if (cancelled()) return;
   apply_metadata();
   classify();
   pair_begin_end();
+  if (cancelled()) return;
   order_and_nest();
-  if (progress_ && progress_->cancelled()) return;
+  if (cancelled()) return;
   LinkInputs in{std::move(seqs_), std::move(pythons_), std::move(flows_)};
-  resolve_links(m_, in);
+  resolve_links(m_, in, progress_);
   auto& ev = m_.ev;
   if (ev.size()) {
     m_.time_begin = INT64_MAX;

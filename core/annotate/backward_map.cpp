@@ -39,6 +39,7 @@ void map_backward(Context& c, std::vector<IterWork>& iters, TreeBuilder& b, Anno
     return b.kind[p] == NodeKind::Layer ? p : kNoNode;
   };
   for (auto& w : iters) {
+    if (c.cancelled()) return;  // the caller drops the partial tree
     // Forward ops of this iteration in reverse, for the order fallback.
     std::vector<FwdOp> fwd;
     for (const Segment& s : w.segments) {

@@ -212,6 +212,7 @@ void build_layers(Context& c, std::vector<IterWork>& iters, TreeBuilder& b, Anno
   Ns re = iters.empty() ? c.m.time_end : iters.back().it.end;
   NodeId root = b.add(NodeKind::Root, "trace", kNoNode, PhaseKind::Other, rb, re);
   for (auto& w : iters) {
+    if (c.cancelled()) return;  // the caller drops the partial tree
     NodeId it = b.add(NodeKind::Iteration, w.it.name, root, PhaseKind::Other, w.it.begin, w.it.end);
     w.it.node = it;
     b.widen(root, w.it.begin, w.it.end);
