@@ -473,7 +473,7 @@ void EventParser::emit(const Fields& f, size_t at) {
   auto e = uint32_t(out_.start.size());
   uint32_t t = track(f.pid, f.tid);
   Cat c = cat < uint8_t(Cat::Count) ? Cat(cat) : Cat::Other;
-  bool gpu_side = is_gpu_cat(c) || c == Cat::CudaRuntime || c == Cat::CudaDriver || c == Cat::CudaSync;
+  bool gpu_side = carries_correlation(c);
   out_.start.push_back(f.ts);
   out_.dur.push_back(dur);
   out_.name.push_back(f.name.data() ? intern(f.name, f.name_escaped) : out_.strings.intern(""));

@@ -53,6 +53,8 @@ inline bool is_gpu_op_cat(Cat c) { return c == Cat::Kernel || c == Cat::GpuMemcp
 inline bool is_launch_cat(Cat c) { return c == Cat::CudaRuntime || c == Cat::CudaDriver; }
 // A call into CUDA from the host: a runtime or driver call, or a synchronization record.
 inline bool is_cuda_call_cat(Cat c) { return is_launch_cat(c) || c == Cat::CudaSync; }
+// Events whose `id` column holds the CUDA correlation id (GPU side and CUDA calls).
+inline bool carries_correlation(Cat c) { return is_gpu_cat(c) || is_cuda_call_cat(c); }
 
 // ProfilerStep: the range torch.profiler writes around each step of its schedule,
 // "ProfilerStep#N" (a user_annotation; a cpu_op in older traces, no category in the legacy
@@ -212,16 +214,11 @@ struct TraceModel {
   EventId host_side_of(EventId gpu_event) const {
     return is_gpu_cat(ev.category(gpu_event)) ? ev.link[gpu_event] : kNoEvent;
   }
-  // What `ev.id` holds: the CUDA correlation id of launches and GPU ops; the External id of
-  // CPU ops and annotations (-1 when absent or not of that kind).
-  int64_t correlation_of(EventId e) const {
-    Cat c = ev.category(e);
-    return is_launch_cat(c) || is_gpu_cat(c) ? ev.id[e] : -1;
-  }
-  int64_t external_id_of(EventId e) const {
-    Cat c = ev.category(e);
-    return is_launch_cat(c) || is_gpu_cat(c) ? -1 : ev.id[e];
-  }
+  // What `ev.id` holds: on the GPU side (GPU ops and ranges, CUDA calls) the CUDA correlation
+  // id (the parser falls back to the External id when an event has none); elsewhere the
+  // External id. -1 when absent or not of that kind.
+  int64_t correlation_of(EventId e) const { return carries_correlation(ev.category(e)) ? ev.id[e] : -1; }
+  int64_t external_id_of(EventId e) const { return carries_correlation(ev.category(e)) ? -1 : ev.id[e]; }
   // A ProfilerStep#N range on a CPU thread.
   bool is_profiler_step(EventId e) const {
     Cat c = ev.category(e);

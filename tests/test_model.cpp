@@ -211,6 +211,12 @@ TEST_CASE("correlation links both ways; duplicate ids resolve by time") {
   CHECK(m->ev.link[find_event(*m, "copy")] == find_event(*m, "cuLaunchKernel"));
   CHECK(m->ev.link[find_event(*m, "orphan")] == kNoEvent);
   CHECK(m->ev.id[k1] == 9);
+  CHECK(m->correlation_of(k1) == 9);
+  CHECK(m->correlation_of(l1) == 9);
+  CHECK(m->external_id_of(k1) == -1);
+  CHECK(m->launch_of(k1) == l1);
+  CHECK(m->gpu_op_of(l1) == k1);
+  CHECK(m->gpu_op_of(k1) == kNoEvent);
   CHECK(m->stats.gpu_ops == 4);
   CHECK(m->stats.gpu_ops_linked == 3);
   CHECK(m->stats.launches_linked == 3);
@@ -277,9 +283,10 @@ TEST_CASE("python_function frames link to their parent frame") {
     {"ph":"X","cat":"python_function","name":"linear.py(5): forward","pid":1,"tid":1,"ts":20,"dur":10,
      "args":{"Python id":3,"Python parent id":2}})"));
   EventId main = find_event(*m, "train.py(10): main"), mod = find_event(*m, "nn.Module: Linear_0");
-  CHECK(m->ev.link[mod] == main);
-  CHECK(m->ev.link[find_event(*m, "linear.py(5): forward")] == mod);
-  CHECK(m->ev.link[main] == kNoEvent);
+  CHECK(m->python_parent_of(mod) == main);
+  CHECK(m->python_parent_of(find_event(*m, "linear.py(5): forward")) == mod);
+  CHECK(m->python_parent_of(main) == kNoEvent);
+  CHECK(m->gpu_op_of(mod) == kNoEvent);  // the link means a parent frame here, not a GPU op
 }
 
 TEST_CASE("gpu_user_annotation links to its user_annotation") {
@@ -288,8 +295,15 @@ TEST_CASE("gpu_user_annotation links to its user_annotation") {
     {"ph":"X","cat":"gpu_user_annotation","name":"ProfilerStep#4","pid":0,"tid":7,"ts":10,"dur":100,"args":{"External id":11}})"));
   EventId cpu = kNoEvent, gpu = kNoEvent;
   for (EventId e = 0; e < m->ev.size(); ++e) (m->ev.category(e) == Cat::UserAnnotation ? cpu : gpu) = e;
-  CHECK(m->ev.link[gpu] == cpu);
-  CHECK(m->ev.link[cpu] == gpu);
+  CHECK(m->paired_annotation_of(gpu) == cpu);
+  CHECK(m->paired_annotation_of(cpu) == gpu);
+  CHECK(m->host_side_of(gpu) == cpu);
+  CHECK(m->launch_of(gpu) == kNoEvent);  // a GPU range is not launched
+  CHECK(m->external_id_of(cpu) == 11);
+  CHECK(m->is_profiler_step(cpu));
+  CHECK_FALSE(m->is_profiler_step(gpu));  // the GPU-side copy of the range
+  CHECK(profiler_step_number(m->name_of(cpu)) == 4);
+  CHECK(profiler_step_number("ProfilerStep#x") == -1);
   StepInfo steps = profiler_steps(*m);
   CHECK(steps.steps.size() == 1);
 }

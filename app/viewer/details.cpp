@@ -66,6 +66,8 @@ void draw_details(Viewer& v) {
     ImGui::TableSetupColumn("v", ImGuiTableColumnFlags_WidthStretch);
     if (sel.kind == ItemRef::Event) {
       row("Category", m.category_names[m.ev.cat[sel.index]]);
+      if (int64_t id = m.correlation_of(sel.index); id >= 0) row("Correlation", std::to_string(id));
+      else if (int64_t x = m.external_id_of(sel.index); x >= 0) row("External id", std::to_string(x));
       uint32_t t = m.track_of(sel.index);
       for (const render::Lane& l : tl.lanes)
         if (l.kind == render::LaneKind::Track && l.index == t) row("Track", tl.sections[l.section].title + " / " + l.title);
