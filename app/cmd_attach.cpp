@@ -6,8 +6,6 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
-#include <fstream>
 #include <string>
 
 #include "app/commands.h"
@@ -39,10 +37,15 @@ void usage(FILE* out) {
 int list() {
   std::string error;
   const auto agents = sc::list_agents(&error);
-  if (!error.empty()) std::fputs(error.c_str(), stderr);
+  for (size_t at = 0; at < error.size();) {  // one line per agent that did not answer
+    const size_t end = error.find('\n', at);
+    std::fprintf(stderr, "strata attach: %s\n", error.substr(at, end - at).c_str());
+    at = end == std::string::npos ? error.size() : end + 1;
+  }
   if (agents.empty()) {
-    std::printf("no running jobs with the Strata agent (start one with `strata record --dormant -- CMD`)\n");
-    return 0;
+    if (error.empty()) std::printf("no running jobs with the Strata agent (start one with `strata record --dormant -- CMD`)\n");
+    else std::printf("no agent answered (the jobs named above may still be running)\n");
+    return error.empty() ? 0 : 1;
   }
   std::printf("%-8s %-10s %-24s %s\n", "PID", "STATE", "GPU", "COMMAND");
   for (const auto& a : agents)
@@ -63,7 +66,7 @@ int simple_command(pid_t pid, const char* verb) {
     std::fprintf(stderr, "strata attach: pid %d: %s\n", pid, sc::error_text(*reply).c_str());
     return 1;
   }
-  for (const auto& [k, v] : reply->fields) std::printf("%s: %s\n", k.c_str(), v.c_str());
+  for (const auto& [k, v] : reply->fields) std::printf("%s: %s\n", k.c_str(), v.c_str());  // printable (agent_request)
   return 0;
 }
 
@@ -74,30 +77,17 @@ int open_in_viewer(const std::string& path) {
   return 1;
 }
 
-// Moves Kineto's file to where the user asked for it (copies across file systems).
-bool move_file(const std::string& from, const std::string& to) {
-  if (from == to || std::rename(from.c_str(), to.c_str()) == 0) return true;
-  std::ifstream in(from, std::ios::binary);
-  std::ofstream out(to, std::ios::binary | std::ios::trunc);
-  out << in.rdbuf();
-  if (!out.flush()) return false;
-  ::unlink(from.c_str());
-  return true;
-}
-
 int kineto(pid_t pid, sc::RecordOptions opt, int timeout_ms, bool open) {
   if (opt.output.empty()) opt.output = sc::absolute_path("kineto-" + std::to_string(pid) + ".pt.trace.json");
   if (opt.duration_ms == 0 && opt.iterations == 0) opt.duration_ms = 2000;
-  // Recent Kineto accepts on-demand trace paths only under /tmp (or $KINETO_ONDEMAND_TRACE_DIR).
-  const char* dir = std::getenv("KINETO_ONDEMAND_TRACE_DIR");
-  const std::string request = std::string(dir != nullptr && *dir != '\0' ? dir : "/tmp") + "/strata-kineto-" +
-                              std::to_string(pid) + "-" + std::to_string(::time(nullptr)) + ".pt.trace.json";
+  sc::kineto::TraceDir dir;  // private: nobody else can plant or swap the trace there
   sc::kineto::Daemon daemon;
   std::string error;
-  if (!daemon.bind("dynolog", &error)) {
+  if (!dir.create(&error) || !daemon.bind("dynolog", &error)) {
     std::fprintf(stderr, "strata attach --kineto: %s\n", error.c_str());
     return 1;
   }
+  const std::string request = dir.path() + "/trace.pt.trace.json";
   std::fprintf(stderr, "strata attach --kineto: waiting for pid %d to poll for a config...\n", pid);
   auto log = [](const std::string& line) { std::fprintf(stderr, "  %s\n", line.c_str()); };
   const std::string config = sc::kineto::trace_config(opt.duration_ms, opt.iterations, request);
@@ -113,12 +103,8 @@ int kineto(pid_t pid, sc::RecordOptions opt, int timeout_ms, bool open) {
   const std::string written = sc::kineto::wait_for_trace(
       sc::kineto::written_names(request, pid),
       timeout_ms + window_ms + static_cast<int>(sc::kineto::kKinetoWarmupSecs) * 1000, &error);
-  if (written.empty()) {
+  if (written.empty() || !sc::kineto::move_trace(written, opt.output, &error)) {
     std::fprintf(stderr, "strata attach --kineto: %s\n", error.c_str());
-    return 1;
-  }
-  if (!move_file(written, opt.output)) {
-    std::fprintf(stderr, "strata attach --kineto: cannot move %s to %s\n", written.c_str(), opt.output.c_str());
     return 1;
   }
   std::printf("%s\n", opt.output.c_str());
@@ -156,7 +142,8 @@ int cmd_attach(int argc, char** argv) {
     } else if (a == "--status" || a == "--stop" || a == "--detach") {
       verb = argv[i] + 2;
     } else if (a == "--timeout") {
-      if (i + 1 >= argc || !sc::parse_seconds(argv[++i], timeout_ms)) error = "--timeout takes seconds";
+      if (i + 1 >= argc || !sc::parse_seconds(argv[++i], timeout_ms) || timeout_ms > 86400000)
+        error = "--timeout takes seconds (at most a day)";
     } else if (sc::parse_record_option(argc, argv, i, opt, error)) {
     } else if (pid == 0 && parse_pid(argv[i], pid)) {
     } else {

@@ -28,7 +28,8 @@ struct Shared {
   std::atomic<uint32_t> iterations_done{0};
   std::atomic<uint64_t> cupti_dropped{0};  // reported by CUPTI per completed buffer
   std::atomic<uint32_t> kinds{collector::kDefaultKinds};  // what to record; set while Dormant
-  char pattern[256] = {};  // NVTX iteration pattern; written only while Dormant
+  // NVTX iteration pattern: a string the control thread never changes or frees once published.
+  std::atomic<const char*> pattern{nullptr};
   // The NVTX range that started a triggered recording: CUPTI recorded only its end, so
   // the control thread adds its start. Written before `trigger_range_ready` is set.
   uint64_t trigger_range_ts = 0;
@@ -70,11 +71,13 @@ uint64_t pool_exhausted();
 // Devices as the driver reports them (device_info.cpp); empty when unavailable.
 std::vector<collector::DeviceRecord> query_devices();
 
-// Control thread (control.cpp).
-bool control_start(std::string* error);
-// Starts a recording described like a "start" request, e.g. from STRATA_RECORD.
-void control_autostart(const std::string& request_line);
+// Control thread (control.cpp). `record_request`: a "start" line (STRATA_RECORD) run before
+// the thread starts, or null.
+bool control_start(const char* record_request, std::string* error);
+// At the job's exit: the control thread finishes a recording; this waits for it, bounded.
 void control_at_exit();
 void control_after_fork_child();
+// "strata agent: TEXT" on stderr; a stderr nobody reads any more never signals the job.
+void agent_log(const std::string& text);
 
 }  // namespace strata::agent

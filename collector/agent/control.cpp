@@ -1,17 +1,23 @@
-// The agent's one thread: it sleeps in poll() while dormant, serves control requests,
-// and while recording turns completed CUPTI buffers into trace lines. All session
-// state is guarded by one mutex that only this thread and the exit handler take;
-// CUPTI callbacks reach this thread through atomics and an eventfd, never the mutex.
+// The agent's one thread: it sleeps in poll() while dormant, serves control requests (many
+// clients at once, none able to hold it up), and while recording turns completed CUPTI
+// buffers into trace lines. All session state belongs to this thread: CUPTI callbacks reach it
+// through atomics and an eventfd, the job's exit handler through a flag it waits on for a
+// bounded time, so no thread of the job ever waits on a lock held across file or socket I/O.
+// The thread blocks every signal: nothing it writes (a file past RLIMIT_FSIZE, a closed pipe)
+// can signal the job.
 #include <fcntl.h>
-#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -25,6 +31,12 @@ namespace strata::agent {
 namespace {
 
 using collector::Message;
+using collector::error_reply;
+
+constexpr int64_t kTickMs = 100;           // timers and buffer draining while a session exists
+constexpr auto kExitWait = std::chrono::seconds(10);  // the longest the job's exit waits for the file
+constexpr size_t kMaxPatternBytes = 255;
+constexpr size_t kMaxPatterns = 64;        // distinct patterns kept for the process's life
 
 struct Session {
   std::string output;
@@ -42,21 +54,27 @@ struct Session {
 struct LastResult {
   std::string output;
   std::string error;
-  uint64_t events = 0;
+  uint64_t events = 0;  // events that reached the file
   uint64_t dropped = 0;
 };
 
 struct Control {
-  std::mutex mu;
-  collector::ControlListener listener;
+  collector::ControlServer server;
   std::unique_ptr<Session> session;
   LastResult last;
   uint64_t finished = 0;
   std::string command;
   std::string gpus;
-  std::atomic<bool> active{false};  // a session exists; lets poll() sleep without the lock
+  bool nvtx_injected = false;     // read once: getenv is not safe against the job's setenv
+  std::deque<std::string> patterns;  // see publish_pattern
   bool forked_child = false;
   bool exiting = false;
+  // The job's exit handler sets exit_requested and waits (bounded) for thread_done.
+  std::atomic<bool> exit_requested{false};
+  std::atomic<bool> thread_started{false};
+  std::mutex exit_mu;
+  std::condition_variable exit_cv;
+  bool thread_done = false;  // guarded by exit_mu
 };
 Control& control() {
   static Control* c = new Control;  // never destroyed: the thread outlives static destructors
@@ -93,6 +111,21 @@ std::string device_names(const std::vector<collector::DeviceRecord>& devices) {
   std::string s;
   for (const auto& d : devices) s += (s.empty() ? "" : ", ") + d.name;
   return s;
+}
+
+// The NVTX callback reads the pattern on job threads, maybe while a later recording is being
+// set up, so a published pattern is never changed or freed: each distinct one is kept.
+bool publish_pattern(Control& c, const std::string& pattern) {
+  const std::string* kept = nullptr;
+  for (const std::string& p : c.patterns)
+    if (p == pattern) kept = &p;
+  if (kept == nullptr) {
+    if (c.patterns.size() >= kMaxPatterns) return false;
+    c.patterns.push_back(pattern);  // a deque: earlier strings never move
+    kept = &c.patterns.back();
+  }
+  shared().pattern.store(kept->c_str(), std::memory_order_release);
+  return true;
 }
 
 // Writes the header on first use: device properties are read only after cuInit is done.
@@ -173,11 +206,10 @@ void finish(Control& c) {
   begin_trace(c, s);
   s.stats.dropped = shared().cupti_dropped.load() - s.dropped_base;
   s.writer->finish(s.stats);
-  c.last = LastResult{s.output, "", s.writer->events_written(), s.stats.dropped};
-  if (!s.sink.close()) c.last.error = s.sink.error();
-  if (!c.last.error.empty()) std::fprintf(stderr, "strata agent: %s\n", c.last.error.c_str());
+  const bool closed = s.sink.close();
+  c.last = LastResult{s.output, closed ? "" : s.sink.error(), s.writer->events_written(), s.stats.dropped};
+  if (!c.last.error.empty()) agent_log(c.last.error);
   c.session.reset();
-  c.active.store(false);
   ++c.finished;
   shared().state.store(State::Dormant);
   if (!c.exiting && release_between_recordings()) cupti_release();
@@ -193,77 +225,129 @@ std::string alternative_name(const std::string& path) {
   return path + "." + pid;
 }
 
-Message handle_start(Control& c, const Message& req) {
-  if (c.session) return collector::error_reply("already recording (state " + std::string(state_name(shared().state.load())) + ")");
+// Reads `key` as a whole number in [lo, hi]; false with `error` when it is there but is not one.
+bool read_bounded(const Message& req, const char* key, uint64_t lo, uint64_t hi, std::optional<uint64_t>& out,
+                  std::string& error) {
   bool bad = false;
-  const auto duration = collector::get_uint(req, "duration_ms", &bad);
-  const auto iterations = collector::get_uint(req, "iterations", &bad);
-  const auto delay = collector::get_uint(req, "delay_ms", &bad);
-  if (bad) return collector::error_reply("duration_ms, iterations and delay_ms take whole numbers");
-  if (duration && iterations) return collector::error_reply("give duration_ms or iterations, not both");
-  const std::string* output = req.get("output");
-  if (output == nullptr || output->empty() || (*output)[0] != '/') return collector::error_reply("output must be an absolute path");
-  auto s = std::make_unique<Session>();
-  s->duration_ms = duration.value_or(0);
-  if (iterations) {
-    if (*iterations == 0 || *iterations > 1000000) return collector::error_reply("iterations must be 1..1000000");
-    const std::string* source = req.get("source");
-    if (source == nullptr || *source == "nvtx") {
-      const char* inj = std::getenv("NVTX_INJECTION64_PATH");
-      if (inj == nullptr || *inj == '\0')
-        return collector::error_reply("NVTX ranges do not reach the agent: start the job with NVTX_INJECTION64_PATH set (strata record does)");
-      s->trigger = Trigger::Nvtx;
-    } else if (*source == "profiler") {
-      s->trigger = Trigger::ProfilerApi;
-    } else {
-      return collector::error_reply("source must be nvtx or profiler");
-    }
-    const std::string* pattern = req.get("pattern");
-    const std::string pat = pattern != nullptr && !pattern->empty() ? *pattern : "*iteration*";
-    if (pat.size() >= sizeof shared().pattern) return collector::error_reply("pattern too long");
-    std::memcpy(shared().pattern, pat.c_str(), pat.size() + 1);  // safe: no trigger is armed now
-    shared().iterations_target.store(static_cast<uint32_t>(*iterations));
-  }
+  out = collector::get_uint(req, key, &bad);
+  if (!bad && (!out || (*out >= lo && *out <= hi))) return true;
+  error = std::string(key) + " takes a whole number from " + std::to_string(lo) + " to " + std::to_string(hi);
+  return false;
+}
+
+// What a start request asks for, every value checked before anything is opened or subscribed.
+struct StartPlan {
+  std::string output;
+  bool exclusive = false;
+  std::optional<uint64_t> duration, iterations, delay;
+  Trigger trigger = Trigger::None;
+  std::string pattern;
   uint32_t kinds = collector::kDefaultKinds;
-  if (const std::string* k = req.get("kinds"); k != nullptr && !k->empty()) {
-    std::string why;
+};
+
+std::optional<StartPlan> plan_start(const Control& c, const Message& req, std::string& why) {
+  const auto refuse = [&](std::string text) -> std::optional<StartPlan> {
+    why = std::move(text);
+    return std::nullopt;
+  };
+  if (!collector::check_keys(req, {"output", "duration_ms", "iterations", "delay_ms", "pattern", "source", "kinds",
+                                   "exclusive"}, &why))
+    return std::nullopt;
+  for (const auto& [key, value] : req.fields)
+    if (value.empty()) return refuse(key + " has no value");
+  StartPlan p;
+  if (!read_bounded(req, "duration_ms", 1, collector::kMaxDurationMs, p.duration, why) ||
+      !read_bounded(req, "iterations", 1, collector::kMaxIterations, p.iterations, why) ||
+      !read_bounded(req, "delay_ms", 0, collector::kMaxDelayMs, p.delay, why))
+    return std::nullopt;
+  if (p.duration && p.iterations) return refuse("give duration_ms or iterations, not both");
+  const std::string* source = req.get("source");
+  const std::string* pattern = req.get("pattern");
+  if (!p.iterations && (source != nullptr || pattern != nullptr)) return refuse("source and pattern go with iterations");
+  if (const std::string* e = req.get("exclusive")) {
+    if (*e != "0" && *e != "1") return refuse("exclusive takes 0 or 1");
+    p.exclusive = *e == "1";
+  }
+  const std::string* output = req.get("output");
+  if (output == nullptr || (*output)[0] != '/') return refuse("output must be an absolute path");
+  // Room for the ".PID" another process of the job may add: any status reply fits one line.
+  if (collector::encoded_size(*output) + 16 > collector::kMaxOutputBytes)
+    return refuse("output path too long (at most " + std::to_string(collector::kMaxOutputBytes - 16) +
+                  " bytes, %-escaped)");
+  p.output = *output;
+  if (p.iterations) {
+    if (source == nullptr || *source == "nvtx") {
+      if (!c.nvtx_injected)
+        return refuse("NVTX ranges do not reach the agent: start the job with NVTX_INJECTION64_PATH set (strata record does)");
+      p.trigger = Trigger::Nvtx;
+    } else if (*source == "profiler") {
+      p.trigger = Trigger::ProfilerApi;
+    } else {
+      return refuse("source must be nvtx or profiler");
+    }
+    p.pattern = pattern != nullptr ? *pattern : "*iteration*";
+    if (p.pattern.size() > kMaxPatternBytes) return refuse("pattern longer than " + std::to_string(kMaxPatternBytes) + " bytes");
+  }
+  if (const std::string* k = req.get("kinds")) {
     const auto mask = collector::parse_kinds(*k, &why);
-    if (!mask) return collector::error_reply(why);
-    kinds = *mask;
+    if (!mask) return std::nullopt;
+    p.kinds = *mask;
   }
-  if (std::string why; !cupti_acquire(&why)) return collector::error_reply(why);
-  shared().kinds.store(kinds);  // safe: nothing is recording or armed now
-  const bool exclusive = req.get("exclusive") != nullptr && *req.get("exclusive") == "1";
-  s->output = *output;
-  if (!s->sink.open(s->output, exclusive)) {
-    if (!exclusive || s->sink.error_number() != EEXIST) return collector::error_reply(s->sink.error());
-    s->output = alternative_name(*output);  // another process of the job took the name
-    if (!s->sink.open(s->output, true)) return collector::error_reply(s->sink.error());
+  return p;
+}
+
+Message handle_start(Control& c, const Message& req) {
+  if (c.session) return error_reply("already recording (state " + std::string(state_name(shared().state.load())) + ")");
+  std::string why;
+  const auto plan = plan_start(c, req, why);
+  if (!plan) return error_reply(why);
+  // The file first, CUPTI last: a refused start leaves CUPTI as it was (released stays released).
+  auto s = std::make_unique<Session>();
+  s->output = plan->output;
+  if (!s->sink.open(s->output, plan->exclusive)) {
+    if (!plan->exclusive || s->sink.error_number() != EEXIST) return error_reply(s->sink.error());
+    s->output = alternative_name(plan->output);  // another process of the job took the name
+    if (!s->sink.open(s->output, true)) return error_reply(s->sink.error());
   }
+  std::string refused;
+  if (plan->trigger != Trigger::None && !publish_pattern(c, plan->pattern))
+    refused = "too many distinct patterns in one job (" + std::to_string(kMaxPatterns) + ")";
+  else
+    cupti_acquire(&refused);
+  if (!refused.empty()) {
+    s->sink.close();
+    ::unlink(s->output.c_str());
+    return error_reply(refused);
+  }
+  if (plan->iterations) shared().iterations_target.store(static_cast<uint32_t>(*plan->iterations));
+  shared().kinds.store(plan->kinds);  // safe: nothing is recording or armed now
+  s->duration_ms = plan->duration.value_or(0);
+  s->trigger = plan->trigger;
   s->writer = std::make_unique<collector::ChromeTraceWriter>(s->sink);
   s->dropped_base = shared().cupti_dropped.load();
-  s->start_at_ms = now_ms() + static_cast<int64_t>(delay.value_or(0));
+  s->start_at_ms = now_ms() + static_cast<int64_t>(plan->delay.value_or(0));
   Session& ref = *s;
   c.session = std::move(s);
-  c.active.store(true);
-  if (!delay || *delay == 0) start_recording(ref);
+  if (plan->delay.value_or(0) == 0) start_recording(ref);
   Message ok;
   ok.verb = "ok";
   ok.set("output", ref.output);
   return ok;
 }
 
+// Every value is bounded (collector::kMaxOutputBytes, kMaxTextBytes): the reply always fits
+// the line a client reads.
 Message status_reply(Control& c) {
   Message m;
   m.verb = "ok";
   const State st = shared().state.load();
   const bool waiting = c.session && st == State::Dormant;
   m.set("pid", std::to_string(getpid()));
-  m.set("command", c.command);
+  m.set("command", collector::fit_value(c.command));
   if (c.gpus.empty()) c.gpus = device_names(query_devices());
-  m.set("gpu", c.gpus);
+  m.set("gpu", collector::fit_value(c.gpus));
   m.set("state", waiting ? "waiting" : state_name(st));
-  m.set("nvtx", std::getenv("NVTX_INJECTION64_PATH") != nullptr ? "on" : "off");
+  m.set("nvtx", c.nvtx_injected ? "on" : "off");
   m.set("cupti", cupti_attachment());
   m.set("recordings", std::to_string(c.finished));
   m.set("buffers_refused", std::to_string(pool_exhausted()));  // pool empty: CUPTI dropped records
@@ -276,43 +360,30 @@ Message status_reply(Control& c) {
     m.set("output", c.last.output);
     m.set("events", std::to_string(c.last.events));
     m.set("dropped", std::to_string(c.last.dropped));
-    if (!c.last.error.empty()) m.set("error", c.last.error);
+    if (!c.last.error.empty()) m.set("error", collector::fit_value(c.last.error));
   }
   return m;
 }
 
 Message dispatch(Control& c, const Message& req) {
-  if (req.verb == "status") return status_reply(c);
+  std::string why;
   if (req.verb == "start") return handle_start(c, req);
+  if (req.verb != "status" && req.verb != "stop" && req.verb != "detach")
+    return error_reply("unknown command '" + req.verb + "' (status, start, stop, detach)");
+  if (!collector::check_keys(req, {}, &why)) return error_reply(why);
+  if (req.verb == "status") return status_reply(c);
   if (req.verb == "stop") {
-    if (!c.session) return collector::error_reply("not recording");
+    if (!c.session) return error_reply("not recording");
     finish(c);
-    Message m = status_reply(c);
-    if (!c.last.error.empty()) return collector::error_reply(c.last.error);
-    return m;
+    if (!c.last.error.empty()) return error_reply(c.last.error);
+    return status_reply(c);
   }
-  if (req.verb == "detach") {
-    if (c.session) finish(c);
-    cupti_detach(release_between_recordings());
-    shared().state.store(State::Detached);
-    Message m;
-    m.verb = "ok";
-    return m;
-  }
-  return collector::error_reply("unknown command '" + req.verb + "' (status, start, stop, detach)");
-}
-
-void serve_one(Control& c) {
-  std::string error;
-  const int fd = c.listener.accept_peer(&error);
-  if (fd < 0) return;
-  if (auto line = collector::read_line(fd, 1000, &error)) {
-    if (auto req = collector::decode_message(*line, &error)) collector::send_reply(fd, dispatch(c, *req));
-    else collector::send_reply(fd, collector::error_reply("bad request: " + error));
-  } else {
-    collector::send_reply(fd, collector::error_reply("bad request: " + error));
-  }
-  ::close(fd);
+  if (c.session) finish(c);  // detach
+  cupti_detach(release_between_recordings());
+  shared().state.store(State::Detached);
+  Message m;
+  m.verb = "ok";
+  return m;
 }
 
 void tick(Control& c) {
@@ -328,22 +399,37 @@ void tick(Control& c) {
   if (shared().state.load() == State::Stopping) finish(c);
 }
 
+// How long the thread may sleep: until the next tick or timer while a session exists.
+int wait_ms(const Control& c) {
+  if (!c.session) return -1;
+  const int64_t now = now_ms();
+  int64_t wait = kTickMs;
+  for (const int64_t at : {c.session->start_at_ms, c.session->stop_at_ms})
+    if (at > now) wait = std::min(wait, at - now);
+  return static_cast<int>(wait);
+}
+
 void run(Control& c) {
-  for (;;) {
-    const bool busy = c.active.load();
-    pollfd fds[2] = {{c.listener.fd(), POLLIN, 0}, {shared().wake_fd, POLLIN, 0}};
-    ::poll(fds, 2, busy ? 100 : -1);
-    if (fds[1].revents & POLLIN) {
+  pthread_setname_np(pthread_self(), "strata-agent");
+  const auto handle = [&c](const Message& req) { return dispatch(c, req); };
+  while (!c.exit_requested.load() && shared().state.load() != State::Detached) {
+    if (c.server.serve(shared().wake_fd, wait_ms(c), handle)) {
       uint64_t v = 0;
       [[maybe_unused]] ssize_t n = ::read(shared().wake_fd, &v, sizeof v);
     }
-    std::lock_guard<std::mutex> lock(c.mu);
-    if (c.exiting || shared().state.load() == State::Detached) break;
-    if (fds[0].revents & POLLIN) serve_one(c);
+    if (c.exit_requested.load()) break;
     tick(c);
-    if (shared().state.load() == State::Detached) break;
   }
-  if (!c.exiting) c.listener.close();
+  if (c.exit_requested.load()) {
+    c.exiting = true;
+    if (c.session) finish(c);
+  }
+  c.server.close();
+  {
+    std::lock_guard<std::mutex> lock(c.exit_mu);
+    c.thread_done = true;
+  }
+  c.exit_cv.notify_all();
 }
 
 }  // namespace
@@ -371,9 +457,37 @@ void wake_control() {
   if (shared().wake_fd >= 0) [[maybe_unused]] ssize_t n = ::write(shared().wake_fd, &one, sizeof one);
 }
 
-bool control_start(std::string* error) {
+void agent_log(const std::string& text) {
+  const std::string line = "strata agent: " + text + "\n";
+  // stderr may be a pipe nobody reads any more: keep its SIGPIPE from reaching the job.
+  sigset_t pipe_only, old, pending;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+  sigpending(&pending);
+  const bool was_pending = sigismember(&pending, SIGPIPE) == 1;
+  bool broken = false;
+  for (size_t at = 0; at < line.size();) {
+    const ssize_t n = ::write(STDERR_FILENO, line.data() + at, line.size() - at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      broken = n < 0 && errno == EPIPE;
+      break;
+    }
+    at += static_cast<size_t>(n);
+  }
+  if (broken && !was_pending) {
+    const timespec zero{};
+    sigtimedwait(&pipe_only, nullptr, &zero);  // ours: take it back before unblocking
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+bool control_start(const char* record_request, std::string* error) {
   Control& c = control();
   c.command = read_cmdline();
+  const char* nvtx = std::getenv("NVTX_INJECTION64_PATH");
+  c.nvtx_injected = nvtx != nullptr && *nvtx != '\0';
   shared().wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (shared().wake_fd < 0) {
     *error = "cannot create an eventfd";
@@ -382,36 +496,41 @@ bool control_start(std::string* error) {
   const std::string dir = collector::socket_dir();
   std::string listen_error;
   if (!collector::ensure_private_dir(dir, &listen_error) ||
-      !c.listener.listen(collector::agent_socket_path(dir, getpid()), getuid(), &listen_error))
-    std::fprintf(stderr, "strata agent: attach is unavailable: %s\n", listen_error.c_str());
+      !c.server.listen(collector::agent_socket_path(dir, getpid()), getuid(), &listen_error))
+    agent_log("attach is unavailable: " + listen_error);
+  // STRATA_RECORD: started here, on the job's thread inside cuInit, before the control thread
+  // exists, so the recording covers the job's first CUDA calls.
+  if (record_request != nullptr && *record_request != '\0') {
+    std::string why;
+    auto req = collector::decode_message(record_request, &why);
+    const Message reply = req ? handle_start(c, *req) : error_reply("bad STRATA_RECORD: " + why);
+    if (collector::is_error(reply)) agent_log("not recording: " + collector::error_text(reply));
+  }
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);  // the thread starts with every signal blocked
   std::thread(run, std::ref(c)).detach();
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  c.thread_started.store(true);
   return true;
-}
-
-void control_autostart(const std::string& request_line) {
-  Control& c = control();
-  std::string error;
-  auto req = collector::decode_message(request_line, &error);
-  std::lock_guard<std::mutex> lock(c.mu);
-  const Message reply = req ? handle_start(c, *req) : collector::error_reply("bad STRATA_RECORD: " + error);
-  if (collector::is_error(reply))
-    std::fprintf(stderr, "strata agent: not recording: %s\n", collector::error_text(reply).c_str());
 }
 
 void control_at_exit() {
   Control& c = control();
-  if (c.forked_child) return;
-  std::lock_guard<std::mutex> lock(c.mu);
-  c.exiting = true;
+  if (c.forked_child || !c.thread_started.load()) return;
   cupti_keep();
-  if (c.session) finish(c);
-  c.listener.close();
+  c.exit_requested.store(true);
+  wake_control();
+  std::unique_lock<std::mutex> lock(c.exit_mu);
+  if (!c.exit_cv.wait_for(lock, kExitWait, [&] { return c.thread_done; }))
+    agent_log("the recording was not finished within " + std::to_string(kExitWait.count()) +
+              " s of the job's exit; its file may be incomplete");
 }
 
 void control_after_fork_child() {
   Control& c = control();
   c.forked_child = true;  // no control thread here; leave the parent's socket alone
-  c.listener.forget();
+  c.server.forget();
 }
 
 }  // namespace strata::agent

@@ -129,7 +129,8 @@ void on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data) {
     return;
   }
   const char* msg = push_message(cbid, data->functionParams);
-  const bool matched = msg != nullptr && fnmatch(shared().pattern, msg, FNM_CASEFOLD) == 0;
+  const char* pattern = shared().pattern.load(std::memory_order_acquire);
+  const bool matched = msg != nullptr && pattern != nullptr && fnmatch(pattern, msg, FNM_CASEFOLD) == 0;
   if (t_depth < 64) {
     const uint64_t bit = uint64_t{1} << t_depth;
     t_matched = matched ? (t_matched | bit) : (t_matched & ~bit);

@@ -7,7 +7,6 @@
 #include <pthread.h>
 
 #include <atomic>
-#include <cstdio>
 #include <cstdlib>
 
 #include "agent.h"
@@ -23,14 +22,12 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   static std::atomic<bool> done{false};
   if (done.exchange(true)) return 1;
   std::string error;
-  if (!strata::agent::cupti_attach(&error) || !strata::agent::control_start(&error)) {
-    std::fprintf(stderr, "strata agent: %s -- the agent stays off; the job runs on without it\n", error.c_str());
+  if (!strata::agent::cupti_attach(&error) || !strata::agent::control_start(std::getenv("STRATA_RECORD"), &error)) {
+    strata::agent::agent_log(error + " -- the agent stays off; the job runs on without it");
     return 1;  // never fail the driver's initialization on our account
   }
   std::atexit(at_exit);
   pthread_atfork(nullptr, nullptr, after_fork_child);
-  if (const char* rec = std::getenv("STRATA_RECORD"); rec != nullptr && *rec != '\0')
-    strata::agent::control_autostart(rec);
   return 1;
 }
 

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "core/base/utf8.h"
 #include "protocol/control_socket.h"
 
 namespace strata::collector {
@@ -18,10 +20,45 @@ namespace {
 constexpr int kRequestTimeoutMs = 3000;
 constexpr int kStopTimeoutMs = 120000;  // stop flushes and writes the whole file
 
-uint64_t field_uint(const Message& m, const char* key) {
-  bool bad = false;
-  return get_uint(m, key, &bad).value_or(0);
+// A reply's values made printable: they come from another process and reach a terminal or
+// the viewer's window.
+Message printable(Message m) {
+  for (auto& [key, value] : m.fields) value = printable_text(value);
+  return m;
 }
+
+// The path of pid's socket if it is a socket of this user in this user's private directory;
+// else "" with `error` saying why. An agent that never ran leaves no directory: that is no error.
+std::string socket_of(const std::string& dir, pid_t pid, std::string* error) {
+  const std::string path = agent_socket_path(dir, pid);
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    *error = "no Strata agent in pid " + std::to_string(pid) +
+             " (`strata attach` lists them; start a job with `strata record --dormant -- CMD`)";
+    return "";
+  }
+  if (!S_ISSOCK(st.st_mode) || st.st_uid != ::getuid()) {
+    *error = "refusing " + path + ": not a socket of this user";
+    return "";
+  }
+  return path;
+}
+
+std::optional<Message> ask(const std::string& path, const Message& req, int timeout_ms, std::string* error) {
+  auto reply = request(path, req, timeout_ms, error);
+  if (!reply) return std::nullopt;
+  return printable(std::move(*reply));
+}
+
+// A count every reply of that kind carries; false with `error` when it is missing or not a number.
+bool read_count(const Message& reply, const char* key, uint64_t& out, std::string* error) {
+  bool bad = false;
+  const auto v = get_uint(reply, key, &bad);
+  if (v) out = *v;
+  else *error = "malformed reply from the agent: no number '" + std::string(key) + "'";
+  return v.has_value();
+}
+
 }  // namespace
 
 std::string absolute_path(const std::string& path) {
@@ -34,25 +71,32 @@ std::string absolute_path(const std::string& path) {
 std::vector<AgentInfo> list_agents(std::string* error) {
   std::vector<AgentInfo> out;
   const std::string dir = socket_dir();
+  std::string why;
+  if (struct stat st {}; ::lstat(dir.c_str(), &st) != 0 && errno == ENOENT) return out;  // no agent ever ran
+  if (!check_private_dir(dir, &why)) {
+    if (error != nullptr) *error += why + "\n";
+    return out;
+  }
   DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return out;  // no agent ever ran for this user
+  if (d == nullptr) return out;
   std::vector<pid_t> pids;
   while (dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
     if (name.size() <= 5 || name.compare(name.size() - 5, 5, ".sock") != 0) continue;
     char* end = nullptr;
     const long pid = std::strtol(name.c_str(), &end, 10);
-    if (pid > 0 && std::string(end) == ".sock") pids.push_back(static_cast<pid_t>(pid));
+    if (pid > 0 && pid <= INT_MAX && std::string(end) == ".sock") pids.push_back(static_cast<pid_t>(pid));
   }
   ::closedir(d);
   Message status;
   status.verb = "status";
   for (pid_t pid : pids) {
-    std::string err;
-    auto reply = request(agent_socket_path(dir, pid), status, kRequestTimeoutMs, &err);
-    if (!reply) {
-      if (::kill(pid, 0) != 0 && errno == ESRCH) ::unlink(agent_socket_path(dir, pid).c_str());
-      else if (error != nullptr) *error += "pid " + std::to_string(pid) + ": " + err + "\n";
+    const std::string path = socket_of(dir, pid, &why);
+    auto reply = path.empty() ? std::nullopt : ask(path, status, kRequestTimeoutMs, &why);
+    if (reply && is_error(*reply)) why = error_text(*reply);
+    if (!reply || is_error(*reply)) {
+      if (!path.empty() && ::kill(pid, 0) != 0 && errno == ESRCH) ::unlink(path.c_str());  // a dead job's
+      else if (error != nullptr) *error += "pid " + std::to_string(pid) + " did not answer: " + why + "\n";
       continue;
     }
     AgentInfo a;
@@ -67,13 +111,11 @@ std::vector<AgentInfo> list_agents(std::string* error) {
 }
 
 std::optional<Message> agent_request(pid_t pid, const Message& req, int timeout_ms, std::string* error) {
-  const std::string path = agent_socket_path(socket_dir(), pid);
-  if (::access(path.c_str(), F_OK) != 0) {
-    *error = "no Strata agent in pid " + std::to_string(pid) +
-             " (`strata attach` lists them; start a job with `strata record --dormant -- CMD`)";
-    return std::nullopt;
-  }
-  return request(path, req, timeout_ms, error);
+  const std::string dir = socket_dir();
+  if (!check_private_dir(dir, error)) return std::nullopt;
+  const std::string path = socket_of(dir, pid, error);
+  if (path.empty()) return std::nullopt;
+  return ask(path, req, timeout_ms, error);
 }
 
 Message start_request(const RecordOptions& opt) {
@@ -103,18 +145,20 @@ std::optional<RecordResult> record_from_agent(pid_t pid, const RecordOptions& op
   status.verb = "status";
   auto before = agent_request(pid, status, kRequestTimeoutMs, error);
   if (!before) return std::nullopt;
+  uint64_t finished_before = 0;
   if (is_error(*before)) {
     *error = error_text(*before);
     return std::nullopt;
   }
-  const uint64_t finished_before = field_uint(*before, "recordings");
+  if (!read_count(*before, "recordings", finished_before, error)) return std::nullopt;
   auto started = agent_request(pid, start_request(opt), kRequestTimeoutMs, error);
   if (!started) return std::nullopt;
   if (is_error(*started)) {
     *error = error_text(*started);
     return std::nullopt;
   }
-  if (progress) progress("recording pid " + std::to_string(pid) + " into " + *started->get("output"));
+  // The file is the one asked for: nothing in a reply decides what the client opens.
+  if (progress) progress("recording pid " + std::to_string(pid) + " into " + printable_text(opt.output));
   std::string last_state;
   for (;;) {
     if (cancel != nullptr && cancel->load()) {
@@ -132,15 +176,21 @@ std::optional<RecordResult> record_from_agent(pid_t pid, const RecordOptions& op
       *error = "the job ended or stopped answering: " + *error;
       return std::nullopt;
     }
-    if (field_uint(*now, "recordings") > finished_before) {
+    uint64_t finished = 0;
+    if (is_error(*now)) {
+      *error = error_text(*now);
+      return std::nullopt;
+    }
+    if (!read_count(*now, "recordings", finished, error)) return std::nullopt;
+    if (finished > finished_before) {
       if (const auto* e = now->get("error")) {
         *error = *e;
         return std::nullopt;
       }
       RecordResult r;
-      if (const auto* o = now->get("output")) r.output = *o;
-      r.events = field_uint(*now, "events");
-      r.dropped = field_uint(*now, "dropped");
+      r.output = opt.output;
+      if (!read_count(*now, "events", r.events, error) || !read_count(*now, "dropped", r.dropped, error))
+        return std::nullopt;
       return r;
     }
     const std::string* st = now->get("state");

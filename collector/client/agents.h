@@ -24,8 +24,12 @@ struct AgentInfo {
 };
 
 // Agents of this user that answer on their socket; sockets of dead processes are removed.
+// `error` gets one line per agent that did not answer (others may still be listed), or why the
+// socket directory is refused (not this user's, or not private). Every text is printable.
 std::vector<AgentInfo> list_agents(std::string* error);
 
+// One request to pid's agent, after checking its socket directory and socket; the reply's
+// values are made printable (control characters and invalid UTF-8 replaced).
 std::optional<Message> agent_request(pid_t pid, const Message& req, int timeout_ms, std::string* error);
 
 struct RecordOptions {

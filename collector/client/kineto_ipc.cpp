@@ -1,5 +1,7 @@
 #include "kineto_ipc.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -8,11 +10,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <thread>
+
+#include "core/base/utf8.h"
 
 namespace strata::collector::kineto {
 
@@ -126,80 +131,153 @@ size_t endpoint_address(const std::string& name, void* out) {
   const char* dir = std::getenv("KINETO_IPC_SOCKET_DIR");
   if (dir != nullptr && *dir != '\0') {
     const std::string path = std::string(dir) + "/" + name;
-    const size_t n = std::min(path.size(), sizeof addr->sun_path - 1);
-    std::memcpy(addr->sun_path, path.data(), n);
-    return sizeof(sa_family_t) + n + 1;
+    if (path.size() >= sizeof addr->sun_path) return 0;
+    std::memcpy(addr->sun_path, path.data(), path.size());
+    return sizeof(sa_family_t) + path.size() + 1;
   }
   // Abstract: a leading NUL, the name, and a trailing NUL that is part of the address.
-  const size_t n = std::min(name.size(), sizeof addr->sun_path - 2);
-  std::memcpy(addr->sun_path + 1, name.data(), n);
-  return sizeof(sa_family_t) + n + 2;
+  if (name.size() + 2 > sizeof addr->sun_path) return 0;
+  std::memcpy(addr->sun_path + 1, name.data(), name.size());
+  return sizeof(sa_family_t) + name.size() + 2;
 }
+
+namespace {
+
+std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+// Whether a live process is bound to the datagram socket file at `path`.
+bool socket_in_use(const sockaddr_un& addr, socklen_t len) {
+  const int probe = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (probe < 0) return true;  // cannot tell: leave it alone
+  const bool refused = ::connect(probe, reinterpret_cast<const sockaddr*>(&addr), len) != 0 && errno == ECONNREFUSED;
+  ::close(probe);
+  return !refused;
+}
+
+}  // namespace
 
 Daemon::~Daemon() {
   if (fd_ >= 0) ::close(fd_);
-  if (!path_.empty()) ::unlink(path_.c_str());
+  struct stat st {};
+  if (!path_.empty() && ::lstat(path_.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_)
+    ::unlink(path_.c_str());  // still the socket we bound, not one that replaced it
 }
 
 bool Daemon::bind(const std::string& name, std::string* error) {
-  fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd_ < 0) {
-    *error = std::string("socket: ") + std::strerror(errno);
-    return false;
-  }
   sockaddr_un addr{};
   const auto len = static_cast<socklen_t>(endpoint_address(name, &addr));
-  if (addr.sun_path[0] != '\0') {
-    path_ = addr.sun_path;
-    ::unlink(path_.c_str());
-  }
-  if (::bind(fd_, reinterpret_cast<const sockaddr*>(&addr), len) != 0) {
-    *error = errno == EADDRINUSE ? "the ipcfabric endpoint '" + name +
-                                       "' is taken: is a dynolog daemon running? Use `dyno gputrace` with it instead"
-                                 : std::string("bind: ") + std::strerror(errno);
-    path_.clear();
+  if (len == 0) {
+    *error = "the ipcfabric endpoint '" + name + "' does not fit a socket address (KINETO_IPC_SOCKET_DIR too long?)";
     return false;
   }
+  const std::string path = addr.sun_path[0] != '\0' ? std::string(addr.sun_path) : std::string();
+  const std::string taken = "the ipcfabric endpoint " + (path.empty() ? "'" + name + "'" : path) +
+                            " is held by a running process: is a dynolog daemon running? Use `dyno gputrace` with it instead";
+  if (struct stat st {}; !path.empty() && ::lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) {
+      *error = path + " exists and is not a socket; not touching it";
+      return false;
+    }
+    if (socket_in_use(addr, len)) {
+      *error = taken;
+      return false;
+    }
+    ::unlink(path.c_str());  // left by a process that is gone (connecting to it was refused)
+  }
+  fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) {
+    *error = errno_text("socket");
+    return false;
+  }
+  const int on = 1;
+  if (::bind(fd_, reinterpret_cast<const sockaddr*>(&addr), len) != 0 ||
+      ::setsockopt(fd_, SOL_SOCKET, SO_PASSCRED, &on, sizeof on) != 0) {
+    *error = errno == EADDRINUSE ? taken : errno_text("bind");
+    ::close(fd_);
+    fd_ = -1;
+    return false;
+  }
+  struct stat st {};
+  if (!path.empty() && ::lstat(path.c_str(), &st) == 0) {
+    path_ = path;
+    dev_ = st.st_dev;
+    ino_ = st.st_ino;
+  }
   return true;
+}
+
+bool descends_from(pid_t pid, pid_t ancestor) {
+  for (int depth = 0; depth < 64 && pid > 1; ++depth) {
+    if (pid == ancestor) return true;
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text;
+    std::getline(stat, text);
+    const size_t paren = text.rfind(')');  // the command name may hold spaces and parentheses
+    if (paren == std::string::npos) return false;
+    char state = 0;
+    long parent = 0;
+    if (std::sscanf(text.c_str() + paren + 1, " %c %ld", &state, &parent) != 2) return false;
+    pid = static_cast<pid_t>(parent);
+  }
+  return pid == ancestor;
 }
 
 bool Daemon::deliver(pid_t pid, const std::string& config, int timeout_ms,
                      const std::function<void(const std::string&)>& log, std::string* error) {
   const int64_t deadline = now_ms() + timeout_ms;
   std::vector<uint8_t> buf(1 << 16);
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
   while (now_ms() < deadline) {
     pollfd p{fd_, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(std::max<int64_t>(1, deadline - now_ms()))) <= 0) continue;
     sockaddr_un from{};
-    socklen_t from_len = sizeof from;
-    const ssize_t n = ::recvfrom(fd_, buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&from), &from_len);
+    iovec iov{buf.data(), buf.size()};
+    msghdr msg{};
+    msg.msg_name = &from;
+    msg.msg_namelen = sizeof from;
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    const ssize_t n = ::recvmsg(fd_, &msg, MSG_DONTWAIT);
     if (n <= 0) continue;
+    const cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    ucred sender{};
+    const bool vouched = c != nullptr && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS;
+    if (vouched) std::memcpy(&sender, CMSG_DATA(c), sizeof sender);
+    if (!vouched || sender.uid != ::getuid() || !descends_from(sender.pid, pid)) {
+      if (log)
+        log("ignored a datagram from pid " + std::to_string(sender.pid) + " (uid " + std::to_string(sender.uid) +
+            "): not pid " + std::to_string(pid) + " or a process it started, as this user");
+      continue;
+    }
     std::string why;
-    auto msg = decode(buf.data(), static_cast<size_t>(n), &why);
-    if (!msg) {
+    auto datagram = decode(buf.data(), static_cast<size_t>(n), &why);
+    if (!datagram) {
       if (log) log("ignored a malformed datagram: " + why);
       continue;
     }
     std::vector<uint8_t> reply;
     bool delivered = false;
-    if (msg->type == "ctxt") {
-      auto ctx = decode_context(msg->payload);
+    if (datagram->type == "ctxt") {
+      auto ctx = decode_context(datagram->payload);
       if (ctx && log) log("job pid " + std::to_string(ctx->pid) + " registered (gpu " + std::to_string(ctx->gpu) + ")");
       const int32_t count = 1;
       reply = encode("ctxt", &count, sizeof count);
-    } else if (msg->type == "req") {
-      auto req = decode_request(msg->payload);
+    } else if (datagram->type == "req") {
+      auto req = decode_request(datagram->payload);
       const bool wanted = req && (req->type & kConfigActivities) != 0 &&
                           std::find(req->pids.begin(), req->pids.end(), pid) != req->pids.end();
       const std::string& text = wanted ? config : std::string();
       reply = encode("req", text.data(), text.size());
       delivered = wanted;
     } else {
-      if (log) log("ignored a datagram of unknown type '" + msg->type + "'");
+      if (log) log("ignored a datagram of unknown type '" + printable_text(datagram->type) + "'");
       continue;
     }
-    if (::sendto(fd_, reply.data(), reply.size(), MSG_DONTWAIT, reinterpret_cast<const sockaddr*>(&from), from_len) < 0) {
-      if (log) log(std::string("reply failed: ") + std::strerror(errno));
+    if (::sendto(fd_, reply.data(), reply.size(), MSG_DONTWAIT, reinterpret_cast<const sockaddr*>(&from),
+                 msg.msg_namelen) < 0) {
+      if (log) log(errno_text("reply failed"));
       continue;
     }
     if (delivered) return true;
@@ -208,6 +286,27 @@ bool Daemon::deliver(pid_t pid, const std::string& config, int timeout_ms,
            " did not ask for a config in time: start it with KINETO_USE_DAEMON=1 and a Kineto config holding "
            "ENABLE_IPC_FABRIC=true (KINETO_CONFIG=FILE or /etc/libkineto.conf); Kineto polls every few seconds";
   return false;
+}
+
+TraceDir::~TraceDir() {
+  if (path_.empty()) return;
+  if (DIR* d = ::opendir(path_.c_str())) {
+    while (dirent* e = ::readdir(d))
+      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) ::unlinkat(dirfd(d), e->d_name, 0);
+    ::closedir(d);
+  }
+  ::rmdir(path_.c_str());
+}
+
+bool TraceDir::create(std::string* error) {
+  const char* base = std::getenv("KINETO_ONDEMAND_TRACE_DIR");
+  std::string tmpl = std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/strata-kineto-XXXXXX";
+  if (::mkdtemp(tmpl.data()) == nullptr) {  // mode 0700, a name nobody can guess
+    *error = errno_text("cannot create a private directory for the trace under " + tmpl.substr(0, tmpl.rfind('/')));
+    return false;
+  }
+  path_ = tmpl;
+  return true;
 }
 
 std::vector<std::string> written_names(const std::string& requested, pid_t pid) {
@@ -222,14 +321,34 @@ std::vector<std::string> written_names(const std::string& requested, pid_t pid) 
 }
 
 namespace {
-// True when `path` holds a finished JSON document (last non-blank byte is '}').
-bool looks_complete(const std::string& path, off_t size) {
-  std::ifstream f(path, std::ios::binary);
-  f.seekg(-std::min<off_t>(size, 16), std::ios::end);
-  const std::string tail((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  const size_t last = tail.find_last_not_of(" \r\n\t");
-  return last != std::string::npos && tail[last] == '}';
+
+// Opens a trace for reading only if it is a regular file of this user, without following a
+// symlink or blocking on a FIFO; -1 with `error` set otherwise (and "" when there is none).
+int open_own_file(const std::string& path, struct stat& st, std::string* error) {
+  error->clear();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    if (errno != ENOENT) *error = errno_text("refusing " + path);
+    return -1;
+  }
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::getuid()) {
+    ::close(fd);
+    *error = "refusing " + path + ": not a regular file of this user";
+    return -1;
+  }
+  return fd;
 }
+
+// True when the file ends with '}' (after blanks): Kineto wrote the whole document.
+bool looks_complete(int fd, off_t size) {
+  char tail[16];
+  const off_t n = std::min<off_t>(size, sizeof tail);
+  if (::pread(fd, tail, static_cast<size_t>(n), size - n) != n) return false;
+  const std::string_view text(tail, static_cast<size_t>(n));
+  const size_t last = text.find_last_not_of(" \r\n\t");
+  return last != std::string_view::npos && text[last] == '}';
+}
+
 }  // namespace
 
 std::string wait_for_trace(const std::vector<std::string>& paths, int timeout_ms, std::string* error) {
@@ -238,15 +357,44 @@ std::string wait_for_trace(const std::vector<std::string>& paths, int timeout_ms
   while (now_ms() < deadline) {
     for (size_t i = 0; i < paths.size(); ++i) {
       struct stat st {};
-      if (::stat(paths[i].c_str(), &st) != 0 || st.st_size == 0) continue;
-      const bool stable = st.st_size == last[i];
+      const int fd = open_own_file(paths[i], st, error);
+      if (fd < 0) {
+        if (!error->empty()) return "";
+        continue;
+      }
+      const bool stable = st.st_size > 0 && st.st_size == last[i];
       last[i] = st.st_size;
-      if (stable && looks_complete(paths[i], st.st_size)) return paths[i];
+      const bool complete = stable && looks_complete(fd, st.st_size);
+      ::close(fd);
+      if (complete) return paths[i];
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   *error = "no complete trace at " + paths.front() + " in time (Kineto writes it after the trace window ends)";
   return "";
+}
+
+bool move_trace(const std::string& from, const std::string& to, std::string* error) {
+  struct stat st {};
+  const int in = open_own_file(from, st, error);
+  if (in < 0) {
+    if (error->empty()) *error = "the trace " + from + " is gone";
+    return false;
+  }
+  bool ok = from == to || std::rename(from.c_str(), to.c_str()) == 0;
+  if (!ok && errno == EXDEV) {  // another file system: copy what was checked, then drop it
+    const int out = ::open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
+    char buf[1 << 16];
+    ssize_t n = 0;
+    ok = out >= 0;
+    while (ok && (n = ::read(in, buf, sizeof buf)) > 0) ok = ::write(out, buf, static_cast<size_t>(n)) == n;
+    ok = ok && n == 0;
+    if (out >= 0 && ::close(out) != 0) ok = false;
+    if (ok) ::unlink(from.c_str());
+  }
+  if (!ok) *error = errno_text("cannot move " + from + " to " + to);
+  ::close(in);
+  return ok;
 }
 
 }  // namespace strata::collector::kineto

@@ -9,6 +9,7 @@
 // every few seconds; pids are the job's and its ancestors'. An empty config means "nothing".
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -63,7 +64,7 @@ std::string trace_config(uint64_t duration_ms, uint32_t iterations, const std::s
                          uint32_t warmup_s = kKinetoWarmupSecs);
 
 // Socket address of an ipcfabric endpoint: abstract unless KINETO_IPC_SOCKET_DIR is set.
-// Returns the address length to pass to bind/sendto.
+// Returns the address length to pass to bind/sendto, or 0 when the name does not fit.
 size_t endpoint_address(const std::string& name, void* sockaddr_un_out);
 
 class Daemon {
@@ -72,24 +73,52 @@ class Daemon {
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
   ~Daemon();
-  // Binds the "dynolog" endpoint; fails if a real dynolog daemon already holds it.
+  // Binds the "dynolog" endpoint; fails, saying so, if a live process (a real dynolog) holds
+  // it. A socket file left by a dead one is replaced; nothing else is ever removed.
   bool bind(const std::string& name, std::string* error);
-  // Answers the job's polls until `pid` (or a process listing it as an ancestor) took
-  // `config`. Other processes get an empty config. False on timeout.
+  // Answers the job's polls until `pid`, or a process it started, took `config`; datagrams
+  // from anyone else (the kernel vouches for the sender's pid and uid) get no answer.
+  // Processes of the job not listing `pid` get an empty config. False on timeout.
   bool deliver(pid_t pid, const std::string& config, int timeout_ms,
                const std::function<void(const std::string&)>& log, std::string* error);
 
  private:
   int fd_ = -1;
-  std::string path_;  // non-empty for a filesystem socket, removed on destruction
+  std::string path_;  // a filesystem socket we bound: removed on destruction if still ours
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
+};
+
+// Whether `pid` is `ancestor` or one of its descendants (from /proc).
+bool descends_from(pid_t pid, pid_t ancestor);
+
+// A private directory for Kineto's trace, with an unpredictable name, under /tmp or
+// $KINETO_ONDEMAND_TRACE_DIR (recent Kineto accepts on-demand paths only there). Removed,
+// with what is left in it, on destruction.
+class TraceDir {
+ public:
+  TraceDir() = default;
+  TraceDir(const TraceDir&) = delete;
+  TraceDir& operator=(const TraceDir&) = delete;
+  ~TraceDir();
+  bool create(std::string* error);
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
 };
 
 // Kineto writes an on-demand trace to ACTIVITIES_LOG_FILE with "_PID" inserted before
 // ".pt.trace.json" (or ".json"); older versions use the name as given.
 std::vector<std::string> written_names(const std::string& requested, pid_t pid);
 
-// Waits until Kineto finished writing one of `paths`: it exists, ends with '}' and
-// stopped growing. Returns that path, or "" with `error` on timeout.
+// Waits until Kineto finished writing one of `paths`: a regular file of this user (no
+// symlink), ending with '}', that stopped growing. Returns that path, or "" with `error` on
+// timeout or when something else sits at one of the paths.
 std::string wait_for_trace(const std::vector<std::string>& paths, int timeout_ms, std::string* error);
+
+// Moves a trace wait_for_trace accepted to `to`: renamed, or copied from the checked file
+// when `to` is on another file system.
+bool move_trace(const std::string& from, const std::string& to, std::string* error);
 
 }  // namespace strata::collector::kineto

@@ -30,14 +30,16 @@ bool parse_record_option(int argc, char** argv, int& i, RecordOptions& opt, std:
     return true;
   }
   const std::string v = argv[++i];
-  if (a == "--duration" && (!parse_seconds(v, opt.duration_ms) || opt.duration_ms == 0))
-    error = "--duration takes seconds > 0, e.g. --duration 2.5";
-  else if (a == "--delay" && !parse_seconds(v, opt.delay_ms))
-    error = "--delay takes seconds, e.g. --delay 10";
+  const std::string week = std::to_string(kMaxDurationMs / 1000);
+  if (a == "--duration" && (!parse_seconds(v, opt.duration_ms) || opt.duration_ms == 0 || opt.duration_ms > kMaxDurationMs))
+    error = "--duration takes seconds > 0 (at most " + week + "), e.g. --duration 2.5";
+  else if (a == "--delay" && (!parse_seconds(v, opt.delay_ms) || opt.delay_ms > kMaxDelayMs))
+    error = "--delay takes seconds (at most " + week + "), e.g. --delay 10";
   else if (a == "--iterations") {
     uint32_t n = 0;
     auto res = std::from_chars(v.data(), v.data() + v.size(), n);
-    if (res.ec != std::errc() || res.ptr != v.data() + v.size() || n == 0) error = "--iterations takes a count > 0";
+    if (res.ec != std::errc() || res.ptr != v.data() + v.size() || n == 0 || n > kMaxIterations)
+      error = "--iterations takes a count from 1 to " + std::to_string(kMaxIterations);
     opt.iterations = n;
   } else if (a == "--pattern") {
     opt.pattern = v;

@@ -1,13 +1,16 @@
 // Unix-domain sockets of the control protocol: the per-user directory that holds one
-// socket per agent (<dir>/<pid>.sock), the agent's listener with its peer-uid check, and
-// the client's one-shot request.
+// socket per agent (<dir>/<pid>.sock), the agent's server, and the client's one-shot request.
 #pragma once
 
+#include <poll.h>
 #include <sys/types.h>
 
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "message.h"
 
@@ -15,38 +18,65 @@ namespace strata::collector {
 
 // $STRATA_SOCKET_DIR, else $XDG_RUNTIME_DIR/strata, else /tmp/strata-<uid>.
 std::string socket_dir();
-// Creates the directory with mode 0700, or checks that an existing one is ours and
-// private: a directory others can write to would let them plant fake agents.
+// Checks that `dir` is a directory (not a symlink) owned by this user with mode 0700: one that
+// others created or can write to would let them plant fake agents.
+bool check_private_dir(const std::string& dir, std::string* error);
+// Creates the directory with mode 0700 if it is missing, then checks it as above.
 bool ensure_private_dir(const std::string& dir, std::string* error);
 std::string agent_socket_path(const std::string& dir, pid_t pid);
 
-class ControlListener {
+// The agent's side: many clients at once, none able to hold up the others or the thread that
+// serves them. Every socket is non-blocking and each client has its own buffers and a deadline
+// for its request line and for taking the reply; peers of another uid are refused at once.
+// When the process runs out of file descriptors a spare one lets the server accept and refuse
+// a connection instead of being woken again and again by it.
+class ControlServer {
  public:
-  ControlListener() = default;
-  ControlListener(const ControlListener&) = delete;
-  ControlListener& operator=(const ControlListener&) = delete;
-  ~ControlListener() { close(); }
+  using Handler = std::function<Message(const Message& request)>;
+  static constexpr size_t kMaxClients = 32;     // past that, the oldest connection is dropped
+  static constexpr int kClientDeadlineMs = 2000;
+
+  ControlServer() = default;
+  ControlServer(const ControlServer&) = delete;
+  ControlServer& operator=(const ControlServer&) = delete;
+  ~ControlServer() { close(); }
 
   bool listen(const std::string& path, uid_t allowed_uid, std::string* error);
-  int fd() const { return fd_; }
-  // Accepts one pending connection. Returns its fd, or -1 when none is pending or the
-  // peer is another user (that peer gets an error reply and is closed).
-  int accept_peer(std::string* error);
-  void close();          // stops listening and removes the socket file
-  void forget();         // after fork(): close our copy, leave the parent's file alone
+  bool listening() const { return fd_ >= 0; }
+  // Waits up to `max_wait_ms` (-1: no limit) for clients or for `wake_fd` (-1: none), serves
+  // what is ready with `handle`, and returns whether `wake_fd` is readable (it is not read).
+  bool serve(int wake_fd, int max_wait_ms, const Handler& handle);
+  void close();   // drops the clients, stops listening and removes the socket file
+  void forget();  // after fork(): closes this process's listener, leaves the parent's file alone
 
  private:
+  struct Client {
+    int fd = -1;
+    std::string in;     // the request line so far
+    std::string out;    // the reply, once there is one
+    size_t sent = 0;
+    int64_t deadline_ms = 0;
+  };
+  void accept_clients(int64_t now);
+  void read_request(Client& c, const Handler& handle, int64_t now);
+  void answer(Client& c, const Message& reply, int64_t now);
+  bool send_reply(Client& c);  // true when the client is done with
+
   int fd_ = -1;
+  int spare_fd_ = -1;
+  int64_t accept_paused_until_ = 0;
   uid_t allowed_uid_ = 0;
   std::string path_;
+  std::vector<Client> clients_;
+  std::vector<pollfd> fds_;
 };
 
 // Reads one '\n'-terminated line of at most kMaxMessageBytes before the deadline.
 std::optional<std::string> read_line(int fd, int timeout_ms, std::string* error);
 bool write_all(int fd, std::string_view data, int timeout_ms);
-void send_reply(int fd, const Message& reply);
 
 // Connects to `path`, sends `req`, and returns the reply (nullopt with `error` on failure).
+// Every step, the connection included, ends by `timeout_ms`; the server must be this user's.
 std::optional<Message> request(const std::string& path, const Message& req, int timeout_ms, std::string* error);
 
 }  // namespace strata::collector

@@ -50,6 +50,9 @@ std::optional<std::string> unescape(std::string_view s) {
   return out;
 }
 
+// Each escaped byte takes three.
+size_t escaped_size(char c) { return needs_escape(c) ? 3 : 1; }
+
 bool valid_word(std::string_view w) {
   if (w.empty() || w.size() > 64) return false;
   for (char c : w)
@@ -87,6 +90,19 @@ std::string encode_message(const Message& m) {
   return out;
 }
 
+size_t encoded_size(std::string_view value) {
+  size_t n = 0;
+  for (char c : value) n += escaped_size(c);
+  return n;
+}
+
+std::string fit_value(std::string_view value, size_t max_bytes) {
+  size_t n = 0, cut = 0;
+  while (cut < value.size() && n + escaped_size(value[cut]) <= max_bytes) n += escaped_size(value[cut++]);
+  while (cut > 0 && cut < value.size() && (static_cast<unsigned char>(value[cut]) & 0xc0) == 0x80) --cut;
+  return std::string(value.substr(0, cut));
+}
+
 std::optional<Message> decode_message(std::string_view line, std::string* error) {
   auto fail = [&](std::string why) -> std::optional<Message> {
     if (error != nullptr) *error = std::move(why);
@@ -94,7 +110,10 @@ std::optional<Message> decode_message(std::string_view line, std::string* error)
   };
   if (line.size() > kMaxMessageBytes) return fail("message longer than " + std::to_string(kMaxMessageBytes) + " bytes");
   if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   if (line.find('\n') != std::string_view::npos) return fail("more than one line");
+  for (char c : line)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return fail("raw control byte in the message (values are %-escaped)");
   Message m;
   size_t pos = 0;
   bool first = true;
@@ -119,6 +138,7 @@ std::optional<Message> decode_message(std::string_view line, std::string* error)
     if (!valid_word(key)) return fail("bad key");
     auto value = unescape(word.substr(eq + 1));
     if (!value) return fail("bad %-escape in value of " + std::string(key));
+    if (value->find('\0') != std::string::npos) return fail("NUL byte in value of " + std::string(key));
     if (m.get(key) != nullptr) return fail("duplicate key " + std::string(key));
     m.fields.emplace_back(std::string(key), std::move(*value));
   }
@@ -126,10 +146,23 @@ std::optional<Message> decode_message(std::string_view line, std::string* error)
   return m;
 }
 
+bool check_keys(const Message& m, std::initializer_list<std::string_view> allowed, std::string* error) {
+  for (const auto& [key, value] : m.fields) {
+    bool known = false;
+    for (std::string_view a : allowed) known = known || a == key;
+    if (known) continue;
+    std::string list;
+    for (std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+    *error = "unknown key '" + key + "' for " + m.verb + (list.empty() ? " (it takes none)" : " (" + list + ")");
+    return false;
+  }
+  return true;
+}
+
 Message error_reply(std::string text) {
   Message m;
   m.verb = "error";
-  m.set("message", std::move(text));
+  m.set("message", fit_value(text));
   return m;
 }
 

@@ -10,7 +10,6 @@
 // launches, kernels, a copy, flows) every 100 ms of wall time, flushed after each, so the
 // file grows line by line. --die-after-ms exits abruptly that long into a recording (a job
 // that crashed); --lifetime (default 120 s) bounds how long it stays up.
-#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -215,36 +214,23 @@ struct Agent {
     if (all_iterations || time_up) finish();
   }
 
-  // One request; false when the process should end.
-  bool serve(int fd) {
-    std::string error;
-    auto line = sc::read_line(fd, 1000, &error);
-    auto req = line ? sc::decode_message(*line, &error) : std::nullopt;
-    if (!req) {
-      sc::send_reply(fd, sc::error_reply("bad request: " + error));
-      return true;
+  // One request; sets `running` false on detach.
+  sc::Message handle(const sc::Message& req, bool& running) {
+    if (req.verb == "status") return status();
+    if (req.verb == "start") return start(req);
+    if (req.verb == "stop") {
+      if (!rec) return sc::error_reply("not recording");
+      finish();
+      return status();
     }
-    if (req->verb == "status") {
-      sc::send_reply(fd, status());
-    } else if (req->verb == "start") {
-      sc::send_reply(fd, start(*req));
-    } else if (req->verb == "stop") {
-      if (!rec) {
-        sc::send_reply(fd, sc::error_reply("not recording"));
-      } else {
-        finish();
-        sc::send_reply(fd, status());
-      }
-    } else if (req->verb == "detach") {
+    if (req.verb == "detach") {
       if (rec) finish();
+      running = false;
       sc::Message ok;
       ok.verb = "ok";
-      sc::send_reply(fd, ok);
-      return false;
-    } else {
-      sc::send_reply(fd, sc::error_reply("unknown command '" + req->verb + "' (status, start, stop, detach)"));
+      return ok;
     }
-    return true;
+    return sc::error_reply("unknown command '" + req.verb + "' (status, start, stop, detach)");
   }
 };
 
@@ -263,8 +249,8 @@ int main(int argc, char** argv) {
   }
   const std::string dir = sc::socket_dir();
   std::string error;
-  sc::ControlListener listener;
-  if (!sc::ensure_private_dir(dir, &error) || !listener.listen(sc::agent_socket_path(dir, ::getpid()), ::getuid(), &error)) {
+  sc::ControlServer server;
+  if (!sc::ensure_private_dir(dir, &error) || !server.listen(sc::agent_socket_path(dir, ::getpid()), ::getuid(), &error)) {
     std::fprintf(stderr, "fake agent: %s\n", error.c_str());
     return 1;
   }
@@ -273,17 +259,10 @@ int main(int argc, char** argv) {
   const uint64_t end = now_ns() + static_cast<uint64_t>(lifetime_s * 1e9);
   bool running = true;
   while (running && now_ns() < end) {
-    pollfd p{listener.fd(), POLLIN, 0};
-    if (::poll(&p, 1, 10) > 0) {
-      const int fd = listener.accept_peer(&error);
-      if (fd >= 0) {
-        running = agent.serve(fd);
-        ::close(fd);
-      }
-    }
+    server.serve(-1, 10, [&](const sc::Message& req) { return agent.handle(req, running); });
     agent.advance();
   }
   if (agent.rec) agent.finish();
-  listener.close();
+  server.close();
   return 0;
 }

@@ -6,15 +6,13 @@
 
 #include <sys/types.h>
 
-#include <condition_variable>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "child_process.h"
 #include "client/agents.h"
 
 namespace strata::collector::test {
@@ -37,7 +35,7 @@ class SimJob {
   // plus `env`; waits up to `timeout_ms` for its "ready PID" line. False with error() set if not.
   bool start(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {},
              int timeout_ms = 20000);
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return process_.pid(); }
 
   // Waits up to `timeout_ms` for the job to exit (then kills it). True when it exited with
   // status 0 and printed SIMSTATS; error() says why not.
@@ -47,10 +45,14 @@ class SimJob {
   // has not finished within `timeout_ms` (then also an error).
   std::optional<RecordResult> record(const RecordOptions& opt, std::string* error, int timeout_ms = 30000);
 
-  int exit_status() const { return exit_status_; }  // -1 before wait(); 128 + signal when killed
-  double seconds_run() const { return seconds_run_; }  // from start() to the exit
-  std::string out() const;                          // stdout so far
-  std::string err() const;                          // stderr so far
+  int exit_status() const { return process_.exit_status(); }  // -1 before wait(); 128 + signal when killed
+  double seconds_run() const { return process_.seconds_run(); }  // from start() to the exit
+  std::string out() const { return process_.out(); }  // stdout so far
+  std::string err() const { return process_.err(); }  // stderr so far
+  // Waits up to `timeout_ms` for the line `line` in stdout.
+  bool wait_for_line(const std::string& line, int timeout_ms = 20000) const {
+    return process_.wait_for_output(line + "\n", timeout_ms);
+  }
   const std::string& error() const { return error_; }
   // A SIMSTATS counter (sim_api.h's names); throws std::out_of_range when absent.
   uint64_t stat(const std::string& name) const { return stats_.at(name); }
@@ -59,21 +61,11 @@ class SimJob {
   static std::string agent_path();
 
  private:
-  void read_output(int out_fd, int err_fd);
-  void stop_reader();
-
   std::string dir_;
-  pid_t pid_ = -1;
-  int exit_status_ = -1;
-  double seconds_run_ = 0;
+  ChildProcess process_;
+  bool started_ = false;
   std::string error_;
   std::map<std::string, uint64_t> stats_;
-  std::thread reader_;
-  mutable std::mutex mu_;
-  std::condition_variable grew_;
-  std::string out_, err_;
-  bool eof_ = false;
-  int64_t started_ns_ = 0;
 };
 
 }  // namespace strata::collector::test

@@ -1,13 +1,13 @@
 // The control protocol: message encoding, and a server and clients in separate processes.
 #include <doctest/doctest.h>
 
-#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -30,36 +30,24 @@ std::string temp_dir() {
 // Child process: serves requests like the agent does until "quit" or 10 s pass.
 // Replies "ok echo=<verb> n=<fields>" to well-formed requests.
 [[noreturn]] void serve(const std::string& path, uid_t allowed, int ready_fd) {
-  ControlListener listener;
+  ControlServer server;
   std::string error;
-  const bool ok = listener.listen(path, allowed, &error);
+  const bool ok = server.listen(path, allowed, &error);
   const char byte = ok ? 1 : 0;
   [[maybe_unused]] ssize_t n = ::write(ready_fd, &byte, 1);
   if (!ok) ::_exit(1);
-  for (int rounds = 0; rounds < 100; ++rounds) {
-    pollfd p{listener.fd(), POLLIN, 0};
-    if (::poll(&p, 1, 100) <= 0) continue;
-    const int fd = listener.accept_peer(&error);
-    if (fd < 0) continue;
-    bool quit = false;
-    if (auto line = read_line(fd, 300, &error)) {
-      if (auto req = decode_message(*line, &error)) {
-        Message reply;
-        reply.verb = "ok";
-        reply.set("echo", req->verb).set("n", std::to_string(req->fields.size()));
-        if (const std::string* v = req->get("path")) reply.set("path", *v);
-        send_reply(fd, reply);
-        quit = req->verb == "quit";
-      } else {
-        send_reply(fd, error_reply("bad request: " + error));
-      }
-    } else {
-      send_reply(fd, error_reply("bad request: " + error));
-    }
-    ::close(fd);
-    if (quit) break;
-  }
-  listener.close();
+  bool quit = false;
+  const auto handle = [&](const Message& req) {
+    Message reply;
+    reply.verb = "ok";
+    reply.set("echo", req.verb).set("n", std::to_string(req.fields.size()));
+    if (const std::string* v = req.get("path")) reply.set("path", *v);
+    quit = req.verb == "quit";
+    return reply;
+  };
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!quit && std::chrono::steady_clock::now() < until) server.serve(-1, 100, handle);
+  server.close();
   ::_exit(0);
 }
 

@@ -118,6 +118,11 @@ Sim& sim() {
 
 // Set while an API-exit callback runs on this thread (cuptiFinalize counts calls made there).
 thread_local bool t_in_api_exit_callback = false;
+// Subscriber callbacks running on this thread: CUPTI calls made inside them are the agent's
+// work on the job's thread.
+thread_local int t_callback_depth = 0;
+
+void note_cupti_call();
 // Set while this thread hands a buffer back (a FlushAll from in there must not wait on itself).
 thread_local bool t_handing_back = false;
 // This thread's open NVTX ranges, innermost last.
@@ -264,7 +269,9 @@ bool issue_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const vo
   }
   const bool outer = t_in_api_exit_callback;
   t_in_api_exit_callback = api_exit;
+  ++t_callback_depth;
   fn(userdata, domain, cbid, data);
+  --t_callback_depth;
   t_in_api_exit_callback = outer;
   s.counters.callbacks_delivered.fetch_add(1);
   if (domain == CUPTI_CB_DOMAIN_NVTX) s.counters.nvtx_callbacks_delivered.fetch_add(1);
@@ -405,6 +412,10 @@ constexpr CallbackName kCallbackNames[] = {
     {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel"},
 };
 
+void note_cupti_call() {
+  if (t_callback_depth > 0) sim().counters.cupti_calls_in_callbacks.fetch_add(1);
+}
+
 bool known_kind(CUpti_ActivityKind kind) {
   return kind > CUPTI_ACTIVITY_KIND_INVALID && kind < CUPTI_ACTIVITY_KIND_COUNT;
 }
@@ -414,6 +425,7 @@ bool known_kind(CUpti_ActivityKind kind) {
 // ---- CUPTI: callback API ----
 
 CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback, void* userdata) {
+  note_cupti_call();
   if (subscriber == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
   Sim& s = sim();
   std::lock_guard<std::mutex> lock(s.mu);
@@ -429,6 +441,7 @@ CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_Ca
 }
 
 CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
+  note_cupti_call();
   Sim& s = sim();
   std::lock_guard<std::mutex> lock(s.mu);
   if (subscriber == nullptr || subscriber != s.subscriber) return CUPTI_ERROR_INVALID_PARAMETER;
@@ -441,6 +454,7 @@ CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
 
 CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber,
                                          CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  note_cupti_call();
   Sim& s = sim();
   std::lock_guard<std::mutex> lock(s.mu);
   if (subscriber == nullptr || subscriber != s.subscriber || !valid_cbid(domain, cbid))
@@ -451,6 +465,7 @@ CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle
 
 CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle subscriber,
                                        CUpti_CallbackDomain domain) {
+  note_cupti_call();
   Sim& s = sim();
   std::lock_guard<std::mutex> lock(s.mu);
   if (subscriber == nullptr || subscriber != s.subscriber || domain <= CUPTI_CB_DOMAIN_INVALID ||
@@ -461,6 +476,7 @@ CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle s
 }
 
 CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid, const char** name) {
+  note_cupti_call();
   if (name == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
   *name = nullptr;
   for (const CallbackName& c : kCallbackNames) {
@@ -476,6 +492,7 @@ CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t 
 
 CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc requested,
                                                     CUpti_BuffersCallbackCompleteFunc completed) {
+  note_cupti_call();
   if (requested == nullptr || completed == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
   Sim& s = sim();
   std::lock_guard<std::mutex> lock(s.mu);
@@ -486,6 +503,7 @@ CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequest
 
 // Switching the kind on or off resets the per-API switches made before (cupti_activity.h).
 static CUptiResult switch_kind(CUpti_ActivityKind kind, bool on) {
+  note_cupti_call();
   if (!known_kind(kind)) return CUPTI_ERROR_INVALID_KIND;
   Sim& s = sim();
   std::lock_guard<std::mutex> lock(s.mu);
@@ -500,6 +518,7 @@ CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind) { return switc
 CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind) { return switch_kind(kind, false); }
 
 static CUptiResult switch_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, uint8_t enable) {
+  note_cupti_call();
   if (!valid_cbid(domain, cbid)) return CUPTI_ERROR_INVALID_PARAMETER;
   Sim& s = sim();
   std::lock_guard<std::mutex> lock(s.mu);
@@ -515,6 +534,7 @@ CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t
 }
 
 CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext, uint32_t, size_t* dropped) {
+  note_cupti_call();
   if (dropped == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
   Sim& s = sim();
   std::lock_guard<std::mutex> lock(s.mu);
@@ -525,6 +545,7 @@ CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext, uint32_t, size
 }
 
 CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid, CUpti_Activity** record) {
+  note_cupti_call();
   if (buffer == nullptr || record == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
   size_t offset = 0;
   if (*record != nullptr) {
@@ -542,6 +563,7 @@ CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid, C
 }
 
 CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t) {
+  note_cupti_call();
   Sim& s = sim();
   s.counters.flush_all_calls.fetch_add(1);
   Handback h;
@@ -565,12 +587,14 @@ CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t) {
 }
 
 CUptiResult CUPTIAPI cuptiGetTimestamp(uint64_t* timestamp) {
+  note_cupti_call();
   if (timestamp == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
   *timestamp = now_ns();
   return CUPTI_SUCCESS;
 }
 
 CUptiResult CUPTIAPI cuptiSetThreadIdType(CUpti_ActivityThreadIdType type) {
+  note_cupti_call();
   if (type != CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT && type != CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM)
     return CUPTI_ERROR_NOT_SUPPORTED;
   Sim& s = sim();
@@ -580,6 +604,7 @@ CUptiResult CUPTIAPI cuptiSetThreadIdType(CUpti_ActivityThreadIdType type) {
 }
 
 CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult result, const char** str) {
+  note_cupti_call();
   if (str == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
   switch (result) {
     case CUPTI_SUCCESS: *str = "CUPTI_SUCCESS"; break;
@@ -597,6 +622,7 @@ CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult result, const char** str) 
 }
 
 CUptiResult CUPTIAPI cuptiGetVersion(uint32_t* version) {
+  note_cupti_call();
   if (version == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
   *version = CUPTI_API_VERSION;
   return CUPTI_SUCCESS;
@@ -607,6 +633,7 @@ CUptiResult CUPTIAPI cuptiGetVersion(uint32_t* version) {
 // still held is never handed back (the caller had to flush first), which is counted, as are
 // drops never asked for. The next call finds a fresh CUPTI, as the real one initializes lazily.
 CUptiResult CUPTIAPI cuptiFinalize(void) {
+  note_cupti_call();
   Sim& s = sim();
   {
     std::lock_guard<std::mutex> lock(s.mu);

@@ -14,6 +14,7 @@
 //   kernels_produced, kernels_dropped  the same for CONCURRENT_KERNEL records
 //   noisy_records_stored             cudaGetDevice RUNTIME records stored (the agent leaves them out)
 //   callbacks_delivered              subscriber callbacks called (all domains)
+//   cupti_calls_in_callbacks         CUPTI functions the subscriber called from inside its callbacks
 //   nvtx_callbacks_delivered         of those, in the NVTX domain
 //   subscribe_calls                  cuptiSubscribe calls that succeeded
 //   finalize_calls                   cuptiFinalize calls
@@ -29,7 +30,8 @@
 //   kinds_enabled_at_end             activity kinds enabled now (read when the counters are)
 #define STRATA_SIM_COUNTERS(X)                                                                        \
   X(api_calls) X(nvtx_calls) X(records_produced) X(records_dropped) X(kernels_produced)              \
-  X(kernels_dropped) X(noisy_records_stored) X(callbacks_delivered) X(nvtx_callbacks_delivered) X(subscribe_calls)           \
+  X(kernels_dropped) X(noisy_records_stored) X(callbacks_delivered) X(cupti_calls_in_callbacks)      \
+  X(nvtx_callbacks_delivered) X(subscribe_calls)                                                     \
   X(finalize_calls) X(finalize_in_exit_callback) X(buffers_outstanding_at_finalize)                  \
   X(dropped_unread_at_finalize) X(api_calls_since_finalize) X(instrumented_calls_since_finalize)     \
   X(buffers_requested) X(buffers_refused) X(buffers_completed) X(dropped_reported) X(flush_all_calls) \

@@ -6,6 +6,7 @@
 //
 //   strata_sim_job --agent PATH [--threads T] [--iterations N] [--kernels K] [--sleep-us U]
 //                  [--range NAME] [--profiler-range] [--seconds S] [--kernel-ns D] [--idle-ms M]
+//                  [--hold-fds-ms M] [--file-size-limit B] [--broken-stderr] [--note TEXT]
 //
 // Each thread t runs N iterations (default 10; with --seconds, until S seconds passed, and N
 // only if given): K x (cudaGetDevice + a kernel of D ns on stream 1+t), cudaDeviceSynchronize,
@@ -13,8 +14,16 @@
 // cudaProfilerStart/Stop (--profiler-range). Prints "ready PID" once the agent is initialized
 // and, after the threads joined, "idle" and M ms without a CUDA call (--idle-ms), then
 // "SIMSTATS {json}" with the simulator's counters.
+//
+// Faults a job can bring on itself, for the agent to survive: --hold-fds-ms opens files until
+// none is left (EMFILE) while the threads run, prints "fds held", keeps them M ms and prints
+// "fds released"; --file-size-limit sets RLIMIT_FSIZE (a write past it fails, with SIGXFSZ);
+// --broken-stderr makes stderr a pipe nobody reads (a write to it raises SIGPIPE). --note only
+// makes the command line longer.
 #include <cuda.h>
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -40,12 +49,16 @@ struct Options {
   double seconds = 0;
   uint64_t kernel_ns = 3000;
   uint64_t idle_ms = 0;
+  uint64_t hold_fds_ms = 0;
+  uint64_t file_size_limit = 0;
+  bool broken_stderr = false;
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "strata_sim_job: %s\nusage: strata_sim_job --agent PATH [--threads T] [--iterations N] [--kernels K] "
-               "[--sleep-us U] [--range NAME] [--profiler-range] [--seconds S] [--kernel-ns D] [--idle-ms M]\n",
+               "[--sleep-us U] [--range NAME] [--profiler-range] [--seconds S] [--kernel-ns D] [--idle-ms M] "
+               "[--hold-fds-ms M] [--file-size-limit B] [--broken-stderr] [--note TEXT]\n",
                why);
   std::exit(2);
 }
@@ -54,8 +67,8 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--profiler-range") {
-      o.profiler_range = true;
+    if (a == "--profiler-range" || a == "--broken-stderr") {
+      (a == "--profiler-range" ? o.profiler_range : o.broken_stderr) = true;
       continue;
     }
     if (i + 1 >= argc) usage(("missing value after " + a).c_str());
@@ -69,6 +82,9 @@ Options parse(int argc, char** argv) {
     else if (a == "--seconds") o.seconds = std::atof(v);
     else if (a == "--kernel-ns") o.kernel_ns = std::strtoull(v, nullptr, 10);
     else if (a == "--idle-ms") o.idle_ms = std::strtoull(v, nullptr, 10);
+    else if (a == "--hold-fds-ms") o.hold_fds_ms = std::strtoull(v, nullptr, 10);
+    else if (a == "--file-size-limit") o.file_size_limit = std::strtoull(v, nullptr, 10);
+    else if (a == "--note") continue;
     else usage(("unknown option " + a).c_str());
   }
   if (o.agent.empty()) usage("--agent is required");
@@ -108,6 +124,18 @@ void run_thread(const Options& o, int index, std::chrono::steady_clock::time_poi
   }
 }
 
+// Opens /dev/null until the process has no descriptor left, holds them, then closes them.
+void hold_all_fds(uint64_t ms) {
+  std::vector<int> held;
+  for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) held.push_back(fd);
+  std::printf("fds held %zu\n", held.size());
+  std::fflush(stdout);
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  for (int fd : held) ::close(fd);
+  std::printf("fds released\n");
+  std::fflush(stdout);
+}
+
 void print_stats() {
   StrataSimCounters c{};
   strata_sim_read_counters(&c);
@@ -125,6 +153,15 @@ void print_stats() {
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
+  if (o.file_size_limit > 0) {
+    const rlimit limit{o.file_size_limit, o.file_size_limit};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+  }
+  if (int p[2]; o.broken_stderr && ::pipe(p) == 0) {
+    ::dup2(p[1], STDERR_FILENO);
+    ::close(p[0]);
+    ::close(p[1]);
+  }
   int devices = 0;
   if (cuDeviceGetCount(&devices) != CUDA_SUCCESS || devices < 1) {  // the driver stand-in (cuda_sim.cpp)
     std::fprintf(stderr, "strata_sim_job: no simulated device\n");
@@ -149,6 +186,7 @@ int main(int argc, char** argv) {
                                                             std::chrono::duration<double>(o.seconds));
   std::vector<std::thread> threads;
   for (int t = 0; t < o.threads; ++t) threads.emplace_back(run_thread, std::cref(o), t, until);
+  if (o.hold_fds_ms > 0) hold_all_fds(o.hold_fds_ms);
   for (std::thread& t : threads) t.join();
   if (o.idle_ms > 0) {
     std::printf("idle\n");
