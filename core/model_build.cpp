@@ -440,6 +440,9 @@ void ModelBuilder::order_and_nest() {
       std::vector<uint32_t>().swap(ch.track);
     }
   }
+  // A cancel leaves the model half built: the loader drops it.
+  auto cancelled = [&] { return progress_ && progress_->cancelled(); };
+  if (cancelled()) return;
   std::vector<uint16_t> depth;
   assign_huge(depth, n, uint16_t(0));
   // Sorting and nesting are independent per track: the original tracks go to two threads,
@@ -452,7 +455,7 @@ void ModelBuilder::order_and_nest() {
     parallel_for(n >= kParallelMin ? 2 : 1, order.size(),
                  [&](size_t k) { nested[order[k]] = nest_track(std::move(lists[order[k]]), depth); });
   }
-  if (progress_ && progress_->cancelled()) return;  // the loader drops the half-built model
+  if (cancelled()) return;
   std::vector<uint32_t> perm;
   reserve_huge(perm, n);
   for (uint32_t t = 0; t < nested.size(); ++t) {  // `nested` grows as overflow tracks appear
@@ -498,16 +501,21 @@ void ModelBuilder::order_and_nest() {
   in_two_threads(perm.size() >= kParallelMin,
                  [&] {
                    gather(&ChunkEvents::start, ev.start, perm);
+                   if (cancelled()) return;
                    gather(&ChunkEvents::id, ev.id, perm);
+                   if (cancelled()) return;
                    gather(&ChunkEvents::name, ev.name, perm);
                  },
                  [&] {
                    gather(&ChunkEvents::dur, ev.dur, perm);
+                   if (cancelled()) return;
                    gather(&ChunkEvents::offset, ev.source_offset, perm);
+                   if (cancelled()) return;
                    gather(&ChunkEvents::cat, ev.cat, perm);
                    gather(&ChunkEvents::phase, ev.phase, perm);
                    permute(depth, perm);
                  });
+  if (cancelled()) return;
   std::vector<PlacedChunk>().swap(chunks_);
   ev.depth = std::move(depth);
   assign_huge(ev.link, ev.size(), kNoEvent);

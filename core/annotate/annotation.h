@@ -78,7 +78,7 @@ struct AnnotationTree {
 Bound classify_bound(PhaseKind phase, Ns dur, uint64_t gpu_ops, Ns gpu_busy, Ns gpu_begin, Ns gpu_end, Ns sync);
 
 struct ReduceOptions {
-  double tiny_share = 0.05;   // siblings each under this share of the parent merge into a group
+  double tiny_share = 0.01;   // siblings each under this share of the parent merge into a group (narrower is unreadable)
   double hoist_share = 0.75;  // a lone child over this share of its parent replaces the parent's other children…
   bool hoist = true;          // …(hoisting: the big child's children are shown one tier up)
   bool collapse_runs = true;  // consecutive siblings with the same name become one "name ×N"
