@@ -8,26 +8,27 @@
 #include <thread>
 #include <unistd.h>
 
-int parse_file_args(const char* command, const char* usage, bool takes_json, bool takes_output, int argc,
-                    char** argv, FileArgs& out) {
+int parse_file_args(const ArgSpec& spec, int argc, char** argv, FileArgs& out) {
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
-    if (takes_json && a == "--json") {
+    if (spec.json && a == "--json") {
       out.json = true;
-    } else if (takes_output && (a == "-o" || a == "--output") && i + 1 < argc) {
+    } else if (spec.output && (a == "-o" || a == "--output") && i + 1 < argc) {
       out.output = argv[++i];
+    } else if (spec.item && a == "--item" && i + 1 < argc) {
+      out.item = argv[++i];
     } else if (a.starts_with("-")) {
-      std::fprintf(stderr, "strata %s: unknown option '%s'\nusage: %s\n", command, argv[i], usage);
+      std::fprintf(stderr, "strata %s: unknown option '%s'\nusage: %s\n", spec.command, argv[i], spec.usage);
       return 2;
     } else if (out.path.empty()) {
       out.path = a;
     } else {
-      std::fprintf(stderr, "strata %s: one file at a time\n", command);
+      std::fprintf(stderr, "strata %s: one file at a time\n", spec.command);
       return 2;
     }
   }
-  if (out.path.empty() || (takes_output && out.output.empty())) {
-    std::fprintf(stderr, "usage: %s\n", usage);
+  if (out.path.empty() || (spec.output && out.output.empty())) {
+    std::fprintf(stderr, "usage: %s\n", spec.usage);
     return 2;
   }
   return 0;

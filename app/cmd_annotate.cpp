@@ -6,7 +6,7 @@
 
 int cmd_annotate(int argc, char** argv) {
   FileArgs args;
-  if (int rc = parse_file_args("annotate", "strata annotate FILE -o OUT.json[.gz]", false, true, argc, argv, args))
+  if (int rc = parse_file_args({"annotate", "strata annotate FILE -o OUT.json[.gz]", false, true}, argc, argv, args))
     return rc;
   const std::string& out = args.output;
   LoadedTrace r = load_for_cli(args.path, "annotate", true);

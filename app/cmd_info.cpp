@@ -7,7 +7,7 @@
 
 int cmd_info(int argc, char** argv) {
   FileArgs args;
-  if (int rc = parse_file_args("info", "strata info FILE [--json]", true, false, argc, argv, args)) return rc;
+  if (int rc = parse_file_args({"info", "strata info FILE [--json]", true}, argc, argv, args)) return rc;
   LoadedTrace r = load_for_cli(args.path, "info", false);
   if (!r.model) {
     std::fprintf(stderr, "strata: %s\n", r.error.c_str());

@@ -13,7 +13,8 @@ void usage(FILE* out) {
       "       strata view [FILE] [--screenshot OUT.png] [--size WxH] [--focus PATH] [--bench-frames N]\n"
       "                                     the viewer; headless: render, save a PNG (or time frames), exit\n"
       "       strata info FILE [--json]     what a trace holds: events, tracks, steps, devices, load figures\n"
-      "       strata summary FILE [--json]  iterations, phases, top layers and kernels, utilization, idle causes, memory\n"
+      "       strata summary FILE [--json] [--item PATH]  iterations, phases, top layers, GPU and CPU ops, utilization,\n"
+      "                                     idle causes, memory; --item: one annotation item's figures\n"
       "       strata annotate FILE -o OUT.json[.gz]  the trace plus iteration/phase/layer tiers (opens in Perfetto)\n",
       out);
 }

@@ -38,14 +38,8 @@ void write_panels(JsonWriter& j, Viewer& v) {
   }
   const render::ItemRef sel = v.sel.hl.selected;
   if (sel.valid()) {
-    const WorkFigures& w = v.sel.work;
-    render::Timeline& tl = v.trace->timeline;
     j.key("details").begin_object();
-    j.field("name", tl.name_of(sel)).field("begin_ns", w.begin).field("end_ns", w.end).field("duration_ns", w.end - w.begin);
-    if (!w.parent.empty()) j.field("share_of_parent", double(w.share)).field("parent", w.parent);
-    j.field("gpu_ops", uint64_t(w.gpu_ops.size())).field("gpu_time_ns", w.gpu_time).field("gpu_busy_ns", w.gpu_busy);
-    j.field("gpu_begin_ns", w.gpu_begin).field("gpu_end_ns", w.gpu_end).field("sync_ns", w.sync);
-    j.field("bound", bound_name(w.bound)).field("bound_reason", bound_reason(w));
+    write_work_fields(j, v.trace->timeline.name_of(sel), v.sel.work);
     j.end_object();
   }
   j.end_object();

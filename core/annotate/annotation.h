@@ -212,6 +212,14 @@ WorkFigures node_work(const TraceModel& m, const Annotation& a, NodeId n);
 WorkFigures event_work(const TraceModel& m, const Annotation& a, EventId e);
 // Why the item is bound as it is, in words ("GPU: busy 93.1% of its 9.6 ms").
 std::string bound_reason(const WorkFigures& w);
+// An item's figures as text, as a JSON object, and as fields of an open object (the
+// viewer's layout dump writes `panels.details` with them).
+std::string work_text(std::string_view name, const WorkFigures& w);
+std::string work_json(std::string_view name, const WorkFigures& w);
+void write_work_fields(JsonWriter& j, std::string_view name, const WorkFigures& w);
+// The node at a '/'-separated path of names from the root down ("Iteration 3/Backward/layer1");
+// each part matches a child's name exactly, else as its prefix. kNoNode when a part matches none.
+NodeId find_node(const AnnotationTree& t, std::string_view path);
 // A range that marks time on the training loop's thread (a ProfilerStep, a user annotation):
 // its work may run on other threads (autograd's), so it owns what runs in its time anywhere.
 bool is_time_range(const TraceModel& m, EventId e);

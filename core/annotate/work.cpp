@@ -2,6 +2,7 @@
 // rules as the tree's metrics (classify_bound, the busy union), on any node or event.
 #include "core/annotate/internal.h"
 #include "core/intervals.h"
+#include "core/json_writer.h"
 #include "core/text_format.h"
 
 #include <algorithm>
@@ -147,6 +148,54 @@ std::string bound_reason(const WorkFigures& w) {
     case Bound::Unknown: break;
   }
   return w.gpu_ops.empty() ? "no GPU work" : "unknown";
+}
+
+void write_work_fields(JsonWriter& j, std::string_view name, const WorkFigures& w) {
+  j.field("name", name).field("begin_ns", w.begin).field("end_ns", w.end).field("duration_ns", w.end - w.begin);
+  if (!w.parent.empty()) j.field("share_of_parent", double(w.share)).field("parent", w.parent);
+  j.field("gpu_ops", uint64_t(w.gpu_ops.size())).field("gpu_time_ns", w.gpu_time).field("gpu_busy_ns", w.gpu_busy);
+  j.field("gpu_begin_ns", w.gpu_begin).field("gpu_end_ns", w.gpu_end).field("sync_ns", w.sync);
+  j.field("bound", bound_name(w.bound)).field("bound_reason", bound_reason(w));
+}
+
+std::string work_json(std::string_view name, const WorkFigures& w) {
+  JsonWriter j;
+  j.begin_object();
+  write_work_fields(j, name, w);
+  j.end_object();
+  return j.str() + "\n";
+}
+
+std::string work_text(std::string_view name, const WorkFigures& w) {
+  std::string o = std::string(name) + "\n";
+  o += strprintf("  duration %s", format_duration(w.end - w.begin).c_str());
+  if (!w.parent.empty()) o += strprintf(", %.1f%% of %s", 100.0 * double(w.share), w.parent.c_str());
+  o += "\n";
+  if (!w.gpu_ops.empty())
+    o += strprintf("  GPU: %zu ops, %s in total, busy %s, from %s to %s after its start\n", w.gpu_ops.size(),
+                   format_duration(w.gpu_time).c_str(), format_duration(w.gpu_busy).c_str(),
+                   format_duration(w.gpu_begin - w.begin).c_str(), format_duration(w.gpu_end - w.begin).c_str());
+  if (w.sync > 0) o += "  waiting for the GPU: " + format_duration(w.sync) + "\n";
+  o += "  bound by " + bound_reason(w) + "\n";
+  return o;
+}
+
+NodeId find_node(const AnnotationTree& t, std::string_view path) {
+  if (t.size() == 0) return kNoNode;
+  NodeId cur = 0;
+  while (!path.empty()) {
+    size_t slash = path.find('/');
+    std::string_view part = path.substr(0, slash);
+    path = slash == std::string_view::npos ? std::string_view() : path.substr(slash + 1);
+    if (part.empty()) continue;
+    NodeId found = kNoNode;
+    for (int pass = 0; pass < 2 && found == kNoNode; ++pass)
+      for (NodeId c = t.first_child(cur); c != kNoNode && found == kNoNode; c = t.next_sibling(c))
+        if (pass == 0 ? t.name_of(c) == part : t.name_of(c).starts_with(part)) found = c;
+    if (found == kNoNode) return kNoNode;
+    cur = found;
+  }
+  return cur == 0 ? kNoNode : cur;
 }
 
 }  // namespace strata

@@ -2,10 +2,10 @@
 """The viewer's panels show the same figures as `strata summary --json`.
 
 For every trace given (files or directories), runs `strata summary FILE --json` and
-`strata view FILE --dump-layout OUT.json --focus ...` (headless, under xvfb-run), and checks
-that the dump's `panels.summary` holds exactly the summary's keys for what the Summary tab
-shows, with equal values, and that `panels.details` of the focused item agrees with the
-summary's iteration. Exit 77 (skipped) without xvfb-run or OpenGL.
+`strata view FILE --dump-layout OUT.json --focus ITERATION` (headless, under xvfb-run), and
+checks that the dump's `panels.summary` holds exactly the summary's keys for what the Summary
+tab shows, with equal values, and that `panels.details` of the focused iteration equals
+`strata summary FILE --item ITERATION --json`. Exit 77 (skipped) without xvfb-run or OpenGL.
 
 usage: panels_match_summary_test.py STRATA OUT_DIR TRACE_OR_DIR...
 """
@@ -78,6 +78,13 @@ for trace in traces:
         elif details["name"] != first or details["begin_ns"] != it["begin_ns"] or details["end_ns"] != it["end_ns"]:
             failures.append(f"{name}: panels.details {details['name']} {details['begin_ns']}..{details['end_ns']} "
                             f"is not the summary's {first} {it['begin_ns']}..{it['end_ns']}")
+        else:
+            r = subprocess.run([strata, "summary", trace, "--item", first, "--json"], capture_output=True, text=True,
+                               timeout=600)
+            item = json.loads(r.stdout) if r.returncode == 0 else None
+            if item != details:
+                failures.append(f"{name}: panels.details differs from strata summary --item:\n"
+                                f"  view:    {json.dumps(details)}\n  summary: {json.dumps(item)}")
     print(f"{name}: {len(PANEL_KEYS)} panel figures equal the summary's"
           + (f"; details of {first}: bound {panels['details']['bound']}" if first and panels.get("details") else ""))
 
