@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -304,6 +305,8 @@ Message handle_start(Control& c, const Message& req) {
   // The file first, CUPTI last: a refused start leaves CUPTI as it was (released stays released).
   auto s = std::make_unique<Session>();
   s->output = plan->output;
+  struct stat st {};
+  const bool existed = ::lstat(s->output.c_str(), &st) == 0;  // a refused start removes only its own file
   if (!s->sink.open(s->output, plan->exclusive)) {
     if (!plan->exclusive || s->sink.error_number() != EEXIST) return error_reply(s->sink.error());
     s->output = alternative_name(plan->output);  // another process of the job took the name
@@ -316,7 +319,7 @@ Message handle_start(Control& c, const Message& req) {
     cupti_acquire(&refused);
   if (!refused.empty()) {
     s->sink.close();
-    ::unlink(s->output.c_str());
+    if (!existed || s->output != plan->output) ::unlink(s->output.c_str());
     return error_reply(refused);
   }
   if (plan->iterations) shared().iterations_target.store(static_cast<uint32_t>(*plan->iterations));
@@ -394,7 +397,10 @@ void tick(Control& c) {
   }
   const State st = shared().state.load();
   if (st == State::Dormant && now_ms() >= s->start_at_ms) start_recording(*s);
-  if (st == State::Recording && s->stop_at_ms != 0 && now_ms() >= s->stop_at_ms) stop_recording();
+  // A file that can take no more (disk full, RLIMIT_FSIZE) ends the recording: the job stops
+  // paying for records that would go nowhere.
+  const bool stuck = !s->sink.error().empty();
+  if (st == State::Recording && (stuck || (s->stop_at_ms != 0 && now_ms() >= s->stop_at_ms))) stop_recording();
   drain(c);
   if (shared().state.load() == State::Stopping) finish(c);
 }

@@ -20,6 +20,7 @@
 
 #include "client/agents.h"
 #include "core/loader.h"
+#include "helpers.h"
 #include "json_check.h"
 #include "protocol/message.h"
 #include "sim_job.h"
@@ -27,6 +28,8 @@
 using namespace strata;
 using namespace strata::collector;
 using strata::collector::test::SimJob;
+using strata::collector::test::ask;
+using strata::collector::test::field;
 
 namespace {
 
@@ -116,20 +119,6 @@ void start_recorded(SimJob& job, const RecordOptions& opt, const std::vector<std
   env["STRATA_RECORD"] = record_variable(opt);
   env["NVTX_INJECTION64_PATH"] = SimJob::agent_path();
   REQUIRE_MESSAGE(job.start(args, env), job.error());
-}
-
-Message request(pid_t pid, const std::string& verb, int timeout_ms = 5000) {
-  Message req;
-  req.verb = verb;
-  std::string error;
-  const auto reply = agent_request(pid, req, timeout_ms, &error);
-  REQUIRE_MESSAGE(reply, verb << ": " << error);
-  return *reply;
-}
-
-std::string field(const Message& m, const char* key) {
-  const std::string* v = m.get(key);
-  return v != nullptr ? *v : std::string();
 }
 
 // The simulator counted the agent's cuptiSubscribe: the agent's CUPTI calls landed there and
@@ -277,7 +266,7 @@ TEST_CASE("sim agent: a recording reaches its file while it runs, and the file r
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     const std::string text = test::read_file(opt.output);
     if (text.find("\"cat\": \"kernel\"") == std::string::npos) continue;
-    if (field(request(job.pid(), "status"), "state") != "recording") break;
+    if (field(ask(job.pid(), "status"), "state") != "recording") break;
     std::ofstream(mid, std::ios::binary) << text;
     copied = true;
   }
@@ -343,18 +332,18 @@ TEST_CASE("sim agent: stop while armed for iterations that never come") {
   const auto started = agent_request(job.pid(), start_request(opt), 5000, &error);
   REQUIRE_MESSAGE(started, error);
   REQUIRE_MESSAGE(!is_error(*started), error_text(*started));
-  const Message armed = request(job.pid(), "status");
+  const Message armed = ask(job.pid(), "status");
   CHECK(field(armed, "state") == "armed");
   CHECK(field(armed, "gpu") == "Strata Simulated GPU");
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // iterations pass, none matches
-  CHECK(field(request(job.pid(), "status"), "state") == "armed");
+  CHECK(field(ask(job.pid(), "status"), "state") == "armed");
 
-  const Message stopped = request(job.pid(), "stop", 30000);
+  const Message stopped = ask(job.pid(), "stop", 30000);
   REQUIRE_MESSAGE(!is_error(stopped), error_text(stopped));
   CHECK(field(stopped, "state") == "dormant");
   CHECK(field(stopped, "recordings") == "1");
   CHECK(field(stopped, "output") == opt.output);
-  const Message status = request(job.pid(), "status");
+  const Message status = ask(job.pid(), "status");
   CHECK(field(status, "state") == "dormant");
   REQUIRE_MESSAGE(job.wait(), job.error());
   INFO("stderr: " << job.err());
@@ -381,20 +370,11 @@ std::string wait_for_cupti(pid_t pid, const std::string& want, int timeout_ms = 
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   std::string now;
   while (std::chrono::steady_clock::now() < until) {
-    now = field(request(pid, "status"), "cupti");
+    now = field(ask(pid, "status"), "cupti");
     if (now == want) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return now;
-}
-
-bool wait_for_output(const SimJob& job, const std::string& line, int timeout_ms = 20000) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (std::chrono::steady_clock::now() < until) {
-    if (job.out().find(line + "\n") != std::string::npos) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
 }
 
 // After the last release the job ran on with CUPTI gone: calls were made, none instrumented.
@@ -458,7 +438,7 @@ TEST_CASE("sim agent: recordings after a release subscribe again, by duration an
                              "--sleep-us", "1000"},
                             {{"NVTX_INJECTION64_PATH", agent}}),
                   job.error());
-  CHECK(field(request(job.pid(), "status"), "cupti") == "attached");  // dormant, never recorded
+  CHECK(field(ask(job.pid(), "status"), "cupti") == "attached");  // dormant, never recorded
 
   std::vector<std::string> outputs;
   for (int i = 0; i < 3; ++i) {
@@ -497,23 +477,23 @@ TEST_CASE("sim agent: a recording that starts before any CUDA call cancels the p
   REQUIRE_MESSAGE(job.start({"--threads", "1", "--seconds", "0.3", "--kernels", "4", "--sleep-us", "1000",
                              "--idle-ms", "4000"}),
                   job.error());
-  REQUIRE_MESSAGE(wait_for_output(job, "idle"), "the job's work did not end: " << job.out());
+  REQUIRE_MESSAGE(job.wait_for_line("idle"), "the job's work did not end: " << job.out());
   RecordOptions opt;
   opt.duration_ms = 100;
   opt.output = job.path("idle1.pt.trace.json");
   std::string error;
   REQUIRE_MESSAGE(job.record(opt, &error), error);
-  CHECK(field(request(job.pid(), "status"), "cupti") == "releasing");  // no CUDA call to do it
+  CHECK(field(ask(job.pid(), "status"), "cupti") == "releasing");  // no CUDA call to do it
 
   opt.output = job.path("idle2.pt.trace.json");
   const auto started = agent_request(job.pid(), start_request(opt), 5000, &error);
   REQUIRE_MESSAGE(started, error);
   REQUIRE_MESSAGE(!is_error(*started), error_text(*started));
-  CHECK(field(request(job.pid(), "status"), "cupti") == "attached");
-  const Message stopped = request(job.pid(), "stop", 30000);
+  CHECK(field(ask(job.pid(), "status"), "cupti") == "attached");
+  const Message stopped = ask(job.pid(), "stop", 30000);
   REQUIRE_MESSAGE(!is_error(stopped), error_text(stopped));
   CHECK(field(stopped, "recordings") == "2");
-  CHECK(field(request(job.pid(), "status"), "cupti") == "releasing");
+  CHECK(field(ask(job.pid(), "status"), "cupti") == "releasing");
 
   REQUIRE_MESSAGE(job.wait(), job.error());
   INFO("stderr: " << job.err());
@@ -540,7 +520,7 @@ TEST_CASE("sim agent: detach releases CUPTI, recorded or not") {
       REQUIRE_MESSAGE(job.record(opt, &error), error);
       CHECK(read_facts(opt.output).kernels() > 0);
     }
-    CHECK_FALSE(is_error(request(job.pid(), "detach")));
+    CHECK_FALSE(is_error(ask(job.pid(), "detach")));
     REQUIRE_MESSAGE(job.wait(), job.error());
     INFO("stderr: " << job.err());
     CHECK(job.stat("subscribe_calls") == 1);

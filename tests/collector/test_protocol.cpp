@@ -3,20 +3,22 @@
 
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 
+#include "helpers.h"
 #include "protocol/control_socket.h"
 #include "protocol/kinds.h"
 #include "protocol/message.h"
 
 using namespace strata::collector;
+using strata::collector::test::connect_unix;
+using strata::collector::test::message;
+using strata::collector::test::raw_exchange;
 
 namespace {
 
@@ -65,27 +67,6 @@ pid_t start_server(const std::string& path, uid_t allowed) {
   return pid;
 }
 
-Message make(std::string verb) {
-  Message m;
-  m.verb = std::move(verb);
-  return m;
-}
-
-// Sends raw bytes (possibly malformed) and returns the reply line.
-std::string raw_exchange(const std::string& path, const std::string& bytes, bool half_close) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  write_all(fd, bytes, 1000);
-  if (half_close) ::shutdown(fd, SHUT_WR);
-  std::string error;
-  auto line = read_line(fd, 3000, &error);
-  ::close(fd);
-  return line.value_or("");
-}
-
 int reap(pid_t pid) {
   int status = 0;
   ::waitpid(pid, &status, 0);
@@ -95,7 +76,7 @@ int reap(pid_t pid) {
 }  // namespace
 
 TEST_CASE("messages round-trip, with escaping") {
-  Message m = make("start");
+  Message m = message("start");
   m.set("output", "/tmp/a b=c%d\n.json").set("duration_ms", "2000");
   const std::string line = encode_message(m);
   CHECK(line == "start output=/tmp/a%20b%3Dc%25d%0A.json duration_ms=2000\n");
@@ -145,7 +126,7 @@ TEST_CASE("malformed messages are rejected with a reason") {
   CHECK_FALSE(decode_message("a\nb", &error));             // two lines
   CHECK_FALSE(decode_message(std::string(kMaxMessageBytes + 10, 'a'), &error));
   CHECK(!error.empty());
-  Message m = make("start");
+  Message m = message("start");
   m.set("n", "12x");
   bool bad = false;
   CHECK_FALSE(get_uint(m, "n", &bad).has_value());
@@ -172,7 +153,7 @@ TEST_CASE("a client and an agent-side server talk across processes") {
   const pid_t server = start_server(path, ::getuid());
   std::string error;
 
-  Message req = make("status");
+  Message req = message("status");
   req.set("path", "/x y");
   auto reply = request(path, req, 3000, &error);
   REQUIRE_MESSAGE(reply, error);
@@ -186,22 +167,19 @@ TEST_CASE("a client and an agent-side server talk across processes") {
   CHECK(raw_exchange(path, "status", true).rfind("error ", 0) == 0);  // no newline, then EOF
   CHECK(raw_exchange(path, std::string(kMaxMessageBytes + 100, 'x'), false).rfind("error ", 0) == 0);
   // A client that connects and says nothing does not block the server for long.
-  const int silent = ::socket(AF_UNIX, SOCK_STREAM, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
-  REQUIRE(::connect(silent, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  auto after = request(path, make("status"), 3000, &error);
+  const int silent = connect_unix(path);
+  REQUIRE(silent >= 0);
+  auto after = request(path, message("status"), 3000, &error);
   CHECK_MESSAGE(after, error);
   ::close(silent);
 
-  auto quit = request(path, make("quit"), 3000, &error);
+  auto quit = request(path, message("quit"), 3000, &error);
   REQUIRE(quit);
   CHECK(reap(server) == 0);
   CHECK(::access(path.c_str(), F_OK) != 0);  // the server removed its socket
 
   // Nobody listening: a clear error, no hang.
-  CHECK_FALSE(request(path, make("status"), 1000, &error));
+  CHECK_FALSE(request(path, message("status"), 1000, &error));
   CHECK(error.find("cannot connect") != std::string::npos);
   ::rmdir(dir.c_str());
 }
@@ -212,7 +190,7 @@ TEST_CASE("peers of another uid are refused (SO_PEERCRED)") {
   // The server admits only a uid that is not ours, so our own request must be refused.
   const pid_t server = start_server(path, ::getuid() + 1);
   std::string error;
-  auto reply = request(path, make("status"), 3000, &error);
+  auto reply = request(path, message("status"), 3000, &error);
   REQUIRE_MESSAGE(reply, error);
   CHECK(is_error(*reply));
   CHECK(error_text(*reply).find("permission denied") != std::string::npos);
@@ -237,11 +215,11 @@ TEST_CASE("another user cannot even reach a socket in the private directory") {
   if (intruder == 0) {
     if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
     std::string err;
-    auto r = request(path, make("status"), 1000, &err);
+    auto r = request(path, message("status"), 1000, &err);
     ::_exit(r ? 1 : 0);  // 0: refused, as it must be
   }
   CHECK(reap(intruder) == 0);
-  auto quit = request(path, make("quit"), 3000, &error);
+  auto quit = request(path, message("quit"), 3000, &error);
   CHECK(quit);
   reap(server);
   ::rmdir((dir + "/agents").c_str());

@@ -16,8 +16,8 @@
 // "SIMSTATS {json}" with the simulator's counters.
 //
 // Faults a job can bring on itself, for the agent to survive: --hold-fds-ms opens files until
-// none is left (EMFILE) while the threads run, prints "fds held", keeps them M ms and prints
-// "fds released"; --file-size-limit sets RLIMIT_FSIZE (a write past it fails, with SIGXFSZ);
+// none is left (EMFILE, under a limit lowered to 256) while the threads run, prints "fds held",
+// keeps them M ms and prints "fds released"; --file-size-limit sets RLIMIT_FSIZE (a write past it fails, with SIGXFSZ);
 // --broken-stderr makes stderr a pipe nobody reads (a write to it raises SIGPIPE). --note only
 // makes the command line longer.
 #include <cuda.h>
@@ -26,6 +26,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -128,7 +129,7 @@ void run_thread(const Options& o, int index, std::chrono::steady_clock::time_poi
 void hold_all_fds(uint64_t ms) {
   std::vector<int> held;
   for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) held.push_back(fd);
-  std::printf("fds held %zu\n", held.size());
+  std::printf("fds held\n");
   std::fflush(stdout);
   std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   for (int fd : held) ::close(fd);
@@ -156,6 +157,10 @@ int main(int argc, char** argv) {
   if (o.file_size_limit > 0) {
     const rlimit limit{o.file_size_limit, o.file_size_limit};
     ::setrlimit(RLIMIT_FSIZE, &limit);
+  }
+  if (rlimit files{}; o.hold_fds_ms > 0 && ::getrlimit(RLIMIT_NOFILE, &files) == 0) {
+    files.rlim_cur = std::min<rlim_t>(files.rlim_cur, 256);  // few to take: containers allow millions
+    ::setrlimit(RLIMIT_NOFILE, &files);
   }
   if (int p[2]; o.broken_stderr && ::pipe(p) == 0) {
     ::dup2(p[1], STDERR_FILENO);
