@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <string_view>
 #include <thread>
 #include <unistd.h>
@@ -17,21 +18,73 @@ int parse_file_args(const ArgSpec& spec, int argc, char** argv, FileArgs& out) {
       out.output = argv[++i];
     } else if (spec.item && a == "--item" && i + 1 < argc) {
       out.item = argv[++i];
+    } else if (spec.merge && a == "--merge") {
+      out.merge = true;
     } else if (a.starts_with("-")) {
       std::fprintf(stderr, "strata %s: unknown option '%s'\nusage: %s\n", spec.command, argv[i], spec.usage);
       return 2;
-    } else if (out.path.empty()) {
-      out.path = a;
     } else {
-      std::fprintf(stderr, "strata %s: one file at a time\n", spec.command);
-      return 2;
+      out.inputs.emplace_back(a);
     }
   }
-  if (out.path.empty() || (spec.output && out.output.empty())) {
+  if (out.inputs.empty() || (spec.output && out.output.empty())) {
     std::fprintf(stderr, "usage: %s\n", spec.usage);
     return 2;
   }
   return 0;
+}
+
+bool FileArgs::single_file() const {
+  std::error_code ec;
+  return inputs.size() == 1 && !std::filesystem::is_directory(inputs[0], ec);
+}
+
+namespace {
+
+// Shows `what` on the terminal while `done` is false, once the work has taken half a second.
+template <class F>
+void show_progress(const std::atomic<bool>& done, F&& what) {
+  if (!isatty(2)) return;
+  bool shown = false;
+  auto start = std::chrono::steady_clock::now();
+  while (!done) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(500)) continue;
+    std::fprintf(stderr, "\r%s\033[K", what().c_str());
+    shown = true;
+  }
+  if (shown) std::fprintf(stderr, "\r\033[K");
+}
+
+}  // namespace
+
+bool load_job_for_cli(const std::vector<std::string>& inputs, const char* command, bool keep_models, strata::Job& job) {
+  std::string error;
+  std::vector<strata::JobFile> files = strata::job_files(inputs, error);
+  if (files.empty()) {
+    std::fprintf(stderr, "strata %s: %s\n", command, error.c_str());
+    return false;
+  }
+  strata::Progress progress;
+  std::atomic<bool> done{false};
+  std::thread worker([&] {
+    strata::JobOptions options;
+    options.keep_models = keep_models;
+    job = strata::load_job(files, options, &progress);
+    done = true;
+  });
+  show_progress(done, [&] {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "strata %s: loading and annotating %zu ranks %3.0f%%", command, files.size(),
+                  progress.fraction() * 100);
+    return std::string(buf);
+  });
+  worker.join();
+  if (job.data.empty()) {
+    for (const strata::JobRank& r : job.ranks) std::fprintf(stderr, "strata: %s\n", r.error.c_str());
+    return false;
+  }
+  return true;
 }
 
 LoadedTrace load_for_cli(const std::string& path, const char* command, bool annotate) {
@@ -48,21 +101,15 @@ LoadedTrace load_for_cli(const std::string& path, const char* command, bool anno
     }
     done = true;
   });
-  bool shown = false;
-  if (isatty(2)) {
-    auto start = std::chrono::steady_clock::now();
-    while (!done) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      if (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(500)) continue;
-      const strata::Stage s = progress.stage.load();
-      if (s <= strata::Stage::Building)
-        std::fprintf(stderr, "\rstrata %s: %s %s %3.0f%%\033[K", command, strata::stage_name(s), path.c_str(), progress.fraction() * 100);
-      else
-        std::fprintf(stderr, "\rstrata %s: %s\033[K", command, strata::stage_name(s));
-      shown = true;
-    }
-  }
+  show_progress(done, [&] {
+    const strata::Stage s = progress.stage.load();
+    char buf[1200];
+    if (s <= strata::Stage::Building)
+      std::snprintf(buf, sizeof buf, "strata %s: %s %s %3.0f%%", command, strata::stage_name(s), path.c_str(), progress.fraction() * 100);
+    else
+      std::snprintf(buf, sizeof buf, "strata %s: %s", command, strata::stage_name(s));
+    return std::string(buf);
+  });
   worker.join();
-  if (shown) std::fprintf(stderr, "\r\033[K");
   return out;
 }

@@ -3,25 +3,31 @@
 #pragma once
 
 #include "core/annotate/annotation.h"
+#include "core/job/job.h"
 #include "core/loader.h"
 
 #include <memory>
 #include <string>
+#include <vector>
 
-// What a subcommand accepts besides its FILE.
+// What a subcommand accepts besides its inputs (one or more files and directories: a job).
 struct ArgSpec {
   const char* command;  // "summary"
   const char* usage;    // "strata summary FILE [--json]"
   bool json = false;    // --json
   bool output = false;  // -o OUT (required)
   bool item = false;    // --item PATH
+  bool merge = false;   // --merge: the inputs are per-rank summaries
 };
 
 struct FileArgs {
-  std::string path;
-  std::string output;  // -o, for commands that write a file
+  std::vector<std::string> inputs;  // files and directories, as given
+  std::string output;  // -o, for commands that write a file (a directory for a job)
   std::string item;    // --item: an annotation node's path ("Iteration 3/Backward")
   bool json = false;
+  bool merge = false;
+  // One trace file (not a job of several or a directory).
+  bool single_file() const;
 };
 
 // Parses the command line as `spec` allows; on a bad one prints why and returns the exit
@@ -35,3 +41,7 @@ struct LoadedTrace {
 };
 
 LoadedTrace load_for_cli(const std::string& path, const char* command, bool annotate);
+
+// Loads a job's ranks (summaries only, to stay within memory) with progress on a terminal;
+// prints why and returns false when it cannot.
+bool load_job_for_cli(const std::vector<std::string>& inputs, const char* command, bool keep_models, strata::Job& job);

@@ -1,15 +1,15 @@
 // strata annotate FILE -o OUT.json[.gz]
+// strata annotate DIR | FILE1 FILE2 ... -o OUT_DIR   (a job: each rank's trace, annotated, under its own name)
 #include "app/cli.h"
 #include "app/commands.h"
 
 #include <cstdio>
+#include <filesystem>
 
-int cmd_annotate(int argc, char** argv) {
-  FileArgs args;
-  if (int rc = parse_file_args({"annotate", "strata annotate FILE -o OUT.json[.gz]", false, true}, argc, argv, args))
-    return rc;
-  const std::string& out = args.output;
-  LoadedTrace r = load_for_cli(args.path, "annotate", true);
+namespace {
+
+int annotate_one(const std::string& in, const std::string& out) {
+  LoadedTrace r = load_for_cli(in, "annotate", true);
   if (!r.model) {
     std::fprintf(stderr, "strata: %s\n", r.error.c_str());
     return 1;
@@ -24,4 +24,32 @@ int cmd_annotate(int argc, char** argv) {
                static_cast<unsigned long long>(r.annotation.gpu_ops_annotated),
                static_cast<unsigned long long>(r.annotation.gpu_ops));
   return 0;
+}
+
+}  // namespace
+
+int cmd_annotate(int argc, char** argv) {
+  FileArgs args;
+  const char* usage = "strata annotate FILE -o OUT.json[.gz] | strata annotate DIR|FILES... -o OUT_DIR";
+  if (int rc = parse_file_args({"annotate", usage, false, true}, argc, argv, args)) return rc;
+  if (args.single_file()) return annotate_one(args.inputs[0], args.output);
+  std::string error;
+  std::vector<strata::JobFile> files = strata::job_files(args.inputs, error);
+  if (files.empty()) {
+    std::fprintf(stderr, "strata annotate: %s\n", error.c_str());
+    return 1;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(args.output, ec);
+  if (!std::filesystem::is_directory(args.output, ec)) {
+    std::fprintf(stderr, "strata annotate: -o %s must be a directory for a job\n", args.output.c_str());
+    return 2;
+  }
+  int rc = 0;
+  for (const strata::JobFile& f : files) {
+    std::string name = std::filesystem::path(f.path).filename().string();
+    if (name.size() > 3 && name.compare(name.size() - 3, 3, ".gz") == 0) name.resize(name.size() - 3);
+    rc |= annotate_one(f.path, (std::filesystem::path(args.output) / (name + ".gz")).string());
+  }
+  return rc;
 }

@@ -1,4 +1,4 @@
-// strata info FILE [--json]
+// strata info FILE|DIR ... [--json]: what each trace holds (a JSON array for several)
 #include "app/cli.h"
 #include "app/commands.h"
 #include "core/trace_info.h"
@@ -7,13 +7,27 @@
 
 int cmd_info(int argc, char** argv) {
   FileArgs args;
-  if (int rc = parse_file_args({"info", "strata info FILE [--json]", true}, argc, argv, args)) return rc;
-  LoadedTrace r = load_for_cli(args.path, "info", false);
-  if (!r.model) {
-    std::fprintf(stderr, "strata: %s\n", r.error.c_str());
+  if (int rc = parse_file_args({"info", "strata info FILE|DIR ... [--json]", true}, argc, argv, args)) return rc;
+  std::string error;
+  std::vector<strata::JobFile> files = strata::job_files(args.inputs, error);
+  if (files.empty()) {
+    std::fprintf(stderr, "strata info: %s\n", error.c_str());
     return 1;
   }
-  std::string out = args.json ? strata::info_json(*r.model) : strata::info_text(*r.model);
-  std::fwrite(out.data(), 1, out.size(), stdout);
-  return 0;
+  const bool several = files.size() > 1;
+  int rc = 0;
+  if (several && args.json) std::fputs("[\n", stdout);
+  for (size_t i = 0; i < files.size(); ++i) {
+    LoadedTrace r = load_for_cli(files[i].path, "info", false);
+    if (!r.model) {
+      std::fprintf(stderr, "strata: %s\n", r.error.c_str());
+      rc = 1;
+      continue;
+    }
+    std::string out = args.json ? strata::info_json(*r.model) : strata::info_text(*r.model);
+    if (several && args.json && i + 1 < files.size()) out += ",";
+    std::fwrite(out.data(), 1, out.size(), stdout);
+  }
+  if (several && args.json) std::fputs("]\n", stdout);
+  return rc;
 }

@@ -1,31 +1,95 @@
-// strata summary FILE [--json] [--item PATH]
+// strata summary FILE [--json] [--item PATH]    one trace
+// strata summary DIR | FILE1 FILE2 ... [--json]  a job: every rank's trace
+// strata summary --merge SUMMARY.json ... [--json]  a job from per-rank summaries made anywhere
 #include "app/cli.h"
 #include "app/commands.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
-int cmd_summary(int argc, char** argv) {
-  FileArgs args;
-  const char* usage = "strata summary FILE [--json] [--item \"Iteration 3/Backward\"]";
-  if (int rc = parse_file_args({"summary", usage, true, false, true}, argc, argv, args)) return rc;
-  LoadedTrace r = load_for_cli(args.path, "summary", true);
+namespace {
+
+const char* kUsage =
+    "strata summary FILE [--json] [--item \"Iteration 3/Backward\"]\n"
+    "       strata summary DIR | FILE1 FILE2 ... [--json]         (a job: one trace per rank)\n"
+    "       strata summary --merge RANK.json ... [--json]         (per-rank `strata summary FILE --json` outputs)";
+
+void print(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); }
+
+int summarize_trace(const FileArgs& args) {
+  const std::string& path = args.inputs[0];
+  LoadedTrace r = load_for_cli(path, "summary", true);
   if (!r.model) {
     std::fprintf(stderr, "strata: %s\n", r.error.c_str());
     return 1;
   }
-  std::string out;
+  const strata::Annotation& a = r.annotation;
   if (!args.item.empty()) {
     // One item's figures, as the viewer's details panel shows them.
-    strata::NodeId n = strata::find_node(r.annotation.tree, args.item);
+    strata::NodeId n = strata::find_node(a.tree, args.item);
     if (n == strata::kNoNode) {
       std::fprintf(stderr, "strata summary: no annotation item '%s'\n", args.item.c_str());
       return 1;
     }
-    out = args.json ? strata::work_json(r.annotation.tree.path(n), strata::node_work(*r.model, r.annotation, n))
-                    : strata::work_text(r.annotation.tree.path(n), strata::node_work(*r.model, r.annotation, n));
-  } else {
-    out = args.json ? strata::summary_json(*r.model, r.annotation) : strata::summary_text(*r.model, r.annotation);
+    strata::WorkFigures w = strata::node_work(*r.model, a, n);
+    print(args.json ? strata::work_json(a.tree.path(n), w) : strata::work_text(a.tree.path(n), w));
+    return 0;
   }
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  if (!args.json) {
+    print(strata::summary_text(*r.model, a));
+    return 0;
+  }
+  // With the rank's data, for `--merge`.
+  int64_t rank = r.model->distributed.rank >= 0 ? r.model->distributed.rank : strata::rank_from_name(path);
+  print(strata::rank_summary_json(*r.model, a, strata::rank_data(*r.model, a, rank)));
+  return 0;
+}
+
+int merge_summaries(const FileArgs& args) {
+  std::vector<strata::RankData> ranks;
+  for (const std::string& path : args.inputs) {
+    std::ifstream f(path, std::ios::binary);
+    std::stringstream text;
+    text << f.rdbuf();
+    if (!f) {
+      std::fprintf(stderr, "strata summary: cannot read %s\n", path.c_str());
+      return 1;
+    }
+    strata::RankData r;
+    std::string error;
+    if (!strata::read_rank_data(text.str(), r, error)) {
+      std::fprintf(stderr, "strata summary: %s: %s\n", path.c_str(), error.c_str());
+      return 1;
+    }
+    ranks.push_back(std::move(r));
+  }
+  std::stable_sort(ranks.begin(), ranks.end(), [](auto& a, auto& b) { return a.rank < b.rank; });
+  for (size_t i = 0; i + 1 < ranks.size(); ++i)
+    if (ranks[i].rank == ranks[i + 1].rank) {
+      std::fprintf(stderr, "strata summary: two summaries are of rank %lld (%s, %s)\n", (long long)ranks[i].rank,
+                   ranks[i].file.c_str(), ranks[i + 1].file.c_str());
+      return 1;
+    }
+  strata::JobAnalysis j = strata::analyze_job(ranks);
+  print(args.json ? strata::job_summary_json(ranks, j) : strata::job_summary_text(ranks, j));
+  return 0;
+}
+
+}  // namespace
+
+int cmd_summary(int argc, char** argv) {
+  FileArgs args;
+  if (int rc = parse_file_args({"summary", kUsage, true, false, true, true}, argc, argv, args)) return rc;
+  if (args.merge) return merge_summaries(args);
+  if (args.single_file()) return summarize_trace(args);
+  if (!args.item.empty()) {
+    std::fprintf(stderr, "strata summary: --item takes one trace, not a job\n");
+    return 2;
+  }
+  strata::Job job;
+  if (!load_job_for_cli(args.inputs, "summary", false, job)) return 1;
+  print(args.json ? strata::job_summary_json(job.data, job.analysis) : strata::job_summary_text(job.data, job.analysis));
   return 0;
 }

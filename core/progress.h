@@ -32,12 +32,13 @@ struct Progress {
   std::atomic<bool> cancel{false};
   // Called on the worker's thread as each stage begins (tests cancel at a chosen stage).
   std::function<void(Stage)> on_stage;
+  const Progress* parent = nullptr;  // one part of a larger job: its cancel stops this too
 
   void enter(Stage s) {
     stage = s;
     if (on_stage) on_stage(s);
   }
-  bool cancelled() const { return cancel.load(std::memory_order_relaxed); }
+  bool cancelled() const { return cancel.load(std::memory_order_relaxed) || (parent && parent->cancelled()); }
   double fraction() const {
     uint64_t t = total.load(std::memory_order_relaxed);
     return t ? double(done.load(std::memory_order_relaxed)) / double(t) : 0.0;

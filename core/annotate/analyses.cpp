@@ -10,6 +10,17 @@
 
 namespace strata {
 
+const char* idle_cause_name(IdleCause c) {
+  switch (c) {
+    case IdleCause::Launch: return "launch";
+    case IdleCause::DataLoading: return "data loading";
+    case IdleCause::Sync: return "synchronization";
+    case IdleCause::Other: return "other";
+    case IdleCause::Count: break;
+  }
+  return "?";
+}
+
 const char* gpu_work_name(GpuWork w) {
   switch (w) {
     case GpuWork::Compute: return "compute";
@@ -19,14 +30,13 @@ const char* gpu_work_name(GpuWork w) {
   return "?";
 }
 
-namespace annot {
-
-namespace {
-
-bool is_comm(std::string_view n) {
+bool is_communication_kernel(std::string_view n) {
   return n.find("nccl") != std::string_view::npos || n.find("rccl") != std::string_view::npos ||
          n.find("NCCL") != std::string_view::npos;
 }
+
+namespace annot {
+namespace {
 
 bool is_tensor_core(std::string_view n) {
   static constexpr std::string_view keys[] = {"884", "1688", "16816", "hmma", "HMMA", "imma", "xmma", "wgmma", "gmma",
@@ -151,7 +161,7 @@ void run_analyses(Context& c, Annotation& a) {
       ki = uint32_t(r.kernels.size());
       NameStat ks;
       ks.name = nm;
-      ks.kind = k != Cat::Kernel ? GpuWork::Memory : is_comm(nm) ? GpuWork::Communication : GpuWork::Compute;
+      ks.kind = k != Cat::Kernel ? GpuWork::Memory : is_communication_kernel(nm) ? GpuWork::Communication : GpuWork::Compute;
       ks.tensor_core = k == Cat::Kernel && is_tensor_core(nm);
       r.kernels.push_back(std::move(ks));
     }
@@ -236,35 +246,33 @@ void run_analyses(Context& c, Annotation& a) {
     const auto& ops = devs.size() > 1 ? l.all : c.gpu_ops;
     size_t ph_i = 0, sy_i = 0, op_i = 0;  // first phase starting after, sync at or after, op at or after
     Ns prev = W0;
-    auto gap = [&](Ns gs, Ns ge) {
-      if (ge <= gs) return;
-      Ns len = ge - gs;
-      ++r.idle.count;
-      r.idle.total += len;
-      Ns mid = gs + len / 2;
+    auto cause_of = [&](Ns gs, Ns ge) {
+      Ns len = ge - gs, mid = gs + len / 2;
       while (ph_i < phases.spans.size() && phases.spans[ph_i].b <= mid) ++ph_i;
       NodeId ph = ph_i && mid < phases.spans[ph_i - 1].e ? phases.spans[ph_i - 1].n : kNoNode;
-      if (ph != kNoNode && t.phase[ph] == PhaseKind::DataLoading) {
-        r.idle.data_loading += len;
-        return;
-      }
+      if (ph != kNoNode && t.phase[ph] == PhaseKind::DataLoading) return IdleCause::DataLoading;
       while (sy_i < syncs.size() && syncs[sy_i].first < gs) ++sy_i;
       Ns in_sync = 0;
       for (size_t i = sy_i ? sy_i - 1 : 0; i < syncs.size() && syncs[i].first < ge; ++i)
         in_sync += std::max<Ns>(0, std::min(ge, syncs[i].second) - std::max(gs, syncs[i].first));
-      if (in_sync * 2 >= len) {
-        r.idle.sync += len;
-        return;
-      }
+      if (in_sync * 2 >= len) return IdleCause::Sync;
       while (op_i < ops.size() && ev.start[ops[op_i]] < ge) ++op_i;
       if (op_i < ops.size()) {
         EventId ln = m.launch_of(ops[op_i]);
-        if (ln != kNoEvent && ev.start[ln] + ev.dur[ln] / 2 >= gs) {
-          r.idle.launch += len;
-          return;
-        }
+        if (ln != kNoEvent && ev.start[ln] + ev.dur[ln] / 2 >= gs) return IdleCause::Launch;
       }
-      r.idle.other += len;
+      return IdleCause::Other;
+    };
+    auto gap = [&](Ns gs, Ns ge) {
+      if (ge <= gs) return;
+      const Ns len = ge - gs;
+      const IdleCause cause = cause_of(gs, ge);
+      ++r.idle.count;
+      r.idle.total += len;
+      (cause == IdleCause::Launch ? r.idle.launch : cause == IdleCause::DataLoading ? r.idle.data_loading
+                                                  : cause == IdleCause::Sync      ? r.idle.sync
+                                                                                  : r.idle.other) += len;
+      r.idle.gaps.push_back({gs, ge, l.device, cause});
     };
     // The device's busy intervals again, merged as above; each new one ends a gap.
     bool open = false;

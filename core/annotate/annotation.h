@@ -112,6 +112,7 @@ struct Iteration {
   NodeId node = kNoNode;
   std::string name;
   Ns begin = 0, end = 0;
+  int64_t step = -1;     // N of its ProfilerStep#N, when the iterations come from them
   bool partial = false;  // cut by the trace window's edge
 };
 
@@ -123,6 +124,7 @@ struct DeviceUtil {
 };
 
 enum class GpuWork : uint8_t { Compute, Communication, Memory };
+bool is_communication_kernel(std::string_view name);  // NCCL / RCCL collectives and send/recv
 const char* gpu_work_name(GpuWork w);  // "compute", "communication", "memory"
 
 // Time per name: GPU ops (kernels, copies, sets) or top-level CPU ops.
@@ -135,9 +137,21 @@ struct NameStat {
   GpuWork kind = GpuWork::Compute;   // GPU ops: what it does
 };
 
+// Why a GPU sat idle: waiting on the host's launches, in data loading, the host in a call that
+// waits for the GPU, or none of those.
+enum class IdleCause : uint8_t { Launch, DataLoading, Sync, Other, Count };
+const char* idle_cause_name(IdleCause c);  // "launch", "data loading", "synchronization", "other"
+
+struct IdleGap {
+  Ns begin = 0, end = 0;
+  int32_t device = -1;
+  IdleCause cause = IdleCause::Other;
+};
+
 struct IdleGaps {
   Ns total = 0, launch = 0, data_loading = 0, sync = 0, other = 0;
   uint64_t count = 0;
+  std::vector<IdleGap> gaps;  // each gap, per device in time order (devices one after another)
 };
 
 struct MemoryUse {
@@ -230,6 +244,7 @@ AnnotationTree reduce_tree(const AnnotationTree& t, const ReduceOptions& options
 // Summary as readable text or JSON (schema: docs/summary-json.md).
 std::string summary_text(const TraceModel& m, const Annotation& a);
 std::string summary_json(const TraceModel& m, const Annotation& a);
+void write_summary_fields(JsonWriter& w, const TraceModel& m, const Annotation& a);  // into an open object
 // The summary's fields that the viewer's Summary tab shows (`iterations`, `utilization`,
 // `idle`, `kernels`, `cpu_ops`, `memory`, `work`), into an open JSON object: the same
 // writer for `strata summary --json` and the viewer's layout dump.

@@ -174,7 +174,10 @@ std::vector<IterWork> find_iterations(Context& c, Annotation& a) {
   }
   if (steps.size() >= 2) {
     a.iteration_source = IterationSource::ProfilerStep;
-    for (EventId s : steps) out.push_back(make(c, step_name(c.name(s)), ev.start[s], ev.end(s)));
+    for (EventId s : steps) {
+      out.push_back(make(c, step_name(c.name(s)), ev.start[s], ev.end(s)));
+      out.back().it.step = profiler_step_number(c.name(s));
+    }
     return out;
   }
   if (ranges.size() >= 2) {
@@ -212,6 +215,7 @@ std::vector<IterWork> find_iterations(Context& c, Annotation& a) {
   if (steps.size() == 1) {
     a.iteration_source = IterationSource::ProfilerStep;
     out.push_back(make(c, step_name(c.name(steps[0])), ev.start[steps[0]], ev.end(steps[0])));
+    out.back().it.step = profiler_step_number(c.name(steps[0]));
     return out;
   }
   a.iteration_source = IterationSource::WholeTrace;

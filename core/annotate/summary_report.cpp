@@ -221,10 +221,16 @@ void write_summary_panel_fields(JsonWriter& w, const Annotation& a) {
 }
 
 std::string summary_json(const TraceModel& m, const Annotation& a) {
-  const Analyses& r = a.analyses;
-  Digest d = digest(a);
   JsonWriter w;
   w.begin_object();
+  write_summary_fields(w, m, a);
+  w.end_object();
+  return w.str() + "\n";
+}
+
+void write_summary_fields(JsonWriter& w, const TraceModel& m, const Annotation& a) {
+  const Analyses& r = a.analyses;
+  Digest d = digest(a);
   w.field("file", m.path).field("schema", "strata.summary/1");
   w.field("window_begin_ns", r.window_begin).field("window_end_ns", r.window_end);
   write_summary_panel_fields(w, a);
@@ -250,8 +256,6 @@ std::string summary_json(const TraceModel& m, const Annotation& a) {
   w.key("notes").begin_array();
   for (auto& n : a.notes) w.value(n);
   w.end_array();
-  w.end_object();
-  return w.str() + "\n";
 }
 
 }  // namespace strata

@@ -1,0 +1,298 @@
+// One rank's part of a job: its iterations, its collectives (what kind, which group, when,
+// how much of each was hidden behind compute, which layers it carries) and, before each
+// collective, where the rank's time went: what a straggler is compared on.
+#include "core/intervals.h"
+#include "core/job/job.h"
+
+#include <algorithm>
+#include <charconv>
+#include <unordered_map>
+
+namespace strata {
+
+namespace {
+
+constexpr size_t kTopParts = 8;
+
+// The value of "key": in an event's JSON args, as text (strings unquoted), or empty.
+std::string_view arg_text(std::string_view src, std::string_view key) {
+  std::string quoted = "\"" + std::string(key) + "\"";
+  size_t p = src.find(quoted);
+  if (p == std::string_view::npos) return {};
+  p = src.find(':', p + quoted.size());
+  if (p == std::string_view::npos) return {};
+  ++p;
+  while (p < src.size() && (src[p] == ' ' || src[p] == '\t' || src[p] == '\n' || src[p] == '\r')) ++p;
+  if (p >= src.size()) return {};
+  if (src[p] == '"') {
+    size_t e = src.find('"', p + 1);
+    return e == std::string_view::npos ? std::string_view() : src.substr(p + 1, e - p - 1);
+  }
+  size_t e = p;
+  while (e < src.size() && src[e] != ',' && src[e] != '}' && src[e] != ']') ++e;
+  return src.substr(p, e - p);
+}
+
+int64_t arg_int(std::string_view src, std::string_view key) {
+  std::string_view t = arg_text(src, key);
+  int64_t v = -1;
+  auto r = std::from_chars(t.data(), t.data() + t.size(), v);
+  return r.ec == std::errc() ? v : -1;
+}
+
+std::string lower_alnum(std::string_view s) {
+  std::string o;
+  for (char c : s)
+    if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) o += c;
+    else if (c >= 'A' && c <= 'Z') o += char(c - 'A' + 'a');
+  return o;
+}
+
+// The collective a kernel runs: the trace's "Collective name" when it has one, else the
+// kernel's name ("ncclKernel_AllReduce_RING_LL_Sum_float" → "allreduce",
+// "ncclDevKernel_SendRecv" → "sendrecv").
+std::string collective_kind(std::string_view kernel, std::string_view src) {
+  if (std::string_view c = arg_text(src, "Collective name"); !c.empty()) return lower_alnum(c);
+  for (std::string_view prefix : {"ncclKernel_", "ncclDevKernel_", "rcclKernel_"}) {
+    size_t p = kernel.find(prefix);
+    if (p == std::string_view::npos) continue;
+    std::string_view rest = kernel.substr(p + prefix.size());
+    return lower_alnum(rest.substr(0, rest.find_first_of("_(")));
+  }
+  return "collective";
+}
+
+int64_t dtype_bytes(std::string_view t) {
+  std::string d = lower_alnum(t);
+  if (d == "float" || d == "float32" || d == "int" || d == "int32" || d == "uint32") return 4;
+  if (d == "half" || d == "bfloat16" || d == "float16" || d == "short" || d == "int16") return 2;
+  if (d == "double" || d == "float64" || d == "long" || d == "int64" || d == "uint64") return 8;
+  if (d == "byte" || d == "char" || d == "bool" || d == "int8" || d == "uint8") return 1;
+  return -1;
+}
+
+// Adds `add` to the part named `name` (parts stay few: a linear search).
+void add_part(std::vector<RankData::Part>& parts, uint32_t name, Ns cpu, Ns gpu) {
+  for (RankData::Part& p : parts)
+    if (p.name == name) {
+      p.cpu += cpu;
+      p.gpu += gpu;
+      return;
+    }
+  parts.push_back({name, cpu, gpu});
+}
+
+void keep_top(std::vector<RankData::Part>& parts) {
+  std::sort(parts.begin(), parts.end(), [](const RankData::Part& x, const RankData::Part& y) {
+    Ns a = std::max(x.cpu, x.gpu), b = std::max(y.cpu, y.gpu);
+    return a != b ? a > b : x.name < y.name;
+  });
+  if (parts.size() > kTopParts) parts.resize(kTopParts);
+}
+
+// Disjoint, sorted stretches [b, e) of the timeline; f(i, overlap) for each one [s, t) meets.
+struct Windows {
+  std::vector<Ns> b, e;
+  template <class F>
+  void each(Ns s, Ns t, F&& f) const {
+    if (t <= s) return;
+    size_t i = size_t(std::upper_bound(e.begin(), e.end(), s) - e.begin());
+    for (; i < b.size() && b[i] < t; ++i) {
+      Ns o = std::min(t, e[i]) - std::max(s, b[i]);
+      if (o > 0) f(i, o);
+    }
+  }
+};
+
+// A layer's path without its iteration: "Backward/ResNet_0/layer1/conv1".
+std::string_view without_iteration(std::string_view path) {
+  size_t slash = path.find('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+uint32_t RankData::intern(std::string_view s) {
+  for (uint32_t i = 0; i < names.size(); ++i)
+    if (names[i] == s) return i;
+  names.emplace_back(s);
+  return uint32_t(names.size() - 1);
+}
+
+RankData rank_data(const TraceModel& m, const Annotation& a, int64_t rank) {
+  RankData r;
+  r.rank = rank;
+  r.world_size = m.distributed.world_size;
+  r.file = m.path;
+  const AnnotationTree& t = a.tree;
+  const Analyses& an = a.analyses;
+  std::unordered_map<std::string, uint32_t> name_ids;  // intern() is linear: fine for the few, not for every kernel
+  auto id_of = [&](std::string_view s) {
+    auto [it, added] = name_ids.try_emplace(std::string(s), uint32_t(r.names.size()));
+    if (added) r.names.emplace_back(s);
+    return it->second;
+  };
+  for (size_t i = 0; i < a.iterations.size(); ++i) {
+    const Iteration& it = a.iterations[i];
+    r.iterations.push_back({it.step >= 0 ? it.step : int64_t(i), it.begin, it.end, it.partial});
+  }
+  r.iter_mean = an.iter_mean;
+  r.iter_median = an.iter_median;
+  r.window = an.window_end - an.window_begin;
+  r.compute = an.compute;
+  r.communication = an.communication;
+  r.overlap = an.compute_comm_overlap;
+  double util = 0;
+  int devices = 0;
+  for (const DeviceUtil& u : an.utilization)
+    if (u.stream < 0 && u.elapsed > 0) util += double(u.busy) / double(u.elapsed), ++devices;
+  r.utilization = devices ? util / devices : 0;
+
+  // The GPU ops: collectives, and compute kernels with their leaf layer and phase.
+  std::vector<NodeId> leaf(t.size(), kNoNode);  // per node: its leaf layer (a layer of ops) or none
+  for (NodeId n = 0; n < t.size(); ++n) {
+    bool is_leaf = t.kind[n] == NodeKind::Layer && t.first_child(n) != kNoNode && t.kind[t.first_child(n)] == NodeKind::Op;
+    leaf[n] = is_leaf ? n : t.parent[n] != kNoNode ? leaf[t.parent[n]] : kNoNode;
+  }
+  std::vector<EventId> comms, compute;
+  for (const Track& tr : m.tracks) {
+    if (tr.kind != TrackKind::GpuStream) continue;
+    for (EventId g = tr.events.begin; g < tr.events.end; ++g) {
+      if (m.ev.category(g) != Cat::Kernel) continue;
+      (is_communication_kernel(m.name_of(g)) ? comms : compute).push_back(g);
+    }
+  }
+  auto by_start = [&](EventId x, EventId y) { return m.ev.start[x] != m.ev.start[y] ? m.ev.start[x] < m.ev.start[y] : x < y; };
+  std::sort(comms.begin(), comms.end(), by_start);
+  std::sort(compute.begin(), compute.end(), by_start);
+  std::vector<Interval> busy;  // compute kernels' union
+  for (EventId g : compute) busy.push_back({m.ev.start[g], m.ev.end(g)});
+  merge_intervals(busy);
+  auto busy_within = [&](Ns s, Ns e) {
+    Ns sum = 0;
+    auto it = std::upper_bound(busy.begin(), busy.end(), s, [](Ns v, const Interval& x) { return v < x.second; });
+    for (; it != busy.end() && it->first < e; ++it) sum += std::min(e, it->second) - std::max(s, it->first);
+    return sum;
+  };
+  auto node_of = [&](EventId e) { return e < a.node_of_event.size() ? a.node_of_event[e] : kNoNode; };
+  auto iteration_at = [&](Ns ts) -> int64_t {
+    auto it = std::upper_bound(a.iterations.begin(), a.iterations.end(), ts, [](Ns v, const Iteration& x) { return v < x.begin; });
+    if (it == a.iterations.begin()) return -1;
+    --it;
+    return ts < it->end ? it - a.iterations.begin() : -1;
+  };
+
+  // The collectives.
+  std::unordered_map<uint64_t, uint32_t> next_index;  // (group, step) → next index
+  for (EventId g : comms) {
+    RankData::Collective c;
+    std::string_view src = m.source_of(g);
+    c.kind = id_of(collective_kind(m.name_of(g), src));
+    std::string_view group = arg_text(src, "Process Group Name");
+    c.group = id_of(group.empty() ? "default" : group);
+    int64_t gs = arg_int(src, "Group size");
+    c.group_size = uint32_t(gs > 0 ? gs : std::max<int64_t>(m.distributed.world_size, 0));
+    EventId launch = m.launch_of(g);
+    c.launch = launch != kNoEvent ? m.ev.start[launch] : m.ev.start[g];
+    c.start = m.ev.start[g];
+    c.end = m.ev.end(g);
+    int64_t it = iteration_at(c.launch);
+    c.step = it < 0 ? -1 : r.iterations[size_t(it)].step;
+    c.index = next_index[uint64_t(c.group) << 32 | uint32_t(c.step + 1)]++;
+    int64_t nelems = arg_int(src, "In msg nelems"), size = dtype_bytes(arg_text(src, "dtype"));
+    c.bytes = nelems >= 0 && size > 0 ? nelems * size : -1;
+    NodeId n = launch != kNoEvent ? node_of(launch) : node_of(g);
+    c.phase = n != kNoNode ? t.phase[n] : PhaseKind::Other;
+    c.exposed = (c.end - c.start) - busy_within(c.start, c.end);
+    r.collectives.push_back(std::move(c));
+  }
+
+  // Before each collective: from the previous one's end to its start.
+  Windows w;
+  Ns first = a.iterations.empty() ? m.time_begin : a.iterations.front().begin;
+  for (size_t i = 0; i < r.collectives.size(); ++i) {
+    Ns b = i ? std::max(w.e.back(), r.collectives[i - 1].end) : first;
+    Ns e = std::max(b, r.collectives[i].start);
+    w.b.push_back(b);
+    w.e.push_back(e);
+  }
+  for (NodeId n = 0; n < t.size(); ++n) {
+    if (t.kind[n] == NodeKind::Phase)
+      w.each(t.begin[n], t.end[n], [&](size_t i, Ns o) { r.collectives[i].before.phase_cpu[size_t(t.phase[n])] += o; });
+    else if (leaf[n] == n) {
+      uint32_t name = id_of(without_iteration(t.path(n)));
+      w.each(t.begin[n], t.end[n], [&](size_t i, Ns o) { add_part(r.collectives[i].before.layers, name, o, 0); });
+    }
+  }
+  for (EventId g : compute) {
+    NodeId n = node_of(g);
+    PhaseKind ph = n != kNoNode ? t.phase[n] : PhaseKind::Other;
+    NodeId lf = n != kNoNode ? leaf[n] : kNoNode;
+    uint32_t kname = UINT32_MAX, lname = UINT32_MAX;
+    w.each(m.ev.start[g], m.ev.end(g), [&](size_t i, Ns o) {
+      RankData::Breakdown& bd = r.collectives[i].before;
+      bd.phase_gpu[size_t(ph)] += o;
+      if (kname == UINT32_MAX) kname = id_of(m.name_of(g));
+      add_part(bd.kernels, kname, 0, o);
+      if (lf != kNoNode) {
+        if (lname == UINT32_MAX) lname = id_of(without_iteration(t.path(lf)));
+        add_part(bd.layers, lname, 0, o);
+      }
+    });
+  }
+  for (size_t i = 0; i < r.collectives.size(); ++i) r.collectives[i].before.gpu_compute = busy_within(w.b[i], w.e[i]);
+  for (const IdleGap& gap : an.idle.gaps)
+    w.each(gap.begin, gap.end, [&](size_t i, Ns o) { r.collectives[i].before.idle[size_t(gap.cause)] += o; });
+  for (RankData::Collective& c : r.collectives) {
+    keep_top(c.before.layers);
+    keep_top(c.before.kernels);
+  }
+
+  // The layers each collective carries. Gradient reductions launched in backward (DDP's
+  // buckets) carry the layers whose backward finished since the previous one; FSDP's
+  // reduce-scatter carries the layer whose backward just finished; anything else (FSDP's
+  // all-gather, a broadcast) the layer that starts next in its phase.
+  struct LeafSpan { Ns begin, end; uint32_t name; PhaseKind phase; };
+  std::vector<LeafSpan> leaves;
+  for (NodeId n = 0; n < t.size(); ++n) {
+    if (leaf[n] != n) continue;
+    NodeId fwd = t.mirror[n] != kNoNode ? t.mirror[n] : n;
+    const std::string path = t.path(fwd);
+    std::string_view p = without_iteration(path);  // "Forward/…": the forward layer's path
+    size_t slash = p.find('/');
+    leaves.push_back({t.begin[n], t.end[n], id_of(slash == std::string_view::npos ? p : p.substr(slash + 1)), t.phase[n]});
+  }
+  std::vector<LeafSpan> by_end = leaves;
+  std::sort(by_end.begin(), by_end.end(), [](const LeafSpan& x, const LeafSpan& y) { return x.end < y.end; });
+  std::sort(leaves.begin(), leaves.end(), [](const LeafSpan& x, const LeafSpan& y) { return x.begin < y.begin; });
+  const uint32_t allreduce = id_of("allreduce"), reducescatter = id_of("reducescatter");
+  Ns prev_reduction = INT64_MIN;
+  int64_t prev_step = INT64_MIN;
+  for (RankData::Collective& c : r.collectives) {
+    if (c.step != prev_step) prev_reduction = INT64_MIN, prev_step = c.step;
+    const bool reduction = c.phase == PhaseKind::Backward && (c.kind == allreduce || c.kind == reducescatter);
+    if (reduction) {
+      auto hi = std::upper_bound(by_end.begin(), by_end.end(), c.launch, [](Ns v, const LeafSpan& x) { return v < x.end; });
+      auto lo = hi;
+      if (c.kind == reducescatter) {
+        if (lo != by_end.begin()) --lo;
+      } else {
+        while (lo != by_end.begin() && (lo - 1)->end > prev_reduction) --lo;
+      }
+      for (auto it = lo; it != hi; ++it)
+        if (it->phase == PhaseKind::Backward && std::find(c.layers.begin(), c.layers.end(), it->name) == c.layers.end())
+          c.layers.push_back(it->name);
+      prev_reduction = c.launch;
+    } else {
+      auto it = std::lower_bound(leaves.begin(), leaves.end(), c.launch, [](const LeafSpan& x, Ns v) { return x.begin < v; });
+      for (; it != leaves.end(); ++it)
+        if (it->phase == c.phase) {
+          c.layers.push_back(it->name);
+          break;
+        }
+    }
+  }
+  return r;
+}
+
+}  // namespace strata
