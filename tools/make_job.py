@@ -116,17 +116,23 @@ def main():
         by_id = {id(e): i for i, e in enumerate(events)}  # base event → its copy's index
         late_colls = [c for c in ev if is_nccl(c)]
         late_colls.sort(key=lambda e: e["ts"])
-        for p in plans:
+        shifts = []  # (base time, delay) applied so far: a base time's place on this rank
+
+        def here(t):
+            return t + sum(d for at, d in shifts if at <= t)
+
+        for p in sorted(plans, key=lambda p: p["at"]):
             if p["cause"] == "data":
                 # Every rank loads data at the step's start; the straggler's load stalls.
                 loader = {"ph": "X", "cat": "user_annotation", "name": "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
-                          "pid": main_pid, "tid": main_tid, "ts": p["at"], "dur": 20.0, "args": {}}
+                          "pid": main_pid, "tid": main_tid, "ts": here(p["at"]), "dur": 20.0, "args": {}}
                 if r == p["rank"]:
                     loader["dur"] += p["delay"]
                 ev.append(loader)
             if r == p["rank"]:
                 stretched = ev[by_id[id(p["stretch"])]] if p["cause"] == "kernel" else None
-                shift_after(ev, p["at"], p["delay"])
+                shift_after(ev, here(p["at"]), p["delay"])
+                shifts.append((p["at"], p["delay"]))
                 if stretched:
                     stretched["dur"] += p["delay"]
             else:
@@ -135,6 +141,8 @@ def main():
                 twins = [e for e in ev if timed(e) and e.get("cat") == "gpu_user_annotation" and e["tid"] == c["tid"]
                          and abs(e["ts"] + e["dur"] - end) < 1.0]
                 shift_after(ev, end, p["delay"])
+                base_c = colls[p["collective"]]
+                shifts.append((base_c["ts"] + base_c["dur"], p["delay"]))
                 c["dur"] += p["delay"]
                 for t in twins:
                     t["dur"] += p["delay"]

@@ -95,28 +95,34 @@ struct Reader {
     if (o[k].get(v)) ok = false;
     return std::string(v);
   }
-  dom::array arr(dom::object o, const char* k) {
+  // f(element) for each element of the array at o[k] (a default dom::array must not be walked).
+  template <class F>
+  void each(dom::object o, const char* k, F&& f) {
     dom::array a;
-    if (o[k].get(a)) ok = false;
-    return a;
+    if (o[k].get(a)) {
+      ok = false;
+      return;
+    }
+    for (dom::element e : a) f(e);
   }
   template <size_t N>
   void ns_array(dom::object o, const char* k, std::array<Ns, N>& out) {
     size_t i = 0;
-    for (dom::element e : arr(o, k))
+    each(o, k, [&](dom::element e) {
       if (i < N) out[i++] = i64(e);
+    });
   }
   void parts(dom::object o, const char* k, std::vector<RankData::Part>& out, size_t names) {
-    for (dom::element e : arr(o, k)) {
+    each(o, k, [&](dom::element e) {
       dom::array a;
       if (e.get(a) || a.size() != 3) {
         ok = false;
-        continue;
+        return;
       }
       RankData::Part p{uint32_t(i64(a.at(0))), i64(a.at(1)), i64(a.at(2))};
       if (p.name >= names) ok = false;
       else out.push_back(p);
-    }
+    });
   }
 };
 
@@ -150,26 +156,26 @@ bool read_rank_data(std::string_view summary_json, RankData& r, std::string& err
   r.compute = rd.i64(o, "compute_ns");
   r.communication = rd.i64(o, "communication_ns");
   r.overlap = rd.i64(o, "overlap_ns");
-  for (dom::element e : rd.arr(o, "names")) {
+  rd.each(o, "names", [&](dom::element e) {
     std::string_view s;
     if (e.get(s)) rd.ok = false;
     r.names.emplace_back(s);
-  }
+  });
   const size_t n = r.names.size();
-  for (dom::element e : rd.arr(o, "iterations")) {
+  rd.each(o, "iterations", [&](dom::element e) {
     dom::array a;
     bool partial = false;
     if (e.get(a) || a.size() != 4 || a.at(3).get(partial)) {
       rd.ok = false;
-      continue;
+      return;
     }
     r.iterations.push_back({rd.i64(a.at(0)), rd.i64(a.at(1)), rd.i64(a.at(2)), partial});
-  }
-  for (dom::element e : rd.arr(o, "collectives")) {
+  });
+  rd.each(o, "collectives", [&](dom::element e) {
     dom::object co, b;
     if (e.get(co) || co["before"].get(b)) {
       rd.ok = false;
-      continue;
+      return;
     }
     RankData::Collective c;
     c.kind = uint32_t(rd.i64(co, "kind"));
@@ -184,11 +190,11 @@ bool read_rank_data(std::string_view summary_json, RankData& r, std::string& err
     int64_t ph = rd.i64(co, "phase");
     c.phase = ph >= 0 && ph < int64_t(PhaseKind::Count) ? PhaseKind(ph) : PhaseKind::Other;
     c.exposed = rd.i64(co, "exposed");
-    for (dom::element l : rd.arr(co, "layers")) {
+    rd.each(co, "layers", [&](dom::element l) {
       int64_t v = rd.i64(l);
       if (v >= 0 && size_t(v) < n) c.layers.push_back(uint32_t(v));
       else rd.ok = false;
-    }
+    });
     rd.ns_array(b, "phase_cpu", c.before.phase_cpu);
     rd.ns_array(b, "phase_gpu", c.before.phase_gpu);
     rd.ns_array(b, "idle", c.before.idle);
@@ -197,7 +203,7 @@ bool read_rank_data(std::string_view summary_json, RankData& r, std::string& err
     rd.parts(b, "kernels", c.before.kernels, n);
     if (c.kind >= n || c.group >= n) rd.ok = false;
     else r.collectives.push_back(std::move(c));
-  }
+  });
   if (!rd.ok) {
     error = "rank_data is malformed (a key is missing or of the wrong type)";
     return false;
