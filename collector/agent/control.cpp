@@ -21,6 +21,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "../protocol/control_socket.h"
@@ -515,10 +516,15 @@ bool control_start(const char* record_request, std::string* error) {
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);  // the thread starts with every signal blocked
-  std::thread(run, std::ref(c)).detach();
+  try {
+    std::thread(run, std::ref(c)).detach();
+    c.thread_started.store(true);
+  } catch (const std::system_error& e) {  // never let an exception out into cuInit
+    *error = std::string("cannot start the agent's thread: ") + e.what();
+  }
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  c.thread_started.store(true);
-  return true;
+  if (!c.thread_started.load() && c.session) finish(c);  // what STRATA_RECORD started, closed now
+  return c.thread_started.load();
 }
 
 void control_at_exit() {

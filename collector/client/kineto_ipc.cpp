@@ -154,6 +154,23 @@ bool socket_in_use(const sockaddr_un& addr, socklen_t len) {
   return !refused;
 }
 
+// Whether `pid` is `ancestor` or one of its descendants (from /proc).
+bool descends_from(pid_t pid, pid_t ancestor) {
+  for (int depth = 0; depth < 64 && pid > 1; ++depth) {
+    if (pid == ancestor) return true;
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text;
+    std::getline(stat, text);
+    const size_t paren = text.rfind(')');  // the command name may hold spaces and parentheses
+    if (paren == std::string::npos) return false;
+    char state = 0;
+    long parent = 0;
+    if (std::sscanf(text.c_str() + paren + 1, " %c %ld", &state, &parent) != 2) return false;
+    pid = static_cast<pid_t>(parent);
+  }
+  return pid == ancestor;
+}
+
 }  // namespace
 
 Daemon::~Daemon() {
@@ -204,22 +221,6 @@ bool Daemon::bind(const std::string& name, std::string* error) {
     ino_ = st.st_ino;
   }
   return true;
-}
-
-bool descends_from(pid_t pid, pid_t ancestor) {
-  for (int depth = 0; depth < 64 && pid > 1; ++depth) {
-    if (pid == ancestor) return true;
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string text;
-    std::getline(stat, text);
-    const size_t paren = text.rfind(')');  // the command name may hold spaces and parentheses
-    if (paren == std::string::npos) return false;
-    char state = 0;
-    long parent = 0;
-    if (std::sscanf(text.c_str() + paren + 1, " %c %ld", &state, &parent) != 2) return false;
-    pid = static_cast<pid_t>(parent);
-  }
-  return pid == ancestor;
 }
 
 bool Daemon::deliver(pid_t pid, const std::string& config, int timeout_ms,

