@@ -34,6 +34,16 @@ bool is_gpu_cat(Cat c) {
   return c == Cat::Kernel || c == Cat::GpuMemcpy || c == Cat::GpuMemset || c == Cat::GpuUserAnnotation;
 }
 
+void TraceModel::shift_clock(Ns offset) {
+  if (offset == 0) return;
+  for (Ns& s : ev.start) s += offset;
+  for (Ns& s : memory.ts) s += offset;
+  for (CounterSeries& c : counters)
+    for (Ns& s : c.ts) s += offset;
+  time_begin += offset;
+  time_end += offset;
+}
+
 int64_t profiler_step_number(std::string_view n) {
   if (!is_profiler_step_name(n)) return -1;
   n.remove_prefix(kProfilerStepPrefix.size());

@@ -230,6 +230,9 @@ struct TraceModel {
   EventId event_at(uint32_t track, Ns t) const;
   // The source bytes of an event (its JSON object), for the details panel.
   std::string_view source_of(EventId e) const;
+  // Moves every timestamp by `offset` (a rank put on its job's reference clock); the source
+  // bytes keep the file's own times.
+  void shift_clock(Ns offset);
   size_t bytes() const;
 };
 

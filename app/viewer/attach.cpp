@@ -91,13 +91,13 @@ void follow(Viewer& v, AttachState& a) {
     }
     a.live.reset();
   }
-  const bool user_load = v.job && !v.job->keep_view;
+  const bool user_load = v.loading && !v.loading->keep_view;
   const bool replaced = a.shown && (!v.trace || v.trace->model.get() != a.shown);
   if (a.following && !s.done() && (user_load || replaced)) {
     a.following = false;  // the recording goes on; its file stays for later
     a.drop_live();
   }
-  switch (s.next(Clock::now(), a.live != nullptr || v.job != nullptr)) {
+  switch (s.next(Clock::now(), a.live != nullptr || v.loading != nullptr)) {
     case sc::AttachSession::Action::Reload:
       if (a.following) a.live = launch_load(s.output());
       break;
@@ -334,7 +334,7 @@ int run_attach_headless(Viewer& v, const AttachRequest& r, const HeadlessRun& ou
       std::fprintf(stderr, "strata view: the recording did not finish within %.0f s\n", limit_s);
       return 1;
     }
-    const bool settled = r.pid > 0 ? a.session && a.session->done() && !a.live && !v.job : a.scanned;
+    const bool settled = r.pid > 0 ? a.session && a.session->done() && !a.live && !v.loading : a.scanned;
     settled_frames = settled ? settled_frames + 1 : 0;
     // --focus on the first live view: later reads must keep the selection and the range.
     if (!focused && a.shown) {

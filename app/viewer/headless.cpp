@@ -45,6 +45,18 @@ void write_panels(JsonWriter& j, Viewer& v) {
   j.end_object();
 }
 
+// The open job: its ranks, which one the timeline shows, and what the overview marks.
+void write_job(JsonWriter& j, Viewer& v) {
+  const Job& job = *v.job_view.job;
+  j.key("job").begin_object();
+  j.field("ranks", uint64_t(job.data.size())).field("shown_rank", job.ranks[v.job_view.shown].file.rank);
+  j.field("stragglers", uint64_t(job.analysis.stragglers.size())).field("selected_collective", int64_t(v.job_view.instance));
+  j.key("clock_offsets_ns").begin_array();
+  for (Ns o : job.analysis.clock_offset) j.value(o);
+  j.end_array();
+  j.end_object();
+}
+
 }  // namespace
 
 std::string dump_layout(Viewer& v, const ImageStats* img) {
@@ -85,6 +97,7 @@ std::string dump_layout(Viewer& v, const ImageStats* img) {
                                          double(v.trace->model->ev.size())
                                    : 0.0);
     write_panels(j, v);
+    if (v.job_view.job) write_job(j, v);
   }
   j.end_object();
   return j.str();
@@ -112,15 +125,16 @@ bool save_outputs(Viewer& v, const HeadlessRun& run) {
 }
 
 int run_headless(Viewer& v, const HeadlessRun& run) {
-  v.job->worker.join();
-  v.job->worker = std::thread();
-  v.job->done = true;
-  if (!v.job->result) {
-    std::fprintf(stderr, "strata: %s\n", v.job->error.c_str());
+  v.loading->worker.join();
+  v.loading->worker = std::thread();
+  v.loading->done = true;
+  if (!v.loading->result) {
+    std::fprintf(stderr, "strata: %s\n", v.loading->error.c_str());
     return 1;
   }
-  install(v, std::move(v.job->result));
-  v.job.reset();
+  if (v.loading->job) adopt_job(v, *v.loading);
+  else install(v, std::move(v.loading->result));
+  v.loading.reset();
   frame(v);  // settles the layout (panel sizes, fonts)
   if (!run.focus.empty()) {
     render::ItemRef r = render::resolve_focus(v.trace->timeline, run.focus);

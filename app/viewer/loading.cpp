@@ -38,17 +38,17 @@ std::unique_ptr<LoadJob> launch_load(const std::string& path) {
 }
 
 void start_load(Viewer& v, const std::string& path, bool keep_view) {
-  if (v.job) cancel_load(v);
-  v.job = launch_load(path);
-  v.job->keep_view = keep_view;
+  if (v.loading) cancel_load(v);
+  v.loading = launch_load(path);
+  v.loading->keep_view = keep_view;
   v.error.clear();
 }
 
 void cancel_load(Viewer& v) {
-  if (!v.job) return;
-  v.job->progress.cancel = true;
-  if (v.job->worker.joinable()) v.job->worker.join();
-  v.job.reset();
+  if (!v.loading) return;
+  v.loading->progress.cancel = true;
+  if (v.loading->worker.joinable()) v.loading->worker.join();
+  v.loading.reset();
 }
 
 void install(Viewer& v, std::unique_ptr<Prepared> p) {
@@ -88,17 +88,20 @@ void reinstall(Viewer& v, std::unique_ptr<Prepared> p) {
 }
 
 void poll_load(Viewer& v) {
-  if (!v.job || !v.job->done) return;
-  v.job->worker.join();
-  if (v.job->result) {
-    add_recent(v, v.job->path);
-    if (v.job->keep_view) reinstall(v, std::move(v.job->result));
-    else install(v, std::move(v.job->result));
+  if (!v.loading || !v.loading->done) return;
+  v.loading->worker.join();
+  if (v.loading->result && (v.loading->job || v.loading->rank_switch)) {
+    adopt_job(v, *v.loading);
+  } else if (v.loading->result) {
+    if (!v.loading->keep_view) close_job(v);
+    add_recent(v, v.loading->path);
+    if (v.loading->keep_view) reinstall(v, std::move(v.loading->result));
+    else install(v, std::move(v.loading->result));
   } else {
-    v.error = v.job->error;
+    v.error = v.loading->error;
     std::fprintf(stderr, "strata: %s\n", v.error.c_str());
   }
-  v.job.reset();
+  v.loading.reset();
 }
 
 }  // namespace strata::viewer

@@ -15,7 +15,7 @@ namespace strata::viewer {
 using render::ItemRef;
 
 std::string fmt_time(const Viewer& v, double ns) {
-  double origin = v.trace ? double(v.trace->model->time_begin) : 0;
+  double origin = time_origin(v);
   return render::format_duration(ns - origin);
 }
 
@@ -148,7 +148,7 @@ void draw_timeline(Viewer& v, float x, float y, float w, float h) {
   render::Timeline& tl = v.trace->timeline;
   ImGuiIO& io = ImGui::GetIO();
   const float s = v.scale;
-  const float gutter = std::min(220.0f * s, w * 0.3f);
+  const float gutter = gutter_width(v, w);
   const float ruler_h = 26.0f * s;
   const float area_x = x + gutter, area_w = std::max(1.0f, w - gutter);
   const float rows_y = y + ruler_h, rows_h = std::max(1.0f, h - ruler_h);
@@ -216,7 +216,7 @@ void draw_timeline(Viewer& v, float x, float y, float w, float h) {
     }
   }
   // Grid lines at the ruler's majors.
-  render::Ruler ruler = render::make_ruler(v.timeline.view, double(v.trace->model->time_begin), 110.0f * s);
+  render::Ruler ruler = render::make_ruler(v.timeline.view, time_origin(v), 110.0f * s);
   for (const render::Tick& t : ruler.ticks)
     if (t.major) dl->AddLine(ImVec2(area_x + t.x, rows_y), ImVec2(area_x + t.x, y + h), IM_COL32(255, 255, 255, 14));
 

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string_view>
 
 namespace strata::viewer {
@@ -26,16 +27,17 @@ bool parse_size(std::string_view s, int& w, int& h) {
 void usage_view(FILE* out) {
   std::fputs("usage: strata view [FILE] [--screenshot OUT.png] [--size WxH] [--focus \"Iteration 3/...\"]\n"
              "                   [--dump-layout OUT.json] [--bench-frames N] [--no-details] [--no-levels]\n"
-             "                   [--tab levels|summary]\n"
+             "                   [--tab levels|summary|job]\n"
              "                   [--attach PID [--duration S | --iterations N] [-o FILE] [--live-screenshot OUT.png]]\n"
-             "                   [--attach-dialog]   (File > Attach, scripted)\n",
+             "                   [--attach-dialog]   (File > Attach, scripted)\n"
+             "       strata view DIR | FILE1 FILE2 ... [the options above]   (a job: one trace per rank)\n",
              out);
 }
 
 }  // namespace
 
 int run_view(int argc, char** argv) {
-  std::string path;
+  std::vector<std::string> inputs;  // one trace, or a job: a directory or several files
   HeadlessRun run;
   int width = 1600, height = 1000;
   bool no_details = false, no_levels = false;
@@ -69,7 +71,7 @@ int run_view(int argc, char** argv) {
       no_levels = true;
     } else if (a == "--tab") {
       const char* p = next();
-      tab = p && std::string_view(p) == "summary" ? 1 : 0;
+      tab = !p ? 0 : std::string_view(p) == "summary" ? 1 : std::string_view(p) == "job" ? 2 : 0;
     } else if (parse_attach_option(argc, argv, i, attach, attach_error)) {
       if (!attach_error.empty()) return std::fprintf(stderr, "strata view: %s\n", attach_error.c_str()), 2;
     } else if (a == "-h" || a == "--help") {
@@ -79,15 +81,12 @@ int run_view(int argc, char** argv) {
       std::fprintf(stderr, "strata view: unknown option '%s'\n", argv[i]);
       usage_view(stderr);
       return 2;
-    } else if (path.empty()) {
-      path = a;
     } else {
-      std::fprintf(stderr, "strata view: one file at a time\n");
-      return 2;
+      inputs.emplace_back(a);
     }
   }
   const bool headless = !run.shot.empty() || !run.dump.empty() || run.bench_frames > 0;
-  if (headless && path.empty() && !attach.wanted()) {
+  if (headless && inputs.empty() && !attach.wanted()) {
     std::fprintf(stderr, "strata view: --screenshot, --dump-layout and --bench-frames need a FILE (or --attach)\n");
     return 2;
   }
@@ -95,19 +94,21 @@ int run_view(int argc, char** argv) {
   v->capture.headless = headless;
   v->panels.show_details = !no_details;
   v->panels.show_levels = !no_levels;
-  v->panels.bottom_tab = tab == 1 ? 1 : -1;
+  v->panels.bottom_tab = tab > 0 ? tab : -1;
   if (!init_window(*v, width, height, true)) {
     std::fprintf(stderr, "strata: cannot open a window (no display, or no OpenGL 3.3)%s\n",
                  headless ? "; run under xvfb-run for headless use" : "");
     return 1;
   }
   load_recent(*v);
-  if (!path.empty()) start_load(*v, path);
+  std::error_code ec;
+  if (inputs.size() > 1 || (inputs.size() == 1 && std::filesystem::is_directory(inputs[0], ec))) start_job_load(*v, inputs);
+  else if (!inputs.empty()) start_load(*v, inputs[0]);
   if (attach.wanted()) start_attach(*v, attach);
 
   if (!headless) {
     while (!glfwWindowShouldClose(v->window) && !v->quit) {
-      bool busy = v->job || v->search.job || v->timeline.animating || v->timeline.dragging || ImGui::GetIO().WantTextInput;
+      bool busy = v->loading || v->search.job || v->timeline.animating || v->timeline.dragging || ImGui::GetIO().WantTextInput;
       for (int k : {GLFW_KEY_W, GLFW_KEY_A, GLFW_KEY_S, GLFW_KEY_D}) busy = busy || glfwGetKey(v->window, k) == GLFW_PRESS;
       if (busy) glfwPollEvents();
       else glfwWaitEventsTimeout(0.25);

@@ -38,7 +38,7 @@ void draw_welcome(Viewer& v) {
 }
 
 void draw_loading(Viewer& v) {
-  LoadJob& j = *v.job;
+  LoadJob& j = *v.loading;
   ImGuiIO& io = ImGui::GetIO();
   ImGui::SetNextWindowPos(ImVec2(io.DisplaySize.x * 0.5f, io.DisplaySize.y * 0.5f), ImGuiCond_Always, ImVec2(0.5f, 0.5f));
   ImGui::SetNextWindowSize(ImVec2(520 * v.scale, 0));
@@ -67,7 +67,10 @@ void draw_menu(Viewer& v) {
       ImGui::EndMenu();
     }
     if (ImGui::MenuItem("Attach...", "Ctrl+R")) open_attach(v);
-    if (ImGui::MenuItem("Close", nullptr, false, v.trace != nullptr)) v.trace.reset();
+    if (ImGui::MenuItem("Close", nullptr, false, v.trace != nullptr)) {
+      close_job(v);
+      v.trace.reset();
+    }
     ImGui::Separator();
     if (ImGui::MenuItem("Quit", "Ctrl+Q")) v.quit = true;
     ImGui::EndMenu();
@@ -144,7 +147,9 @@ void draw_ui(Viewer& v) {
     ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(0, 0));
     ImGui::BeginChild("timeline", ImVec2(tl_w, tl_h), true, ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
     ImVec2 p = ImGui::GetCursorScreenPos();
-    draw_timeline(v, p.x, p.y, tl_w - 2, tl_h - 2);
+    // A job: every rank's overview row above the shown rank's tracks, on one time axis.
+    float overview_h = draw_job_overview(v, p.x, p.y, tl_w - 2, (tl_h - 2) * 0.45f);
+    draw_timeline(v, p.x, p.y + overview_h, tl_w - 2, tl_h - 2 - overview_h);
     ImGui::EndChild();
     ImGui::PopStyleVar();
     if (v.panels.show_details) {
@@ -163,10 +168,23 @@ void draw_ui(Viewer& v) {
           ImGui::EndTabItem();
         }
         ImGuiTabItemFlags sum_flags = v.panels.bottom_tab == 1 ? ImGuiTabItemFlags_SetSelected : 0;
+        ImGuiTabItemFlags job_flags = v.panels.bottom_tab == 2 ? ImGuiTabItemFlags_SetSelected : 0;
         v.panels.bottom_tab = -1;
         if (ImGui::BeginTabItem("Summary", nullptr, sum_flags)) {
           ImGui::BeginChild("summary_scroll");
           draw_summary(v);
+          ImGui::EndChild();
+          ImGui::EndTabItem();
+        }
+        if (v.job_view.job && ImGui::BeginTabItem("Job", nullptr, job_flags)) {
+          ImGui::BeginChild("job_scroll");
+          draw_job_tab(v);
+          ImGui::EndChild();
+          ImGui::EndTabItem();
+        }
+        if (v.job_view.job && ImGui::BeginTabItem("Ranks")) {
+          ImGui::BeginChild("ranks_scroll");
+          draw_ranks_tab(v);
           ImGui::EndChild();
           ImGui::EndTabItem();
         }
@@ -178,7 +196,7 @@ void draw_ui(Viewer& v) {
   draw_file_browser(v);
   ImGui::End();
   draw_attach(v);
-  if (v.job) draw_loading(v);
+  if (v.loading) draw_loading(v);
 }
 
 }  // namespace strata::viewer

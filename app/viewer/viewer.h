@@ -11,11 +11,13 @@
 //   search.cpp     search over names
 //   files.cpp      File ▸ Open browser, recent files
 //   attach.cpp     File ▸ Attach: record from a running job, the live view while it records
+//   job.cpp        a distributed job: the ranks' overview, one rank's tracks at a time, the job tabs
 //   screenshot.cpp PNG capture
 //   solid.cpp      untextured fills for runs of boxes and lines (software GL draws them faster)
 #pragma once
 
 #include "core/annotate/annotation.h"
+#include "core/job/job.h"
 #include "core/loader.h"
 #include "render/drill.h"
 #include "render/ruler.h"
@@ -52,6 +54,19 @@ struct LoadJob {
   std::thread worker;
   std::chrono::steady_clock::time_point started;
   bool keep_view = false;  // a newer version of the open trace (a recording): reinstall, not install
+  std::unique_ptr<Job> job;  // a distributed job was opened: `result` is the rank shown first
+  uint32_t rank = 0;         // with `job` or `rank_switch`: the index in the job's ranks `result` shows
+  bool rank_switch = false;  // `result` is another rank of the open job
+};
+
+// The open distributed job (`strata DIR`, several files): an overview row per rank above the
+// timeline, which shows one rank's tracks at a time, all on the job's reference clock.
+struct JobView {
+  std::unique_ptr<Job> job;  // null: a single trace is open
+  uint32_t shown = 0;        // index into job->ranks of the rank on the timeline
+  int instance = -1;         // the selected collective (index into job->analysis.instances)
+  int64_t compare_step = -1; // the Ranks tab compares this step across ranks
+  Ns begin = 0, end = 0;     // the job's extent on the reference clock
 };
 
 // A search on a worker thread: the UI thread only starts it and picks up its result.
@@ -127,7 +142,7 @@ struct Capture {
 
 struct PanelState {
   bool show_levels = true, show_details = true;
-  int bottom_tab = 0;  // 0 levels, 1 summary
+  int bottom_tab = 0;  // 0 levels, 1 summary, 2 job
   float details_w = 0, bottom_h = 0;
 };
 
@@ -139,11 +154,12 @@ struct Viewer {
   render::FontMetrics metrics;
 
   std::unique_ptr<Prepared> trace;  // the open trace (null: none)
-  std::unique_ptr<LoadJob> job;     // a load in progress
+  std::unique_ptr<LoadJob> loading;  // a load in progress
   std::string error;                // shown in the window until dismissed
   std::unique_ptr<AttachState, AttachStateDelete> attach;  // the Attach dialog and its recording
   std::vector<std::string> recent;
 
+  JobView job_view;
   TimelineState timeline;
   Selection sel;
   SearchState search;
@@ -195,6 +211,16 @@ void load_recent(Viewer& v);
 void add_recent(Viewer& v, const std::string& path);
 void open_file_browser(Viewer& v);
 void draw_file_browser(Viewer& v);
+// job.cpp
+void start_job_load(Viewer& v, const std::vector<std::string>& inputs);  // a directory or several files
+void show_rank(Viewer& v, uint32_t rank);  // loads (off the UI thread) and shows that rank's tracks
+void adopt_job(Viewer& v, LoadJob& loaded);  // a finished job or rank load: take it over
+void close_job(Viewer& v);                  // back to single traces
+float draw_job_overview(Viewer& v, float x, float y, float w, float max_h);  // returns the height used
+void draw_job_tab(Viewer& v);      // the job's summary: ranks, stragglers, communication
+void draw_ranks_tab(Viewer& v);    // one step's phases, rank under rank
+double time_origin(const Viewer& v);  // where shown times count from: the job's or the trace's start
+float gutter_width(const Viewer& v, float w);  // the timeline's (and the overview's) label column
 // attach.cpp
 void open_attach(Viewer& v);
 void draw_attach(Viewer& v);               // the dialog, and following a recording (every frame)

@@ -27,6 +27,12 @@ struct RankData {
     bool partial = false;
   };
   std::vector<IterationTime> iterations;
+  struct PhaseSpan {
+    int64_t step = -1;
+    PhaseKind phase = PhaseKind::Other;
+    Ns begin = 0, end = 0;
+  };
+  std::vector<PhaseSpan> phases;  // each iteration's phases, in time order (the job's overview rows)
 
   // Where a rank's time went in a stretch of its timeline.
   struct Part {
@@ -89,6 +95,16 @@ struct JobAnalysis {
     Ns delay = 0;       // how much later than the second to last it arrived
   };
   std::vector<Instance> instances;
+
+  // Per rank and step: how long it waited for others in collectives, and how long it made
+  // the others wait (the delay of the collectives it arrived at last).
+  struct StepWait {
+    uint32_t rank = 0;  // index into the ranks' data
+    int64_t step = -1;
+    Ns waited = 0, caused = 0;
+  };
+  std::vector<StepWait> step_waits;  // by rank, then step
+  const StepWait* step_wait(uint32_t rank, int64_t step) const;
 
   struct Straggler {
     int64_t rank = -1;

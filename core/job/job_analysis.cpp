@@ -122,6 +122,12 @@ void explain(const std::vector<RankData>& ranks, const JobAnalysis::Instance& in
 
 }  // namespace
 
+const JobAnalysis::StepWait* JobAnalysis::step_wait(uint32_t rank, int64_t step) const {
+  auto it = std::lower_bound(step_waits.begin(), step_waits.end(), std::pair(rank, step),
+                             [](const StepWait& w, const std::pair<uint32_t, int64_t>& k) { return std::pair(w.rank, w.step) < k; });
+  return it != step_waits.end() && it->rank == rank && it->step == step ? &*it : nullptr;
+}
+
 JobAnalysis analyze_job(const std::vector<RankData>& ranks) {
   JobAnalysis j;
   j.clock_offset.assign(ranks.size(), 0);
@@ -202,6 +208,17 @@ JobAnalysis analyze_job(const std::vector<RankData>& ranks) {
     inst.delay = latest - second;
     j.instances.push_back(std::move(inst));
   }
+
+  std::map<std::pair<uint32_t, int64_t>, JobAnalysis::StepWait> waits;
+  for (const JobAnalysis::Instance& inst : j.instances)
+    for (uint32_t k = 0; k < inst.members.size(); ++k) {
+      JobAnalysis::StepWait& w = waits[{inst.members[k].rank, inst.step}];
+      w.rank = inst.members[k].rank;
+      w.step = inst.step;
+      w.waited += inst.members[k].wait;
+      if (k == inst.last) w.caused += inst.delay;
+    }
+  for (auto& [key, w] : waits) j.step_waits.push_back(w);
 
   // Stragglers: per step, the rank whose late arrivals cost the others the most, when that
   // is more than noise (0.1 ms, or 1% of the median iteration).

@@ -44,6 +44,10 @@ void write_rank_data(JsonWriter& w, const RankData& r) {
   for (const RankData::IterationTime& it : r.iterations)
     w.begin_array().value(it.step).value(it.begin).value(it.end).value(it.partial).end_array();
   w.end_array();
+  w.key("phases").begin_array();
+  for (const RankData::PhaseSpan& p : r.phases)
+    w.begin_array().value(p.step).value(int64_t(p.phase)).value(p.begin).value(p.end).end_array();
+  w.end_array();
   w.key("collectives").begin_array();
   for (const RankData::Collective& c : r.collectives) {
     w.begin_object();
@@ -170,6 +174,16 @@ bool read_rank_data(std::string_view summary_json, RankData& r, std::string& err
       return;
     }
     r.iterations.push_back({rd.i64(a.at(0)), rd.i64(a.at(1)), rd.i64(a.at(2)), partial});
+  });
+  rd.each(o, "phases", [&](dom::element e) {
+    dom::array a;
+    if (e.get(a) || a.size() != 4) {
+      rd.ok = false;
+      return;
+    }
+    int64_t ph = rd.i64(a.at(1));
+    if (ph < 0 || ph >= int64_t(PhaseKind::Count)) rd.ok = false;
+    else r.phases.push_back({rd.i64(a.at(0)), PhaseKind(ph), rd.i64(a.at(2)), rd.i64(a.at(3))});
   });
   rd.each(o, "collectives", [&](dom::element e) {
     dom::object co, b;

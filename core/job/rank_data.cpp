@@ -136,6 +136,14 @@ RankData rank_data(const TraceModel& m, const Annotation& a, int64_t rank) {
     const Iteration& it = a.iterations[i];
     r.iterations.push_back({it.step >= 0 ? it.step : int64_t(i), it.begin, it.end, it.partial});
   }
+  for (NodeId n = 0; n < t.size(); ++n) {
+    if (t.kind[n] != NodeKind::Phase) continue;
+    NodeId it = t.ancestor(n, NodeKind::Iteration);
+    int64_t step = -1;
+    for (size_t i = 0; i < a.iterations.size() && step < 0; ++i)
+      if (a.iterations[i].node == it) step = r.iterations[i].step;
+    r.phases.push_back({step, t.phase[n], t.begin[n], t.end[n]});
+  }
   r.iter_mean = an.iter_mean;
   r.iter_median = an.iter_median;
   r.window = an.window_end - an.window_begin;

@@ -1,0 +1,415 @@
+// A distributed job in the viewer: every rank's overview row (iterations coloured by who made
+// whom wait, phases, collectives) above the timeline, which shows one rank's tracks at a time
+// on the job's reference clock; the Job tab (ranks, stragglers, communication) and the Ranks
+// tab (one step's phases, rank under rank). Every figure is the job analysis' (core/job).
+#include "app/viewer/viewer.h"
+
+#include <imgui.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+
+namespace strata::viewer {
+
+namespace {
+
+// The index in job.data of a rank (an index into job.ranks), or SIZE_MAX when it failed to load.
+size_t data_of(const Job& job, uint32_t rank) {
+  for (size_t i = 0; i < job.data_rank.size(); ++i)
+    if (job.data_rank[i] == rank) return i;
+  return SIZE_MAX;
+}
+
+Ns offset_of(const Job& job, uint32_t rank) {
+  size_t d = data_of(job, rank);
+  return d == SIZE_MAX ? 0 : job.analysis.clock_offset[d];
+}
+
+// The rank's trace on the job's clock, annotated and laid out. Takes the model the job kept,
+// else reads the file again.
+std::unique_ptr<Prepared> prepare_rank(Job& job, uint32_t rank, Progress* progress, std::string& error) {
+  JobRank& jr = job.ranks[rank];
+  std::unique_ptr<TraceModel> m = std::move(jr.model);
+  jr.annotation.reset();  // annotated again on the shifted clock
+  if (!m) {
+    LoadResult r = load_trace(jr.file.path, progress);
+    if (!r.model) {
+      error = r.error;
+      return nullptr;
+    }
+    m = std::move(r.model);
+  }
+  m->shift_clock(offset_of(job, rank));
+  std::unique_ptr<Prepared> p = prepare(std::move(m), progress);
+  if (!p) error = "Loading rank " + std::to_string(jr.file.rank) + " was cancelled";
+  return p;
+}
+
+std::unique_ptr<LoadJob> new_load(std::string what) {
+  auto l = std::make_unique<LoadJob>();
+  l->path = std::move(what);
+  l->started = std::chrono::steady_clock::now();
+  return l;
+}
+
+render::Rgba phase_colour(PhaseKind p) {
+  switch (p) {
+    case PhaseKind::DataLoading: return render::base_colour(render::Hue::DataLoading);
+    case PhaseKind::Forward: return render::base_colour(render::Hue::Forward);
+    case PhaseKind::Loss: return render::base_colour(render::Hue::Loss);
+    case PhaseKind::Backward: return render::base_colour(render::Hue::Backward);
+    case PhaseKind::Optimizer: return render::base_colour(render::Hue::Optimizer);
+    default: return render::base_colour(render::Hue::Other);
+  }
+}
+
+// Iteration colour: red as the rank made the others wait, blue as it waited for them; full
+// colour at 2% of the iteration (a rank late by that much in every step loses a fiftieth of
+// the job's time).
+render::Rgba lateness_colour(const JobAnalysis::StepWait* w, Ns iteration) {
+  render::Rgba base = render::rgba(120, 122, 130);
+  if (!w || iteration <= 0) return base;
+  const bool late = w->caused > w->waited;
+  float f = std::clamp(float(double(late ? w->caused : w->waited) / double(iteration)) * 50.0f, 0.0f, 1.0f);
+  if (late) return render::rgba(uint8_t(120 + 110 * f), uint8_t(122 - 80 * f), uint8_t(130 - 90 * f));
+  return render::rgba(uint8_t(120 - 60 * f), uint8_t(122 + 10 * f), uint8_t(130 + 90 * f));
+}
+
+void fit_job_extent(Viewer& v) {
+  JobView& jv = v.job_view;
+  Ns b = INT64_MAX, e = INT64_MIN;
+  const Job& job = *jv.job;
+  for (size_t i = 0; i < job.data.size(); ++i) {
+    const RankData& r = job.data[i];
+    Ns off = job.analysis.clock_offset[i];
+    if (!r.iterations.empty()) b = std::min(b, r.iterations.front().begin + off), e = std::max(e, r.iterations.back().end + off);
+    if (!r.collectives.empty()) b = std::min(b, r.collectives.front().start + off), e = std::max(e, r.collectives.back().end + off);
+  }
+  if (v.trace) b = std::min(b, v.trace->model->time_begin), e = std::max(e, v.trace->model->time_end);
+  if (b >= e) return;
+  jv.begin = b;
+  jv.end = e;
+  v.timeline.view.set_extent(double(b), double(e));
+}
+
+}  // namespace
+
+double time_origin(const Viewer& v) {
+  if (v.job_view.job) return double(v.job_view.begin);
+  return v.trace ? double(v.trace->model->time_begin) : 0;
+}
+
+float gutter_width(const Viewer& v, float w) { return std::min(220.0f * v.scale, w * 0.3f); }
+
+void start_job_load(Viewer& v, const std::vector<std::string>& inputs) {
+  if (v.loading) cancel_load(v);
+  v.loading = new_load(inputs.size() == 1 ? inputs[0] : inputs[0] + " and " + std::to_string(inputs.size() - 1) + " more");
+  v.error.clear();
+  LoadJob* l = v.loading.get();
+  l->worker = std::thread([l, inputs] {
+    std::string error;
+    std::vector<JobFile> files = job_files(inputs, error);
+    if (files.empty()) {
+      l->error = error;
+    } else {
+      auto job = std::make_unique<Job>(load_job(files, {}, &l->progress));
+      if (l->progress.cancelled()) {
+        l->error = "Loading " + l->path + " was cancelled";
+      } else if (job->data.empty()) {
+        l->error = "no rank of " + l->path + " could be loaded";
+        for (const JobRank& r : job->ranks) l->error += "; " + r.error;
+      } else {
+        // First the rank that held the others up most, else the lowest.
+        uint32_t rank = job->data_rank[0];
+        if (!job->analysis.stragglers.empty())
+          for (size_t i = 0; i < job->data.size(); ++i)
+            if (job->data[i].rank == job->analysis.stragglers[0].rank) rank = job->data_rank[i];
+        l->result = prepare_rank(*job, rank, &l->progress, l->error);
+        l->rank = rank;
+        l->job = std::move(job);
+      }
+    }
+    l->done = true;
+  });
+}
+
+void show_rank(Viewer& v, uint32_t rank) {
+  JobView& jv = v.job_view;
+  if (!jv.job || rank == jv.shown || rank >= jv.job->ranks.size() || !jv.job->ranks[rank].error.empty()) return;
+  if (v.loading) cancel_load(v);
+  v.loading = new_load(jv.job->ranks[rank].file.path);
+  LoadJob* l = v.loading.get();
+  l->rank_switch = true;
+  l->rank = rank;
+  Job* job = jv.job.get();
+  l->worker = std::thread([l, job, rank] {
+    l->result = prepare_rank(*job, rank, &l->progress, l->error);
+    l->done = true;
+  });
+}
+
+void adopt_job(Viewer& v, LoadJob& l) {
+  JobView& jv = v.job_view;
+  if (l.job) {
+    close_job(v);
+    jv.job = std::move(l.job);
+    jv.shown = l.rank;
+    install(v, std::move(l.result));
+    fit_job_extent(v);
+    v.timeline.view.fit(double(jv.begin), double(jv.end));
+    // The worst straggler's collective, marked on every rank.
+    if (!jv.job->analysis.stragglers.empty()) {
+      jv.compare_step = jv.job->analysis.stragglers[0].step;
+      jv.instance = int(jv.job->analysis.stragglers[0].instance);
+    }
+    return;
+  }
+  // Another rank: the shown one's model goes back to the job, on its own clock.
+  if (v.trace && jv.job && jv.shown < jv.job->ranks.size()) {
+    v.trace->model->shift_clock(-offset_of(*jv.job, jv.shown));
+    jv.job->ranks[jv.shown].model = std::move(v.trace->model);
+    v.trace.reset();
+  }
+  const render::TimeView view = v.timeline.view;
+  show(v, std::move(l.result));
+  jv.shown = l.rank;
+  v.timeline.view = view;
+  fit_job_extent(v);
+}
+
+void close_job(Viewer& v) { v.job_view = {}; }
+
+float draw_job_overview(Viewer& v, float x, float y, float w, float max_h) {
+  JobView& jv = v.job_view;
+  if (!jv.job) return 0;
+  const Job& job = *jv.job;
+  const JobAnalysis& an = job.analysis;
+  const float s = v.scale;
+  const float head = ImGui::GetTextLineHeight() + 6 * s;
+  const size_t rows = job.data.size();
+  const float row_h = std::clamp((max_h - head) / float(std::max<size_t>(rows, 1)), 9.0f * s, 22.0f * s);
+  const float h = std::min(max_h, head + row_h * float(rows));
+  const float gutter = gutter_width(v, w), area_x = x + gutter;
+  const render::TimeView& view = v.timeline.view;
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImVec2 mouse = ImGui::GetIO().MousePos;
+  const bool hovered = !v.capture.headless && ImGui::IsWindowHovered() && mouse.x >= x && mouse.x < x + w &&
+                       mouse.y >= y && mouse.y < y + h;
+
+  // Header: what the job is and what went wrong.
+  char head_text[256];
+  std::snprintf(head_text, sizeof head_text, "Job: %zu ranks, clocks aligned by %" PRIu64 " collectives; %zu straggler%s",
+                rows, an.aligned_by, an.stragglers.size(), an.stragglers.size() == 1 ? "" : "s");
+  dl->AddRectFilled(ImVec2(x, y), ImVec2(x + w, y + head), IM_COL32(52, 55, 62, 255));
+  dl->AddText(ImVec2(x + 6 * s, y + 3 * s), IM_COL32(230, 230, 235, 255), head_text);
+  dl->PushClipRect(ImVec2(x, y + head), ImVec2(x + w, y + h), true);
+  int hover_rank = -1, hover_instance = -1;
+  int64_t hover_step = INT64_MIN;
+  for (size_t i = 0; i < rows; ++i) {
+    const RankData& r = job.data[i];
+    const Ns off = an.clock_offset[i];
+    const float y0 = y + head + float(i) * row_h, y1 = y0 + row_h - 1;
+    if (y0 > y + h) break;
+    const bool shown = job.data_rank[i] == jv.shown;
+    dl->AddRectFilled(ImVec2(x, y0), ImVec2(area_x, y1), shown ? IM_COL32(40, 70, 100, 255) : IM_COL32(38, 39, 43, 255));
+    char label[64];
+    std::snprintf(label, sizeof label, "%s rank %" PRId64, shown ? "\xE2\x96\xB6" : " ", r.rank);
+    dl->AddText(ImVec2(x + 6 * s, y0 + (row_h - ImGui::GetTextLineHeight()) * 0.5f), IM_COL32(220, 220, 225, 255), label);
+    if (hovered && mouse.y >= y0 && mouse.y < y1 && mouse.x < area_x) hover_rank = int(i);
+    dl->PushClipRect(ImVec2(area_x, y0), ImVec2(x + w, y1 + 1), true);
+    // Iterations, coloured by waiting; phases along the bottom; collectives as ticks.
+    for (const RankData::IterationTime& it : r.iterations) {
+      float a = area_x + float(view.x_of(double(it.begin + off))), b = area_x + float(view.x_of(double(it.end + off)));
+      if (b < area_x || a > x + w) continue;
+      render::Rgba c = lateness_colour(an.step_wait(uint32_t(i), it.step), it.end - it.begin);
+      dl->AddRectFilled(ImVec2(a, y0), ImVec2(std::max(b, a + 1) - 1, y1), ImU32(c));
+      if (hovered && mouse.x >= a && mouse.x < b && mouse.y >= y0 && mouse.y < y1) hover_rank = int(i), hover_step = it.step;
+    }
+    const float py = y0 + row_h * 0.6f;
+    for (const RankData::PhaseSpan& p : r.phases) {
+      float a = area_x + float(view.x_of(double(p.begin + off))), b = area_x + float(view.x_of(double(p.end + off)));
+      if (b < area_x || a > x + w || b - a < 1) continue;
+      dl->AddRectFilled(ImVec2(a, py), ImVec2(b, y1), ImU32(phase_colour(p.phase)));
+    }
+    for (const RankData::Collective& c : r.collectives) {
+      float a = area_x + float(view.x_of(double(c.start + off)));
+      if (a < area_x || a > x + w) continue;
+      dl->AddLine(ImVec2(a, y0), ImVec2(a, py), IM_COL32(255, 255, 255, 110));
+    }
+    dl->PopClipRect();
+  }
+  // The selected collective on every rank: its kernel, the waiting part in red.
+  if (jv.instance >= 0 && size_t(jv.instance) < an.instances.size()) {
+    const JobAnalysis::Instance& inst = an.instances[size_t(jv.instance)];
+    for (const auto& mb : inst.members) {
+      const float y0 = y + head + float(mb.rank) * row_h, y1 = y0 + row_h - 1;
+      float a = area_x + float(view.x_of(double(mb.arrival))), b = area_x + float(view.x_of(double(mb.arrival + mb.duration)));
+      float wend = area_x + float(view.x_of(double(mb.arrival + mb.wait)));
+      dl->AddRectFilled(ImVec2(a, y0), ImVec2(std::max(wend, a + 2), y1), IM_COL32(230, 60, 50, 230));
+      dl->AddRect(ImVec2(a - 1, y0), ImVec2(std::max(b, a + 3) + 1, y1), IM_COL32(255, 255, 255, 255), 0, 0, 1.5f * s);
+    }
+  }
+  // Hovering a tick picks the nearest collective of that rank.
+  if (hover_rank >= 0 && mouse.x >= area_x) {
+    const RankData& r = job.data[size_t(hover_rank)];
+    float best = 4 * s;
+    for (size_t k = 0; k < an.instances.size(); ++k)
+      for (const auto& mb : an.instances[k].members)
+        if (mb.rank == uint32_t(hover_rank)) {
+          float d = std::abs(area_x + float(view.x_of(double(mb.arrival))) - mouse.x);
+          if (d < best) best = d, hover_instance = int(k);
+        }
+    ImGui::BeginTooltip();
+    if (hover_instance >= 0) {
+      const JobAnalysis::Instance& inst = an.instances[size_t(hover_instance)];
+      ImGui::Text("%s #%u of group %s, step %" PRId64, inst.kind.c_str(), inst.index, inst.group.c_str(), inst.step);
+      for (const auto& mb : inst.members)
+        ImGui::Text("rank %" PRId64 ": arrived %s, waited %s", job.data[mb.rank].rank,
+                    fmt_time(v, double(mb.arrival)).c_str(), render::format_duration(double(mb.wait)).c_str());
+      ImGui::TextDisabled("click: show it on every rank");
+    } else if (hover_step != INT64_MIN) {
+      const JobAnalysis::StepWait* sw = an.step_wait(uint32_t(hover_rank), hover_step);
+      ImGui::Text("rank %" PRId64 ", step %" PRId64, r.rank, hover_step);
+      if (sw) ImGui::Text("waited %s for others; made them wait %s", render::format_duration(double(sw->waited)).c_str(),
+                          render::format_duration(double(sw->caused)).c_str());
+      ImGui::TextDisabled("click: show this rank's tracks");
+    } else {
+      ImGui::Text("rank %" PRId64 " (%s)", r.rank, r.file.c_str());
+      ImGui::TextDisabled("click: show this rank's tracks");
+    }
+    ImGui::EndTooltip();
+    if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) {
+      if (hover_instance >= 0) {
+        jv.instance = hover_instance;
+        jv.compare_step = an.instances[size_t(hover_instance)].step;
+      } else {
+        show_rank(v, job.data_rank[size_t(hover_rank)]);
+      }
+    }
+  } else if (hover_rank >= 0 && ImGui::IsMouseClicked(ImGuiMouseButton_Left)) {
+    show_rank(v, job.data_rank[size_t(hover_rank)]);
+  }
+  dl->PopClipRect();
+  if (hovered && ImGui::GetIO().MouseWheel != 0 && mouse.x >= area_x)
+    v.timeline.view.zoom_at(mouse.x - area_x, std::pow(1.25, double(ImGui::GetIO().MouseWheel)));
+  return h;
+}
+
+void draw_job_tab(Viewer& v) {
+  JobView& jv = v.job_view;
+  if (!jv.job) return;
+  const Job& job = *jv.job;
+  const JobAnalysis& an = job.analysis;
+  auto heading = [&](const char* t) {
+    ImGui::PushFont(v.font_bold);
+    ImGui::TextUnformatted(t);
+    ImGui::PopFont();
+  };
+  heading("Stragglers");
+  if (an.stragglers.empty()) ImGui::TextDisabled("None: no rank kept the others waiting for more than noise.");
+  for (size_t k = 0; k < an.stragglers.size() && k < 12; ++k) {
+    const JobAnalysis::Straggler& st = an.stragglers[k];
+    char line[512];
+    std::snprintf(line, sizeof line, "rank %" PRId64 ", step %" PRId64 ": the others waited %s; its time went to %s%s%s%s%s##st%zu",
+                  st.rank, st.step, render::format_duration(double(st.delay)).c_str(), st.cause.c_str(),
+                  st.phase.empty() ? "" : " in ", st.phase.c_str(), st.layer.empty() ? "" : ", layer ", st.layer.c_str(), k);
+    if (ImGui::Selectable(line)) {
+      jv.instance = int(st.instance);
+      jv.compare_step = st.step;
+      for (size_t i = 0; i < job.data.size(); ++i)
+        if (job.data[i].rank == st.rank) show_rank(v, job.data_rank[i]);
+    }
+    if (!st.kernel.empty() && ImGui::IsItemHovered()) ImGui::SetTooltip("kernel: %s", st.kernel.c_str());
+  }
+  ImGui::Spacing();
+  heading("Ranks");
+  if (ImGui::BeginTable("ranks", 7, ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_ScrollY,
+                        ImVec2(0, std::min(ImGui::GetTextLineHeightWithSpacing() * float(job.data.size() + 2), 240 * v.scale)))) {
+    ImGui::TableSetupScrollFreeze(0, 1);
+    for (const char* c : {"Rank", "Iteration (median)", "GPU busy", "Compute", "Communication", "Overlapped", "Clock offset"})
+      ImGui::TableSetupColumn(c);
+    ImGui::TableHeadersRow();
+    for (size_t i = 0; i < job.data.size(); ++i) {
+      const RankData& r = job.data[i];
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      char name[48];
+      std::snprintf(name, sizeof name, "%" PRId64 "##rank%zu", r.rank, i);
+      if (ImGui::Selectable(name, job.data_rank[i] == jv.shown, ImGuiSelectableFlags_SpanAllColumns)) show_rank(v, job.data_rank[i]);
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(render::format_duration(double(r.iter_median)).c_str());
+      ImGui::TableNextColumn();
+      ImGui::Text("%.1f%%", 100 * r.utilization);
+      for (Ns t : {r.compute, r.communication, r.overlap, an.clock_offset[i]}) {
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(render::format_duration(double(t)).c_str());
+      }
+    }
+    ImGui::EndTable();
+  }
+  ImGui::Spacing();
+  heading("Communication per rank");
+  for (const JobAnalysis::Comm& c : an.comm_kinds)
+    ImGui::Text("%s x%llu: %s, exposed %s", c.name.c_str(), (unsigned long long)c.count, render::format_duration(double(c.time)).c_str(),
+                render::format_duration(double(c.exposed)).c_str());
+  for (size_t k = 0; k < an.comm_layers.size() && k < 8; ++k) {
+    const JobAnalysis::Comm& c = an.comm_layers[k];
+    ImGui::BulletText("%s: %s, exposed %s", c.name.c_str(), render::format_duration(double(c.time)).c_str(),
+                      render::format_duration(double(c.exposed)).c_str());
+  }
+  for (const std::string& n : an.notes) ImGui::TextDisabled("%s", n.c_str());
+}
+
+void draw_ranks_tab(Viewer& v) {
+  JobView& jv = v.job_view;
+  if (!jv.job) return;
+  const Job& job = *jv.job;
+  // The steps every rank has.
+  std::vector<int64_t> steps;
+  for (const RankData::IterationTime& it : job.data.front().iterations) steps.push_back(it.step);
+  if (steps.empty()) {
+    ImGui::TextDisabled("No iterations to compare.");
+    return;
+  }
+  if (std::find(steps.begin(), steps.end(), jv.compare_step) == steps.end()) jv.compare_step = steps.front();
+  ImGui::SetNextItemWidth(160 * v.scale);
+  if (ImGui::BeginCombo("step", std::to_string(jv.compare_step).c_str())) {
+    for (int64_t st : steps)
+      if (ImGui::Selectable(std::to_string(st).c_str(), st == jv.compare_step)) jv.compare_step = st;
+    ImGui::EndCombo();
+  }
+  ImGui::SameLine();
+  ImGui::TextDisabled("each rank's phases in this step, on one scale (the longest rank's iteration)");
+  Ns longest = 1;
+  for (const RankData& r : job.data)
+    for (const RankData::IterationTime& it : r.iterations)
+      if (it.step == jv.compare_step) longest = std::max(longest, it.end - it.begin);
+  const float s = v.scale, row_h = 20 * s, title_w = 150 * s;
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  ImVec2 origin = ImGui::GetCursorScreenPos();
+  float width = ImGui::GetContentRegionAvail().x - title_w;
+  for (size_t i = 0; i < job.data.size(); ++i) {
+    const RankData& r = job.data[i];
+    const float y0 = origin.y + float(i) * (row_h + 2 * s);
+    const RankData::IterationTime* it = nullptr;
+    for (const RankData::IterationTime& x : r.iterations)
+      if (x.step == jv.compare_step) it = &x;
+    const JobAnalysis::StepWait* sw = job.analysis.step_wait(uint32_t(i), jv.compare_step);
+    char label[96];
+    std::snprintf(label, sizeof label, "rank %" PRId64 "  %s", r.rank, it ? render::format_duration(double(it->end - it->begin)).c_str() : "-");
+    dl->AddText(ImVec2(origin.x, y0 + 2 * s), sw && sw->caused > 0 ? IM_COL32(240, 120, 100, 255) : IM_COL32(200, 200, 205, 255), label);
+    if (!it) continue;
+    for (const RankData::PhaseSpan& p : r.phases) {
+      if (p.step != jv.compare_step) continue;
+      float a = origin.x + title_w + float(double(p.begin - it->begin) / double(longest)) * width;
+      float b = origin.x + title_w + float(double(p.end - it->begin) / double(longest)) * width;
+      dl->AddRectFilled(ImVec2(a, y0), ImVec2(std::max(b - 1, a + 1), y0 + row_h), ImU32(phase_colour(p.phase)));
+      if (b - a > 60 * s) dl->AddText(ImVec2(a + 3 * s, y0 + 2 * s), IM_COL32(20, 20, 24, 255), phase_name(p.phase));
+    }
+  }
+  ImGui::Dummy(ImVec2(title_w + width, float(job.data.size()) * (row_h + 2 * s)));
+}
+
+}  // namespace strata::viewer
