@@ -174,6 +174,7 @@ struct Job {
 struct JobOptions {
   uint64_t budget_bytes = 0;  // 0: memory_budget()
   bool keep_models = true;    // keep models within the budget (the viewer); false: summaries only
+  unsigned workers = 0;       // ranks loaded at once (0: one per core, fewer when the budget says)
 };
 // Models kept in memory at most: STRATA_MEMORY_BUDGET (bytes, or with a K/M/G suffix), else half
 // of the machine's physical memory.

@@ -129,7 +129,7 @@ Job load_job(const std::vector<JobFile>& files, const JobOptions& options, Progr
   // Several ranks at once, each loader on its share of the cores; without room for every
   // model, only as many at once as the budget holds.
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  size_t workers = std::min<size_t>(n, cores);
+  size_t workers = std::min<size_t>(n, options.workers ? options.workers : cores);
   if (!keep && largest > 0) workers = std::clamp<size_t>(job.budget_bytes / largest, 1, workers);
   LoadOptions lo;
   lo.threads = std::max(1u, cores / unsigned(std::max<size_t>(workers, 1)));

@@ -93,6 +93,26 @@ for name, (ranks, seed, offset_ms, stragglers) in JOBS.items():
     print(f"{name}: {ranks} ranks, {len(job['stragglers'])} stragglers found: "
           + "; ".join(f"rank {s['rank']} step {s['step']} {s['delay_ms']:.2f} ms {s['cause']} in {s['phase']}" for s in job["stragglers"]))
 
+# The viewer opens a job: every rank, the straggler's tracks shown first, its collective marked.
+if shutil.which("xvfb-run"):
+    out = os.path.join(work, "cpu-r5-s6")
+    dump = os.path.join(work, "job-view.json")
+    r = subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 1280x800x24", strata, "view", out, "--size", "1280x800",
+                        "--tab", "job", "--dump-layout", dump, "--screenshot", os.path.join(work, "job-view.png")],
+                       capture_output=True, text=True, timeout=600, env=dict(os.environ, LIBGL_ALWAYS_SOFTWARE="1"))
+    if r.returncode != 0 and "cannot open a window" not in r.stderr:
+        failures.append(f"strata view of a job failed ({r.returncode}): {r.stderr.strip()}")
+    elif r.returncode == 0:
+        layout = json.load(open(dump))
+        job = layout.get("job", {})
+        check("view", job.get("ranks") == 8, f"job ranks {job.get('ranks')}")
+        check("view", job.get("shown_rank") == 5, f"shown rank {job.get('shown_rank')} (the straggler is rank 5)")
+        check("view", job.get("stragglers") == 1 and job.get("selected_collective", -1) >= 0, f"job {job}")
+        check("view", layout["image"]["non_background"] > 0.05, f"image {layout['image']}")
+        print(f"view: {job}")
+else:
+    print("xvfb-run not found: the job's view is not checked")
+
 for f in failures:
     print("FAIL", f)
 sys.exit(1 if failures else 0)
