@@ -189,7 +189,10 @@ float draw_job_overview(Viewer& v, float x, float y, float w, float max_h) {
   const float s = v.scale;
   const float head = ImGui::GetTextLineHeight() + 6 * s;
   const size_t rows = job.data.size();
-  const float row_h = std::clamp((max_h - head) / float(std::max<size_t>(rows, 1)), 9.0f * s, 22.0f * s);
+  // Rows shrink to a few pixels so that 64 ranks fit; labels go to every k-th row then.
+  const float row_h = std::clamp((max_h - head) / float(std::max<size_t>(rows, 1)), 3.0f * s, 22.0f * s);
+  const float text_h = ImGui::GetTextLineHeight();
+  const size_t label_every = row_h >= text_h ? 1 : size_t(std::ceil(text_h / row_h));
   const float h = std::min(max_h, head + row_h * float(rows));
   const float gutter = gutter_width(v, w), area_x = x + gutter;
   const render::TimeView& view = v.timeline.view;
@@ -214,9 +217,14 @@ float draw_job_overview(Viewer& v, float x, float y, float w, float max_h) {
     if (y0 > y + h) break;
     const bool shown = job.data_rank[i] == jv.shown;
     dl->AddRectFilled(ImVec2(x, y0), ImVec2(area_x, y1), shown ? IM_COL32(40, 70, 100, 255) : IM_COL32(38, 39, 43, 255));
-    char label[64];
-    std::snprintf(label, sizeof label, "%s rank %" PRId64, shown ? "\xE2\x96\xB6" : " ", r.rank);
-    dl->AddText(ImVec2(x + 6 * s, y0 + (row_h - ImGui::GetTextLineHeight()) * 0.5f), IM_COL32(220, 220, 225, 255), label);
+    const size_t shown_at = data_of(job, jv.shown);
+    const bool near_shown = !shown && shown_at != SIZE_MAX && std::max(i, shown_at) - std::min(i, shown_at) < label_every;
+    if ((i % label_every == 0 && !near_shown) || shown) {
+      char label[64];
+      std::snprintf(label, sizeof label, "%s rank %" PRId64, shown ? "\xE2\x96\xB6" : " ", r.rank);
+      dl->AddText(ImVec2(x + 6 * s, y0 + std::min(0.0f, (row_h - text_h) * 0.5f) + (row_h >= text_h ? (row_h - text_h) * 0.5f : 0)),
+                  IM_COL32(220, 220, 225, 255), label);
+    }
     if (hovered && mouse.y >= y0 && mouse.y < y1 && mouse.x < area_x) hover_rank = int(i);
     dl->PushClipRect(ImVec2(area_x, y0), ImVec2(x + w, y1 + 1), true);
     // Iterations, coloured by waiting; phases along the bottom; collectives as ticks.
@@ -227,7 +235,7 @@ float draw_job_overview(Viewer& v, float x, float y, float w, float max_h) {
       dl->AddRectFilled(ImVec2(a, y0), ImVec2(std::max(b, a + 1) - 1, y1), ImU32(c));
       if (hovered && mouse.x >= a && mouse.x < b && mouse.y >= y0 && mouse.y < y1) hover_rank = int(i), hover_step = it.step;
     }
-    const float py = y0 + row_h * 0.6f;
+    const float py = row_h >= 8 * s ? y0 + row_h * 0.6f : y1;  // thin rows: iterations only
     for (const RankData::PhaseSpan& p : r.phases) {
       float a = area_x + float(view.x_of(double(p.begin + off))), b = area_x + float(view.x_of(double(p.end + off)));
       if (b < area_x || a > x + w || b - a < 1) continue;
@@ -248,7 +256,7 @@ float draw_job_overview(Viewer& v, float x, float y, float w, float max_h) {
       float a = area_x + float(view.x_of(double(mb.arrival))), b = area_x + float(view.x_of(double(mb.arrival + mb.duration)));
       float wend = area_x + float(view.x_of(double(mb.arrival + mb.wait)));
       dl->AddRectFilled(ImVec2(a, y0), ImVec2(std::max(wend, a + 2), y1), IM_COL32(230, 60, 50, 230));
-      dl->AddRect(ImVec2(a - 1, y0), ImVec2(std::max(b, a + 3) + 1, y1), IM_COL32(255, 255, 255, 255), 0, 0, 1.5f * s);
+      if (row_h >= 8 * s) dl->AddRect(ImVec2(a - 1, y0), ImVec2(std::max(b, a + 3) + 1, y1), IM_COL32(255, 255, 255, 255), 0, 0, 1.5f * s);
     }
   }
   // Hovering a tick picks the nearest collective of that rank.
