@@ -348,7 +348,7 @@ void ModelBuilder::classify() {
     if (tr.name == kNoStr) {
       std::string name = tr.kind == TrackKind::GpuStream ? "stream " + std::to_string(tr.stream)
                          : tr.tid_label != kNoStr        ? std::string(tid_label)
-                                                         : "thread " + std::to_string(tr.tid);
+                                                         : "thread " + std::to_string(shown_thread_id(tr.tid));
       tr.name = m_.strings.intern(name);
     }
   }

@@ -15,6 +15,14 @@ std::string strprintf(const char* format, ...) {
   return buf;
 }
 
+std::string format_bytes(double b) {
+  double a = b < 0 ? -b : b;
+  if (a >= double(1ull << 30)) return strprintf("%.1f GiB", b / double(1ull << 30));
+  if (a >= double(1ull << 20)) return strprintf("%.1f MiB", b / double(1ull << 20));
+  if (a >= 1024) return strprintf("%.1f KiB", b / 1024);
+  return strprintf("%.0f B", b);
+}
+
 std::string format_duration(Ns ns) {
   double v = double(ns);
   Ns mag = ns < 0 ? -ns : ns;

@@ -12,5 +12,7 @@ std::string strprintf(const char* format, ...) __attribute__((format(printf, 1, 
 
 // A duration with a unit that keeps 3-4 significant digits: "12.345 ms", "830.1 us", "17 ns".
 std::string format_duration(Ns ns);
+// A size in the binary unit that suits it, one decimal: "293.0 MiB", "12.5 KiB", "640 B".
+std::string format_bytes(double bytes);
 
 }  // namespace strata

@@ -73,6 +73,9 @@ struct IndexRange {
 };
 
 enum class TrackKind : uint8_t { CpuThread, GpuStream, Other };
+// A thread id as a person reads it: ids written as signed 32-bit numbers (Kineto writes some
+// pthread ids so) are the unsigned ids they stand for.
+inline int64_t shown_thread_id(int64_t tid) { return tid < 0 && tid >= INT32_MIN ? int64_t(uint32_t(tid)) : tid; }
 
 struct Track {
   TrackKind kind = TrackKind::Other;

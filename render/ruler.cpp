@@ -42,11 +42,13 @@ std::string format_duration(double ns) {
   return buf;
 }
 
-std::string format_time(double ns, double step) {
-  Unit u = unit_for(step);
-  double s = step / u.scale;  // step in the unit, >= 1 unless ns
+namespace {
+
+// `ns` in unit `u`, with the decimals it takes to tell multiples of `step` apart.
+std::string format_in(double ns, double step, Unit u) {
+  double s = step / u.scale;
   int decimals = 0;
-  while (decimals < 6 && std::fabs(s - std::round(s)) > 1e-6 * std::max(1.0, s)) {
+  while (decimals < 9 && std::fabs(s - std::round(s)) > 1e-6 * std::max(1.0, s)) {
     s *= 10;
     ++decimals;
   }
@@ -56,6 +58,10 @@ std::string format_time(double ns, double step) {
   std::snprintf(buf, sizeof buf, "%.*f %s", decimals, v, u.name);
   return buf;
 }
+
+}  // namespace
+
+std::string format_time(double ns, double step) { return format_in(ns, step, unit_for(std::max(std::fabs(ns), step))); }
 
 Ruler make_ruler(const TimeView& v, double origin, float min_major_px) {
   Ruler r;
@@ -70,6 +76,10 @@ Ruler make_ruler(const TimeView& v, double origin, float min_major_px) {
     r.base = std::floor(rel0 / coarse) * coarse;
     r.base_label = format_time(r.base, std::max(coarse, 1.0));
   }
+  // One unit for every label, the one the largest label in view needs ("+131.5 µs", not
+  // "+131500 ns" beside "+2.5 µs").
+  const double last_label = std::max(std::fabs(v.t0 - origin - r.base), std::fabs(v.t1() - origin - r.base));
+  const Unit unit = unit_for(std::max(last_label, r.major_step));
   double first_i = std::floor((v.t0 - origin) / r.minor_step);
   double end = v.t1();
   for (int i = 0; i < 4096; ++i) {
@@ -83,7 +93,7 @@ Ruler make_ruler(const TimeView& v, double origin, float min_major_px) {
     Tick tk{t, x, major, {}};
     if (major) {
       double at = std::round(q) * r.major_step;
-      tk.label = r.base_label.empty() ? format_time(at, r.major_step) : "+" + format_time(at - r.base, r.major_step);
+      tk.label = r.base_label.empty() ? format_in(at, r.major_step, unit) : "+" + format_in(at - r.base, r.major_step, unit);
     }
     r.ticks.push_back(std::move(tk));
   }

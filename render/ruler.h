@@ -30,7 +30,8 @@ Ruler make_ruler(const TimeView& v, double origin, float min_major_px = 90.0f);
 
 // "1.25 ms", "830 ns", "2.004 s": three significant digits, adaptive unit.
 std::string format_duration(double ns);
-// A time offset written with enough decimals to tell ticks `step` apart ("12.35 ms").
+// A time offset in the unit its size needs, with enough decimals to tell ticks `step` apart
+// ("12.35 ms", "1.5 µs").
 std::string format_time(double ns, double step);
 // The 1-2-5 step at or above `ns`.
 double nice_step(double ns);

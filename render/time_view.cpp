@@ -54,11 +54,11 @@ void TimeView::clamp() {
   double max_nspp = extent * 1.5 / double(width_px);
   if (!(ns_per_px >= kMinNsPerPx)) ns_per_px = kMinNsPerPx;
   if (ns_per_px > max_nspp) ns_per_px = std::max(max_nspp, kMinNsPerPx);
-  // Keep at least a quarter of the view on the trace.
+  // The view stays on the trace, with a margin of 5% of it at either end (no time before the
+  // trace's start); a view wider than the trace is centred on it.
   double s = span();
-  double lo = limit_begin - s * 0.75, hi = limit_end - s * 0.25;
-  if (lo > hi) std::swap(lo, hi);
-  t0 = std::clamp(t0, lo, hi);
+  double lo = limit_begin - s * 0.05, hi = limit_end - s * 0.95;
+  t0 = lo <= hi ? std::clamp(t0, lo, hi) : (limit_begin + limit_end - s) * 0.5;
 }
 
 }  // namespace strata::render

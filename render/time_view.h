@@ -13,7 +13,7 @@ struct TimeView {
   double t0 = 0;          // time (ns) at the left edge of the view
   double ns_per_px = 1;   // zoom
   float width_px = 1;     // width of the timeline area
-  double limit_begin = 0, limit_end = 1;  // the trace's extent; the view may not leave it by much
+  double limit_begin = 0, limit_end = 1;  // the trace's extent; the view leaves it by 5% at most
 
   double t1() const { return t0 + ns_per_px * double(width_px); }
   double span() const { return ns_per_px * double(width_px); }

@@ -63,7 +63,7 @@ std::string track_title(const TraceModel& m, const Track& t) {
   }
   if (t.name != kNoStr && !m.strings.view(t.name).empty()) return std::string(m.strings.view(t.name));
   if (t.tid_label != kNoStr && !m.strings.view(t.tid_label).empty()) return std::string(m.strings.view(t.tid_label));
-  return "Thread " + std::to_string(t.tid);
+  return "Thread " + std::to_string(shown_thread_id(t.tid));
 }
 
 }  // namespace

@@ -112,7 +112,7 @@ void draw_summary(Viewer& v) {
   if (!mu.present) {
     ImGui::TextDisabled("No allocator events (profile_memory was off).");
   } else {
-    ImGui::Text("allocated %.1f MiB (reserved %.1f MiB)", double(mu.peak_allocated) / 1048576.0, double(mu.peak_reserved) / 1048576.0);
+    ImGui::Text("allocated %s (reserved %s)", format_bytes(double(mu.peak_allocated)).c_str(), format_bytes(double(mu.peak_reserved)).c_str());
     if (!mu.peak_where.empty()) ImGui::TextWrapped("at %s", mu.peak_where.c_str());
   }
   ImGui::Text("Trace span %s, %zu events", render::format_duration(double(v.trace->model->time_end - v.trace->model->time_begin)).c_str(),

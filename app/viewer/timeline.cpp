@@ -290,9 +290,7 @@ void draw_timeline(Viewer& v, float x, float y, float w, float h) {
                   IM_COL32(200, 202, 210, 255), buf.c_str());
       if (lane.kind == render::LaneKind::Counter) {
         const render::CounterTrack& c = tl.counters[lane.index];
-        std::string peak = "peak " + (c.bytes ? (c.max_value >= 1 << 30 ? std::to_string(c.max_value / double(1 << 30)).substr(0, 5) + " GiB"
-                                                                           : std::to_string(int64_t(c.max_value / double(1 << 20))) + " MiB")
-                                              : std::to_string(c.max_value));
+        std::string peak = "peak " + (c.bytes ? format_bytes(c.max_value) : strprintf("%g", c.max_value));
         dl->AddText(v.font, v.font->FontSize, ImVec2(x + 26 * s, gy0 + tl.style.row_h), IM_COL32(150, 152, 160, 255), peak.c_str());
       }
       dl->PopClipRect();

@@ -19,6 +19,7 @@
 #include "core/annotate/annotation.h"
 #include "core/job/job.h"
 #include "core/loader.h"
+#include "core/text_format.h"
 #include "render/drill.h"
 #include "render/ruler.h"
 #include "render/search.h"

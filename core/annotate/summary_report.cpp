@@ -13,7 +13,6 @@ namespace strata {
 
 namespace {
 
-std::string mib(int64_t b) { return strprintf("%.1f MiB", double(b) / 1048576.0); }
 double pct(Ns a, Ns b) { return b > 0 ? 100.0 * double(a) / double(b) : 0.0; }
 double share(Ns a, Ns b) { return b > 0 ? double(a) / double(b) : 0.0; }
 
@@ -149,15 +148,15 @@ std::string summary_text(const TraceModel& m, const Annotation& a) {
              format_duration(r.memory_ops).c_str(), pct(r.tensor_core, r.kernel_total));
   if (r.memory.present) {
     auto& mu = r.memory;
-    o += strprintf("  memory: peak allocated %s (reserved %s) at %s\n", mib(mu.peak_allocated).c_str(),
-             mib(mu.peak_reserved).c_str(), mu.peak_where.empty() ? "?" : mu.peak_where.c_str());
-    o += strprintf("    activations %s, temporaries %s, optimizer state %s, other still allocated %s\n", mib(mu.activations).c_str(),
-             mib(mu.temporaries).c_str(), mib(mu.optimizer_state).c_str(), mib(mu.persistent).c_str());
+    o += strprintf("  memory: peak allocated %s (reserved %s) at %s\n", format_bytes(double(mu.peak_allocated)).c_str(),
+             format_bytes(double(mu.peak_reserved)).c_str(), mu.peak_where.empty() ? "?" : mu.peak_where.c_str());
+    o += strprintf("    activations %s, temporaries %s, optimizer state %s, other still allocated %s\n", format_bytes(double(mu.activations)).c_str(),
+             format_bytes(double(mu.temporaries)).c_str(), format_bytes(double(mu.optimizer_state)).c_str(), format_bytes(double(mu.persistent)).c_str());
     for (auto& p : mu.per_phase)
-      o += strprintf("    %-15s allocates %s, frees %s\n", phase_name(p.phase), mib(p.allocated).c_str(), mib(p.freed).c_str());
+      o += strprintf("    %-15s allocates %s, frees %s\n", phase_name(p.phase), format_bytes(double(p.allocated)).c_str(), format_bytes(double(p.freed)).c_str());
     for (size_t i = 0; i < mu.top_layers.size() && i < 5; ++i)
-      o += strprintf("    layer %s allocates %s (net %s)\n", mu.top_layers[i].path.c_str(), mib(mu.top_layers[i].allocated).c_str(),
-               mib(mu.top_layers[i].net).c_str());
+      o += strprintf("    layer %s allocates %s (net %s)\n", mu.top_layers[i].path.c_str(), format_bytes(double(mu.top_layers[i].allocated)).c_str(),
+               format_bytes(double(mu.top_layers[i].net)).c_str());
   } else {
     o += "  memory: no [memory] events (profile_memory was off)\n";
   }

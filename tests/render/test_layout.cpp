@@ -51,6 +51,13 @@ TEST_CASE("time view: zoom keeps the time under the cursor, pan moves, fit frame
   CHECK(v.span() == doctest::Approx(500));
   v.pan_px(100);  // content moves right: earlier time at the left edge
   CHECK(v.t0 == doctest::Approx(under - 250 * 0.5 - 100 * 0.5));
+  // Panning far past either end stops at a small margin: no time before the trace's start.
+  TimeView p = view(1000, 2000, 1000);
+  p.set_extent(0, 10'000);
+  p.pan_px(1e6);
+  CHECK(p.t0 >= -0.05 * p.span() - 1e-6);
+  p.pan_px(-1e7);
+  CHECK(p.t1() <= 10'000 + 0.05 * p.span() + 1e-6);
   v.zoom_at(0, 1e12);  // clamped at the deepest zoom
   CHECK(v.ns_per_px == doctest::Approx(TimeView::kMinNsPerPx));
   v.zoom_at(0, 1e-30);  // and at the widest
@@ -88,8 +95,20 @@ TEST_CASE("ruler: 1-2-5 steps, labels spaced, adaptive units") {
   }
   CHECK(format_time(4e6, 2e6) == "4 ms");
   CHECK(format_time(3e9, 1e9) == "3 s");
-  CHECK(format_time(1500, 500) == "1500 ns");  // the unit follows the step
-  CHECK(format_time(1.5e6, 2e3) == "1500 \xC2\xB5s");
+  CHECK(format_time(1500, 500) == "1.5 \xC2\xB5s");  // the unit follows the value, decimals the step
+  CHECK(format_time(1.5e6, 2e3) == "1.500 ms");
+  // One unit across a ruler's labels, whatever each label's own size.
+  for (double t0 : {0.0, 23e6, 45e9}) {
+    TimeView z = view(t0, t0 + 150'000, 1000);
+    Ruler rz = make_ruler(z, 0, 90);
+    std::string unit;
+    for (const Tick& t : rz.ticks)
+      if (t.major) {
+        std::string u = t.label.substr(t.label.rfind(' ') + 1);
+        if (unit.empty()) unit = u;
+        CHECK(u == unit);
+      }
+  }
   CHECK(format_duration(830) == "830 ns");
   CHECK(format_duration(1.25e6) == "1.25 ms");
   CHECK(format_duration(2.004e9) == "2.00 s");
