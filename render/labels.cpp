@@ -67,11 +67,18 @@ FittedLabel fit_label(std::string_view text, float max_px, const FontMetrics& f,
   return r;
 }
 
-std::string_view short_name(std::string_view name) {
-  // Find the end of the qualified name: the first '(' or '<' at nesting depth 0, skipping
-  // "(anonymous namespace)".
-  std::string_view s = name;
-  if (s.starts_with("void ")) s.remove_prefix(5);
+namespace {
+
+// The qualified name's last component in `name`, and where its template arguments end (the
+// matching '>'), as offsets; `args_end` == `end` when it has none.
+struct NameParts {
+  size_t begin = 0, end = 0, args_end = 0;
+};
+
+NameParts name_parts(std::string_view name) {
+  NameParts p;
+  size_t s0 = name.starts_with("void ") ? 5 : 0;
+  std::string_view s = name.substr(s0);
   size_t end = s.size();
   for (size_t i = 0; i < s.size(); ++i) {
     char c = s[i];
@@ -84,13 +91,54 @@ std::string_view short_name(std::string_view name) {
       break;
     }
   }
-  std::string_view q = s.substr(0, end);
-  // The last component of the qualified name.
-  size_t colon = q.rfind("::");
-  if (colon != std::string_view::npos) q.remove_prefix(colon + 2);
-  while (!q.empty() && q.back() == ' ') q.remove_suffix(1);
-  if (q.empty() || q.size() == name.size()) return name;
-  return q;
+  size_t begin = s.substr(0, end).rfind("::");
+  begin = begin == std::string_view::npos ? 0 : begin + 2;
+  size_t last = end;
+  while (last > begin && s[last - 1] == ' ') --last;
+  size_t args_end = last;
+  if (end < s.size() && s[end] == '<') {
+    int depth = 0;
+    for (size_t i = end; i < s.size(); ++i) {
+      depth += s[i] == '<' ? 1 : s[i] == '>' ? -1 : 0;
+      if (depth == 0) {
+        args_end = i + 1;
+        break;
+      }
+    }
+  }
+  return {s0 + begin, s0 + last, s0 + args_end};
+}
+
+// A component that says nothing without its template arguments ("Kernel", "Kernel2").
+bool generic_component(std::string_view c) {
+  while (!c.empty() && c.back() >= '0' && c.back() <= '9') c.remove_suffix(1);
+  return c == "Kernel" || c == "kernel" || c == "Kernel_" || c == "device_kernel";
+}
+
+}  // namespace
+
+std::string_view short_name(std::string_view name) {
+  NameParts p = name_parts(name);
+  if (p.end <= p.begin) return name;
+  std::string_view q = name.substr(p.begin, (generic_component(name.substr(p.begin, p.end - p.begin)) ? p.args_end : p.end) - p.begin);
+  return q.empty() || q.size() == name.size() ? name : q;
+}
+
+std::vector<std::string_view> distinct_short_names(const std::vector<std::string_view>& names) {
+  std::vector<std::string_view> out;
+  for (std::string_view n : names) out.push_back(short_name(n));
+  // Where different names shorten alike, their template arguments tell them apart; else the
+  // whole name does.
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t i = 0; i < out.size(); ++i)
+      for (size_t j = 0; j < out.size(); ++j) {
+        if (i == j || out[i] != out[j] || names[i] == names[j]) continue;
+        for (size_t k : {i, j}) {
+          NameParts p = name_parts(names[k]);
+          out[k] = pass == 0 && p.args_end > p.begin ? names[k].substr(p.begin, p.args_end - p.begin) : names[k];
+        }
+      }
+  return out;
 }
 
 }  // namespace strata::render

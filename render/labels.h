@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 namespace strata::render {
 
@@ -28,8 +29,12 @@ struct FittedLabel {
 FittedLabel fit_label(std::string_view text, float max_px, const FontMetrics& f, uint32_t min_chars = 1);
 
 // The name without return type, namespaces, template arguments and parameter list:
-// "void at::native::(anonymous namespace)::foo<float, 4>(int, float*)" → "foo".
-// Returns `name` itself when there is nothing to strip.
+// "void at::native::(anonymous namespace)::foo<float, 4>(int, float*)" → "foo". A component
+// that means nothing alone keeps its template arguments ("cutlass::Kernel2<gemm_bf16…>" →
+// "Kernel2<gemm_bf16…>"). Returns `name` itself when there is nothing to strip.
 std::string_view short_name(std::string_view name);
+// Short names for a list shown together: where two different names shorten alike, longer ones
+// that tell them apart ("nchwToNhwcKernel<float>", "nchwToNhwcKernel<c10::Half>").
+std::vector<std::string_view> distinct_short_names(const std::vector<std::string_view>& names);
 
 }  // namespace strata::render

@@ -157,6 +157,17 @@ void draw_details(Viewer& v) {
                            [&](EventId a, EventId b) { return asc ? key(a) < key(b) : key(a) > key(b); });
         ss->SpecsDirty = false;
       }
+      // Short names that stay distinct among the ops listed.
+      std::vector<StrId> ids;
+      for (EventId g : v.sel.work.gpu_ops) ids.push_back(m.ev.name[g]);
+      std::sort(ids.begin(), ids.end());
+      ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+      std::vector<std::string_view> full;
+      for (StrId id : ids) full.push_back(m.strings.view(id));
+      const std::vector<std::string_view> short_of = render::distinct_short_names(full);
+      auto shown_name = [&](EventId g) {
+        return short_of[size_t(std::lower_bound(ids.begin(), ids.end(), m.ev.name[g]) - ids.begin())];
+      };
       ImGuiListClipper clip;
       clip.Begin(int(v.sel.work.gpu_ops.size()));
       while (clip.Step()) {
@@ -165,7 +176,7 @@ void draw_details(Viewer& v) {
           ImGui::TableNextRow();
           ImGui::TableNextColumn();
           std::string_view kn = m.name_of(k);
-          std::string shown(render::short_name(kn).substr(0, 80));
+          std::string shown(shown_name(k).substr(0, 80));
           shown += "##k" + std::to_string(i);
           if (ImGui::Selectable(shown.c_str(), false, ImGuiSelectableFlags_SpanAllColumns)) {
             focus_on(v, ItemRef::event(k));

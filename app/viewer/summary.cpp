@@ -176,9 +176,12 @@ void draw_summary(Viewer& v) {
       return;
     }
     Ns top = std::max<Ns>(list.front().total, 1);
-    for (size_t i = 0; i < list.size() && i < 8; ++i) {
+    std::vector<std::string_view> full;
+    for (size_t i = 0; i < list.size() && i < 8; ++i) full.push_back(list[i].name);
+    const std::vector<std::string_view> shown = render::distinct_short_names(full);
+    for (size_t i = 0; i < shown.size(); ++i) {
       const NameStat& k = list[i];
-      std::string label = std::string(render::short_name(k.name).substr(0, 120)) + "##" + title + std::to_string(i);
+      std::string label = std::string(shown[i].substr(0, 120)) + "##" + title + std::to_string(i);
       char val[64];
       std::snprintf(val, sizeof val, "%s  %.0f%%  x%llu", render::format_duration(double(k.total)).c_str(),
                     denom > 0 ? 100.0 * double(k.total) / double(denom) : 0.0, (unsigned long long)k.count);

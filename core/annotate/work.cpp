@@ -121,7 +121,9 @@ WorkFigures event_work(const TraceModel& m, const Annotation& a, EventId e) {
   measure_gpu_ops(m, w);
   NodeId n = e < a.node_of_event.size() ? a.node_of_event[e] : kNoNode;
   PhaseKind phase = n != kNoNode ? a.tree.phase[n] : PhaseKind::Other;
-  w.bound = classify_bound(phase, w.end - w.begin, w.gpu_ops.size(), w.gpu_busy, w.gpu_begin, w.gpu_end, w.sync);
+  // A CUDA call only hands work over: what bounds that work is the GPU op's own matter.
+  if (!is_cuda_call_cat(cat))
+    w.bound = classify_bound(phase, w.end - w.begin, w.gpu_ops.size(), w.gpu_busy, w.gpu_begin, w.gpu_end, w.sync);
   if (EventId p = m.parent_of(e); p != kNoEvent) {
     w.share = m.ev.dur[p] > 0 ? float(double(m.ev.dur[e]) / double(m.ev.dur[p])) : 0.f;
     w.parent = m.name_of(p);
@@ -147,7 +149,7 @@ std::string bound_reason(const WorkFigures& w) {
     case Bound::DataLoading: return "data loading";
     case Bound::Unknown: break;
   }
-  return w.gpu_ops.empty() ? "no GPU work" : "unknown";
+  return w.gpu_ops.empty() ? "no GPU work" : "not bound: it hands work to the GPU";
 }
 
 void write_work_fields(JsonWriter& j, std::string_view name, const WorkFigures& w) {

@@ -225,7 +225,8 @@ TEST_CASE("labels: fit with an ellipsis, never split UTF-8") {
 TEST_CASE("labels: short names for kernels and ops") {
   CHECK(short_name("void at::native::vectorized_elementwise_kernel<4, at::native::AbsFunctor<float>>(int, float*)") ==
         "vectorized_elementwise_kernel");
-  CHECK(short_name("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(Params)") == "Kernel");
+  CHECK(short_name("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(Params)") ==
+        "Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>");  // "Kernel" alone says nothing
   CHECK(short_name("at::native::(anonymous namespace)::foo_kernel(int)") == "foo_kernel");
   CHECK(short_name("aten::conv2d") == "conv2d");
   CHECK(short_name("cudaLaunchKernel") == "cudaLaunchKernel");
@@ -252,4 +253,24 @@ TEST_CASE("palette: stable, readable text, layer pairs share a hue") {
   CHECK(f != b);
   CHECK(b == darken(f, 0.3f));
   CHECK(((f >> 24) & 255) == 255);
+}
+
+TEST_CASE("short names: generic components keep their template arguments; lists stay distinct") {
+  CHECK(short_name("void at::native::(anonymous namespace)::foo<float, 4>(int, float*)") == "foo");
+  CHECK(short_name("void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_16x16_128x2_tn_align8>(Params)") ==
+        "Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_16x16_128x2_tn_align8>");
+  CHECK(short_name("aten::add") == "add");
+  std::vector<std::string_view> names = {"void at::native::nchwToNhwcKernel<float>(int, float const*, float*)",
+                                         "void at::native::nchwToNhwcKernel<c10::Half>(int, c10::Half const*, c10::Half*)",
+                                         "void at::native::other<float>(int)"};
+  std::vector<std::string_view> s = distinct_short_names(names);
+  REQUIRE(s.size() == 3);
+  CHECK(s[0] == "nchwToNhwcKernel<float>");
+  CHECK(s[1] == "nchwToNhwcKernel<c10::Half>");
+  CHECK(s[2] == "other");
+  // Names that differ only in their parameters are shown whole.
+  std::vector<std::string_view> same = {"void k<int>(int)", "void k<int>(float)"};
+  std::vector<std::string_view> t = distinct_short_names(same);
+  CHECK(t[0] == same[0]);
+  CHECK(t[1] == same[1]);
 }
