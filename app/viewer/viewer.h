@@ -5,6 +5,7 @@
 //   viewer.cpp     menus, the welcome and loading screens, layout of the panels
 //   loading.cpp    loading on a worker thread (progress, cancel), preparing the view
 //   timeline.cpp   the timeline: ruler, gutter, items, arrows, zoom/pan/select input
+//   keys.cpp       the timeline's keys
 //   levels.cpp     the Hotline-style levels view and the breadcrumbs
 //   details.cpp    the details panel
 //   summary.cpp    the summary panel (small charts)
@@ -197,6 +198,8 @@ void select(Viewer& v, render::ItemRef r, bool fit);
 void focus_on(Viewer& v, render::ItemRef r);  // select and zoom to it
 void animate_to(Viewer& v, double t0, double t1);
 void update_metrics(Viewer& v);
+// keys.cpp: the timeline's keys; `mouse_x` in the timeline area when `mouse_in`.
+void handle_keys(Viewer& v, float mouse_x, bool mouse_in);
 
 // levels.cpp
 void draw_breadcrumbs(Viewer& v);
