@@ -209,24 +209,73 @@ std::string Timeline::lane_key(uint32_t li) const {
   return section_key(l.section) + '\x1f' + l.title + '\x1f' + std::to_string(same);
 }
 
-void Collapsed::resolve(const Timeline& tl) {
-  section.assign(tl.sections.size(), 0);
-  lane.assign(tl.lanes.size(), 0);
-  if (keys.empty()) return;
-  for (uint32_t si = 0; si < tl.sections.size(); ++si) section[si] = keys.count(tl.section_key(si)) > 0;
-  for (uint32_t li = 0; li < tl.lanes.size(); ++li) lane[li] = keys.count(tl.lane_key(li)) > 0;
+void RowState::resolve(const Timeline& tl) {
+  section_closed.assign(tl.sections.size(), 0);
+  lane_closed.assign(tl.lanes.size(), 0);
+  lane_pinned.assign(tl.lanes.size(), 0);
+  if (collapsed.empty() && pinned.empty()) return;
+  for (uint32_t si = 0; si < tl.sections.size(); ++si) section_closed[si] = collapsed.count(tl.section_key(si)) > 0;
+  for (uint32_t li = 0; li < tl.lanes.size(); ++li) {
+    const std::string k = tl.lane_key(li);
+    lane_closed[li] = collapsed.count(k) > 0;
+    lane_pinned[li] = pinned.count(k) > 0;
+  }
 }
 
-void Collapsed::toggle_section(const Timeline& tl, uint32_t si) {
-  std::string k = tl.section_key(si);
+namespace {
+void toggle(std::set<std::string>& keys, std::string k) {
   if (!keys.erase(k)) keys.insert(std::move(k));
+}
+}  // namespace
+
+void RowState::toggle_section(const Timeline& tl, uint32_t si) {
+  toggle(collapsed, tl.section_key(si));
   resolve(tl);
 }
 
-void Collapsed::toggle_lane(const Timeline& tl, uint32_t li) {
-  std::string k = tl.lane_key(li);
-  if (!keys.erase(k)) keys.insert(std::move(k));
+void RowState::toggle_lane(const Timeline& tl, uint32_t li) {
+  toggle(collapsed, tl.lane_key(li));
   resolve(tl);
+}
+
+void RowState::toggle_pin(const Timeline& tl, uint32_t li) {
+  toggle(pinned, tl.lane_key(li));
+  resolve(tl);
+}
+
+void RowState::defaults(const Timeline& tl, float visible_h) {
+  collapsed.clear();
+  pinned.clear();
+  if (!tl.sections.empty())
+    for (uint32_t li : tl.sections[0].lanes) pinned.insert(tl.lane_key(li));
+  resolve(tl);
+  // Where the first GPU stream's row starts; deep CPU stacks go to one row, deepest first,
+  // until it is in view.
+  auto gpu_top = [&] {
+    float y = 0;
+    for (uint32_t si = 0; si < tl.sections.size(); ++si) {
+      const Section& s = tl.sections[si];
+      if (s.lanes.empty()) continue;
+      y += tl.style.section_h;
+      for (uint32_t li : s.lanes) {
+        const Lane& l = tl.lanes[li];
+        if (l.kind == LaneKind::Track && tl.model()->tracks[l.index].kind == TrackKind::GpuStream) return y;
+        y += tl.lane_rows(li, *this) * tl.style.row_h + tl.style.lane_gap;
+      }
+    }
+    return -1.0f;
+  };
+  std::vector<uint32_t> deep;
+  for (uint32_t li = 0; li < tl.lanes.size(); ++li) {
+    const Lane& l = tl.lanes[li];
+    if (l.kind == LaneKind::Track && tl.model()->tracks[l.index].kind == TrackKind::CpuThread && l.levels > 3) deep.push_back(li);
+  }
+  std::sort(deep.begin(), deep.end(), [&](uint32_t a, uint32_t b) { return tl.lanes[a].levels > tl.lanes[b].levels; });
+  for (uint32_t li : deep) {
+    if (gpu_top() + tl.style.row_h * 2 <= visible_h) break;
+    collapsed.insert(tl.lane_key(li));
+    resolve(tl);
+  }
 }
 
 void Timeline::rebuild_sections() {
@@ -255,19 +304,38 @@ size_t Timeline::view_bytes() const {
   return b;
 }
 
-float Timeline::lane_height(uint32_t li, const Collapsed& c) const {
+float Timeline::lane_rows(uint32_t li, const RowState& c) const {
   const Lane& l = lanes[li];
-  return l.kind == LaneKind::Counter ? style.counter_h : float(c.lane_collapsed(li) ? 1 : l.levels) * style.row_h;
+  return l.kind == LaneKind::Counter ? style.counter_h / style.row_h : float(c.lane_collapsed(li) ? 1 : l.levels);
 }
 
-float Timeline::content_height(const Collapsed& c) const {
+float Timeline::lane_height(uint32_t li, const RowState& c) const { return lane_rows(li, c) * style.row_h; }
+
+float Timeline::pinned_height(const RowState& c) const {
   float h = 0;
+  for (const Section& s : sections)
+    for (uint32_t li : s.lanes)
+      if (c.lane_is_pinned(li)) h += lane_height(li, c) + style.lane_gap;
+  return h;
+}
+
+namespace {
+bool has_unpinned(const Section& s, const RowState& c) {
+  for (uint32_t li : s.lanes)
+    if (!c.lane_is_pinned(li)) return true;
+  return false;
+}
+}  // namespace
+
+float Timeline::content_height(const RowState& c) const {
+  float h = pinned_height(c);
   for (uint32_t si = 0; si < sections.size(); ++si) {
     const Section& s = sections[si];
-    if (s.lanes.empty()) continue;
+    if (!has_unpinned(s, c)) continue;
     h += style.section_h;
     if (c.section_collapsed(si)) continue;
-    for (uint32_t li : s.lanes) h += lane_height(li, c) + style.lane_gap;
+    for (uint32_t li : s.lanes)
+      if (!c.lane_is_pinned(li)) h += lane_height(li, c) + style.lane_gap;
   }
   return h;
 }
@@ -405,75 +473,86 @@ void Timeline::layout_row(const SpanColumns& c, const TimeView& v, float y, cons
   }
 }
 
+void Timeline::layout_lane(uint32_t li, float y, float clip_top, float clip_bottom, const TimeView& v, const FontMetrics& f,
+                           const Highlight& hl, const RowState& rs, FrameLayout& out) {
+  const Lane& l = lanes[li];
+  const bool l_collapsed = rs.lane_collapsed(li);
+  const float lh = lane_height(li, rs), w = v.width_px;
+  if (y + lh <= clip_top || y >= clip_bottom) return;
+  out.gutter.push_back({std::max(y, clip_top), y + lh, false, li, l_collapsed, l.kind != LaneKind::Counter && l.levels > 1});
+  const uint16_t nrows = l_collapsed ? 1 : l.levels;
+  for (uint16_t d = 0; d < nrows && l.kind != LaneKind::Counter; ++d) {
+    float ry = y + float(d) * style.row_h;
+    if (ry < clip_top || ry >= clip_bottom) continue;  // under the pinned rows, or below the view
+    SpanColumns c;
+    if (l.kind == LaneKind::Tier) {
+      const Tier& t = tiers_.tiers[l.index];
+      if (d >= t.levels.size()) continue;
+      c = {t.start.data(), t.dur.data(), t.levels[d].begin, t.levels[d].end};
+    } else {
+      const Track& t = m_->tracks[l.index];
+      if (d >= t.levels.size()) continue;
+      c = {m_->ev.start.data(), m_->ev.dur.data(), t.levels[d].begin, t.levels[d].end};
+    }
+    layout_row(c, v, ry, f, hl, l.kind, l.index, li, d, out);
+  }
+  if (l.kind != LaneKind::Counter || y < clip_top) return;
+  const CounterTrack& c = counters[l.index];
+  out.rows.push_back({y, y + lh, LaneKind::Counter, li, l.index, 0, 0, 0});
+  if (c.max_value <= 0 || c.ts.empty()) return;
+  const float base = y + lh - 2, hmax = lh - 6;
+  float run_x = 0, run_h = -1;
+  auto flush = [&](float x_end) {
+    if (run_h > 0) out.counter_rects.push_back({run_x, base - run_h, x_end, base, rgba(204, 121, 167, 200), 0});
+  };
+  for (float x = 0; x < w; x += 1) {
+    double ta = v.t_of(x), tb = v.t_of(x + 1);
+    size_t lo = size_t(std::lower_bound(c.ts.begin(), c.ts.end(), Ns(ta)) - c.ts.begin());
+    size_t hi = size_t(std::lower_bound(c.ts.begin() + lo, c.ts.end(), Ns(tb)) - c.ts.begin());
+    double val = lo > 0 ? c.value[lo - 1] : 0;  // the value holding at the column's start
+    if (lo == 0 && hi == 0) val = 0;
+    if (lo >= c.ts.size() && ta > double(c.ts.back())) val = c.value.back();
+    size_t n = hi - lo, stride = n > 32 ? n / 32 : 1;
+    for (size_t k = lo; k < hi; k += stride) val = std::max(val, c.value[k]);
+    float hpx = float(val / c.max_value) * hmax;
+    if (std::abs(hpx - run_h) >= 0.5f) {
+      flush(x);
+      run_x = x;
+      run_h = hpx;
+    }
+  }
+  flush(w);
+}
+
 void Timeline::layout(const TimeView& v, float scroll_y, float view_h, const FontMetrics& f, const Highlight& hl,
-                      const Collapsed& col, FrameLayout& out) {
+                      const RowState& rs, FrameLayout& out) {
   out.clear();
   if (!m_) return;
-  float y = -scroll_y;
-  const float w = v.width_px;
+  const float pinned_h = std::min(pinned_height(rs), view_h);
+  out.pinned_h = pinned_h;
+  // The scrolled rows below the pinned ones; sections whose lanes are all pinned are left out.
+  float y = pinned_h - scroll_y;
   for (uint32_t si = 0; si < sections.size(); ++si) {
     const Section& s = sections[si];
-    if (s.lanes.empty()) continue;
-    const bool s_collapsed = col.section_collapsed(si);
-    if (y + style.section_h > 0 && y < view_h) out.gutter.push_back({y, y + style.section_h, true, si, s_collapsed, true});
+    if (!has_unpinned(s, rs)) continue;
+    const bool s_collapsed = rs.section_collapsed(si);
+    if (y >= pinned_h && y < view_h) out.gutter.push_back({y, y + style.section_h, true, si, s_collapsed, true});
     y += style.section_h;
     if (s_collapsed) continue;
     for (uint32_t li : s.lanes) {
-      const Lane& l = lanes[li];
-      const bool l_collapsed = col.lane_collapsed(li);
-      float lh = lane_height(li, col);
-      if (y + lh > 0 && y < view_h) {
-        out.gutter.push_back({y, y + lh, false, li, l_collapsed, l.kind != LaneKind::Counter && l.levels > 1});
-        uint16_t nrows = l_collapsed ? 1 : l.levels;
-        for (uint16_t d = 0; d < nrows; ++d) {
-          float ry = y + float(d) * style.row_h;
-          if (ry + style.row_h <= 0 || ry >= view_h) continue;
-          SpanColumns c;
-          if (l.kind == LaneKind::Tier) {
-            const Tier& t = tiers_.tiers[l.index];
-            if (d >= t.levels.size()) continue;
-            c = {t.start.data(), t.dur.data(), t.levels[d].begin, t.levels[d].end};
-          } else if (l.kind == LaneKind::Track) {
-            const Track& t = m_->tracks[l.index];
-            if (d >= t.levels.size()) continue;
-            c = {m_->ev.start.data(), m_->ev.dur.data(), t.levels[d].begin, t.levels[d].end};
-          } else {
-            continue;
-          }
-          layout_row(c, v, ry, f, hl, l.kind, l.index, li, d, out);
-        }
-        if (l.kind == LaneKind::Counter) {
-          const CounterTrack& c = counters[l.index];
-          out.rows.push_back({y, y + lh, LaneKind::Counter, li, l.index, 0, 0, 0});
-          if (c.max_value > 0 && !c.ts.empty()) {
-            const float base = y + lh - 2, hmax = lh - 6;
-            float run_x = 0, run_h = -1;
-            auto flush = [&](float x_end) {
-              if (run_h > 0) out.counter_rects.push_back({run_x, base - run_h, x_end, base, rgba(204, 121, 167, 200), 0});
-            };
-            for (float x = 0; x < w; x += 1) {
-              double ta = v.t_of(x), tb = v.t_of(x + 1);
-              size_t lo = size_t(std::lower_bound(c.ts.begin(), c.ts.end(), Ns(ta)) - c.ts.begin());
-              size_t hi = size_t(std::lower_bound(c.ts.begin() + lo, c.ts.end(), Ns(tb)) - c.ts.begin());
-              double val = lo > 0 ? c.value[lo - 1] : 0;  // the value holding at the column's start
-              if (lo == 0 && hi == 0) val = 0;
-              if (lo >= c.ts.size() && ta > double(c.ts.back())) val = c.value.back();
-              size_t n = hi - lo, stride = n > 32 ? n / 32 : 1;
-              for (size_t k = lo; k < hi; k += stride) val = std::max(val, c.value[k]);
-              float hpx = float(val / c.max_value) * hmax;
-              if (std::abs(hpx - run_h) >= 0.5f) {
-                flush(x);
-                run_x = x;
-                run_h = hpx;
-              }
-            }
-            flush(w);
-          }
-        }
-      }
-      y += lh + style.lane_gap;
+      if (rs.lane_is_pinned(li)) continue;
+      layout_lane(li, y, pinned_h, view_h, v, f, hl, rs, out);
+      y += lane_height(li, rs) + style.lane_gap;
     }
   }
+  // The pinned rows on top, in their sections' order.
+  y = 0;
+  for (const Section& s : sections)
+    for (uint32_t li : s.lanes)
+      if (rs.lane_is_pinned(li)) {
+        layout_lane(li, y, 0, pinned_h, v, f, hl, rs, out);
+        y += lane_height(li, rs) + style.lane_gap;
+      }
 }
 
 ItemRef Timeline::hit(const FrameLayout& fl, float x, float y, uint32_t* fold_count) const {
@@ -489,7 +568,7 @@ ItemRef Timeline::hit(const FrameLayout& fl, float x, float y, uint32_t* fold_co
   return {};
 }
 
-float Timeline::row_y(ItemRef r, const Collapsed& c) const {
+float Timeline::row_y(ItemRef r, const RowState& c, float scroll_y, bool* pinned) const {
   uint32_t want_lane = UINT32_MAX;
   uint16_t depth = 0;
   if (r.kind == ItemRef::Event) {
@@ -506,15 +585,28 @@ float Timeline::row_y(ItemRef r, const Collapsed& c) const {
   } else {
     return -1;
   }
+  if (want_lane >= lanes.size()) return -1;
+  if (c.lane_collapsed(want_lane)) depth = 0;
+  const bool is_pinned = c.lane_is_pinned(want_lane);
+  if (pinned) *pinned = is_pinned;
   float y = 0;
+  if (is_pinned) {
+    for (const Section& s : sections)
+      for (uint32_t li : s.lanes) {
+        if (li == want_lane) return y + (float(depth) + 0.5f) * style.row_h;
+        if (c.lane_is_pinned(li)) y += lane_height(li, c) + style.lane_gap;
+      }
+    return -1;
+  }
+  y = pinned_height(c) - scroll_y;
   for (uint32_t si = 0; si < sections.size(); ++si) {
     const Section& s = sections[si];
-    if (s.lanes.empty()) continue;
+    if (!has_unpinned(s, c)) continue;
     y += style.section_h;
     for (uint32_t li : s.lanes) {
+      if (c.lane_is_pinned(li)) continue;
       if (li == want_lane) {
         if (c.section_collapsed(si)) return y - style.section_h * 0.5f;
-        if (c.lane_collapsed(li)) depth = 0;
         return y + (float(depth) + 0.5f) * style.row_h;
       }
       if (!c.section_collapsed(si)) y += lane_height(li, c) + style.lane_gap;

@@ -95,6 +95,7 @@ struct FrameLayout {
   std::vector<GutterLabel> gutter;
   std::vector<DrawRect> counter_rects;  // counter plots, drawn under everything else
   size_t folded_items = 0, labels = 0;
+  float pinned_h = 0;  // the pinned rows' height at the top; the rest scrolls below it
   void clear();
 };
 
@@ -108,19 +109,25 @@ struct Highlight {
 
 class Timeline;
 
-// What a person collapsed (sections, and lanes to their first row). The viewer keeps it, keyed
-// by titles, so that it outlives the timeline it was made on: a recording read again builds a
-// new timeline and keeps what was collapsed.
-struct Collapsed {
-  std::set<std::string> keys;
+// What a person did to the rows: collapsed sections, lanes collapsed to their first row, and
+// lanes pinned to the top (they stay while the rest scrolls). The viewer keeps it, keyed by
+// titles, so that it outlives the timeline it was made on: a recording read again builds a new
+// timeline and keeps the rows as they were.
+struct RowState {
+  std::set<std::string> collapsed, pinned;  // section and lane keys
   // Per section and lane of the timeline last passed to resolve().
-  std::vector<uint8_t> section, lane;
+  std::vector<uint8_t> section_closed, lane_closed, lane_pinned;
 
   void resolve(const Timeline& tl);
   void toggle_section(const Timeline& tl, uint32_t si);
   void toggle_lane(const Timeline& tl, uint32_t li);
-  bool section_collapsed(uint32_t si) const { return si < section.size() && section[si]; }
-  bool lane_collapsed(uint32_t li) const { return li < lane.size() && lane[li]; }
+  void toggle_pin(const Timeline& tl, uint32_t li);
+  bool section_collapsed(uint32_t si) const { return si < section_closed.size() && section_closed[si]; }
+  bool lane_collapsed(uint32_t li) const { return li < lane_closed.size() && lane_closed[li]; }
+  bool lane_is_pinned(uint32_t li) const { return li < lane_pinned.size() && lane_pinned[li]; }
+  // A new trace's rows: the annotation tiers pinned, and CPU threads with deep stacks collapsed
+  // while they would push the GPU streams below `visible_h` pixels.
+  void defaults(const Timeline& tl, float visible_h);
 };
 
 struct TimelineStyle {
@@ -144,15 +151,18 @@ class Timeline {
   // The annotation tree's node a tier span stands for (kNoNode for events and without one).
   NodeId node_of(ItemRef r) const;
 
-  float content_height(const Collapsed& c) const;
+  float content_height(const RowState& c) const;
   // Lays out what is visible: the view horizontally, [scroll_y, scroll_y + view_h) vertically.
   void layout(const TimeView& v, float scroll_y, float view_h, const FontMetrics& f, const Highlight& hl,
-              const Collapsed& c, FrameLayout& out);
+              const RowState& c, FrameLayout& out);
   // The item under (x, y) in the last layout's coordinates; `fold_count` gets the folded count.
   ItemRef hit(const FrameLayout& fl, float x, float y, uint32_t* fold_count = nullptr) const;
-  // The vertical middle of the row showing `r`, in content coordinates (scroll not applied), or < 0.
-  float row_y(ItemRef r, const Collapsed& c) const;
-  // Stable names of a section and a lane, for Collapsed.
+  // The vertical middle of the row showing `r` as laid out with `scroll_y` (pinned rows do not
+  // scroll), or -1 when no row shows it; `pinned` says whether it is a pinned row.
+  float row_y(ItemRef r, const RowState& c, float scroll_y, bool* pinned = nullptr) const;
+  float pinned_height(const RowState& c) const;
+  float lane_rows(uint32_t li, const RowState& c) const;  // rows it takes (a counter: its height in rows)
+  // Stable names of a section and a lane, for RowState.
   std::string section_key(uint32_t si) const;
   std::string lane_key(uint32_t li) const;
   // Time extent of an item.
@@ -170,7 +180,10 @@ class Timeline {
 
  private:
   void rebuild_sections();
-  float lane_height(uint32_t li, const Collapsed& c) const;
+  float lane_height(uint32_t li, const RowState& c) const;
+  // Lays out lane `li` at `y`; only rows within [clip_top, clip_bottom) (they never overlap).
+  void layout_lane(uint32_t li, float y, float clip_top, float clip_bottom, const TimeView& v, const FontMetrics& f,
+                   const Highlight& hl, const RowState& rs, FrameLayout& out);
   uint8_t name_step(StrId s);
   std::string_view label_text(EventId e, float room, const FontMetrics& f, FittedLabel& fit);
   void layout_row(const SpanColumns& c, const TimeView& v, float y, const FontMetrics& f, const Highlight& hl,

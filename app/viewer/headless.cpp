@@ -168,7 +168,7 @@ int run_headless(Viewer& v, const HeadlessRun& run) {
     std::vector<double> layout_ms, frame_ms;
     v.capture.finish_gl = true;
     const bool verbose = std::getenv("STRATA_BENCH_VERBOSE") != nullptr;
-    float content_h = v.trace->timeline.content_height(v.timeline.collapsed);
+    float content_h = v.trace->timeline.content_height(v.timeline.rows);
     for (int i = 0; i < run.bench_frames; ++i) {
       double f = run.bench_frames > 1 ? double(i) / double(run.bench_frames - 1) : 1.0;
       double span = std::exp(std::log(a1 - a0) + (std::log(b1 - b0) - std::log(a1 - a0)) * f);

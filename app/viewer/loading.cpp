@@ -52,14 +52,15 @@ void cancel_load(Viewer& v) {
 }
 
 void install(Viewer& v, std::unique_ptr<Prepared> p) {
-  v.timeline.collapsed.keys.clear();  // a new trace starts expanded
   show(v, std::move(p));
+  // A new trace's rows: the tiers pinned, the GPU streams in view.
+  v.timeline.rows.defaults(v.trace->timeline, v.timeline.height > 0 ? v.timeline.height : 600 * v.scale);
 }
 
 void show(Viewer& v, std::unique_ptr<Prepared> p) {
   reset_search(v);
   v.trace = std::move(p);
-  v.timeline.collapsed.resolve(v.trace->timeline);
+  v.timeline.rows.resolve(v.trace->timeline);
   const TraceModel& m = *v.trace->model;
   v.timeline.view.set_extent(double(m.time_begin), double(m.time_end));
   v.timeline.view.fit(double(m.time_begin), double(m.time_end));

@@ -50,9 +50,11 @@ void select(Viewer& v, ItemRef r, bool fit) {
   if (fit && r.valid()) animate_to(v, double(tl.start_of(r)), double(tl.end_of(r)));
   // Bring the item's row into view.
   if (r.valid() && v.timeline.height > 0) {
-    float y = tl.row_y(r, v.timeline.collapsed);
-    if (y >= 0 && (y < v.timeline.scroll_y || y > v.timeline.scroll_y + v.timeline.height - tl.style.row_h))
-      v.timeline.scroll_y = std::max(0.0f, y - v.timeline.height * 0.4f);
+    bool pinned = false;
+    const float y = tl.row_y(r, v.timeline.rows, v.timeline.scroll_y, &pinned);
+    const float top = tl.pinned_height(v.timeline.rows);
+    if (y >= 0 && !pinned && (y < top || y > v.timeline.height - tl.style.row_h))
+      v.timeline.scroll_y = std::max(0.0f, v.timeline.scroll_y + y - (top + (v.timeline.height - top) * 0.4f));
   }
 }
 
@@ -141,7 +143,7 @@ void draw_timeline(Viewer& v, float x, float y, float w, float h) {
   const bool hovered_window = !v.capture.headless && ImGui::IsWindowHovered(ImGuiHoveredFlags_AllowWhenBlockedByActiveItem);
 
   // Input: wheel zooms at the cursor; shift+wheel scrolls; horizontal wheel pans.
-  float content_h = tl.content_height(v.timeline.collapsed);
+  float content_h = tl.content_height(v.timeline.rows);
   if (hovered_window && (in_area || in_ruler)) {
     if (io.MouseWheel != 0) {
       v.timeline.animating = false;
@@ -175,7 +177,7 @@ void draw_timeline(Viewer& v, float x, float y, float w, float h) {
   // Layout (timed: the frame benchmark reports it).
   auto t_start = std::chrono::steady_clock::now();
   v.sel.hl.matches = v.search.matches.empty() ? nullptr : &v.search.matches;
-  tl.layout(v.timeline.view, v.timeline.scroll_y, rows_h, v.metrics, v.sel.hl, v.timeline.collapsed, v.timeline.frame);
+  tl.layout(v.timeline.view, v.timeline.scroll_y, rows_h, v.metrics, v.sel.hl, v.timeline.rows, v.timeline.frame);
   v.timeline.layout_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_start).count();
 
   const render::FrameLayout& fl = v.timeline.frame;
@@ -234,11 +236,12 @@ void draw_timeline(Viewer& v, float x, float y, float w, float h) {
   size_t drawn = 0;
   for (auto [from, to] : v.sel.flows) {
     if (drawn >= 64) break;
-    float ya = tl.row_y(ItemRef::event(from), v.timeline.collapsed), yb = tl.row_y(ItemRef::event(to), v.timeline.collapsed);
+    float ya = tl.row_y(ItemRef::event(from), v.timeline.rows, v.timeline.scroll_y),
+          yb = tl.row_y(ItemRef::event(to), v.timeline.rows, v.timeline.scroll_y);
     if (ya < 0 || yb < 0) continue;
     const TraceModel& m = *v.trace->model;
-    ImVec2 a(area_x + v.timeline.view.x_of(double(m.ev.start[from])), rows_y + ya - v.timeline.scroll_y);
-    ImVec2 b(area_x + v.timeline.view.x_of(double(m.ev.start[to])), rows_y + yb - v.timeline.scroll_y - tl.style.row_h * 0.5f * (yb > ya ? 1.f : -1.f));
+    ImVec2 a(area_x + v.timeline.view.x_of(double(m.ev.start[from])), rows_y + ya);
+    ImVec2 b(area_x + v.timeline.view.x_of(double(m.ev.start[to])), rows_y + yb - tl.style.row_h * 0.5f * (yb > ya ? 1.f : -1.f));
     if (std::max(a.x, b.x) < area_x || std::min(a.x, b.x) > x + w) continue;
     draw_arrow(dl, a, b, IM_COL32(240, 228, 66, 220), s);
     ++drawn;
@@ -262,6 +265,7 @@ void draw_timeline(Viewer& v, float x, float y, float w, float h) {
     } else {
       const render::Lane& lane = tl.lanes[g.index];
       buf = g.expandable ? std::string(g.collapsed ? "\xE2\x96\xB8 " : "\xE2\x96\xBE ") + lane.title : "   " + lane.title;
+      if (v.timeline.rows.lane_is_pinned(g.index)) buf += "  \xE2\x96\xAA";  // a small square: pinned
       dl->PushClipRect(ImVec2(x, rows_y), ImVec2(area_x - 4 * s, y + h), true);
       dl->AddText(v.font, v.font->FontSize, ImVec2(x + 14 * s, gy0 + (tl.style.row_h - v.font->FontSize) * 0.5f),
                   IM_COL32(200, 202, 210, 255), buf.c_str());
@@ -274,6 +278,8 @@ void draw_timeline(Viewer& v, float x, float y, float w, float h) {
     }
   }
   dl->AddLine(ImVec2(area_x, rows_y), ImVec2(area_x, y + h), IM_COL32(70, 72, 80, 255));
+  if (fl.pinned_h > 0)  // where the pinned rows end and the scrolled ones begin
+    dl->AddLine(ImVec2(x, rows_y + fl.pinned_h - 1), ImVec2(x + w, rows_y + fl.pinned_h - 1), IM_COL32(120, 124, 135, 255), 2 * s);
 
   // Ruler.
   dl->AddRectFilled(ImVec2(x, y), ImVec2(x + w, rows_y), IM_COL32(44, 46, 52, 255));
@@ -318,17 +324,35 @@ void draw_timeline(Viewer& v, float x, float y, float w, float h) {
     ItemRef r = tl.hit(fl, mouse.x - area_x, mouse.y - rows_y);
     if (r.valid()) focus_on(v, r);
   }
-  // Gutter clicks collapse sections and lanes.
-  if (hovered_window && ImGui::IsMouseClicked(ImGuiMouseButton_Left) && mouse.x >= x && mouse.x < area_x &&
-      mouse.y >= rows_y) {
+  // Gutter clicks collapse sections and lanes; a right click on a lane pins it to the top.
+  static uint32_t menu_lane = UINT32_MAX;
+  if (hovered_window && (ImGui::IsMouseClicked(ImGuiMouseButton_Left) || ImGui::IsMouseClicked(ImGuiMouseButton_Right)) &&
+      mouse.x >= x && mouse.x < area_x && mouse.y >= rows_y) {
+    const bool right = ImGui::IsMouseClicked(ImGuiMouseButton_Right);
     for (const render::GutterLabel& g : fl.gutter) {
       float gy0 = rows_y + g.y0;
       float gy1 = g.section ? rows_y + g.y1 : gy0 + tl.style.row_h;
       if (mouse.y < gy0 || mouse.y >= gy1) continue;
-      if (g.section) v.timeline.collapsed.toggle_section(tl, g.index);
-      else if (g.expandable) v.timeline.collapsed.toggle_lane(tl, g.index);
+      if (right && !g.section) {
+        menu_lane = g.index;
+        ImGui::OpenPopup("lane_menu");
+      } else if (!right && g.section) {
+        v.timeline.rows.toggle_section(tl, g.index);
+      } else if (!right && g.expandable) {
+        v.timeline.rows.toggle_lane(tl, g.index);
+      }
       break;
     }
+  }
+  if (ImGui::BeginPopup("lane_menu")) {
+    if (menu_lane < tl.lanes.size()) {
+      ImGui::TextDisabled("%s", tl.lanes[menu_lane].title.c_str());
+      if (ImGui::MenuItem(v.timeline.rows.lane_is_pinned(menu_lane) ? "Unpin" : "Pin to the top"))
+        v.timeline.rows.toggle_pin(tl, menu_lane);
+      if (tl.lanes[menu_lane].levels > 1 && ImGui::MenuItem(v.timeline.rows.lane_collapsed(menu_lane) ? "Expand" : "Collapse to one row"))
+        v.timeline.rows.toggle_lane(tl, menu_lane);
+    }
+    ImGui::EndPopup();
   }
   if (hovered_window && in_area && mouse.x >= area_x) {
     // Time under the cursor, on the ruler.

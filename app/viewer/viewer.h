@@ -109,7 +109,7 @@ struct AttachStateDelete {
 struct TimelineState {
   render::TimeView view;
   render::ViewHistory history;
-  render::Collapsed collapsed;  // sections and lanes collapsed by the person (kept across reloads)
+  render::RowState rows;  // collapsed and pinned rows (kept across reloads)
   render::FrameLayout frame;
   float scroll_y = 0;
   float height = 0;             // visible height of the rows

@@ -92,7 +92,7 @@ TEST_CASE("timeline: sections, lanes and a frame's layout on a synthetic trace")
   FontMetrics f = FontMetrics::monospace(7, 13);
   FrameLayout fl;
   TimeView v = whole(*m, 1000);
-  Collapsed none;
+  RowState none;
   tl.layout(v, 0, 2000, f, {}, none, fl);
   CHECK(fl.rows.size() >= 5);
   CHECK(fl.rects.size() == fl.items.size());
@@ -111,11 +111,11 @@ TEST_CASE("timeline: sections, lanes and a frame's layout on a synthetic trace")
     }
   CHECK(found);
   // row_y agrees with the laid-out rows.
-  float y = tl.row_y(ItemRef::event(conv), none);
+  float y = tl.row_y(ItemRef::event(conv), none, 0);
   ItemRef at = tl.hit(fl, v.x_of(double(m->ev.start[conv]) + 1000), y);
   CHECK(at == ItemRef::event(conv));
   // Collapsing a section hides its rows.
-  Collapsed c;
+  RowState c;
   c.resolve(tl);
   float h0 = tl.content_height(c);
   c.toggle_section(tl, 1);
@@ -129,7 +129,33 @@ TEST_CASE("timeline: sections, lanes and a frame's layout on a synthetic trace")
   CHECK(c.section_collapsed(1));
   CHECK_FALSE(c.section_collapsed(2));
   c.toggle_section(again->tl, 1);
-  CHECK(c.keys.empty());
+  CHECK(c.collapsed.empty());
+
+  // Pinned lanes stay on top while the rest scrolls: the tiers by default.
+  RowState p;
+  p.defaults(tl, 2000);
+  const float top = tl.pinned_height(p);
+  CHECK(top > 0);
+  tl.layout(v, 150, 2000, f, {}, p, fl);
+  CHECK(fl.pinned_h == doctest::Approx(top));
+  bool tier_row = false;
+  for (const RowHit& r : fl.rows) {
+    if (r.kind == LaneKind::Tier) {
+      tier_row = true;
+      CHECK(r.y1 <= top + 1e-3f);  // not moved by the scroll
+    } else {
+      CHECK(r.y0 >= top - 1e-3f);  // never under the pinned rows
+    }
+  }
+  CHECK(tier_row);
+  bool pinned = false;
+  CHECK(tl.row_y(ItemRef::span(0, 0), p, 150, &pinned) < top);
+  CHECK(pinned);
+  // Unpinned, the tiers scroll with the rest.
+  uint32_t tier_lane = tl.sections[0].lanes[0];
+  p.toggle_pin(tl, tier_lane);
+  CHECK_FALSE(p.lane_is_pinned(tier_lane));
+  CHECK(tl.pinned_height(p) < top);
 }
 
 TEST_CASE("drill-down: focus path, related items, children, --focus") {
@@ -214,7 +240,7 @@ TEST_CASE("timeline on a real trace: layout at every zoom stays within pixels") 
   tl.build(m);
   tl.set_annotation(&a);
   CHECK(!tl.tiers().tiers.empty());
-  Collapsed none;
+  RowState none;
   FontMetrics f = FontMetrics::monospace(7, 13);
   FrameLayout fl;
   TimeView v = whole(m, 1600);
