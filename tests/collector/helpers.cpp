@@ -6,9 +6,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include "client/agents.h"
 #include "protocol/control_socket.h"
@@ -31,6 +33,17 @@ Message ask(pid_t pid, const Message& request, int timeout_ms) {
 std::string field(const Message& m, const char* key) {
   const std::string* v = m.get(key);
   return v != nullptr ? *v : std::string();
+}
+
+std::string wait_for_status(pid_t pid, const char* key, const std::string& want, int timeout_ms) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::string now;
+  while (std::chrono::steady_clock::now() < until) {
+    now = field(ask(pid, "status"), key);
+    if (now == want) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return now;
 }
 
 sockaddr_un unix_address(const std::string& path) {

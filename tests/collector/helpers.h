@@ -23,6 +23,9 @@ inline Message ask(pid_t pid, const std::string& verb, int timeout_ms = 5000) {
   return ask(pid, message(verb), timeout_ms);
 }
 std::string field(const Message& m, const char* key);  // "" when absent
+// Asks pid's agent for its status until `key` reads `want` (at most `timeout_ms`); returns
+// the last value read.
+std::string wait_for_status(pid_t pid, const char* key, const std::string& want, int timeout_ms = 10000);
 
 sockaddr_un unix_address(const std::string& path);
 // A Unix stream socket connected to `path` (`flags` for socket(), e.g. SOCK_NONBLOCK); -1 when

@@ -253,9 +253,7 @@ TEST_CASE("faults 4, 6, 7, 8: refused starts name what is wrong, create no file 
   opt.output = job.path("first.pt.trace.json");
   std::string error;
   REQUIRE_MESSAGE(job.record(opt, &error), error);
-  const auto released = [&] { return field(ask(job.pid(), message("status")), "cupti") == "released"; };
-  for (int i = 0; i < 200 && !released(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  REQUIRE(released());
+  REQUIRE(wait_for_status(job.pid(), "cupti", "released") == "released");
 
   TempDir out;
   const std::string ok_path = out / "x.json";
@@ -327,9 +325,7 @@ TEST_CASE("fault 5: what an iteration trigger does on the job's thread is the ki
                   job.error());
   // While the job's threads push ranges, arm and stop with new patterns again and again: the
   // NVTX callback reads the pattern on those threads.
-  const auto finished = [&](const char* n) { return field(ask(job.pid(), message("status")), "recordings") == n; };
-  for (int i = 0; i < 200 && !finished("1"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  REQUIRE(finished("1"));
+  REQUIRE(wait_for_status(job.pid(), "recordings", "1") == "1");
   for (int i = 0; i < 20; ++i) {
     RecordOptions armed;
     armed.iterations = 1000;

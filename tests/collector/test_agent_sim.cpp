@@ -30,6 +30,7 @@ using namespace strata::collector;
 using strata::collector::test::SimJob;
 using strata::collector::test::ask;
 using strata::collector::test::field;
+using strata::collector::test::wait_for_status;
 
 namespace {
 
@@ -365,18 +366,6 @@ TEST_CASE("sim agent: stop while armed for iterations that never come") {
 
 namespace {
 
-// Polls `status` until its `cupti` field reads `want`; the last value read otherwise.
-std::string wait_for_cupti(pid_t pid, const std::string& want, int timeout_ms = 10000) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  std::string now;
-  while (std::chrono::steady_clock::now() < until) {
-    now = field(ask(pid, "status"), "cupti");
-    if (now == want) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return now;
-}
-
 // After the last release the job ran on with CUPTI gone: calls were made, none instrumented.
 void check_released_at_end(const SimJob& job, uint64_t releases) {
   CHECK(job.stat("finalize_calls") == releases);
@@ -449,7 +438,7 @@ TEST_CASE("sim agent: recordings after a release subscribe again, by duration an
     opt.output = job.path("again" + std::to_string(i) + ".pt.trace.json");
     std::string error;
     REQUIRE_MESSAGE(job.record(opt, &error), error);
-    CHECK(wait_for_cupti(job.pid(), "released") == "released");
+    CHECK(wait_for_status(job.pid(), "cupti", "released") == "released");
     outputs.push_back(opt.output);
   }
   REQUIRE_MESSAGE(job.wait(), job.error());
