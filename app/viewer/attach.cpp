@@ -134,7 +134,7 @@ void draw_agents(Viewer& v, AttachState& a) {
     ImGui::TextDisabled("looking...");
   }
   if (!a.scan_error.empty()) ImGui::TextColored(kErrorText, "%s", a.scan_error.c_str());
-  if (a.scanned && a.agents.empty()) {
+  if (a.scanned && a.agents.empty() && a.scan_error.empty()) {  // an agent that did not answer is not "none"
     ImGui::Spacing();
     ImGui::TextWrapped("No running jobs with the Strata agent were found for this user.");
     ImGui::TextWrapped("Start one with  strata record --dormant -- CMD  (for example  strata record --dormant -- "
