@@ -36,6 +36,7 @@ Rgba base_colour(Hue h) {
     case Hue::CpuOp: return rgba(60, 140, 205);
     case Hue::Runtime: return kGreyBlue;
     case Hue::Kernel: return kGreen;
+    case Hue::Communication: return kBlue;
     case Hue::Memcpy: return kVermillion;
     case Hue::Memset: return kYellow;
     case Hue::Annotation: return kPurple;

@@ -24,6 +24,7 @@ enum class Hue : uint8_t {
   CpuOp,         // blue
   Runtime,       // grey-blue
   Kernel,        // bluish green
+  Communication, // blue: NCCL / RCCL kernels
   Memcpy,        // vermillion
   Memset,        // yellow
   Annotation,    // reddish purple

@@ -54,12 +54,14 @@ std::string process_title(const TraceModel& m, const Process& p) {
   return s;
 }
 
-std::string track_title(const TraceModel& m, const Track& t) {
+// `comm`: the stream runs communication (most of its kernels are collectives).
+std::string track_title(const TraceModel& m, const Track& t, bool comm) {
   if (t.overflow_of != kNoTrack) return "\xE2\x86\xB3 overlapping";
   if (t.kind == TrackKind::GpuStream) {
-    if (t.stream >= 0) return "Stream " + std::to_string(t.stream);
-    if (t.tid_label != kNoStr) return std::string(m.strings.view(t.tid_label));
-    return "Stream " + std::to_string(t.tid);
+    std::string s = t.stream >= 0 ? "Stream " + std::to_string(t.stream)
+                    : t.tid_label != kNoStr ? std::string(m.strings.view(t.tid_label))
+                                            : "Stream " + std::to_string(t.tid);
+    return comm ? s + " \xC2\xB7 communication" : s;
   }
   if (t.name != kNoStr && !m.strings.view(t.name).empty()) return std::string(m.strings.view(t.name));
   if (t.tid_label != kNoStr && !m.strings.view(t.tid_label).empty()) return std::string(m.strings.view(t.tid_label));
@@ -74,6 +76,25 @@ void Timeline::build(const TraceModel& m) {
   lanes.clear();
   counters.clear();
   name_step_.assign(m.strings.size(), 0);
+  comm_name_.assign(m.strings.size(), 0);
+  // Communication kernels, by name, and the streams that mostly run them.
+  comm_track_.assign(m.tracks.size(), 0);
+  std::vector<uint8_t>& comm_track = comm_track_;
+  for (uint32_t t = 0; t < m.tracks.size(); ++t) {
+    const Track& tr = m.tracks[t];
+    if (tr.kind != TrackKind::GpuStream) continue;
+    uint64_t kernels = 0, comm = 0;
+    for (EventId e = tr.events.begin; e < tr.events.end; ++e) {
+      if (m.ev.category(e) != Cat::Kernel) continue;
+      uint8_t& c = comm_name_[m.ev.name[e]];
+      if (!c) c = is_communication_kernel(m.name_of(e)) ? 2 : 1;
+      ++kernels;
+      comm += c == 2;
+    }
+    comm_track[t] = kernels > 0 && comm * 2 > kernels;
+  }
+  for (uint32_t t = 0; t < m.tracks.size(); ++t)  // overflow rows of a communication stream are too
+    if (m.tracks[t].overflow_of != kNoTrack) comm_track[t] = comm_track[m.tracks[t].overflow_of];
   short_.assign(m.strings.size(), 0);
   cat_hue_.resize(m.category_names.size());
   for (size_t c = 0; c < cat_hue_.size(); ++c)
@@ -118,7 +139,7 @@ void Timeline::build(const TraceModel& m) {
       l.kind = LaneKind::Track;
       l.index = t;
       l.section = sec;
-      l.title = track_title(m, m.tracks[t]);
+      l.title = track_title(m, m.tracks[t], comm_track[t]);
       l.levels = uint16_t(std::max<size_t>(1, m.tracks[t].levels.size()));
       track_lane_[t] = {uint32_t(lanes.size()), 0};
       s.lanes.push_back(uint32_t(lanes.size()));
@@ -296,7 +317,7 @@ void Timeline::rebuild_sections() {
 }
 
 size_t Timeline::view_bytes() const {
-  size_t b = name_step_.capacity() + short_.capacity() * sizeof(uint32_t) + cat_hue_.capacity() +
+  size_t b = name_step_.capacity() + comm_name_.capacity() + short_.capacity() * sizeof(uint32_t) + cat_hue_.capacity() +
              track_lane_.capacity() * sizeof(track_lane_[0]);
   for (const Lane& l : lanes) b += sizeof(Lane) + l.title.capacity();
   for (const Section& s : sections) b += sizeof(Section) + s.title.capacity() + s.lanes.capacity() * 4;
@@ -350,6 +371,7 @@ uint8_t Timeline::name_step(StrId s) {
 Hue Timeline::hue_of_event(EventId e) const {
   uint8_t c = m_->ev.cat[e];
   Hue h = c < cat_hue_.size() ? cat_hue_[c] : Hue::Other;
+  if (h == Hue::Kernel && m_->ev.name[e] < comm_name_.size() && comm_name_[m_->ev.name[e]] == 2) return Hue::Communication;
   if ((h == Hue::Annotation || h == Hue::CpuOp) && m_->ev.depth[e] == 0 && m_->is_profiler_step(e))
     h = Hue::Iteration;
   return h;
@@ -407,6 +429,19 @@ std::string_view Timeline::label_text(EventId e, float room, const FontMetrics& 
   return sn;
 }
 
+void Timeline::mark_exposed(const std::vector<std::pair<Ns, Ns>>& exposed, const LayoutItem& it, const TimeView& v,
+                            float x0, float x1, float y1, FrameLayout& out) const {
+  EventId e = it.first;
+  if (it.count == 1 && (m_->ev.name[e] >= comm_name_.size() || comm_name_[m_->ev.name[e]] != 2)) return;
+  const Ns t0 = Ns(v.t_of(x0)), t1 = Ns(v.t_of(x1));
+  auto i = std::upper_bound(exposed.begin(), exposed.end(), t0, [](Ns t, const std::pair<Ns, Ns>& x) { return t < x.second; });
+  for (; i != exposed.end() && i->first < t1; ++i) {
+    float a = std::max(x0, v.x_of(double(i->first))), b = std::min(x1, v.x_of(double(i->second)));
+    if (b - a < 1) b = a + 1;
+    out.rects.push_back({a, y1 - 4, b, y1, rgba(230, 60, 50), kExposed});
+  }
+}
+
 void Timeline::layout_row(const SpanColumns& c, const TimeView& v, float y, const FontMetrics& f, const Highlight& hl,
                           LaneKind kind, uint32_t source, uint32_t lane, uint16_t depth, FrameLayout& out) {
   uint32_t ib = uint32_t(out.items.size());
@@ -418,6 +453,11 @@ void Timeline::layout_row(const SpanColumns& c, const TimeView& v, float y, cons
   const float ty = y + (style.row_h - f.height) * 0.5f;
   const bool is_tier = kind == LaneKind::Tier;
   const Tier* tier = is_tier ? &tiers_.tiers[source] : nullptr;
+  // Communication kernels get a strip along their bottom where no compute hides them.
+  const auto* exposed = !is_tier && a_ && source < comm_track_.size() && comm_track_[source] &&
+                                !a_->analyses.exposed_communication.empty()
+                            ? &a_->analyses.exposed_communication
+                            : nullptr;
   for (uint32_t k = ib; k < ie; ++k) {
     const LayoutItem& it = out.items[k];
     float x0 = std::max(it.x0, 0.0f), x1 = std::min(it.x1, w);
@@ -441,6 +481,7 @@ void Timeline::layout_row(const SpanColumns& c, const TimeView& v, float y, cons
       }
     }
     out.rects.push_back({x0, y0, x1, y1, fill, flags});
+    if (exposed) mark_exposed(*exposed, it, v, x0, x1, y1, out);
     float room = x1 - x0 - 2 * style.text_pad;
     if (room < f.advance[uint8_t('m')] + f.ellipsis * 0.5f) continue;
     FittedLabel fit;

@@ -58,7 +58,7 @@ struct DrawRect {
   Rgba fill;
   uint8_t flags;  // DrawFlags
 };
-enum DrawFlags : uint8_t { kFolded = 1, kSelected = 2, kRelated = 4, kMatch = 8 };
+enum DrawFlags : uint8_t { kFolded = 1, kSelected = 2, kRelated = 4, kMatch = 8, kExposed = 16 };  // kExposed: a strip, not an item
 
 struct DrawText {
   float x, y;
@@ -186,6 +186,9 @@ class Timeline {
                    const Highlight& hl, const RowState& rs, FrameLayout& out);
   uint8_t name_step(StrId s);
   std::string_view label_text(EventId e, float room, const FontMetrics& f, FittedLabel& fit);
+  // The strip under a communication item's exposed part (`exposed`: the analyses' intervals).
+  void mark_exposed(const std::vector<std::pair<Ns, Ns>>& exposed, const LayoutItem& it, const TimeView& v, float x0,
+                    float x1, float y1, FrameLayout& out) const;
   void layout_row(const SpanColumns& c, const TimeView& v, float y, const FontMetrics& f, const Highlight& hl,
                   LaneKind kind, uint32_t source, uint32_t lane, uint16_t depth, FrameLayout& out);
 
@@ -194,6 +197,8 @@ class Timeline {
   Tiers tiers_;
   std::vector<uint32_t> track_order_;      // tracks grouped for display
   std::vector<uint8_t> name_step_;         // per StrId: 0 unknown, else lightness step + 1
+  std::vector<uint8_t> comm_name_;         // per StrId of a kernel: 2 a collective, 1 not, 0 not a kernel's
+  std::vector<uint8_t> comm_track_;        // per track: a GPU stream that mostly runs collectives
   std::vector<uint32_t> short_;            // per StrId: (offset << 16 | len) of the short name, 0 = unknown
   std::vector<Hue> cat_hue_;               // per category index
   std::vector<std::pair<uint32_t, uint16_t>> track_lane_;  // per track: lane index, unused

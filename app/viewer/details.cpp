@@ -92,6 +92,10 @@ void draw_details(Viewer& v) {
                           render::format_duration(double(std::abs(w.gpu_end - end))) +
                           (w.gpu_end > end ? " after the CPU side" : " before the CPU side"));
       if (w.sync > 0) row("Waiting", render::format_duration(double(w.sync)) + " in calls that wait for the GPU");
+      if (w.communication > 0)
+        row("Communication", render::format_duration(double(w.communication)) + ", " +
+                                 render::format_duration(double(w.comm_exposed)) + " exposed (" +
+                                 pct(double(w.communication - w.comm_exposed), double(w.communication)) + " hidden behind compute)");
       row("Bound by", bound_reason(w));
     } else if (sel.kind == ItemRef::Event) {
       row("GPU time", "none launched");

@@ -193,6 +193,25 @@ void run_analyses(Context& c, Annotation& a) {
   r.communication = comm.total();
   r.memory_ops = memops.total();
   r.compute_comm_overlap = r.compute + r.communication - compute_or_comm.total();
+  // Communication not hidden behind compute, over the whole trace.
+  {
+    std::vector<Interval> comp, com;
+    for (EventId g : c.gpu_ops) {
+      if (ev.category(g) != Cat::Kernel) continue;
+      (is_communication_kernel(m.name_of(g)) ? com : comp).push_back({ev.start[g], ev.end(g)});
+    }
+    merge_intervals(comp);
+    merge_intervals(com);
+    size_t k = 0;
+    for (auto [s, e] : com) {
+      while (k < comp.size() && comp[k].second <= s) ++k;
+      for (size_t j = k; j < comp.size() && comp[j].first < e && s < e; ++j) {
+        if (comp[j].first > s) r.exposed_communication.push_back({s, comp[j].first});
+        s = std::max(s, comp[j].second);
+      }
+      if (s < e) r.exposed_communication.push_back({s, e});
+    }
+  }
   // GPU busy within each iteration (iterations are in time order and do not overlap).
   r.iteration_gpu_busy.assign(a.iterations.size(), 0);
   for (size_t i = 0, j = 0; i < a.iterations.size(); ++i) {

@@ -175,6 +175,9 @@ struct Analyses {
   std::vector<Ns> iteration_gpu_busy;   // per iteration: GPU busy (any device) within its time
   Ns compute = 0, communication = 0, memory_ops = 0;  // busy (union) per class, all devices
   Ns compute_comm_overlap = 0;
+  // Communication no compute kernel overlaps (the trace's whole span), merged, by start: the
+  // part of communication that costs time, drawn on the timeline.
+  std::vector<std::pair<Ns, Ns>> exposed_communication;
   Ns tensor_core = 0, kernel_total = 0;  // summed kernel time
   Ns gpu_op_total = 0;                   // summed time of every GPU op (kernels, copies, sets)
   Ns iter_mean = 0, iter_median = 0, iter_p95 = 0, iter_min = 0, iter_max = 0;
@@ -218,6 +221,8 @@ struct WorkFigures {
   Ns gpu_busy = 0;               // the union of their intervals
   Ns gpu_begin = 0, gpu_end = 0;
   Ns sync = 0;                   // time in synchronizing calls inside it
+  Ns communication = 0;          // the union of its collectives' kernels
+  Ns comm_exposed = 0;           // the part of that no compute kernel (anywhere) hides
   Bound bound = Bound::Unknown;
   float share = 0;               // of its parent of the same clock (tree parent, enclosing event); 0: none
   std::string parent;            // that parent's name

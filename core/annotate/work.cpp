@@ -11,6 +11,25 @@ namespace strata {
 
 namespace {
 
+// Its collectives' time, and the part of it that the analyses found exposed (not hidden
+// behind compute anywhere in the trace).
+void measure_communication(const TraceModel& m, const Annotation& a, WorkFigures& w) {
+  IntervalUnion comm;
+  std::vector<Interval> spans;
+  for (EventId g : w.gpu_ops)
+    if (m.ev.category(g) == Cat::Kernel && is_communication_kernel(m.name_of(g))) {
+      comm.add(m.ev.start[g], m.ev.end(g));
+      spans.push_back({m.ev.start[g], m.ev.end(g)});
+    }
+  w.communication = comm.total();
+  merge_intervals(spans);
+  const auto& exposed = a.analyses.exposed_communication;
+  for (auto [s, e] : spans) {
+    auto it = std::upper_bound(exposed.begin(), exposed.end(), s, [](Ns t, const Interval& x) { return t < x.second; });
+    for (; it != exposed.end() && it->first < e; ++it) w.comm_exposed += std::min(e, it->second) - std::max(s, it->first);
+  }
+}
+
 // Sums the busy union, total time and extent of `w.gpu_ops` (sorted by start here).
 void measure_gpu_ops(const TraceModel& m, WorkFigures& w) {
   std::sort(w.gpu_ops.begin(), w.gpu_ops.end(), [&](EventId x, EventId y) {
@@ -77,6 +96,7 @@ WorkFigures node_work(const TraceModel& m, const Annotation& a, NodeId n) {
     }
   }
   measure_gpu_ops(m, w);
+  measure_communication(m, a, w);
   if (!t.kernels.empty()) {  // the tree's own metrics, so both read the same figures
     w.gpu_busy = t.gpu_busy[n];
     w.sync = t.sync[n];
@@ -99,6 +119,7 @@ WorkFigures event_work(const TraceModel& m, const Annotation& a, EventId e) {
   if (is_gpu_cat(cat)) {  // GPU work is its own work: no bound, no parent of the host's clock
     if (is_gpu_op_cat(cat)) w.gpu_ops.push_back(e);
     measure_gpu_ops(m, w);
+    measure_communication(m, a, w);
     return w;
   }
   std::vector<int8_t> sync_names(m.strings.size(), -1);
@@ -119,6 +140,7 @@ WorkFigures event_work(const TraceModel& m, const Annotation& a, EventId e) {
   std::sort(w.gpu_ops.begin(), w.gpu_ops.end());
   w.gpu_ops.erase(std::unique(w.gpu_ops.begin(), w.gpu_ops.end()), w.gpu_ops.end());
   measure_gpu_ops(m, w);
+  measure_communication(m, a, w);
   NodeId n = e < a.node_of_event.size() ? a.node_of_event[e] : kNoNode;
   PhaseKind phase = n != kNoNode ? a.tree.phase[n] : PhaseKind::Other;
   // A CUDA call only hands work over: what bounds that work is the GPU op's own matter.
@@ -157,6 +179,7 @@ void write_work_fields(JsonWriter& j, std::string_view name, const WorkFigures& 
   if (!w.parent.empty()) j.field("share_of_parent", double(w.share)).field("parent", w.parent);
   j.field("gpu_ops", uint64_t(w.gpu_ops.size())).field("gpu_time_ns", w.gpu_time).field("gpu_busy_ns", w.gpu_busy);
   j.field("gpu_begin_ns", w.gpu_begin).field("gpu_end_ns", w.gpu_end).field("sync_ns", w.sync);
+  j.field("communication_ns", w.communication).field("communication_exposed_ns", w.comm_exposed);
   j.field("bound", bound_name(w.bound)).field("bound_reason", bound_reason(w));
 }
 
@@ -178,6 +201,9 @@ std::string work_text(std::string_view name, const WorkFigures& w) {
                    format_duration(w.gpu_time).c_str(), format_duration(w.gpu_busy).c_str(),
                    format_duration(w.gpu_begin - w.begin).c_str(), format_duration(w.gpu_end - w.begin).c_str());
   if (w.sync > 0) o += "  waiting for the GPU: " + format_duration(w.sync) + "\n";
+  if (w.communication > 0)
+    o += strprintf("  communication %s, %s of it exposed (not hidden behind compute)\n", format_duration(w.communication).c_str(),
+                   format_duration(w.comm_exposed).c_str());
   o += "  bound by " + bound_reason(w) + "\n";
   return o;
 }
