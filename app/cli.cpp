@@ -18,6 +18,8 @@ int parse_file_args(const ArgSpec& spec, int argc, char** argv, FileArgs& out) {
       out.output = argv[++i];
     } else if (spec.item && a == "--item" && i + 1 < argc) {
       out.item = argv[++i];
+    } else if (spec.range && a == "--range" && i + 1 < argc) {
+      out.range = argv[++i];
     } else if (spec.merge && a == "--merge") {
       out.merge = true;
     } else if (a.starts_with("-")) {

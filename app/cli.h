@@ -18,12 +18,14 @@ struct ArgSpec {
   bool output = false;  // -o OUT (required)
   bool item = false;    // --item PATH
   bool merge = false;   // --merge: the inputs are per-rank summaries
+  bool range = false;   // --range A:B
 };
 
 struct FileArgs {
   std::vector<std::string> inputs;  // files and directories, as given
   std::string output;  // -o, for commands that write a file (a directory for a job)
   std::string item;    // --item: an annotation node's path ("Iteration 3/Backward")
+  std::string range;   // --range: "A:B", milliseconds from the trace's start
   bool json = false;
   bool merge = false;
   // One trace file (not a job of several or a directory).

@@ -12,7 +12,7 @@
 namespace {
 
 const char* kUsage =
-    "strata summary FILE [--json] [--item \"Iteration 3/Backward\"]\n"
+    "strata summary FILE [--json] [--item \"Iteration 3/Backward\" | --range A:B (ms from the trace's start)]\n"
     "       strata summary DIR | FILE1 FILE2 ... [--json]         (a job: one trace per rank)\n"
     "       strata summary --merge RANK.json ... [--json]         (per-rank `strata summary FILE --json` outputs)";
 
@@ -26,6 +26,18 @@ int summarize_trace(const FileArgs& args) {
     return 1;
   }
   const strata::Annotation& a = r.annotation;
+  if (!args.range.empty()) {
+    // What falls inside a stretch of time, as the viewer's measured range shows it.
+    double from = 0, to = 0;
+    if (std::sscanf(args.range.c_str(), "%lf:%lf", &from, &to) != 2 || !(to > from)) {
+      std::fprintf(stderr, "strata summary: --range A:B wants two times in ms, A < B (from the trace's start)\n");
+      return 2;
+    }
+    const strata::Ns origin = r.model->time_begin;
+    strata::RangeFigures rf = strata::range_figures(*r.model, a, origin + strata::Ns(from * 1e6), origin + strata::Ns(to * 1e6));
+    print(args.json ? strata::range_json(rf) : strata::range_text(rf));
+    return 0;
+  }
   if (!args.item.empty()) {
     // One item's figures, as the viewer's details panel shows them.
     strata::NodeId n = strata::find_node(a.tree, args.item);
@@ -81,7 +93,7 @@ int merge_summaries(const FileArgs& args) {
 
 int cmd_summary(int argc, char** argv) {
   FileArgs args;
-  if (int rc = parse_file_args({"summary", kUsage, true, false, true, true}, argc, argv, args)) return rc;
+  if (int rc = parse_file_args({"summary", kUsage, true, false, true, true, true}, argc, argv, args)) return rc;
   if (args.merge) return merge_summaries(args);
   if (args.single_file()) return summarize_trace(args);
   if (!args.item.empty()) {

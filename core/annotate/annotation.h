@@ -239,6 +239,17 @@ void write_work_fields(JsonWriter& j, std::string_view name, const WorkFigures& 
 // The node at a '/'-separated path of names from the root down ("Iteration 3/Backward/layer1");
 // each part matches a child's name exactly, else as its prefix. kNoNode when a part matches none.
 NodeId find_node(const AnnotationTree& t, std::string_view path);
+// What falls inside a stretch of time a person measures: its length, GPU busy per device,
+// and per name the GPU ops, outermost CPU ops and leaf layers inside it (time clipped to it).
+struct RangeFigures {
+  Ns begin = 0, end = 0;
+  std::vector<DeviceUtil> utilization;  // stream -1: per device
+  std::vector<NameStat> kernels, ops, layers;  // longest total first, at most 50 each
+};
+RangeFigures range_figures(const TraceModel& m, const Annotation& a, Ns t0, Ns t1);
+std::string range_text(const RangeFigures& r);
+std::string range_json(const RangeFigures& r);
+
 // A range that marks time on the training loop's thread (a ProfilerStep, a user annotation):
 // its work may run on other threads (autograd's), so it owns what runs in its time anywhere.
 bool is_time_range(const TraceModel& m, EventId e);

@@ -287,3 +287,27 @@ TEST_CASE("cancel reaches every stage of loading and annotating, and nothing run
     CHECK(last == at);
   }
 }
+
+TEST_CASE("a measured range: GPU busy, ops, kernels and layers inside it, clipped to it") {
+  auto m = load(torch2_trace("resnet18-train-h100.pt.trace.json.gz"));
+  Annotation a = annotate(*m);
+  REQUIRE(a.iterations.size() == 2);
+  const Iteration& it = a.iterations[1];
+  RangeFigures r = range_figures(*m, a, it.end, it.begin);  // either order
+  CHECK(r.begin == it.begin);
+  CHECK(r.end == it.end);
+  // GPU busy over an iteration's time is the analyses' busy within it.
+  REQUIRE(r.utilization.size() == 1);
+  CHECK(r.utilization[0].busy == a.analyses.iteration_gpu_busy[1]);
+  CHECK(!r.kernels.empty());
+  CHECK(!r.ops.empty());
+  CHECK(!r.layers.empty());
+  CHECK(r.kernels.front().total <= r.end - r.begin);  // one stream here: no more than the range
+  for (const NameStat& o : r.ops) CHECK(o.total <= it.end - it.begin);
+  // Half of it: everything clipped to the half.
+  RangeFigures h = range_figures(*m, a, it.begin, it.begin + (it.end - it.begin) / 2);
+  for (const NameStat& o : h.ops) CHECK(o.total <= (it.end - it.begin) / 2);
+  if (!h.utilization.empty()) CHECK(h.utilization[0].busy <= r.utilization[0].busy);
+  CHECK(range_json(r).find("\"kernels\"") != std::string::npos);
+  CHECK(range_text(r).find("GPU 0 busy") != std::string::npos);
+}
