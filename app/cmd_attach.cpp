@@ -7,9 +7,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "app/commands.h"
 #include "client/agents.h"
+#include "client/jobs.h"
 #include "client/kineto_ipc.h"
 #include "client/options.h"
 
@@ -22,34 +24,52 @@ void on_interrupt(int) { g_cancel.store(true); }
 
 void usage(FILE* out) {
   std::fputs(
-      "usage: strata attach                        list jobs running with the agent\n"
+      "usage: strata attach                        list jobs running with the agent, each agent with its rank\n"
       "       strata attach PID [--duration S | --iterations N] [--delay S] [--pattern GLOB]\n"
-      "                         [--profiler-range] [--kinds LIST] [-o FILE] [--open]\n"
+      "                         [--profiler-range] [--kinds LIST] [-o FILE] [--gzip] [--open]\n"
+      "       strata attach --job PID [...the same] [-o DIR]\n"
       "       strata attach PID --status | --stop | --detach\n"
       "       strata attach --kineto PID [--duration S | --iterations N] [-o FILE] [--timeout S] [--open]\n"
       "Records from a job started with `strata record --dormant` (default: 2 seconds; Ctrl-C stops early).\n"
       "--kineto asks a PyTorch job started with KINETO_USE_DAEMON=1 (and ENABLE_IPC_FABRIC=true in its Kineto\n"
       "config) to write a Kineto trace, speaking dynolog's ipcfabric protocol.\n"
-      "--open opens the trace in the viewer when it is written.\n",
+      "--job PID records every agent that is PID or its descendant (a launcher: torchrun, mpirun, a shell)\n"
+      "together into DIR/rank-R.pt.trace.json (default ./strata-job-PID-YYYYmmdd-HHMMSS/): the start requests\n"
+      "go out back to back; with --iterations each rank starts at its own next iteration, so ranks in\n"
+      "lockstep record the same iterations (collector/README.md).\n"
+      "--open opens the trace (a job: its directory) in the viewer when it is written.\n",
       out);
+}
+
+// "3/8", "3" without a world size, "-" without a rank.
+std::string rank_text(const sc::AgentInfo& a) {
+  if (a.rank < 0) return "-";
+  return std::to_string(a.rank) + (a.world_size > 0 ? "/" + std::to_string(a.world_size) : "");
 }
 
 int list() {
   std::string error;
-  const auto agents = sc::list_agents(&error);
+  const auto jobs = sc::group_jobs(sc::list_agents(&error));
   for (size_t at = 0; at < error.size();) {  // one line per agent that did not answer
     const size_t end = error.find('\n', at);
     std::fprintf(stderr, "strata attach: %s\n", error.substr(at, end - at).c_str());
     at = end == std::string::npos ? error.size() : end + 1;
   }
-  if (agents.empty()) {
+  if (jobs.empty()) {
     if (error.empty()) std::printf("no running jobs with the Strata agent (start one with `strata record --dormant -- CMD`)\n");
     else std::printf("no agent answered (the jobs named above may still be running)\n");
     return error.empty() ? 0 : 1;
   }
-  std::printf("%-8s %-10s %-24s %s\n", "PID", "STATE", "GPU", "COMMAND");
-  for (const auto& a : agents)
-    std::printf("%-8d %-10s %-24s %s\n", a.pid, a.state.c_str(), a.gpu.empty() ? "-" : a.gpu.c_str(), a.command.c_str());
+  for (const auto& job : jobs) {
+    std::printf("job %d: %s\n", job.launcher, job.command.empty() ? "?" : job.command.c_str());
+    std::printf("  %-8s %-9s %-10s %-24s %s\n", "PID", "RANK", "STATE", "GPU", "COMMAND");
+    for (const auto& a : job.agents)
+      std::printf("  %-8d %-9s %-10s %-24s %s\n", a.pid, rank_text(a).c_str(), a.state.c_str(),
+                  a.gpu.empty() ? "-" : a.gpu.c_str(), a.command.c_str());
+    if (job.agents.size() > 1)
+      std::printf("  record all %zu together: strata attach --job %d --duration S | --iterations N\n",
+                  job.agents.size(), job.launcher);
+  }
   return 0;
 }
 
@@ -111,6 +131,43 @@ int kineto(pid_t pid, sc::RecordOptions opt, int timeout_ms, bool open) {
   return open ? open_in_viewer(opt.output) : 0;
 }
 
+std::string who(const sc::AgentRecording& a) {
+  return "rank " + (a.rank < 0 ? std::string("-") : std::to_string(a.rank)) + " (pid " + std::to_string(a.pid) + ")";
+}
+
+int record_job(pid_t launcher, sc::RecordOptions opt, bool open) {
+  std::string error;
+  const sc::JobInfo job = sc::job_under(launcher, sc::list_agents(&error));
+  opt.output_dir = opt.output.empty() ? sc::timestamped_name("strata-job-" + std::to_string(launcher), "") : opt.output;
+  opt.output.clear();
+  std::vector<std::string> told;  // the state last printed for each agent
+  auto progress = [&](const sc::MultiRecording& m) {
+    told.resize(m.agents.size());
+    for (size_t i = 0; i < m.agents.size(); ++i) {
+      const sc::AgentRecording& a = m.agents[i];
+      if (a.state.empty() || a.state == told[i] || a.done) continue;
+      const std::string what = told[i].empty() ? "recording into " + a.output : a.state;
+      std::fprintf(stderr, "strata attach: %s: %s\n", who(a).c_str(), what.c_str());
+      told[i] = a.state;
+    }
+  };
+  const auto m = sc::record_job(job, opt, &g_cancel, progress, &error);
+  if (!m) {
+    std::fprintf(stderr, "strata attach: %s\n", error.c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "strata attach: the %zu agent%s of job %d answered the start within %.1f ms\n",
+               m->agents.size(), m->agents.size() == 1 ? "" : "s", launcher, m->start_window_ms);
+  for (const sc::AgentRecording& a : m->agents) {
+    const std::string what = a.error.empty() ? sc::describe(a.result) + " in " + a.output : a.error;
+    std::fprintf(stderr, "strata attach: %s: %s\n", who(a).c_str(), what.c_str());
+  }
+  std::fprintf(stderr, "strata attach: %s\n", sc::open_job_hint(opt.output_dir).c_str());
+  std::printf("%s\n", opt.output_dir.c_str());
+  if (!m->finished()) return 1;
+  return open ? open_in_viewer(opt.output_dir) : 0;
+}
+
 bool parse_pid(const char* text, pid_t& pid) {
   char* end = nullptr;
   const long v = std::strtol(text, &end, 10);
@@ -125,6 +182,7 @@ int cmd_attach(int argc, char** argv) {
   if (argc < 2) return list();
   sc::RecordOptions opt;
   pid_t pid = 0;
+  pid_t job = 0;
   bool use_kineto = false;
   bool open = false;
   const char* verb = nullptr;
@@ -137,6 +195,8 @@ int cmd_attach(int argc, char** argv) {
       return 0;
     } else if (a == "--kineto") {
       use_kineto = true;
+    } else if (a == "--job") {
+      if (i + 1 >= argc || !parse_pid(argv[++i], job)) error = "--job takes the pid of the job's launcher";
     } else if (a == "--open") {
       open = true;
     } else if (a == "--status" || a == "--stop" || a == "--detach") {
@@ -155,17 +215,19 @@ int cmd_attach(int argc, char** argv) {
       return 2;
     }
   }
-  if (pid == 0) {
-    std::fputs("strata attach: which PID? (`strata attach` lists them)\n", stderr);
+  if ((pid == 0) == (job == 0) || (job != 0 && (use_kineto || verb != nullptr))) {
+    std::fputs("strata attach: give one PID, or --job PID (`strata attach` lists them)\n", stderr);
     return 2;
   }
   if (use_kineto) return kineto(pid, opt, static_cast<int>(timeout_ms), open);
   if (verb != nullptr) return simple_command(pid, verb);
-  if (opt.output.empty()) opt.output = sc::default_output_name();
   if (opt.duration_ms == 0 && opt.iterations == 0) opt.duration_ms = 2000;
   struct sigaction sa {};
   sa.sa_handler = on_interrupt;
   sigaction(SIGINT, &sa, nullptr);
+  if (job != 0) return record_job(job, opt, open);
+  if (opt.output.empty()) opt.output = sc::timestamped_name("strata", ".pt.trace.json");
+  if (opt.gzip && !opt.output.ends_with(".gz")) opt.output += ".gz";
   std::string error;
   auto progress = [](const std::string& line) { std::fprintf(stderr, "strata attach: %s\n", line.c_str()); };
   auto result = sc::record_from_agent(pid, opt, &g_cancel, progress, &error);

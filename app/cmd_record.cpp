@@ -5,9 +5,11 @@
 
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "app/commands.h"
+#include "client/jobs.h"
 #include "client/launch.h"
 #include "client/options.h"
 #include "protocol/message.h"
@@ -17,9 +19,14 @@ namespace {
 void usage(FILE* out) {
   std::fputs(
       "usage: strata record [--duration S | --iterations N] [--delay S] [--pattern GLOB] [--profiler-range]\n"
-      "                     [--kinds LIST] [-o FILE] -- CMD ARGS...\n"
+      "                     [--kinds LIST] [-o FILE | -o DIR/] [--gzip] -- CMD ARGS...\n"
       "       strata record --dormant -- CMD ARGS...\n"
       "Runs CMD with Strata's CUPTI agent and writes a Kineto-compatible trace (FILE.gz: gzipped).\n"
+      "  -o DIR/           a directory (one that exists, or a name ending in /): every process of a\n"
+      "                    distributed job (torchrun, mpirun, srun) writes DIR/rank-R.pt.trace.json,\n"
+      "                    R from its RANK (OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID, LOCAL_RANK;\n"
+      "                    pid-P without one); open them as one job with `strata DIR`\n"
+      "  --gzip            write .json.gz\n"
       "  --duration S      record S seconds from the first CUDA call (after --delay)\n"
       "  --iterations N    record N iterations, counted from NVTX ranges matching --pattern\n"
       "                    (default *iteration*), or from cudaProfilerStart/Stop with --profiler-range\n"
@@ -32,6 +39,33 @@ void usage(FILE* out) {
 }
 
 void ignore_signal(int) {}  // the job gets Ctrl-C; we stay to report where the trace is
+
+// Where the job's traces went, or why there are none.
+void report(const strata::collector::RecordOptions& opt) {
+  if (opt.output_dir.empty()) {
+    struct stat st {};
+    if (::stat(opt.output.c_str(), &st) == 0)
+      std::fprintf(stderr, "strata record: trace written to %s (%lld KiB)\n", opt.output.c_str(),
+                   static_cast<long long>(st.st_size / 1024));
+    else
+      std::fprintf(stderr, "strata record: no trace was written: the job never initialized CUDA, or the agent "
+                           "reported why above\n");
+    return;
+  }
+  const auto files = strata::collector::rank_files(opt.output_dir);
+  if (files.empty()) {
+    std::fprintf(stderr, "strata record: no trace was written to %s: no process of the job initialized CUDA, or the "
+                         "agent reported why above\n", opt.output_dir.c_str());
+    return;
+  }
+  long long bytes = 0;
+  for (const std::string& f : files)
+    if (struct stat st {}; ::stat((opt.output_dir + "/" + f).c_str(), &st) == 0) bytes += st.st_size;
+  const std::string names = files.size() == 1 ? files[0] : files.front() + " ... " + files.back();
+  std::fprintf(stderr, "strata record: %zu trace%s written to %s (%s, %lld KiB)\n", files.size(),
+               files.size() == 1 ? "" : "s", opt.output_dir.c_str(), names.c_str(), bytes / 1024);
+  std::fprintf(stderr, "strata record: %s\n", strata::collector::open_job_hint(opt.output_dir).c_str());
+}
 
 }  // namespace
 
@@ -81,8 +115,21 @@ int cmd_record(int argc, char** argv) {
   }
   std::string request;
   if (!dormant) {
-    if (opt.output.empty()) opt.output = strata::collector::default_output_name();
-    ::unlink(opt.output.c_str());  // the job's first process claims the name exclusively
+    if (opt.output.empty()) opt.output = strata::collector::timestamped_name("strata", ".pt.trace.json");
+    if (strata::collector::names_directory(opt.output)) {
+      opt.output_dir = std::exchange(opt.output, "");
+      const int removed = strata::collector::prepare_job_dir(opt.output_dir, &error);
+      if (removed < 0) {
+        std::fprintf(stderr, "strata record: %s\n", error.c_str());
+        return 1;
+      }
+      if (removed > 0)
+        std::fprintf(stderr, "strata record: removed %d trace%s of an earlier recording from %s\n", removed,
+                     removed == 1 ? "" : "s", opt.output_dir.c_str());
+    } else {
+      if (opt.gzip && !opt.output.ends_with(".gz")) opt.output += ".gz";
+      ::unlink(opt.output.c_str());  // the job's first process claims the name exclusively
+    }
     auto msg = strata::collector::start_request(opt);
     msg.set("exclusive", "1");
     request = strata::collector::encode_message(msg);
@@ -102,14 +149,6 @@ int cmd_record(int argc, char** argv) {
     std::fprintf(stderr, "strata record: pid %d runs with the agent dormant; record with `strata attach %d --duration S`\n",
                  pid, pid);
   const int status = strata::collector::wait_child(pid);
-  if (!dormant) {
-    struct stat st {};
-    if (::stat(opt.output.c_str(), &st) == 0)
-      std::fprintf(stderr, "strata record: trace written to %s (%lld KiB)\n", opt.output.c_str(),
-                   static_cast<long long>(st.st_size / 1024));
-    else
-      std::fprintf(stderr, "strata record: no trace was written: the job never initialized CUDA, or the agent "
-                           "reported why above\n");
-  }
+  if (!dormant) report(opt);
   return status;
 }

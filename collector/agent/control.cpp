@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "../protocol/control_socket.h"
+#include "../protocol/job_rank.h"
 #include "../trace/chrome_writer.h"
 #include "agent.h"
 
@@ -68,6 +69,7 @@ struct Control {
   std::string command;
   std::string gpus;
   bool nvtx_injected = false;     // read once: getenv is not safe against the job's setenv
+  collector::JobRank rank;        // the same: read once, at CUDA's initialization
   std::deque<std::string> patterns;  // see publish_pattern
   bool forked_child = false;
   bool exiting = false;
@@ -140,6 +142,8 @@ void begin_trace(Control& c, Session& s) {
   h.pid = static_cast<uint32_t>(getpid());
   h.command = c.command;
   h.trace_name = "strata " + std::to_string(h.pid);
+  h.rank = c.rank.rank;
+  h.world_size = c.rank.world_size;
   s.writer->begin(h);
   s.begun = true;
 }
@@ -247,13 +251,32 @@ struct StartPlan {
   uint32_t kinds = collector::kDefaultKinds;
 };
 
+// The file a start writes: `output`, or in `output_dir` the name this process's rank gives it
+// (rank-R.pt.trace.json, pid-P without a rank; .gz with gzip=1), so every process of a job that
+// was handed the same request writes its own file.
+std::optional<std::string> plan_output(const Control& c, const Message& req, std::string& why) {
+  const auto refuse = [&](std::string text) -> std::optional<std::string> {
+    why = std::move(text);
+    return std::nullopt;
+  };
+  const std::string* output = req.get("output");
+  const std::string* dir = req.get("output_dir");
+  const std::string* gzip = req.get("gzip");
+  if ((output != nullptr) == (dir != nullptr)) return refuse("give output or output_dir (an absolute path), not both");
+  if (gzip != nullptr && (dir == nullptr || (*gzip != "0" && *gzip != "1"))) return refuse("gzip takes 0 or 1, with output_dir");
+  if ((output != nullptr ? *output : *dir)[0] != '/')
+    return refuse(std::string(output != nullptr ? "output" : "output_dir") + " must be an absolute path");
+  if (output != nullptr) return *output;
+  return collector::rank_file_path(*dir, c.rank.rank, getpid(), gzip != nullptr && *gzip == "1");
+}
+
 std::optional<StartPlan> plan_start(const Control& c, const Message& req, std::string& why) {
   const auto refuse = [&](std::string text) -> std::optional<StartPlan> {
     why = std::move(text);
     return std::nullopt;
   };
-  if (!collector::check_keys(req, {"output", "duration_ms", "iterations", "delay_ms", "pattern", "source", "kinds",
-                                   "exclusive"}, &why))
+  if (!collector::check_keys(req, {"output", "output_dir", "gzip", "duration_ms", "iterations", "delay_ms", "pattern",
+                                   "source", "kinds", "exclusive"}, &why))
     return std::nullopt;
   for (const auto& [key, value] : req.fields)
     if (value.empty()) return refuse(key + " has no value");
@@ -270,8 +293,8 @@ std::optional<StartPlan> plan_start(const Control& c, const Message& req, std::s
     if (*e != "0" && *e != "1") return refuse("exclusive takes 0 or 1");
     p.exclusive = *e == "1";
   }
-  const std::string* output = req.get("output");
-  if (output == nullptr || (*output)[0] != '/') return refuse("output must be an absolute path");
+  const auto output = plan_output(c, req, why);
+  if (!output) return std::nullopt;
   // Room for the ".PID" another process of the job may add: any status reply fits one line.
   if (collector::encoded_size(*output) + 16 > collector::kMaxOutputBytes)
     return refuse("output path too long (at most " + std::to_string(collector::kMaxOutputBytes - 16) +
@@ -350,6 +373,8 @@ Message status_reply(Control& c) {
   m.set("command", collector::fit_value(c.command));
   if (c.gpus.empty()) c.gpus = device_names(query_devices());
   m.set("gpu", collector::fit_value(c.gpus));
+  if (c.rank.rank >= 0) m.set("rank", std::to_string(c.rank.rank));
+  if (c.rank.world_size >= 0) m.set("world_size", std::to_string(c.rank.world_size));
   m.set("state", waiting ? "waiting" : state_name(st));
   m.set("nvtx", c.nvtx_injected ? "on" : "off");
   m.set("cupti", cupti_attachment());
@@ -495,6 +520,7 @@ bool control_start(const char* record_request, std::string* error) {
   c.command = read_cmdline();
   const char* nvtx = std::getenv("NVTX_INJECTION64_PATH");
   c.nvtx_injected = nvtx != nullptr && *nvtx != '\0';
+  c.rank = collector::job_rank(std::getenv);
   shared().wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (shared().wake_fd < 0) {
     *error = "cannot create an eventfd";

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -12,6 +13,7 @@
 #include <thread>
 
 #include "core/base/utf8.h"
+#include "protocol/job_rank.h"
 #include "protocol/control_socket.h"
 
 namespace strata::collector {
@@ -44,12 +46,6 @@ std::string socket_of(const std::string& dir, pid_t pid, std::string* error) {
   return path;
 }
 
-std::optional<Message> ask(const std::string& path, const Message& req, int timeout_ms, std::string* error) {
-  auto reply = request(path, req, timeout_ms, error);
-  if (!reply) return std::nullopt;
-  return printable(std::move(*reply));
-}
-
 // A count every reply of that kind carries; false with `error` when it is missing or not a number.
 bool read_count(const Message& reply, const char* key, uint64_t& out, std::string* error) {
   bool bad = false;
@@ -57,6 +53,57 @@ bool read_count(const Message& reply, const char* key, uint64_t& out, std::strin
   if (v) out = *v;
   else *error = "malformed reply from the agent: no number '" + std::string(key) + "'";
   return v.has_value();
+}
+
+Message bare_request(const char* verb) {
+  Message m;
+  m.verb = verb;
+  return m;
+}
+
+Message status_request() { return bare_request("status"); }
+
+// A rank or world size a status reply may carry; -1 when it does not (or not as a number).
+int64_t reply_rank(const Message& reply, const char* key) {
+  bool bad = false;
+  const auto v = get_uint(reply, key, &bad);
+  return v && *v <= INT_MAX ? static_cast<int64_t>(*v) : -1;
+}
+
+void fail(AgentRecording& a, std::string why) {
+  a.error = std::move(why);
+  a.done = true;
+  a.state = "failed";
+}
+
+// The file a started agent writes: the one asked for; in output_dir, the one the agent named,
+// taken only when it is a rank file directly in that directory.
+std::optional<std::string> started_file(const RecordOptions& opt, const Message& reply, std::string* error) {
+  if (opt.output_dir.empty()) return opt.output;
+  const std::string* named = reply.get("output");
+  if (named != nullptr && is_rank_file_in(*named, opt.output_dir)) return *named;
+  *error = "the agent did not name a trace file in " + opt.output_dir;
+  return std::nullopt;
+}
+
+// Reads a status reply of a started recording into `a`: finished when its count of recordings grew.
+void follow_status(AgentRecording& a, const Message& status, uint64_t finished_before) {
+  uint64_t finished = 0;
+  std::string why;
+  if (is_error(status)) return fail(a, error_text(status));
+  if (!read_count(status, "recordings", finished, &why)) return fail(a, why);
+  if (finished <= finished_before) {
+    if (const std::string* state = status.get("state")) a.state = *state;
+    bool bad = false;
+    if (const auto records = get_uint(status, "records", &bad)) a.records = *records;
+    return;
+  }
+  if (const std::string* e = status.get("error")) return fail(a, *e);
+  a.result.output = a.output;
+  if (!read_count(status, "events", a.result.events, &why) || !read_count(status, "dropped", a.result.dropped, &why))
+    return fail(a, why);
+  a.done = true;
+  a.state = "finished";
 }
 
 }  // namespace
@@ -79,24 +126,28 @@ std::vector<AgentInfo> list_agents(std::string* error) {
   }
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return out;
-  std::vector<pid_t> pids;
+  std::vector<std::pair<pid_t, Message>> statuses;
   while (dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
     if (name.size() <= 5 || name.compare(name.size() - 5, 5, ".sock") != 0) continue;
     char* end = nullptr;
     const long pid = std::strtol(name.c_str(), &end, 10);
-    if (pid > 0 && pid <= INT_MAX && std::string(end) == ".sock") pids.push_back(static_cast<pid_t>(pid));
+    if (pid > 0 && pid <= INT_MAX && std::string(end) == ".sock") statuses.emplace_back(static_cast<pid_t>(pid), status_request());
   }
   ::closedir(d);
-  Message status;
-  status.verb = "status";
-  for (pid_t pid : pids) {
-    const std::string path = socket_of(dir, pid, &why);
-    auto reply = path.empty() ? std::nullopt : ask(path, status, kRequestTimeoutMs, &why);
-    if (reply && is_error(*reply)) why = error_text(*reply);
+  std::vector<std::string> errors;
+  const auto replies = agent_requests(statuses, kRequestTimeoutMs, errors);
+  for (size_t i = 0; i < replies.size(); ++i) {
+    const pid_t pid = statuses[i].first;
+    const auto& reply = replies[i];
+    if (reply && is_error(*reply)) errors[i] = error_text(*reply);
     if (!reply || is_error(*reply)) {
-      if (!path.empty() && ::kill(pid, 0) != 0 && errno == ESRCH) ::unlink(path.c_str());  // a dead job's
-      else if (error != nullptr) *error += "pid " + std::to_string(pid) + " did not answer: " + why + "\n";
+      const std::string path = agent_socket_path(dir, pid);
+      struct stat st {};
+      const bool dead = ::kill(pid, 0) != 0 && errno == ESRCH;
+      if (dead && ::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) && st.st_uid == ::getuid())
+        ::unlink(path.c_str());  // a dead job's
+      else if (error != nullptr) *error += "pid " + std::to_string(pid) + " did not answer: " + errors[i] + "\n";
       continue;
     }
     AgentInfo a;
@@ -105,23 +156,52 @@ std::vector<AgentInfo> list_agents(std::string* error) {
     if (const auto* v = reply->get("gpu")) a.gpu = *v;
     if (const auto* v = reply->get("state")) a.state = *v;
     if (const auto* v = reply->get("output")) a.output = *v;
+    a.rank = reply_rank(*reply, "rank");
+    a.world_size = reply_rank(*reply, "world_size");
     out.push_back(std::move(a));
   }
   return out;
 }
 
-std::optional<Message> agent_request(pid_t pid, const Message& req, int timeout_ms, std::string* error) {
+std::vector<std::optional<Message>> agent_requests(const std::vector<std::pair<pid_t, Message>>& requests,
+                                                   int timeout_ms, std::vector<std::string>& errors) {
+  const size_t n = requests.size();
+  std::vector<std::optional<Message>> replies(n);
+  errors.assign(n, "");
   const std::string dir = socket_dir();
-  if (!check_private_dir(dir, error)) return std::nullopt;
-  const std::string path = socket_of(dir, pid, error);
-  if (path.empty()) return std::nullopt;
-  return ask(path, req, timeout_ms, error);
+  std::string dir_error;
+  const bool dir_ok = check_private_dir(dir, &dir_error);
+  std::vector<PendingRequest> pending(n);
+  std::vector<bool> connected(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    const std::string path = dir_ok ? socket_of(dir, requests[i].first, &errors[i]) : "";
+    if (!dir_ok) errors[i] = dir_error;
+    connected[i] = !path.empty() && pending[i].connect(path, timeout_ms, &errors[i]);
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (connected[i]) pending[i].send(requests[i].second);
+  for (size_t i = 0; i < n; ++i)
+    if (connected[i])
+      if (auto reply = pending[i].reply(&errors[i])) replies[i] = printable(std::move(*reply));
+  return replies;
+}
+
+std::optional<Message> agent_request(pid_t pid, const Message& req, int timeout_ms, std::string* error) {
+  std::vector<std::string> errors;
+  auto replies = agent_requests({{pid, req}}, timeout_ms, errors);
+  if (!replies[0] && error != nullptr) *error = errors[0];
+  return std::move(replies[0]);
 }
 
 Message start_request(const RecordOptions& opt) {
   Message m;
   m.verb = "start";
-  m.set("output", opt.output);
+  if (!opt.output_dir.empty()) {
+    m.set("output_dir", opt.output_dir);
+    if (opt.gzip) m.set("gzip", "1");
+  } else {
+    m.set("output", opt.output);
+  }
   if (opt.duration_ms > 0) m.set("duration_ms", std::to_string(opt.duration_ms));
   if (opt.iterations > 0) m.set("iterations", std::to_string(opt.iterations));
   if (opt.delay_ms > 0) m.set("delay_ms", std::to_string(opt.delay_ms));
@@ -138,68 +218,102 @@ std::string describe(const RecordResult& r) {
   return s;
 }
 
+bool MultiRecording::finished() const {
+  return std::all_of(agents.begin(), agents.end(), [](const AgentRecording& a) { return a.done && a.error.empty(); });
+}
+
+MultiRecording record_agents(const std::vector<pid_t>& pids, const RecordOptions& opt, const std::atomic<bool>* cancel,
+                             const std::function<void(const MultiRecording&)>& progress) {
+  MultiRecording m;
+  std::vector<uint64_t> finished_before(pids.size(), 0);
+  std::vector<std::pair<pid_t, Message>> starts;
+  std::vector<size_t> started;  // indices into m.agents, in the order of `starts`
+  for (size_t i = 0; i < pids.size(); ++i) {
+    AgentRecording& a = m.agents.emplace_back();
+    a.pid = pids[i];
+    auto before = agent_request(a.pid, status_request(), kRequestTimeoutMs, &a.error);
+    if (before && is_error(*before)) a.error = error_text(*before);
+    if (before && !is_error(*before) && read_count(*before, "recordings", finished_before[i], &a.error)) {
+      a.rank = reply_rank(*before, "rank");
+      starts.emplace_back(a.pid, start_request(opt));
+      started.push_back(i);
+    } else {
+      fail(a, a.error);
+    }
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::string> errors;
+  const auto replies = agent_requests(starts, kRequestTimeoutMs, errors);
+  m.start_window_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  for (size_t k = 0; k < started.size(); ++k) {
+    AgentRecording& a = m.agents[started[k]];
+    if (!replies[k]) fail(a, errors[k]);
+    else if (is_error(*replies[k])) fail(a, error_text(*replies[k]));
+    else if (auto file = started_file(opt, *replies[k], &a.error)) a.output = *file;
+    else fail(a, a.error);
+    if (!a.done) a.state = "starting";
+  }
+  if (progress) progress(m);
+  std::vector<bool> stop_sent(pids.size(), false);
+  for (;;) {
+    std::vector<size_t> running;
+    for (size_t i = 0; i < m.agents.size(); ++i)
+      if (!m.agents[i].done) running.push_back(i);
+    if (running.empty()) return m;
+    if (cancel != nullptr && cancel->load()) {
+      std::vector<std::pair<pid_t, Message>> stops;
+      std::vector<size_t> stopping;
+      for (size_t i : running) {
+        if (stop_sent[i]) continue;
+        stop_sent[i] = true;
+        stops.emplace_back(m.agents[i].pid, bare_request("stop"));
+        stopping.push_back(i);
+      }
+      const auto stopped = agent_requests(stops, kStopTimeoutMs, errors);
+      for (size_t k = 0; k < stopping.size(); ++k) {
+        if (!stopped[k]) fail(m.agents[stopping[k]], errors[k]);
+        else if (is_error(*stopped[k]) && error_text(*stopped[k]) != "not recording")
+          fail(m.agents[stopping[k]], error_text(*stopped[k]));
+      }
+    }
+    std::vector<std::pair<pid_t, Message>> statuses;
+    std::vector<size_t> asked;
+    for (size_t i : running) {
+      if (m.agents[i].done) continue;  // its stop failed
+      statuses.emplace_back(m.agents[i].pid, status_request());
+      asked.push_back(i);
+    }
+    const auto now = agent_requests(statuses, kRequestTimeoutMs, errors);
+    for (size_t k = 0; k < asked.size(); ++k) {
+      AgentRecording& a = m.agents[asked[k]];
+      if (!now[k]) fail(a, "the job ended or stopped answering: " + errors[k]);
+      else follow_status(a, *now[k], finished_before[asked[k]]);
+    }
+    if (progress) progress(m);
+    if (std::all_of(m.agents.begin(), m.agents.end(), [](const AgentRecording& a) { return a.done; })) return m;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
 std::optional<RecordResult> record_from_agent(pid_t pid, const RecordOptions& opt, const std::atomic<bool>* cancel,
                                               const std::function<void(const std::string&)>& progress,
                                               std::string* error) {
-  Message status;
-  status.verb = "status";
-  auto before = agent_request(pid, status, kRequestTimeoutMs, error);
-  if (!before) return std::nullopt;
-  uint64_t finished_before = 0;
-  if (is_error(*before)) {
-    *error = error_text(*before);
-    return std::nullopt;
-  }
-  if (!read_count(*before, "recordings", finished_before, error)) return std::nullopt;
-  auto started = agent_request(pid, start_request(opt), kRequestTimeoutMs, error);
-  if (!started) return std::nullopt;
-  if (is_error(*started)) {
-    *error = error_text(*started);
-    return std::nullopt;
-  }
-  // The file is the one asked for: nothing in a reply decides what the client opens.
-  if (progress) progress("recording pid " + std::to_string(pid) + " into " + printable_text(opt.output));
   std::string last_state;
-  for (;;) {
-    if (cancel != nullptr && cancel->load()) {
-      Message stop;
-      stop.verb = "stop";
-      auto reply = agent_request(pid, stop, kStopTimeoutMs, error);
-      if (!reply) return std::nullopt;
-      if (is_error(*reply) && error_text(*reply) != "not recording") {
-        *error = error_text(*reply);
-        return std::nullopt;
-      }
-    }
-    auto now = agent_request(pid, status, kRequestTimeoutMs, error);
-    if (!now) {
-      *error = "the job ended or stopped answering: " + *error;
-      return std::nullopt;
-    }
-    uint64_t finished = 0;
-    if (is_error(*now)) {
-      *error = error_text(*now);
-      return std::nullopt;
-    }
-    if (!read_count(*now, "recordings", finished, error)) return std::nullopt;
-    if (finished > finished_before) {
-      if (const auto* e = now->get("error")) {
-        *error = *e;
-        return std::nullopt;
-      }
-      RecordResult r;
-      r.output = opt.output;
-      if (!read_count(*now, "events", r.events, error) || !read_count(*now, "dropped", r.dropped, error))
-        return std::nullopt;
-      return r;
-    }
-    const std::string* st = now->get("state");
-    if (progress && st != nullptr && *st != last_state) {
-      last_state = *st;
-      progress("agent state: " + last_state);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto tell = [&](const MultiRecording& m) {
+    const AgentRecording& a = m.agents[0];
+    if (!progress || a.state.empty() || a.state == last_state || a.state == "failed" || a.state == "finished") return;
+    // The file is the one asked for: nothing in a reply decides what the client opens.
+    if (last_state.empty()) progress("recording pid " + std::to_string(pid) + " into " + printable_text(a.output));
+    else progress("agent state: " + a.state);
+    last_state = a.state;
+  };
+  const MultiRecording m = record_agents({pid}, opt, cancel, tell);
+  const AgentRecording& a = m.agents[0];
+  if (!a.error.empty()) {
+    *error = a.error;
+    return std::nullopt;
   }
+  return a.result;
 }
 
 }  // namespace strata::collector

@@ -21,6 +21,8 @@ struct AgentInfo {
   std::string gpu;
   std::string state;   // dormant, waiting, armed, recording, stopping
   std::string output;  // current or last recording
+  int64_t rank = -1;   // its place in a distributed job, from its environment (-1: none given)
+  int64_t world_size = -1;
 };
 
 // Agents of this user that answer on their socket; sockets of dead processes are removed.
@@ -31,6 +33,11 @@ std::vector<AgentInfo> list_agents(std::string* error);
 // One request to pid's agent, after checking its socket directory and socket; the reply's
 // values are made printable (control characters and invalid UTF-8 replaced).
 std::optional<Message> agent_request(pid_t pid, const Message& req, int timeout_ms, std::string* error);
+// The same to many agents at once: every agent connected first, then every request written back
+// to back, then the replies read, so the agents get their requests within microseconds of each
+// other. `errors[i]` says why reply i is missing.
+std::vector<std::optional<Message>> agent_requests(const std::vector<std::pair<pid_t, Message>>& requests,
+                                                   int timeout_ms, std::vector<std::string>& errors);
 
 struct RecordOptions {
   uint64_t duration_ms = 0;  // 0 with iterations 0: until stopped
@@ -39,6 +46,10 @@ struct RecordOptions {
   std::string pattern;       // NVTX range glob; empty: the agent's default "*iteration*"
   std::string source;        // "nvtx" (default) or "profiler"
   std::string output;        // absolute path of the trace the job writes
+  // Instead of `output`: a directory where each agent writes rank-R.pt.trace.json (pid-P without
+  // a rank; protocol/job_rank.h), gzipped with `gzip`.
+  std::string output_dir;
+  bool gzip = false;
   std::string kinds;         // what to record (protocol/kinds.h); empty: the agent's default
 };
 Message start_request(const RecordOptions& opt);
@@ -52,8 +63,35 @@ struct RecordResult {
 // "N events[, M records dropped (buffers full)]", or why an empty recording is empty.
 std::string describe(const RecordResult& r);
 
-// Starts a recording in a running agent and waits until its file is complete. `cancel`
-// (e.g. set by SIGINT) asks the agent to stop early; `progress` receives status lines.
+// One agent's part of a recording that record_agents follows.
+struct AgentRecording {
+  pid_t pid = 0;
+  int64_t rank = -1;      // as the agent said before the start (-1: none)
+  std::string output;     // the file: the one asked for, or the one the agent named in output_dir
+  std::string state;      // "" before the start; then the agent's (armed, recording, ...); "finished", "failed"
+  uint64_t records = 0;   // CUPTI records written so far, while it records
+  bool done = false;      // finished or failed
+  std::string error;      // why it failed
+  RecordResult result;    // once finished
+};
+
+struct MultiRecording {
+  std::vector<AgentRecording> agents;  // in the order asked for
+  // From the first start request written to the last reply read: every agent that started
+  // received its request, and began recording or armed its iteration trigger, inside this window.
+  double start_window_ms = 0;
+  bool finished() const;  // every agent finished without error
+};
+
+// Starts a recording in each agent and waits until every file is complete or its agent failed
+// (one agent's failure does not stop the others). The start requests go out together
+// (agent_requests). `cancel` (e.g. set by SIGINT) asks every agent to stop early; `progress` is
+// called after the start and after each round of status requests (five a second).
+MultiRecording record_agents(const std::vector<pid_t>& pids, const RecordOptions& opt, const std::atomic<bool>* cancel,
+                             const std::function<void(const MultiRecording&)>& progress);
+
+// record_agents for one agent, its status told in lines ("recording pid N into FILE", "agent
+// state: armed"): the result, or nullopt with `error`.
 std::optional<RecordResult> record_from_agent(pid_t pid, const RecordOptions& opt, const std::atomic<bool>* cancel,
                                               const std::function<void(const std::string&)>& progress,
                                               std::string* error);

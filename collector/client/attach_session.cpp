@@ -2,7 +2,7 @@
 
 #include <sys/stat.h>
 
-#include <ctime>
+#include "client/options.h"
 
 namespace strata::collector {
 
@@ -46,12 +46,7 @@ int64_t file_size(const std::string& path) {
 }
 
 std::string attach_output_name(pid_t pid) {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-  return absolute_path("strata-" + std::to_string(pid) + "-" + stamp + ".pt.trace.json");
+  return timestamped_name("strata-" + std::to_string(pid), ".pt.trace.json");
 }
 
 AttachSession::~AttachSession() {

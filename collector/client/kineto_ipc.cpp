@@ -14,10 +14,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <thread>
 
 #include "core/base/utf8.h"
+#include "processes.h"
 
 namespace strata::collector::kineto {
 
@@ -152,23 +152,6 @@ bool socket_in_use(const sockaddr_un& addr, socklen_t len) {
   const bool refused = ::connect(probe, reinterpret_cast<const sockaddr*>(&addr), len) != 0 && errno == ECONNREFUSED;
   ::close(probe);
   return !refused;
-}
-
-// Whether `pid` is `ancestor` or one of its descendants (from /proc).
-bool descends_from(pid_t pid, pid_t ancestor) {
-  for (int depth = 0; depth < 64 && pid > 1; ++depth) {
-    if (pid == ancestor) return true;
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string text;
-    std::getline(stat, text);
-    const size_t paren = text.rfind(')');  // the command name may hold spaces and parentheses
-    if (paren == std::string::npos) return false;
-    char state = 0;
-    long parent = 0;
-    if (std::sscanf(text.c_str() + paren + 1, " %c %ld", &state, &parent) != 2) return false;
-    pid = static_cast<pid_t>(parent);
-  }
-  return pid == ancestor;
 }
 
 }  // namespace

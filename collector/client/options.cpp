@@ -1,5 +1,7 @@
 #include "options.h"
 
+#include <sys/stat.h>
+
 #include <charconv>
 #include <cmath>
 #include <ctime>
@@ -22,6 +24,10 @@ bool parse_record_option(int argc, char** argv, int& i, RecordOptions& opt, std:
   const bool takes_value = a == "--duration" || a == "--iterations" || a == "--delay" || a == "--pattern" || a == "--kinds" || a == "-o";
   if (a == "--profiler-range") {
     opt.source = "profiler";
+    return true;
+  }
+  if (a == "--gzip") {
+    opt.gzip = true;
     return true;
   }
   if (!takes_value) return false;
@@ -54,13 +60,18 @@ bool parse_record_option(int argc, char** argv, int& i, RecordOptions& opt, std:
   return true;
 }
 
-std::string default_output_name() {
+std::string timestamped_name(const std::string& prefix, const std::string& suffix) {
   const std::time_t t = std::time(nullptr);
   std::tm tm{};
   localtime_r(&t, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof buf, "strata-%Y%m%d-%H%M%S.pt.trace.json", &tm);
-  return absolute_path(buf);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "-%Y%m%d-%H%M%S", &tm);
+  return absolute_path(prefix + stamp + suffix);
+}
+
+bool names_directory(const std::string& path) {
+  struct stat st {};
+  return (!path.empty() && path.back() == '/') || (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode));
 }
 
 }  // namespace strata::collector

@@ -11,12 +11,17 @@ namespace strata::collector {
 // Returns false when argv[i] is not a recording option; sets `error` when it is one
 // but its value is missing or invalid.
 //   --duration S   --iterations N   --delay S   --pattern GLOB   --profiler-range   --kinds LIST   -o FILE
+//   --gzip
 bool parse_record_option(int argc, char** argv, int& i, RecordOptions& opt, std::string& error);
 
 // Seconds as typed ("2", "0.5") to milliseconds; false when not a non-negative number.
 bool parse_seconds(const std::string& text, uint64_t& ms);
 
-// strata-YYYYmmdd-HHMMSS.pt.trace.json in the current directory.
-std::string default_output_name();
+// PREFIX-YYYYmmdd-HHMMSSSUFFIX in the current directory, absolute.
+std::string timestamped_name(const std::string& prefix, const std::string& suffix);
+
+// Whether -o names a directory (one that exists, or any path ending in '/'): the job's files go
+// there, one per rank.
+bool names_directory(const std::string& path);
 
 }  // namespace strata::collector

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 namespace strata::collector {
 
@@ -337,31 +338,59 @@ bool connect_by(int fd, const sockaddr_un& addr, const std::string& path, int64_
 
 }  // namespace
 
-std::optional<Message> request(const std::string& path, const Message& req, int timeout_ms, std::string* error) {
-  const int64_t deadline = now_ms() + timeout_ms;
+PendingRequest::PendingRequest(PendingRequest&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), deadline_(other.deadline_), sent_(other.sent_),
+      path_(std::move(other.path_)), send_error_(std::move(other.send_error_)) {}
+
+PendingRequest::~PendingRequest() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool PendingRequest::connect(const std::string& path, int timeout_ms, std::string* error) {
+  deadline_ = now_ms() + timeout_ms;
+  path_ = path;
   sockaddr_un addr{};
-  if (!make_address(path, addr, error)) return std::nullopt;
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) {
+  if (!make_address(path, addr, error)) return false;
+  fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd_ < 0) {
     if (error != nullptr) *error = errno_text("socket");
-    return std::nullopt;
+    return false;
   }
-  std::optional<Message> reply;
   uid_t server = 0;
-  if (!connect_by(fd, addr, path, deadline, error)) {
-  } else if (!peer_uid(fd, server) || server != ::getuid()) {
+  bool ok = connect_by(fd_, addr, path, deadline_, error);
+  if (ok && (!peer_uid(fd_, server) || server != ::getuid())) {
     if (error != nullptr)
       *error = "refusing " + path + ": it is served by uid " + std::to_string(server) + ", not by this user";
-  } else {
-    // Read even when sending failed: a server that refuses a peer replies and closes first.
-    const bool sent = write_all(fd, encode_message(req), static_cast<int>(std::max<int64_t>(1, deadline - now_ms())));
-    const std::string send_error = errno_text("cannot send to " + path);
-    const int read_ms = static_cast<int>(std::max<int64_t>(sent ? deadline - now_ms() : 1000, 1));
-    if (auto line = read_line(fd, read_ms, error)) reply = decode_message(*line, error);
-    else if (!sent && error != nullptr) *error = send_error;
+    ok = false;
   }
-  ::close(fd);
+  if (!ok) {
+    ::close(fd_);
+    fd_ = -1;
+  }
+  return ok;
+}
+
+void PendingRequest::send(const Message& req) {
+  sent_ = write_all(fd_, encode_message(req), static_cast<int>(std::max<int64_t>(1, deadline_ - now_ms())));
+  if (!sent_) send_error_ = errno_text("cannot send to " + path_);
+}
+
+std::optional<Message> PendingRequest::reply(std::string* error) {
+  // Read even when sending failed: a server that refuses a peer replies and closes first.
+  const int read_ms = static_cast<int>(std::max<int64_t>(sent_ ? deadline_ - now_ms() : 1000, 1));
+  std::optional<Message> reply;
+  if (auto line = read_line(fd_, read_ms, error)) reply = decode_message(*line, error);
+  else if (!sent_ && error != nullptr) *error = send_error_;
+  ::close(fd_);
+  fd_ = -1;
   return reply;
+}
+
+std::optional<Message> request(const std::string& path, const Message& req, int timeout_ms, std::string* error) {
+  PendingRequest pending;
+  if (!pending.connect(path, timeout_ms, error)) return std::nullopt;
+  pending.send(req);
+  return pending.reply(error);
 }
 
 }  // namespace strata::collector

@@ -75,6 +75,28 @@ class ControlServer {
 std::optional<std::string> read_line(int fd, int timeout_ms, std::string* error);
 bool write_all(int fd, std::string_view data, int timeout_ms);
 
+// One request in three steps, so that a client can reach many agents at once: connect to every
+// one, then send every request back to back, then read the replies. Every step ends by the
+// deadline connect() set; the server must be this user's.
+class PendingRequest {
+ public:
+  PendingRequest() = default;
+  PendingRequest(PendingRequest&& other) noexcept;
+  PendingRequest& operator=(PendingRequest&&) = delete;
+  ~PendingRequest();
+
+  bool connect(const std::string& path, int timeout_ms, std::string* error);  // false with `error`
+  void send(const Message& req);                                              // after connect()
+  std::optional<Message> reply(std::string* error);                           // after send()
+
+ private:
+  int fd_ = -1;
+  int64_t deadline_ = 0;
+  bool sent_ = false;
+  std::string path_;
+  std::string send_error_;
+};
+
 // Connects to `path`, sends `req`, and returns the reply (nullopt with `error` on failure).
 // Every step, the connection included, ends by `timeout_ms`; the server must be this user's.
 std::optional<Message> request(const std::string& path, const Message& req, int timeout_ms, std::string* error);

@@ -69,6 +69,11 @@ void ChromeTraceWriter::begin(const TraceHeader& header) {
          ", \"sharedMemPerBlockOptin\": " + std::to_string(d.shared_mem_per_block_optin) + "}";
   }
   s += header.devices.empty() ? "],\n" : "\n  ],\n";
+  if (header.rank >= 0) {  // as torch.profiler writes it, so a job's files name their ranks
+    s += "  \"distributedInfo\": {\"rank\": " + std::to_string(header.rank);
+    if (header.world_size > 0) s += ", \"world_size\": " + std::to_string(header.world_size);
+    s += "},\n";
+  }
   s += "  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": " + std::to_string(header.base_ns) +
        ",\n  \"traceEvents\": [";
   sink_.write(s);

@@ -77,6 +77,8 @@ struct TraceHeader {
   uint32_t pid = 0;
   std::string command;   // the job's command line, for process_name
   std::string trace_name;
+  int64_t rank = -1;        // distributedInfo, when the process knows its place in a job
+  int64_t world_size = -1;
 };
 
 struct TraceStats {

@@ -4,14 +4,18 @@
 // calls InitializeInjection as the CUDA driver does inside cuInit, hands NVTX's export table to
 // NVTX_INJECTION64_PATH as NVTX does, then runs threads of simulated CUDA calls:
 //
-//   strata_sim_job --agent PATH [--threads T] [--iterations N] [--kernels K] [--sleep-us U]
-//                  [--range NAME] [--profiler-range] [--seconds S] [--kernel-ns D] [--idle-ms M]
-//                  [--hold-fds-ms M] [--file-size-limit B] [--broken-stderr] [--note TEXT]
+//   strata_sim_job [--agent PATH] [--threads T] [--iterations N] [--kernels K] [--sleep-us U]
+//                  [--range NAME] [--lockstep-ms P] [--profiler-range] [--seconds S] [--kernel-ns D]
+//                  [--idle-ms M] [--hold-fds-ms M] [--file-size-limit B] [--broken-stderr] [--note TEXT]
+//
+// Without --agent it loads CUDA_INJECTION64_PATH, as the driver does (`strata record` sets it).
 //
 // Each thread t runs N iterations (default 10; with --seconds, until S seconds passed, and N
 // only if given): K x (cudaGetDevice + a kernel of D ns on stream 1+t), cudaDeviceSynchronize,
 // then sleeps U us. Thread 0 wraps each iteration in NVTX range NAME (--range) and in
-// cudaProfilerStart/Stop (--profiler-range). Prints "ready PID" once the agent is initialized
+// cudaProfilerStart/Stop (--profiler-range). --lockstep-ms P plays a rank of a job in lockstep
+// with the others: thread 0 begins each iteration at the next multiple of P ms of the machine's
+// monotonic clock and names its range "NAME SLOT" (SLOT: that multiple), the same on every rank. Prints "ready PID" once the agent is initialized
 // and, after the threads joined, "idle" and M ms without a CUDA call (--idle-ms), then
 // "SIMSTATS {json}" with the simulator's counters.
 //
@@ -46,6 +50,7 @@ struct Options {
   int kernels = 5;
   uint64_t sleep_us = 0;
   std::string range;
+  uint64_t lockstep_ms = 0;
   bool profiler_range = false;
   double seconds = 0;
   uint64_t kernel_ns = 3000;
@@ -57,8 +62,8 @@ struct Options {
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
-               "strata_sim_job: %s\nusage: strata_sim_job --agent PATH [--threads T] [--iterations N] [--kernels K] "
-               "[--sleep-us U] [--range NAME] [--profiler-range] [--seconds S] [--kernel-ns D] [--idle-ms M] "
+               "strata_sim_job: %s\nusage: strata_sim_job [--agent PATH] [--threads T] [--iterations N] [--kernels K] "
+               "[--sleep-us U] [--range NAME] [--lockstep-ms P] [--profiler-range] [--seconds S] [--kernel-ns D] [--idle-ms M] "
                "[--hold-fds-ms M] [--file-size-limit B] [--broken-stderr] [--note TEXT]\n",
                why);
   std::exit(2);
@@ -80,6 +85,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--kernels") o.kernels = std::atoi(v);
     else if (a == "--sleep-us") o.sleep_us = std::strtoull(v, nullptr, 10);
     else if (a == "--range") o.range = v;
+    else if (a == "--lockstep-ms") o.lockstep_ms = std::strtoull(v, nullptr, 10);
     else if (a == "--seconds") o.seconds = std::atof(v);
     else if (a == "--kernel-ns") o.kernel_ns = std::strtoull(v, nullptr, 10);
     else if (a == "--idle-ms") o.idle_ms = std::strtoull(v, nullptr, 10);
@@ -88,7 +94,9 @@ Options parse(int argc, char** argv) {
     else if (a == "--note") continue;
     else usage(("unknown option " + a).c_str());
   }
-  if (o.agent.empty()) usage("--agent is required");
+  if (const char* injected = std::getenv("CUDA_INJECTION64_PATH"); o.agent.empty() && injected != nullptr)
+    o.agent = injected;
+  if (o.agent.empty()) usage("--agent or CUDA_INJECTION64_PATH is required");
   if (o.threads < 1 || o.kernels < 0) usage("--threads must be >= 1 and --kernels >= 0");
   if (o.iterations == 0 && o.seconds <= 0) o.iterations = 10;
   return o;
@@ -105,6 +113,16 @@ void inject_nvtx() {
     std::fprintf(stderr, "strata_sim_job: NVTX injection of %s failed\n", path);
 }
 
+// Sleeps until the next multiple of `period_ms` of the monotonic clock (steady_clock: the same
+// clock in every process of the machine) and returns which multiple it is.
+uint64_t wait_for_slot(uint64_t period_ms) {
+  using namespace std::chrono;
+  const auto now = duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
+  const uint64_t slot = static_cast<uint64_t>(now) / period_ms + 1;
+  std::this_thread::sleep_until(steady_clock::time_point(milliseconds(slot * period_ms)));
+  return slot;
+}
+
 void run_thread(const Options& o, int index, std::chrono::steady_clock::time_point until) {
   const auto stream = static_cast<uint32_t>(1 + index);
   std::vector<std::string> names;
@@ -112,8 +130,10 @@ void run_thread(const Options& o, int index, std::chrono::steady_clock::time_poi
   const bool lead = index == 0;
   for (uint64_t i = 0; o.iterations == 0 || i < o.iterations; ++i) {
     if (o.seconds > 0 && std::chrono::steady_clock::now() >= until) break;
+    std::string range = o.range;
+    if (lead && o.lockstep_ms > 0) range += " " + std::to_string(wait_for_slot(o.lockstep_ms));
     if (lead && o.profiler_range) strata_sim_cuda_profiler_start();
-    if (lead && !o.range.empty()) strata_sim_nvtx_range_push(o.range.c_str());
+    if (lead && !range.empty()) strata_sim_nvtx_range_push(range.c_str());
     for (const std::string& name : names) {
       strata_sim_cuda_get_device();
       strata_sim_cuda_launch_kernel(name.c_str(), stream, o.kernel_ns);
