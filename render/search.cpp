@@ -92,8 +92,9 @@ SearchResult find_by_name(const TraceModel& m, std::string_view query, const std
 
 std::vector<EventId> occurrences(const TraceModel& m, const SearchResult& r, StrId name) {
   std::vector<EventId> out;
-  for (EventId e : r.by_time.empty() ? r.matches : r.by_time)
+  for (EventId e : r.matches)
     if (m.ev.name[e] == name) out.push_back(e);
+  std::sort(out.begin(), out.end(), [&](EventId a, EventId b) { return std::pair(m.ev.start[a], a) < std::pair(m.ev.start[b], b); });
   return out;
 }
 

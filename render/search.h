@@ -31,7 +31,7 @@ inline constexpr size_t kMaxTimeOrdered = size_t(1) << 22;
 
 bool contains_ignoring_case(std::string_view hay, std::string_view needle);
 SearchResult find_by_name(const TraceModel& m, std::string_view query, const std::atomic<bool>* cancel = nullptr);
-// The events of `r` named `name`, in time order (in id order when `r` has no time order).
+// The events of `r` named `name`, in time order.
 std::vector<EventId> occurrences(const TraceModel& m, const SearchResult& r, StrId name);
 
 }  // namespace strata::render

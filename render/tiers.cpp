@@ -1,5 +1,7 @@
 #include "render/tiers.h"
 
+#include "render/legend.h"
+
 #include <algorithm>
 #include <numeric>
 #include <unordered_map>
@@ -70,21 +72,6 @@ size_t Tiers::bytes() const {
   }
   return b;
 }
-
-namespace {
-
-Hue phase_hue(PhaseKind p) {
-  switch (p) {
-    case PhaseKind::DataLoading: return Hue::DataLoading;
-    case PhaseKind::Forward: return Hue::Forward;
-    case PhaseKind::Loss: return Hue::Loss;
-    case PhaseKind::Backward: return Hue::Backward;
-    case PhaseKind::Optimizer: return Hue::Optimizer;
-    default: return Hue::Other;
-  }
-}
-
-}  // namespace
 
 Tiers tiers_from_annotation(const Annotation& a) {
   const AnnotationTree& t = a.tree;

@@ -1,6 +1,6 @@
 // The details panel: what the selected item is, where it sits, what it cost on CPU and GPU,
-// what bounds it, a sortable table of its kernels, its arguments (read lazily from the
-// file) and its source location when the trace has Python frames.
+// what bounds it, its flows (flows.cpp), a sortable table of its kernels, its arguments (read
+// lazily from the file) and its source location when the trace has Python frames.
 #include "app/viewer/viewer.h"
 
 #include <imgui.h>
@@ -37,17 +37,15 @@ void draw_details(Viewer& v) {
   render::Timeline& tl = v.trace->timeline;
   const TraceModel& m = *v.trace->model;
   if (!sel.valid()) {
+    ImGui::PushTextWrapPos(0);
     ImGui::TextDisabled("Click an item on the timeline to see its details.");
     ImGui::Spacing();
-    ImGui::TextWrapped("%s", m.path.c_str());
+    ImGui::TextUnformatted(m.path.c_str());
     ImGui::Text("%zu events on %zu tracks, %s", m.ev.size(), m.tracks.size(),
                 render::format_duration(double(m.time_end - m.time_begin)).c_str());
     ImGui::Spacing();
-    ImGui::TextDisabled("Keys");
-    ImGui::BulletText("Wheel or W/S: zoom at the cursor");
-    ImGui::BulletText("Drag or A/D: pan; Shift+wheel: scroll rows");
-    ImGui::BulletText("Double-click: zoom to an item; F: fit selection");
-    ImGui::BulletText("Esc: back; 0: whole trace; / or Ctrl+F: search");
+    ImGui::TextDisabled("Press ? for the keys and what the colours mean.");
+    ImGui::PopTextWrapPos();
     return;
   }
   std::string_view name = tl.name_of(sel);
@@ -79,7 +77,6 @@ void draw_details(Viewer& v) {
     if (!w.parent.empty()) row("Share of parent", pct(double(w.share), 1.0) + " of " + w.parent.substr(0, 60));
     if (gpu) {
       if (host != kNoEvent) {
-        row("Launched by", std::string(m.name_of(host)) + " at " + fmt_time(v, double(m.ev.start[host])));
         row("Launch to start", render::format_duration(double(start - m.ev.start[host])));
         EventId op = m.parent_of(host);
         if (op != kNoEvent) row("CPU op", std::string(m.name_of(op).substr(0, 120)));
@@ -102,17 +99,14 @@ void draw_details(Viewer& v) {
     } else {
       row("Bound by", bound_reason(w));
     }
-    if (sel.kind == ItemRef::Event) {
-      auto fb = m.fwd_to_bwd.find(sel.index);
-      if (fb != m.fwd_to_bwd.end()) row("Backward op", std::string(m.name_of(fb->second)) + ", " + render::format_duration(double(m.ev.dur[fb->second])));
-      auto bf = m.bwd_to_fwd.find(sel.index);
-      if (bf != m.bwd_to_fwd.end()) row("Forward op", std::string(m.name_of(bf->second)) + ", " + render::format_duration(double(m.ev.dur[bf->second])));
-    }
     ImGui::EndTable();
   }
   if (ImGui::SmallButton("Zoom to (F)")) focus_on(v, sel);
-  ImGui::SameLine();
-  if (host != kNoEvent && ImGui::SmallButton("Go to launch")) select(v, ItemRef::event(host), true);
+  if (v.sel.path.size() >= 2) {
+    ImGui::SameLine();
+    if (ImGui::SmallButton("Parent (U)")) select(v, v.sel.path[v.sel.path.size() - 2], false);
+  }
+  if (sel.kind == ItemRef::Event) draw_flows(v, sel.index);
 
   // Source location: Python frames enclosing the event on its thread.
   if (sel.kind == ItemRef::Event) {
@@ -134,12 +128,14 @@ void draw_details(Viewer& v) {
     ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY |
                             ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_Resizable | ImGuiTableFlags_SizingFixedFit;
     float h = std::min(ImGui::GetTextLineHeightWithSpacing() * float(v.sel.work.gpu_ops.size() + 2), 320.0f * v.scale);
-    if (ImGui::BeginTable("kernels", 4, flags, ImVec2(0, h))) {
+    // A narrow panel leaves out the start, so that the names stay readable.
+    const bool with_start = ImGui::GetContentRegionAvail().x > 420 * v.scale;
+    if (ImGui::BeginTable("kernels", with_start ? 4 : 3, flags, ImVec2(0, h))) {
       ImGui::TableSetupScrollFreeze(0, 1);
       ImGui::TableSetupColumn("GPU op", ImGuiTableColumnFlags_WidthStretch);
       ImGui::TableSetupColumn("Duration", ImGuiTableColumnFlags_DefaultSort | ImGuiTableColumnFlags_PreferSortDescending);
       ImGui::TableSetupColumn("Share");
-      ImGui::TableSetupColumn("Start");
+      if (with_start) ImGui::TableSetupColumn("Start");
       ImGui::TableHeadersRow();
       if (ImGuiTableSortSpecs* ss = ImGui::TableGetSortSpecs(); ss && ss->SpecsCount > 0) {
         const ImGuiTableColumnSortSpecs& sp = ss->Specs[0];
@@ -192,6 +188,7 @@ void draw_details(Viewer& v) {
           ImGui::TextUnformatted(render::format_duration(double(m.ev.dur[k])).c_str());
           ImGui::TableNextColumn();
           ImGui::TextUnformatted(pct(double(m.ev.dur[k]), double(w.gpu_time)).c_str());
+          if (!with_start) continue;
           ImGui::TableNextColumn();
           ImGui::TextUnformatted(fmt_time(v, double(m.ev.start[k])).c_str());
         }

@@ -4,6 +4,7 @@
 #include "app/viewer/viewer.h"
 
 #include "core/json_writer.h"
+#include "render/flows.h"
 
 #include <imgui.h>
 
@@ -42,6 +43,57 @@ void write_panels(JsonWriter& j, Viewer& v) {
     write_work_fields(j, v.trace->timeline.name_of(sel), v.sel.work);
     j.end_object();
   }
+  j.end_object();
+}
+
+// What a person sees around the timeline: where the panels are (the splitters' doing), the
+// breadcrumbs shown, the levels view's rows, the search and its results list, the selection's
+// flows, the key map and the dialogs drawn, and how far back the view can go.
+void write_ui(JsonWriter& j, Viewer& v) {
+  auto box = [&](std::string_view name, const Box& b) {
+    j.key(name).begin_object();
+    j.field("x", double(b.x)).field("y", double(b.y)).field("w", double(b.w)).field("h", double(b.h));
+    j.end_object();
+  };
+  const TraceModel& m = *v.trace->model;
+  j.key("ui").begin_object();
+  const ImVec2 window = ImGui::GetIO().DisplaySize;
+  box("window", {0, 0, window.x, window.y});
+  box("timeline", v.panels.timeline_box);
+  if (v.panels.show_details) box("details", v.panels.details_box);
+  if (v.panels.show_levels) box("bottom", v.panels.bottom_box);
+  box("crumbs_area", v.panels.crumbs_box);
+  j.key("crumbs").begin_array();
+  for (const std::string& c : v.panels.crumbs) j.value(c);
+  j.end_array();
+  j.field("levels_content_h", double(v.panels.levels_content_h)).field("levels_visible_h", double(v.panels.levels_visible_h));
+  j.field("keymap_open", v.panels.show_keymap).field("history", uint64_t(v.timeline.history.stack.size()));
+  j.key("dialogs").begin_array();
+  for (const auto& [name, b] : v.panels.dialogs) {
+    j.begin_object().field("name", std::string_view(name));
+    j.field("x", double(b.x)).field("y", double(b.y)).field("w", double(b.w)).field("h", double(b.h));
+    j.end_object();
+  }
+  j.end_array();
+  const SearchState& s = v.search;
+  j.key("search").begin_object();
+  j.field("query", std::string_view(s.query)).field("matches", uint64_t(s.matches.size())).field("current", s.current);
+  j.field("narrowed", s.narrowed == kNoStr ? std::string_view() : m.strings.view(s.narrowed)).field("list_open", s.list_open);
+  j.key("names").begin_array();
+  for (size_t i = 0; i < s.names.size() && i < 100; ++i) {
+    const render::NameMatches& n = s.names[i];
+    j.begin_object().field("name", m.strings.view(n.name)).field("count", uint64_t(n.count)).field("total_ns", n.total);
+    j.field("longest_ns", n.longest == kNoEvent ? Ns(0) : m.ev.dur[n.longest]).end_object();
+  }
+  j.end_array();
+  j.end_object();
+  j.key("flows").begin_array();
+  if (v.sel.hl.selected.kind == render::ItemRef::Event)
+    for (const render::Flow& f : render::flows_of(m, v.sel.hl.selected.index)) {
+      j.begin_object().field("kind", std::string_view(render::flow_kind_name(f.kind))).field("preceding", f.preceding);
+      j.field("name", m.name_of(f.other)).field("start_ns", m.ev.start[f.other]).end_object();
+    }
+  j.end_array();
   j.end_object();
 }
 
@@ -97,6 +149,7 @@ std::string dump_layout(Viewer& v, const ImageStats* img) {
                                          double(v.trace->model->ev.size())
                                    : 0.0);
     write_panels(j, v);
+    write_ui(j, v);
     if (v.job_view.job) write_job(j, v);
   }
   j.end_object();
@@ -141,6 +194,7 @@ int run_headless(Viewer& v, const HeadlessRun& run) {
     if (!r.valid()) std::fprintf(stderr, "strata view: --focus '%s' matched nothing\n", run.focus.c_str());
     else focus_on(v, r);
   }
+  if (!run.keys.empty() && !press_keys(v, run.keys)) return 2;
   if (run.bench_frames > 0) {
     // Scripted zoom from the whole trace down to one kernel (the longest GPU op near the
     // middle), scrolling through the rows as it goes.

@@ -3,6 +3,8 @@
 // full width after noise reduction, with durations and shares on the blocks.
 #include "app/viewer/viewer.h"
 
+#include "render/elide.h"
+
 #include <imgui.h>
 
 #include <algorithm>
@@ -14,33 +16,84 @@ using render::ItemRef;
 void draw_breadcrumbs(Viewer& v) {
   if (!v.trace) return;
   render::Timeline& tl = v.trace->timeline;
-  if (ImGui::SmallButton("Trace##root")) {
-    select(v, {}, false);
-    animate_to(v, v.timeline.view.limit_begin, v.timeline.view.limit_end);
-    return;
+  const float s = v.scale;
+  const ImVec2 pad = ImGui::GetStyle().FramePadding;
+  const float room = ImGui::GetContentRegionAvail().x;
+  const std::vector<ItemRef> path = v.sel.path;  // copy: a click changes it
+  // Crumb 0 is the whole trace. A name longer than a share of the room shows its short form,
+  // and that, if still too long, elided in the middle.
+  const float cap = std::max(room * 0.4f, 120 * s);
+  std::vector<std::string> labels{"Trace"};
+  for (const ItemRef& r : path) {
+    std::string_view n = tl.name_of(r);
+    if (v.metrics.width(n) > cap) n = render::short_name(n);
+    labels.push_back(render::elide_middle(n.substr(0, 400), cap, v.metrics));
   }
-  std::vector<ItemRef> path = v.sel.path;  // copy: a click changes it
-  for (size_t i = 0; i < path.size(); ++i) {
-    ImGui::SameLine(0, 4 * v.scale);
-    ImGui::TextDisabled("\xE2\x96\xB8");
-    ImGui::SameLine(0, 4 * v.scale);
-    std::string_view n = tl.name_of(path[i]);
-    std::string label(n.substr(0, 48));
-    if (n.size() > 48) label += "\xE2\x80\xA6";
-    bool last = i + 1 == path.size();
+  const float arrow_w = ImGui::CalcTextSize("\xE2\x96\xB8").x, gap = arrow_w + 8 * s;
+  const std::string hidden_label = "\xE2\x80\xA6";
+  std::vector<float> widths;
+  for (const std::string& l : labels) widths.push_back(ImGui::CalcTextSize(l.c_str()).x + pad.x * 2);
+  const render::PathFit fit = render::fit_path(widths, gap, ImGui::CalcTextSize(hidden_label.c_str()).x + pad.x * 2, room);
+  if (fit.width > room && labels.size() > 1) {  // even the ends do not fit: the last gives way
+    const float last_room = widths.back() - (fit.width - room) - pad.x * 2;
+    labels.back() = render::elide_middle(labels.back(), std::max(last_room, 0.0f), v.metrics);
+  }
+  v.panels.crumbs.clear();
+  ItemRef clicked;
+  bool clicked_root = false;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const bool hidden = i >= fit.hidden_begin && i < fit.hidden_end;
+    if (hidden && i != fit.hidden_begin) continue;
+    if (i > 0) {
+      ImGui::SameLine(0, 4 * s);
+      ImGui::TextDisabled("\xE2\x96\xB8");
+      ImGui::SameLine(0, 4 * s);
+    }
+    const std::string& label = hidden ? hidden_label : labels[i];
+    v.panels.crumbs.push_back(label);
     // Drawn by hand: names may hold "##", which ImGui labels treat as an id separator.
-    ImVec2 ts = ImGui::CalcTextSize(label.c_str(), nullptr, false);
-    ImVec2 pad = ImGui::GetStyle().FramePadding;
-    ImVec2 p = ImGui::GetCursorScreenPos();
+    const bool last = i + 1 == labels.size();
+    const ImVec2 ts = ImGui::CalcTextSize(label.c_str(), nullptr, false);
+    const ImVec2 p = ImGui::GetCursorScreenPos();
     ImGui::PushID(int(i));
-    bool clicked = ImGui::InvisibleButton("crumb", ImVec2(ts.x + pad.x * 2, ts.y));
-    bool hov = ImGui::IsItemHovered();
+    const bool pressed = ImGui::InvisibleButton("crumb", ImVec2(ts.x + pad.x * 2, ts.y));
+    const bool hov = ImGui::IsItemHovered();
     ImGui::PopID();
-    ImU32 bg = ImGui::GetColorU32(last ? ImGuiCol_ButtonActive : hov ? ImGuiCol_ButtonHovered : ImGuiCol_Button);
+    const ImU32 bg = ImGui::GetColorU32(last && i > 0 ? ImGuiCol_ButtonActive : hov ? ImGuiCol_ButtonHovered : ImGuiCol_Button);
     ImGui::GetWindowDrawList()->AddRectFilled(p, ImVec2(p.x + ts.x + pad.x * 2, p.y + ts.y), bg, ImGui::GetStyle().FrameRounding);
     ImGui::GetWindowDrawList()->AddText(ImVec2(p.x + pad.x, p.y), ImGui::GetColorU32(ImGuiCol_Text), label.c_str());
-    if (clicked) focus_on(v, path[i]);
-    if (ImGui::IsItemHovered() && n.size() > 48) ImGui::SetTooltip("%.*s", int(std::min<size_t>(n.size(), 300)), n.data());
+    if (hidden) {
+      // The hidden run: listed on hover, each one a click away.
+      if (pressed) ImGui::OpenPopup("hidden_crumbs");
+      if (hov) ImGui::SetTooltip("%zu more (click to list them)", fit.hidden_end - fit.hidden_begin);
+      if (ImGui::BeginPopup("hidden_crumbs")) {
+        for (size_t k = fit.hidden_begin; k < fit.hidden_end; ++k) {
+          std::string_view n = tl.name_of(path[k - 1]);
+          std::string item = render::elide_middle(n.substr(0, 400), 600 * s, v.metrics);
+          ImGui::PushID(int(k));
+          const float x0 = ImGui::GetCursorPosX();
+          if (ImGui::Selectable("##hidden")) clicked = path[k - 1];
+          ImGui::SameLine(x0);
+          ImGui::TextUnformatted(item.c_str());
+          ImGui::PopID();
+        }
+        ImGui::EndPopup();
+      }
+      continue;
+    }
+    if (i == 0) {
+      clicked_root = pressed;
+      continue;
+    }
+    if (pressed) clicked = path[i - 1];
+    const std::string_view full = tl.name_of(path[i - 1]);
+    if (hov && label != full) ImGui::SetTooltip("%.*s", int(std::min<size_t>(full.size(), 300)), full.data());
+  }
+  if (clicked_root) {
+    select(v, {}, false);
+    animate_to(v, v.timeline.view.limit_begin, v.timeline.view.limit_end);
+  } else if (clicked.valid()) {
+    focus_on(v, clicked);
   }
 }
 
@@ -72,7 +125,7 @@ void draw_levels(Viewer& v) {
                            : tl.end_of(v.sel.levels_chosen[row - 1]) - tl.start_of(v.sel.levels_chosen[row - 1]);
     // Row title on the left.
     float title_w = 150.0f * s;
-    std::string title(parent_name.substr(0, 22));
+    const std::string title = render::elide_middle(parent_name.substr(0, 400), title_w - 8 * s, v.metrics);
     dl->AddText(ImVec2(origin.x, y + (row_h - ImGui::GetFontSize()) * 0.5f), IM_COL32(170, 172, 180, 255), title.c_str());
     float bx = origin.x + title_w, bw = width - title_w;
     ItemRef chosen = row < v.sel.levels_chosen.size() ? v.sel.levels_chosen[row] : ItemRef{};
@@ -147,7 +200,10 @@ void draw_levels(Viewer& v) {
       blocks = render::children_of(tl, c, v.trace->annotation ? &v.trace->annotation->reduce_options : nullptr);
     }
   }
+  // As tall as its rows: the panel scrolls when they do not fit.
   ImGui::Dummy(ImVec2(width, y - origin.y));
+  v.panels.levels_content_h = y - origin.y;
+  v.panels.levels_visible_h = ImGui::GetWindowHeight();
   if (clicked.valid()) focus_on(v, clicked);
   else if (clicked_t1 > clicked_t0) animate_to(v, clicked_t0, clicked_t1);
 }

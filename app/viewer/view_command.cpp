@@ -27,7 +27,7 @@ bool parse_size(std::string_view s, int& w, int& h) {
 void usage_view(FILE* out) {
   std::fputs("usage: strata view [FILE] [--screenshot OUT.png] [--size WxH] [--focus \"Iteration 3/...\"]\n"
              "                   [--dump-layout OUT.json] [--bench-frames N] [--no-details] [--no-levels]\n"
-             "                   [--tab levels|summary|job]\n"
+             "                   [--tab levels|summary|job] [--keys \"?,Esc\"]   (keys pressed after the focus)\n"
              "                   [--attach PID [--duration S | --iterations N] [-o FILE] [--live-screenshot OUT.png]]\n"
              "                   [--attach-dialog]   (File > Attach, scripted)\n"
              "       strata view DIR | FILE1 FILE2 ... [the options above]   (a job: one trace per rank)\n",
@@ -62,6 +62,10 @@ int run_view(int argc, char** argv) {
       const char* p = next();
       if (!p) return usage_view(stderr), 2;
       run.focus = p;
+    } else if (a == "--keys") {
+      const char* p = next();
+      if (!p) return usage_view(stderr), 2;
+      run.keys = p;
     } else if (a == "--bench-frames") {
       const char* p = next();
       if (!p || (run.bench_frames = std::atoi(p)) <= 0) return std::fprintf(stderr, "strata view: --bench-frames N\n"), 2;

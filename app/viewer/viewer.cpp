@@ -79,14 +79,12 @@ void draw_menu(Viewer& v) {
     ImGui::MenuItem("Details panel", nullptr, &v.panels.show_details);
     ImGui::MenuItem("Levels and summary", nullptr, &v.panels.show_levels);
     if (ImGui::MenuItem("Whole trace", "0", false, v.trace != nullptr)) animate_to(v, v.timeline.view.limit_begin, v.timeline.view.limit_end);
-    if (ImGui::MenuItem("Back", "Esc", false, !v.timeline.history.stack.empty())) v.timeline.history.pop(v.timeline.view);
+    if (ImGui::MenuItem("Back", "Backspace", false, !v.timeline.history.stack.empty())) v.timeline.history.pop(v.timeline.view);
+    if (ImGui::MenuItem("Select the parent", "U", false, v.sel.path.size() >= 2)) select(v, v.sel.path[v.sel.path.size() - 2], false);
     ImGui::EndMenu();
   }
   if (ImGui::BeginMenu("Help")) {
-    ImGui::TextDisabled("Wheel, W/S: zoom    drag, A/D: pan    Shift+wheel: scroll rows");
-    ImGui::TextDisabled("Click: select    double-click, F: zoom to it    Esc: back    0: whole trace");
-    ImGui::TextDisabled("/ or Ctrl+F: search, Enter/Shift+Enter: next/previous");
-    ImGui::TextDisabled("Ctrl+R: attach to a running job and record it, shown live");
+    if (ImGui::MenuItem("Keys and colours", "?")) v.panels.show_keymap = true;
     ImGui::EndMenu();
   }
   draw_recording_indicator(v);
@@ -108,6 +106,8 @@ void draw_ui(Viewer& v) {
   const float s = v.scale;
   if (io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_O, false)) open_file_browser(v);
   if (io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_Q, false)) v.quit = true;
+  v.panels.dialogs.clear();
+  handle_window_keys(v);
   ImGui::SetNextWindowPos(ImVec2(0, 0));
   ImGui::SetNextWindowSize(io.DisplaySize);
   ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(6 * s, 4 * s));
@@ -134,18 +134,25 @@ void draw_ui(Viewer& v) {
     float search_w = 420 * s;
     ImGui::BeginChild("crumbs", ImVec2(ImGui::GetContentRegionAvail().x - search_w, ImGui::GetFrameHeight() + 2 * s), false,
                       ImGuiWindowFlags_NoScrollbar);
+    v.panels.crumbs_box = {ImGui::GetWindowPos().x, ImGui::GetWindowPos().y, ImGui::GetWindowWidth(), ImGui::GetWindowHeight()};
     draw_breadcrumbs(v);
     ImGui::EndChild();
     ImGui::SameLine();
     draw_search_bar(v);
 
-    ImVec2 avail = ImGui::GetContentRegionAvail();
-    float details_w = v.panels.show_details ? std::clamp(avail.x * 0.26f, 280 * s, 520 * s) : 0;
-    float bottom_h = v.panels.show_levels ? std::clamp(avail.y * 0.28f, 150 * s, 400 * s) : 0;
-    float tl_w = avail.x - (v.panels.show_details ? details_w + ImGui::GetStyle().ItemSpacing.x : 0);
-    float tl_h = avail.y - (v.panels.show_levels ? bottom_h + ImGui::GetStyle().ItemSpacing.y : 0);
+    // Panels: the timeline, the details on its right, the levels and summary below, with a
+    // splitter between each; sizes dragged to are kept (fitted to the window each frame).
+    const ImVec2 avail = ImGui::GetContentRegionAvail(), origin = ImGui::GetCursorPos();
+    const float gap_x = ImGui::GetStyle().ItemSpacing.x, gap_y = ImGui::GetStyle().ItemSpacing.y;
+    float details_w = v.panels.details_w > 0 ? v.panels.details_w : std::clamp(avail.x * 0.3f, 300 * s, 520 * s);
+    float bottom_h = v.panels.bottom_h > 0 ? v.panels.bottom_h : std::clamp(avail.y * 0.28f, 150 * s, 400 * s);
+    details_w = v.panels.show_details ? std::clamp(details_w, 220 * s, std::max(220 * s, avail.x - 360 * s)) : 0;
+    bottom_h = v.panels.show_levels ? std::clamp(bottom_h, 90 * s, std::max(90 * s, avail.y - 200 * s)) : 0;
+    float tl_w = avail.x - (v.panels.show_details ? details_w + gap_x : 0);
+    float tl_h = avail.y - (v.panels.show_levels ? bottom_h + gap_y : 0);
     ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(0, 0));
     ImGui::BeginChild("timeline", ImVec2(tl_w, tl_h), true, ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
+    v.panels.timeline_box = {ImGui::GetWindowPos().x, ImGui::GetWindowPos().y, tl_w, tl_h};
     ImVec2 p = ImGui::GetCursorScreenPos();
     // A job: every rank's overview row above the shown rank's tracks, on one time axis.
     float overview_h = draw_job_overview(v, p.x, p.y, tl_w - 2, (tl_h - 2) * 0.45f);
@@ -153,13 +160,20 @@ void draw_ui(Viewer& v) {
     ImGui::EndChild();
     ImGui::PopStyleVar();
     if (v.panels.show_details) {
-      ImGui::SameLine();
+      ImGui::SetCursorPos(ImVec2(origin.x + tl_w, origin.y));
+      if (splitter("##details_splitter", true, gap_x, tl_h, details_w, 220 * s, avail.x - 360 * s, true)) v.panels.details_w = details_w;
+      ImGui::SetCursorPos(ImVec2(origin.x + tl_w + gap_x, origin.y));
       ImGui::BeginChild("details", ImVec2(details_w, tl_h), true);
+      v.panels.details_box = {ImGui::GetWindowPos().x, ImGui::GetWindowPos().y, details_w, tl_h};
       draw_details(v);
       ImGui::EndChild();
     }
     if (v.panels.show_levels) {
-      ImGui::BeginChild("bottom", ImVec2(0, bottom_h), true);
+      ImGui::SetCursorPos(ImVec2(origin.x, origin.y + tl_h));
+      if (splitter("##bottom_splitter", false, gap_y, avail.x, bottom_h, 90 * s, avail.y - 200 * s, true)) v.panels.bottom_h = bottom_h;
+      ImGui::SetCursorPos(ImVec2(origin.x, origin.y + tl_h + gap_y));
+      ImGui::BeginChild("bottom", ImVec2(avail.x, bottom_h), true);
+      v.panels.bottom_box = {ImGui::GetWindowPos().x, ImGui::GetWindowPos().y, avail.x, bottom_h};
       if (ImGui::BeginTabBar("tabs")) {
         if (ImGui::BeginTabItem("Levels")) {
           ImGui::BeginChild("levels_scroll");
@@ -196,7 +210,9 @@ void draw_ui(Viewer& v) {
   draw_file_browser(v);
   ImGui::End();
   draw_attach(v);
+  draw_search_list(v);
   if (v.loading) draw_loading(v);
+  draw_keymap(v);
 }
 
 }  // namespace strata::viewer

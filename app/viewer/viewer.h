@@ -5,14 +5,17 @@
 //   viewer.cpp     menus, the welcome and loading screens, layout of the panels
 //   loading.cpp    loading on a worker thread (progress, cancel), preparing the view
 //   timeline.cpp   the timeline: ruler, gutter, items, arrows, zoom/pan/select input
-//   keys.cpp       the timeline's keys
+//   keys.cpp       keys: the window's (Esc closes what is open, `?`) and the timeline's
+//   help.cpp       the key map and the colour legend (`?`)
 //   levels.cpp     the Hotline-style levels view and the breadcrumbs
 //   details.cpp    the details panel
+//   flows.cpp      the details panel's flows: what the selection came from and led to
 //   summary.cpp    the summary panel (small charts)
 //   search.cpp     search over names
 //   files.cpp      File ▸ Open browser, recent files
 //   attach.cpp     File ▸ Attach: record from a running job, the live view while it records
 //   job.cpp        a distributed job: the ranks' overview, one rank's tracks at a time, the job tabs
+//   layout.cpp     splitters between the panels, dialogs kept inside the window
 //   screenshot.cpp PNG capture
 //   solid.cpp      untextured fills for runs of boxes and lines (software GL draws them faster)
 #pragma once
@@ -31,6 +34,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 struct GLFWwindow;
@@ -71,6 +75,11 @@ struct JobView {
   Ns begin = 0, end = 0;     // the job's extent on the reference clock
 };
 
+// A rectangle on the screen, as the last frame drew it (the layout dump reports these).
+struct Box {
+  float x = 0, y = 0, w = 0, h = 0;
+};
+
 // A search on a worker thread: the UI thread only starts it and picks up its result.
 struct SearchJob {
   std::string query;
@@ -85,9 +94,19 @@ struct SearchState {
   std::string ran;                   // the query the matches are for
   std::vector<EventId> matches;      // sorted by id (for highlighting)
   std::vector<EventId> by_time;      // navigation order
+  std::vector<render::NameMatches> names;  // the results list: per name, count and time
+  // A name picked from the results list: `matches` and `by_time` hold its occurrences only,
+  // and `all` keeps every match for when the pick is undone.
+  StrId narrowed = kNoStr;
+  render::SearchResult all;
   int current = -1;
   int pending_step = 0;              // next/previous asked for while a search runs
   bool focus_request = false;
+  bool list_open = false;            // the results list under the search box
+  bool was_active = false;           // the search box had the keyboard last frame
+  Box box;                           // the search bar (box, arrows, count) as last drawn; the list hangs below it
+  std::string file;                  // the file (or job) the query belongs to
+  std::unordered_map<std::string, std::string> kept;  // the queries of other files opened this session
   std::unique_ptr<SearchJob> job;                  // the search for the current query
   std::vector<std::unique_ptr<SearchJob>> retired;  // superseded, finishing their last step
 };
@@ -96,6 +115,7 @@ struct FileBrowser {
   bool open = false;
   std::string dir;
   std::vector<std::pair<std::string, bool>> entries;  // name, is directory
+  int picked = -1;  // the entry clicked or moved to with the arrows; Enter or a double-click opens it
   char path_buf[1024] = {};
   std::string error;
 };
@@ -144,8 +164,17 @@ struct Capture {
 
 struct PanelState {
   bool show_levels = true, show_details = true;
+  bool show_keymap = false;  // the key map and the colour legend, over everything (`?`)
   int bottom_tab = 0;  // 0 levels, 1 summary, 2 job
+  // Sizes the splitters were dragged to (0: a share of the window), kept for the session and
+  // fitted to the window every frame.
   float details_w = 0, bottom_h = 0;
+  bool escape_taken = false;  // this frame's Esc closed a menu, popup or overlay: it does nothing else
+  // What the last frame drew, for the layout dump.
+  Box timeline_box, details_box, bottom_box, crumbs_box;
+  std::vector<std::string> crumbs;  // the breadcrumbs shown ("…" stands for a hidden run)
+  float levels_content_h = 0, levels_visible_h = 0;  // the levels view's rows, and the room they had
+  std::vector<std::pair<std::string, Box>> dialogs;  // the dialogs drawn this frame
 };
 
 struct Viewer {
@@ -200,6 +229,19 @@ void animate_to(Viewer& v, double t0, double t1);
 void update_metrics(Viewer& v);
 // keys.cpp: the timeline's keys; `mouse_x` in the timeline area when `mouse_in`.
 void handle_keys(Viewer& v, float mouse_x, bool mouse_in);
+void handle_window_keys(Viewer& v);  // before anything is drawn: Esc on what is open, `?`
+bool typed(unsigned c);  // the character was typed this frame, outside a text field
+// help.cpp
+void draw_keymap(Viewer& v);  // the key map and the colour legend, while panels.show_keymap
+// layout.cpp
+// A splitter between two panels, `thickness` across and `length` along, at the cursor:
+// dragging it changes `size` (of the panel after it when `after`, else of the one before)
+// within [min_size, max_size]; true while dragged.
+bool splitter(const char* id, bool vertical, float thickness, float length, float& size, float min_size, float max_size, bool after);
+// A dialog's default size and its place, fitted into the window; call before Begin, then
+// note_dialog after it.
+void place_dialog(float w, float h, float x, float y, bool centred);
+void note_dialog(Viewer& v, const char* name);
 
 // levels.cpp
 void draw_breadcrumbs(Viewer& v);
@@ -208,8 +250,14 @@ void draw_levels(Viewer& v);
 void draw_details(Viewer& v);
 void draw_summary(Viewer& v);
 void draw_search_bar(Viewer& v);
+void draw_search_list(Viewer& v);  // the results list, over the panels, while it is open
+bool close_search_list(Viewer& v);  // false when it was not open
 void poll_search(Viewer& v);
 void reset_search(Viewer& v);  // stops any search: call before the model changes
+// flows.cpp
+void draw_flows(Viewer& v, EventId e);  // the details panel's flows of an event
+// Selects `r` and brings it into view, keeping the zoom unless it is wider than the view.
+void reveal(Viewer& v, render::ItemRef r);
 // files.cpp
 void load_recent(Viewer& v);
 void add_recent(Viewer& v, const std::string& path);
@@ -246,9 +294,14 @@ void start_attach(Viewer& v, const AttachRequest& r);
 // and the layout dump; the --focus path is selected on the first live view.
 struct HeadlessRun {
   std::string shot, dump, focus;  // --screenshot, --dump-layout, --focus
+  std::string keys;               // --keys: pressed after the focus, as a person would ("?,Esc", "/,conv,Enter")
   int bench_frames = 0;           // --bench-frames
 };
 int run_attach_headless(Viewer& v, const AttachRequest& r, const HeadlessRun& out);
+// press_keys.cpp: presses `keys` (comma-separated: a named key such as Esc, Enter, Backspace,
+// Up, with Ctrl+/Shift+/Alt+ as wanted, or text to type) through the window's key events;
+// false on a key it cannot press.
+bool press_keys(Viewer& v, const std::string& keys);
 // screenshot.cpp
 struct ImageStats {
   int width = 0, height = 0;

@@ -280,6 +280,10 @@ TEST_CASE("faults 4, 6, 7, 8: refused starts name what is wrong, create no file 
       {start_line("output=" + ok_path + " kinds="), "kinds has no value"},
       {start_line("output=relative.json"), "absolute path"},
       {start_line("duration_ms=100"), "absolute path"},
+      {start_line("output=" + ok_path + " output_dir=" + out.path()), "give output or output_dir"},
+      {start_line("output_dir=relative/dir"), "output_dir must be an absolute path"},
+      {start_line("output=" + ok_path + " gzip=1"), "gzip takes 0 or 1, with output_dir"},
+      {start_line("output_dir=" + out.path() + " gzip=yes"), "gzip takes 0 or 1"},
       {start_line("output=" + out.path() + "/no/such/dir/x.json"), "No such file or directory"},
       {start_line("output=/dev/full"), "not a regular file"},  // 1
       {start_line("output=" + out.path() + "/a%00b.json"), "NUL byte in value of output"},  // 8

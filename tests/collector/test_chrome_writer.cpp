@@ -1,6 +1,10 @@
 // Compact records -> Chrome trace JSON, checked with a real parser.
 #include <doctest/doctest.h>
 
+#include <string>
+#include <tuple>
+#include <vector>
+
 #include "json_check.h"
 #include "trace/api_names.h"
 #include "trace/chrome_writer.h"
@@ -214,4 +218,22 @@ TEST_CASE("an empty recording is still a valid trace") {
   const auto s = test::summarize(sink.text());
   CHECK_MESSAGE(s.parsed, s.error);
   CHECK(s.categories.empty());
+}
+
+TEST_CASE("a process that knows its rank says so in distributedInfo, as torch.profiler does") {
+  for (const auto& [rank, world_size, expected] : std::vector<std::tuple<int64_t, int64_t, std::string>>{
+           {2, 4, "\"distributedInfo\": {\"rank\": 2, \"world_size\": 4}"},
+           {1, -1, "\"distributedInfo\": {\"rank\": 1}"},
+           {-1, -1, ""}}) {
+    StringSink sink;
+    ChromeTraceWriter w(sink);
+    TraceHeader h;
+    h.rank = rank;
+    h.world_size = world_size;
+    w.begin(h);
+    w.finish({});
+    CHECK_MESSAGE(test::summarize(sink.text()).parsed, sink.text());
+    if (expected.empty()) CHECK(sink.text().find("distributedInfo") == std::string::npos);
+    else CHECK_MESSAGE(sink.text().find(expected) != std::string::npos, sink.text());
+  }
 }

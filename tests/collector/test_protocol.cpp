@@ -8,10 +8,12 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <map>
 #include <string>
 
 #include "helpers.h"
 #include "protocol/control_socket.h"
+#include "protocol/job_rank.h"
 #include "protocol/kinds.h"
 #include "protocol/message.h"
 
@@ -112,6 +114,41 @@ TEST_CASE("recorded kinds: lists, edits of the default, and errors") {
   auto back = decode_message(encode_message(m), &error);
   REQUIRE(back);
   CHECK(*back->get("kinds") == kinds_text(kDefaultKinds));
+}
+
+TEST_CASE("a process's rank comes from its launcher's variables; its file in the job's directory from the rank") {
+  const auto from = [](std::map<std::string, std::string> env) {
+    return job_rank([&](const char* name) -> const char* {
+      const auto it = env.find(name);
+      return it == env.end() ? nullptr : it->second.c_str();
+    });
+  };
+  const auto is = [](JobRank r, int64_t rank, int64_t world_size) { return r.rank == rank && r.world_size == world_size; };
+  CHECK(is(from({}), -1, -1));
+  CHECK(is(from({{"RANK", "3"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"}}), 3, 8));  // torchrun
+  CHECK(is(from({{"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_SIZE", "6"}}), 5, 6));
+  CHECK(is(from({{"PMI_RANK", "2"}, {"PMI_SIZE", "4"}, {"SLURM_PROCID", "9"}}), 2, 4));
+  CHECK(is(from({{"SLURM_PROCID", "9"}, {"SLURM_NTASKS", "16"}}), 9, 16));
+  CHECK(is(from({{"LOCAL_RANK", "1"}}), 1, -1));
+  // A rank that is no whole number is passed over; a world size not above the rank is unknown.
+  CHECK(is(from({{"RANK", "x3"}, {"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "8"}}), 4, 8));
+  CHECK(is(from({{"RANK", ""}, {"PMI_RANK", "-1"}, {"LOCAL_RANK", "99999999999"}}), -1, -1));
+  CHECK(is(from({{"RANK", "4"}, {"WORLD_SIZE", "4"}}), 4, -1));
+
+  CHECK(rank_file_name(3, 1234, false) == "rank-3.pt.trace.json");
+  CHECK(rank_file_name(-1, 1234, true) == "pid-1234.pt.trace.json.gz");
+  CHECK(rank_file_path("/tmp/run//", 0, 1, false) == "/tmp/run/rank-0.pt.trace.json");
+  CHECK(rank_file_path("/", 0, 1, false) == "/rank-0.pt.trace.json");
+  for (const char* name : {"rank-0.pt.trace.json", "rank-12.pt.trace.json.gz", "rank-3.4567.pt.trace.json",
+                           "pid-99.pt.trace.json"})
+    CHECK_MESSAGE(is_rank_file_name(name), name);
+  for (const char* name : {"rank-.pt.trace.json", "rank-1.json", "rank-1.pt.trace.json.bak", "notes.txt",
+                           "myrank-1.pt.trace.json", "rank-1..pt.trace.json", "rank-1/x.pt.trace.json", ""})
+    CHECK_FALSE_MESSAGE(is_rank_file_name(name), name);
+  CHECK(is_rank_file_in("/tmp/run/rank-1.pt.trace.json", "/tmp/run/"));
+  CHECK_FALSE(is_rank_file_in("/tmp/run/sub/rank-1.pt.trace.json", "/tmp/run"));
+  CHECK_FALSE(is_rank_file_in("/tmp/other/rank-1.pt.trace.json", "/tmp/run"));
+  CHECK_FALSE(is_rank_file_in("/tmp/run/../x/rank-1.pt.trace.json", "/tmp/run"));
 }
 
 TEST_CASE("malformed messages are rejected with a reason") {

@@ -1,0 +1,60 @@
+// Panel sizes a person sets: splitters between the timeline, the details panel and the bottom
+// panel; and dialogs (and lists that float over the panels) kept inside the window, however
+// small it is or becomes.
+#include "app/viewer/viewer.h"
+
+#include <imgui.h>
+
+#include <algorithm>
+
+namespace strata::viewer {
+
+bool splitter(const char* id, bool vertical, float thickness, float length, float& size, float min_size, float max_size, bool after) {
+  const ImVec2 p = ImGui::GetCursorScreenPos();
+  ImGui::InvisibleButton(id, vertical ? ImVec2(thickness, length) : ImVec2(length, thickness));
+  const bool hovered = ImGui::IsItemHovered(), active = ImGui::IsItemActive();
+  if (hovered || active) ImGui::SetMouseCursor(vertical ? ImGuiMouseCursor_ResizeEW : ImGuiMouseCursor_ResizeNS);
+  // The size follows the pointer from where the drag began (kept in ImGui's storage).
+  ImGuiStorage* st = ImGui::GetStateStorage();
+  const ImGuiID key = ImGui::GetID(id);
+  if (ImGui::IsItemActivated()) st->SetFloat(key, size);
+  if (active) {
+    const ImVec2 d = ImGui::GetMouseDragDelta(ImGuiMouseButton_Left, 0.0f);
+    const float moved = vertical ? d.x : d.y;
+    size = std::clamp(st->GetFloat(key, size) + (after ? -moved : moved), min_size, std::max(min_size, max_size));
+  }
+  // A grip in the middle; the whole bar lights up under the pointer.
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImU32 c = ImGui::GetColorU32(active ? ImGuiCol_SeparatorActive : hovered ? ImGuiCol_SeparatorHovered : ImGuiCol_Separator);
+  const ImVec2 mid(p.x + (vertical ? thickness : length) * 0.5f, p.y + (vertical ? length : thickness) * 0.5f);
+  if (hovered || active) {
+    if (vertical) dl->AddLine(ImVec2(mid.x, p.y), ImVec2(mid.x, p.y + length), c, 2.0f);
+    else dl->AddLine(ImVec2(p.x, mid.y), ImVec2(p.x + length, mid.y), c, 2.0f);
+  }
+  for (int i = -1; i <= 1; ++i) {
+    const float o = float(i) * 5.0f;
+    dl->AddCircleFilled(vertical ? ImVec2(mid.x, mid.y + o) : ImVec2(mid.x + o, mid.y), 1.5f, c);
+  }
+  return active;
+}
+
+void place_dialog(float w, float h, float x, float y, bool centred) {
+  const ImVec2 d = ImGui::GetIO().DisplaySize;
+  const float margin = 8.0f;
+  const ImVec2 most(std::max(1.0f, d.x - 2 * margin), std::max(1.0f, d.y - 2 * margin));
+  const ImVec2 size(std::min(w, most.x), std::min(h, most.y));
+  ImGui::SetNextWindowSize(size, ImGuiCond_Appearing);
+  if (centred) ImGui::SetNextWindowPos(ImVec2(d.x * 0.5f, d.y * 0.5f), ImGuiCond_Appearing, ImVec2(0.5f, 0.5f));
+  else ImGui::SetNextWindowPos(ImVec2(std::clamp(x, margin, d.x - margin - size.x), std::clamp(y, margin, d.y - margin - size.y)), ImGuiCond_Appearing);
+  ImGui::SetNextWindowSizeConstraints(ImVec2(std::min(240.0f, most.x), std::min(120.0f, most.y)), most);
+}
+
+void note_dialog(Viewer& v, const char* name) {
+  // Moved partly out, or left outside when the window shrank: back in.
+  const ImVec2 d = ImGui::GetIO().DisplaySize, p = ImGui::GetWindowPos(), size = ImGui::GetWindowSize();
+  const ImVec2 in(std::clamp(p.x, 0.0f, std::max(0.0f, d.x - size.x)), std::clamp(p.y, 0.0f, std::max(0.0f, d.y - size.y)));
+  if (in.x != p.x || in.y != p.y) ImGui::SetWindowPos(in);
+  v.panels.dialogs.push_back({name, {in.x, in.y, size.x, size.y}});
+}
+
+}  // namespace strata::viewer
