@@ -244,8 +244,7 @@ void draw_attach(Viewer& v) {
     if (!listed && !recording && !a.agents.empty()) a.chosen = a.agents.front().pid;
   }
   const float s = v.scale;
-  ImGui::SetNextWindowSize(ImVec2(780 * s, 470 * s), ImGuiCond_Appearing);
-  ImGui::SetNextWindowPos(ImVec2(io.DisplaySize.x - 790 * s, 40 * s), ImGuiCond_Appearing);
+  place_dialog(780 * s, 470 * s, io.DisplaySize.x - 790 * s, 40 * s, false);
   if (a.focus) ImGui::SetNextWindowFocus(), a.focus = false;
   // The main window's background is the cleared screen: this one floats over it, so it
   // takes the popups' shade and a border.
@@ -258,6 +257,7 @@ void draw_attach(Viewer& v) {
     ImGui::End();
     return;
   }
+  note_dialog(v, "Attach to a running job");
   const bool busy = a.session && a.session->active();
   if (!a.scanned) ImGui::TextDisabled("Looking for jobs running with the Strata agent...");
   else draw_agents(v, a);
@@ -346,7 +346,9 @@ int run_attach_headless(Viewer& v, const AttachRequest& r, const HeadlessRun& ou
     // Mid-recording: once a live read is shown and half the time has passed.
     if (!live_taken && a.session && a.session->active() && a.shown &&
         a.session->seconds() * 2000.0 >= double(std::max<uint64_t>(r.duration_ms, 1000))) {
-      ok = save_outputs(v, {r.live_shot, {}, {}, 0}) && ok;
+      HeadlessRun live;
+      live.shot = r.live_shot;
+      ok = save_outputs(v, live) && ok;
       live_taken = true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(30));

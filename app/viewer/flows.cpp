@@ -3,6 +3,7 @@
 // op's backward op, a CPU range's GPU range), each a click away (render::flows_of).
 #include "app/viewer/viewer.h"
 
+#include "render/elide.h"
 #include "render/flows.h"
 
 #include <imgui.h>
@@ -37,20 +38,34 @@ void draw_flows(Viewer& v, EventId e) {
   for (size_t i = 0; i < flows.size(); ++i) {
     const render::Flow& f = flows[i];
     bool& shown = f.preceding ? preceding_heading : following_heading;
-    if (!shown) ImGui::TextDisabled(f.preceding ? "Came from" : "Led to"), shown = true;
+    if (!shown) {
+      ImGui::TextDisabled(f.preceding ? "Came from" : "Led to");
+      shown = true;
+    }
     const std::string_view name = m.name_of(f.other);
     // "← launch  cudaLaunchKernel": the arrow points the way the work went.
-    std::string label = std::string(f.preceding ? "\xE2\x86\x90 " : "\xE2\x86\x92 ") + render::flow_kind_name(f.kind) + "  " +
-                        std::string(render::short_name(name).substr(0, 80));
+    const std::string label = render::elide_middle(std::string(f.preceding ? "\xE2\x86\x90 " : "\xE2\x86\x92 ") +
+                                                       render::flow_kind_name(f.kind) + "  " + std::string(render::short_name(name).substr(0, 200)),
+                                                   ImGui::GetContentRegionAvail().x, v.metrics);
+    const std::string when = render::format_duration(double(m.ev.dur[f.other])) + " at " + fmt_time(v, double(m.ev.start[f.other]));
+    // One line when it fits, else the time under the name.
+    const ImGuiStyle& st = ImGui::GetStyle();
+    const bool one_line = ImGui::CalcTextSize(label.c_str()).x + st.ItemSpacing.x + ImGui::CalcTextSize(when.c_str()).x <=
+                          ImGui::GetContentRegionAvail().x;
+    const float lines = one_line ? 1.0f : 2.0f;
     ImGui::PushID(int(i));
     const float x0 = ImGui::GetCursorPosX();
-    if (ImGui::Selectable("##flow", false)) go = f.other;
+    if (ImGui::Selectable("##flow", false, 0, ImVec2(0, ImGui::GetTextLineHeight() * lines + st.ItemSpacing.y * (lines - 1))))
+      go = f.other;
     const bool hovered = ImGui::IsItemHovered();
     ImGui::SameLine(x0);
+    ImGui::BeginGroup();
     ImGui::TextUnformatted(label.c_str());
-    ImGui::SameLine();
-    ImGui::TextDisabled("%s at %s", render::format_duration(double(m.ev.dur[f.other])).c_str(),
-                        fmt_time(v, double(m.ev.start[f.other])).c_str());
+    if (one_line) ImGui::SameLine();
+    else ImGui::Indent();
+    ImGui::TextDisabled("%s", when.c_str());
+    if (!one_line) ImGui::Unindent();
+    ImGui::EndGroup();
     ImGui::PopID();
     if (hovered) ImGui::SetTooltip("%.*s\nclick: select it and bring it into view", int(std::min<size_t>(name.size(), 400)), name.data());
   }

@@ -66,7 +66,9 @@ void write_ui(JsonWriter& j, Viewer& v) {
   j.key("crumbs").begin_array();
   for (const std::string& c : v.panels.crumbs) j.value(c);
   j.end_array();
+  j.field("crumbs_w", double(v.panels.crumbs_w));
   j.field("levels_content_h", double(v.panels.levels_content_h)).field("levels_visible_h", double(v.panels.levels_visible_h));
+  j.field("levels_scroll_y", double(v.panels.levels_scroll_y));
   j.field("keymap_open", v.panels.show_keymap).field("history", uint64_t(v.timeline.history.stack.size()));
   j.key("dialogs").begin_array();
   for (const auto& [name, b] : v.panels.dialogs) {

@@ -34,6 +34,7 @@ void draw_breadcrumbs(Viewer& v) {
   std::vector<float> widths;
   for (const std::string& l : labels) widths.push_back(ImGui::CalcTextSize(l.c_str()).x + pad.x * 2);
   const render::PathFit fit = render::fit_path(widths, gap, ImGui::CalcTextSize(hidden_label.c_str()).x + pad.x * 2, room);
+  v.panels.crumbs_w = std::min(fit.width, room);
   if (fit.width > room && labels.size() > 1) {  // even the ends do not fit: the last gives way
     const float last_room = widths.back() - (fit.width - room) - pad.x * 2;
     labels.back() = render::elide_middle(labels.back(), std::max(last_room, 0.0f), v.metrics);
@@ -200,10 +201,16 @@ void draw_levels(Viewer& v) {
       blocks = render::children_of(tl, c, v.trace->annotation ? &v.trace->annotation->reduce_options : nullptr);
     }
   }
-  // As tall as its rows: the panel scrolls when they do not fit.
+  // As tall as its rows: the panel scrolls when they do not fit, to the last row when the
+  // selection gives it other rows.
   ImGui::Dummy(ImVec2(width, y - origin.y));
+  ImGuiStorage* st = ImGui::GetStateStorage();
+  const ImGuiID rows_key = ImGui::GetID("rows");
+  if (st->GetInt(rows_key, 0) != int(rows)) ImGui::SetScrollHereY(1.0f);
+  st->SetInt(rows_key, int(rows));
   v.panels.levels_content_h = y - origin.y;
   v.panels.levels_visible_h = ImGui::GetWindowHeight();
+  v.panels.levels_scroll_y = ImGui::GetScrollY();
   if (clicked.valid()) focus_on(v, clicked);
   else if (clicked_t1 > clicked_t0) animate_to(v, clicked_t0, clicked_t1);
 }

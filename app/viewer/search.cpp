@@ -215,8 +215,7 @@ void draw_search_list(Viewer& v) {
     return;
   }
   note_dialog(v, "search results");
-  ImGui::TextDisabled("%zu name%s, %zu matches; click a name: its longest, then Enter steps through it", s.names.size(),
-                      s.names.size() == 1 ? "" : "s", s.narrowed == kNoStr ? s.matches.size() : s.all.matches.size());
+  ImGui::TextDisabled("%zu name%s; click one: its longest, then Enter steps through it", s.names.size(), s.names.size() == 1 ? "" : "s");
   StrId pick = kNoStr;
   bool pick_all = false;
   const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_BordersInnerV;
@@ -229,6 +228,8 @@ void draw_search_list(Viewer& v) {
     ImGui::TableNextRow();
     ImGui::TableNextColumn();
     if (ImGui::Selectable("All names##all", s.narrowed == kNoStr, ImGuiSelectableFlags_SpanAllColumns)) pick_all = true;
+    ImGui::TableNextColumn();
+    ImGui::Text("%zu", s.narrowed == kNoStr ? s.matches.size() : s.all.matches.size());
     ImGuiListClipper clip;
     clip.Begin(int(s.names.size()));
     while (clip.Step()) {

@@ -173,7 +173,8 @@ struct PanelState {
   // What the last frame drew, for the layout dump.
   Box timeline_box, details_box, bottom_box, crumbs_box;
   std::vector<std::string> crumbs;  // the breadcrumbs shown ("…" stands for a hidden run)
-  float levels_content_h = 0, levels_visible_h = 0;  // the levels view's rows, and the room they had
+  float crumbs_w = 0;               // their width
+  float levels_content_h = 0, levels_visible_h = 0, levels_scroll_y = 0;  // the levels view's rows, their room, the scroll
   std::vector<std::pair<std::string, Box>> dialogs;  // the dialogs drawn this frame
 };
 
