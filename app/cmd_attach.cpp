@@ -131,10 +131,6 @@ int kineto(pid_t pid, sc::RecordOptions opt, int timeout_ms, bool open) {
   return open ? open_in_viewer(opt.output) : 0;
 }
 
-std::string who(const sc::AgentRecording& a) {
-  return "rank " + (a.rank < 0 ? std::string("-") : std::to_string(a.rank)) + " (pid " + std::to_string(a.pid) + ")";
-}
-
 int record_job(pid_t launcher, sc::RecordOptions opt, bool open) {
   std::string error;
   const sc::JobInfo job = sc::job_under(launcher, sc::list_agents(&error));
@@ -147,7 +143,7 @@ int record_job(pid_t launcher, sc::RecordOptions opt, bool open) {
       const sc::AgentRecording& a = m.agents[i];
       if (a.state.empty() || a.state == told[i] || a.done) continue;
       const std::string what = told[i].empty() ? "recording into " + a.output : a.state;
-      std::fprintf(stderr, "strata attach: %s: %s\n", who(a).c_str(), what.c_str());
+      std::fprintf(stderr, "strata attach: %s: %s\n", sc::agent_name(a).c_str(), what.c_str());
       told[i] = a.state;
     }
   };
@@ -160,7 +156,7 @@ int record_job(pid_t launcher, sc::RecordOptions opt, bool open) {
                m->agents.size(), m->agents.size() == 1 ? "" : "s", launcher, m->start_window_ms);
   for (const sc::AgentRecording& a : m->agents) {
     const std::string what = a.error.empty() ? sc::describe(a.result) + " in " + a.output : a.error;
-    std::fprintf(stderr, "strata attach: %s: %s\n", who(a).c_str(), what.c_str());
+    std::fprintf(stderr, "strata attach: %s: %s\n", sc::agent_name(a).c_str(), what.c_str());
   }
   std::fprintf(stderr, "strata attach: %s\n", sc::open_job_hint(opt.output_dir).c_str());
   std::printf("%s\n", opt.output_dir.c_str());

@@ -37,6 +37,11 @@ void write_panels(JsonWriter& j, Viewer& v) {
     write_summary_panel_fields(j, *v.trace->annotation);
     j.end_object();
   }
+  if (v.timeline.range.active) {
+    j.key("range").begin_object();
+    write_range_fields(j, v.timeline.range.figures);
+    j.end_object();
+  }
   const render::ItemRef sel = v.sel.hl.selected;
   if (sel.valid()) {
     j.key("details").begin_object();
@@ -63,6 +68,7 @@ void write_ui(JsonWriter& j, Viewer& v) {
   if (v.panels.show_details) box("details", v.panels.details_box);
   if (v.panels.show_levels) box("bottom", v.panels.bottom_box);
   box("crumbs_area", v.panels.crumbs_box);
+  box("search_bar", v.search.box);
   j.key("crumbs").begin_array();
   for (const std::string& c : v.panels.crumbs) j.value(c);
   j.end_array();
@@ -196,6 +202,9 @@ int run_headless(Viewer& v, const HeadlessRun& run) {
     if (!r.valid()) std::fprintf(stderr, "strata view: --focus '%s' matched nothing\n", run.focus.c_str());
     else focus_on(v, r);
   }
+  double from = 0, to = 0;
+  if (!run.range.empty() && std::sscanf(run.range.c_str(), "%lf:%lf", &from, &to) == 2)
+    set_range(v, v.trace->model->time_begin + Ns(from * 1e6), v.trace->model->time_begin + Ns(to * 1e6));
   if (!run.keys.empty() && !press_keys(v, run.keys)) return 2;
   if (run.bench_frames > 0) {
     // Scripted zoom from the whole trace down to one kernel (the longest GPU op near the

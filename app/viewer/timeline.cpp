@@ -144,7 +144,8 @@ void draw_timeline(Viewer& v, float x, float y, float w, float h) {
 
   // Input: wheel zooms at the cursor; shift+wheel scrolls; horizontal wheel pans.
   float content_h = tl.content_height(v.timeline.rows);
-  if (hovered_window && (in_area || in_ruler)) {
+  const bool measuring = handle_range_input(v, area_x, in_area, in_ruler, hovered_window);
+  if (hovered_window && (in_area || in_ruler) && !measuring) {
     if (io.MouseWheel != 0) {
       v.timeline.animating = false;
       if (io.KeyShift) v.timeline.scroll_y -= io.MouseWheel * 60.0f * s;
@@ -157,7 +158,7 @@ void draw_timeline(Viewer& v, float x, float y, float w, float h) {
       v.timeline.drag_total = 0;
     }
   }
-  if (v.timeline.dragging) {
+  if (v.timeline.dragging && !measuring) {
     if (ImGui::IsMouseDown(ImGuiMouseButton_Left) || ImGui::IsMouseDown(ImGuiMouseButton_Right) ||
         ImGui::IsMouseDown(ImGuiMouseButton_Middle)) {
       ImVec2 d = io.MouseDelta;
@@ -296,15 +297,18 @@ void draw_timeline(Viewer& v, float x, float y, float w, float h) {
     dl->AddText(ImVec2(x + 6 * s, y + 5 * s), IM_COL32(150, 152, 160, 255), span.c_str());
   }
 
+  draw_range_overlay(v, area_x, area_w, y, rows_y, y + h);
   // Hover: cursor line, tooltip; click selects, double-click zooms, click on a fold expands.
   v.timeline.hovered = {};
   v.timeline.hovered_fold = 0;
+  draw_counter_lanes(v, area_x, rows_y, area_w, hovered_window && in_area && !v.timeline.dragging);
   if (hovered_window && in_area && !v.timeline.dragging) {
     v.timeline.hovered = tl.hit(fl, mouse.x - area_x, mouse.y - rows_y, &v.timeline.hovered_fold);
     dl->AddLine(ImVec2(mouse.x, y), ImVec2(mouse.x, y + h), IM_COL32(255, 255, 255, 50));
     if (v.timeline.hovered.valid()) draw_tooltip(v, v.timeline.hovered, v.timeline.hovered_fold);
   }
-  if (hovered_window && in_area && ImGui::IsMouseReleased(ImGuiMouseButton_Left) && v.timeline.drag_total <= 3.0f) {
+  if (hovered_window && in_area && !measuring && ImGui::IsMouseReleased(ImGuiMouseButton_Left) && v.timeline.drag_total <= 3.0f) {
+    clear_range(v);
     ItemRef r = tl.hit(fl, mouse.x - area_x, mouse.y - rows_y, &v.timeline.hovered_fold);
     if (r.valid() && v.timeline.hovered_fold > 1) {
       // Expand a fold: zoom to the run it stands for.

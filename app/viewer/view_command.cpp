@@ -28,6 +28,7 @@ void usage_view(FILE* out) {
   std::fputs("usage: strata view [FILE] [--screenshot OUT.png] [--size WxH] [--focus \"Iteration 3/...\"]\n"
              "                   [--dump-layout OUT.json] [--bench-frames N] [--no-details] [--no-levels]\n"
              "                   [--tab levels|summary|job] [--keys \"?,Esc\"]   (keys pressed after the focus)\n"
+             "                   [--range A:B]   (a measured range, in ms from the trace's start)\n"
              "                   [--attach PID [--duration S | --iterations N] [-o FILE] [--live-screenshot OUT.png]]\n"
              "                   [--attach-dialog]   (File > Attach, scripted)\n"
              "       strata view DIR | FILE1 FILE2 ... [the options above]   (a job: one trace per rank)\n",
@@ -58,6 +59,14 @@ int run_view(int argc, char** argv) {
     } else if (a == "--size") {
       const char* p = next();
       if (!p || !parse_size(p, width, height)) return std::fprintf(stderr, "strata view: --size WxH, e.g. 1920x1080\n"), 2;
+    } else if (a == "--range") {
+      const char* p = next();
+      if (!p) return usage_view(stderr), 2;
+      run.range = p;
+    } else if (a == "--range") {
+      const char* p = next();
+      if (!p) return usage_view(stderr), 2;
+      run.range = p;
     } else if (a == "--focus") {
       const char* p = next();
       if (!p) return usage_view(stderr), 2;

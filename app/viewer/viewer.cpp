@@ -165,7 +165,8 @@ void draw_ui(Viewer& v) {
       ImGui::SetCursorPos(ImVec2(origin.x + tl_w + gap_x, origin.y));
       ImGui::BeginChild("details", ImVec2(details_w, tl_h), true);
       v.panels.details_box = {ImGui::GetWindowPos().x, ImGui::GetWindowPos().y, details_w, tl_h};
-      draw_details(v);
+      if (v.timeline.range.active) draw_range_details(v);  // a measured range, until it is cleared
+      else draw_details(v);
       ImGui::EndChild();
     }
     if (v.panels.show_levels) {

@@ -7,6 +7,8 @@
 //   timeline.cpp   the timeline: ruler, gutter, items, arrows, zoom/pan/select input
 //   keys.cpp       keys: the window's (Esc closes what is open, `?`) and the timeline's
 //   help.cpp       the key map and the colour legend (`?`)
+//   counters.cpp   memory and counter lanes: axis, peak, value under the cursor
+//   range.cpp      measuring a range of time, flags on the ruler
 //   levels.cpp     the Hotline-style levels view and the breadcrumbs
 //   details.cpp    the details panel
 //   flows.cpp      the details panel's flows: what the selection came from and led to
@@ -125,6 +127,17 @@ struct AttachStateDelete {
   void operator()(AttachState* a) const;  // attach.cpp: stops a recording in progress first
 };
 
+// A measured stretch of time and the flags dropped on the ruler.
+struct RangeState {
+  bool active = false;        // a range is measured (its figures are current)
+  double t0 = 0, t1 = 0;
+  RangeFigures figures;
+  std::vector<double> flags;  // times, sorted
+  bool dragging = false, from_ruler = false;
+  double anchor = 0;          // where the drag began
+  float drag_px = 0;
+};
+
 // Where the person is on the timeline and what the last frame laid out.
 struct TimelineState {
   render::TimeView view;
@@ -141,6 +154,7 @@ struct TimelineState {
   // Animation of the view towards a target (double-click, F, breadcrumbs).
   bool animating = false;
   double anim_t0 = 0, anim_t1 = 0;
+  RangeState range;
 };
 
 // The selected item and what the panels show of it.
@@ -228,6 +242,15 @@ void select(Viewer& v, render::ItemRef r, bool fit);
 void focus_on(Viewer& v, render::ItemRef r);  // select and zoom to it
 void animate_to(Viewer& v, double t0, double t1);
 void update_metrics(Viewer& v);
+// range.cpp: measuring a range (Shift+drag, or a drag on the ruler) and flags on the ruler.
+// handle_range_input returns true when it took the mouse (no pan, no selection then).
+bool handle_range_input(Viewer& v, float area_x, bool in_area, bool in_ruler, bool hovered_window);
+void draw_range_overlay(Viewer& v, float area_x, float area_w, float ruler_y, float rows_y, float bottom);
+void draw_range_details(Viewer& v);
+void clear_range(Viewer& v);
+void set_range(Viewer& v, Ns t0, Ns t1);  // measures [t0, t1] (either order)
+// counters.cpp: the memory and counter lanes' axis, peak and value under the cursor.
+void draw_counter_lanes(Viewer& v, float area_x, float rows_y, float area_w, bool hovered);
 // keys.cpp: the timeline's keys; `mouse_x` in the timeline area when `mouse_in`.
 void handle_keys(Viewer& v, float mouse_x, bool mouse_in);
 void handle_window_keys(Viewer& v);  // before anything is drawn: Esc on what is open, `?`
@@ -295,6 +318,7 @@ void start_attach(Viewer& v, const AttachRequest& r);
 // and the layout dump; the --focus path is selected on the first live view.
 struct HeadlessRun {
   std::string shot, dump, focus;  // --screenshot, --dump-layout, --focus
+  std::string range;              // --range A:B (ms from the trace's start): a measured range
   std::string keys;               // --keys: pressed after the focus, as a person would ("?,Esc", "/,conv,Enter")
   int bench_frames = 0;           // --bench-frames
 };

@@ -249,6 +249,7 @@ struct RangeFigures {
 RangeFigures range_figures(const TraceModel& m, const Annotation& a, Ns t0, Ns t1);
 std::string range_text(const RangeFigures& r);
 std::string range_json(const RangeFigures& r);
+void write_range_fields(JsonWriter& w, const RangeFigures& r);  // into an open object
 
 // A range that marks time on the training loop's thread (a ProfilerStep, a user annotation):
 // its work may run on other threads (autograd's), so it owns what runs in its time anywhere.

@@ -89,7 +89,14 @@ RangeFigures range_figures(const TraceModel& m, const Annotation& a, Ns t0, Ns t
 
 std::string range_json(const RangeFigures& r) {
   JsonWriter w;
-  w.begin_object().field("begin_ns", r.begin).field("end_ns", r.end).field("duration_ns", r.end - r.begin);
+  w.begin_object();
+  write_range_fields(w, r);
+  w.end_object();
+  return w.str() + "\n";
+}
+
+void write_range_fields(JsonWriter& w, const RangeFigures& r) {
+  w.field("begin_ns", r.begin).field("end_ns", r.end).field("duration_ns", r.end - r.begin);
   w.key("utilization").begin_array();
   for (const DeviceUtil& u : r.utilization)
     w.begin_object().field("device", int64_t(u.device)).field("busy_ns", u.busy).field("utilization", u.elapsed ? double(u.busy) / double(u.elapsed) : 0.0)
@@ -100,8 +107,6 @@ std::string range_json(const RangeFigures& r) {
     for (const NameStat& s : *list) w.begin_object().field("name", s.name).field("count", s.count).field("time_ns", s.total).end_object();
     w.end_array();
   }
-  w.end_object();
-  return w.str() + "\n";
 }
 
 std::string range_text(const RangeFigures& r) {
