@@ -257,7 +257,8 @@ void draw_search_list(Viewer& v) {
     }
     ImGui::EndTable();
   }
-  const bool inside = ImGui::IsWindowHovered(ImGuiHoveredFlags_RootAndChildWindows);
+  // (A row being pressed is the active item: it must not count as elsewhere.)
+  const bool inside = ImGui::IsWindowHovered(ImGuiHoveredFlags_RootAndChildWindows | ImGuiHoveredFlags_AllowWhenBlockedByActiveItem);
   ImGui::End();
   if (pick_all) widen(s), s.list_open = false;
   if (pick != kNoStr) {
