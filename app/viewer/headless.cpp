@@ -53,7 +53,7 @@ void write_panels(JsonWriter& j, Viewer& v) {
 
 // What a person sees around the timeline: where the panels are (the splitters' doing), the
 // breadcrumbs shown, the levels view's rows, the search and its results list, the selection's
-// flows, the key map and the dialogs drawn, and how far back the view can go.
+// flows, the key map, and how far back the view can go.
 void write_ui(JsonWriter& j, Viewer& v) {
   auto box = [&](std::string_view name, const Box& b) {
     j.key(name).begin_object();
@@ -76,13 +76,6 @@ void write_ui(JsonWriter& j, Viewer& v) {
   j.field("levels_content_h", double(v.panels.levels_content_h)).field("levels_visible_h", double(v.panels.levels_visible_h));
   j.field("levels_scroll_y", double(v.panels.levels_scroll_y));
   j.field("keymap_open", v.panels.show_keymap).field("history", uint64_t(v.timeline.history.stack.size()));
-  j.key("dialogs").begin_array();
-  for (const auto& [name, b] : v.panels.dialogs) {
-    j.begin_object().field("name", std::string_view(name));
-    j.field("x", double(b.x)).field("y", double(b.y)).field("w", double(b.w)).field("h", double(b.h));
-    j.end_object();
-  }
-  j.end_array();
   const SearchState& s = v.search;
   j.key("search").begin_object();
   j.field("query", std::string_view(s.query)).field("matches", uint64_t(s.matches.size())).field("current", s.current);
@@ -133,6 +126,14 @@ std::string dump_layout(Viewer& v, const ImageStats* img) {
   j.field("rows", uint64_t(fl.rows.size())).field("items", uint64_t(fl.items.size()));
   j.field("rects", uint64_t(fl.rects.size())).field("folded", uint64_t(fl.folded_items)).field("labels", uint64_t(fl.labels));
   j.field("layout_ms", v.timeline.layout_ms);
+  // The dialogs (and lists over the panels) the last frame drew, with or without a trace.
+  j.key("dialogs").begin_array();
+  for (const auto& [name, b] : v.panels.dialogs) {
+    j.begin_object().field("name", std::string_view(name));
+    j.field("x", double(b.x)).field("y", double(b.y)).field("w", double(b.w)).field("h", double(b.h));
+    j.end_object();
+  }
+  j.end_array();
   if (v.trace) {
     render::Timeline& tl = v.trace->timeline;
     j.key("sections").begin_array();

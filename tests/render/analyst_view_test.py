@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The viewer as a person uses it, headless: `strata view FILE --keys ...` presses keys through
-the window's key events, and the layout dump (`ui`) says what came of them. At 1600x900 and
+the window's key events, and the layout dump (`ui`, `dialogs`) says what came of them. At 1600x900 and
 1024x700: the panels, the breadcrumbs, the dialogs and the search's list fit the window; the
 levels view scrolls; `?` opens the key map and Esc closes it without going back; Esc closes
 File > Open alone; Backspace and Alt+Left go back; U selects the parent; the search lists
@@ -74,8 +74,8 @@ for size in ("1600x900", "1024x700"):
     assert hist >= 1, focused["ui"]
     d = view(train, size, "?", shot=True)
     assert d["ui"]["keymap_open"], d["ui"]
-    keymap = [x for x in d["ui"]["dialogs"] if x["name"] == "Keys and colours"]
-    assert keymap, d["ui"]["dialogs"]
+    keymap = [x for x in d["dialogs"] if x["name"] == "Keys and colours"]
+    assert keymap, d["dialogs"]
     inside(keymap[0], d["ui"]["window"], "key map")
     d = view(train, size, "?,Esc")
     assert not d["ui"]["keymap_open"] and d["ui"]["history"] == hist, d["ui"]
@@ -86,11 +86,11 @@ for size in ("1600x900", "1024x700"):
 
     # File > Open stays inside the window; Esc closes it alone.
     d = view(train, size, "Ctrl+O", shot=True)
-    dialog = [x for x in d["ui"]["dialogs"] if x["name"] == "Open trace"]
-    assert dialog, d["ui"]["dialogs"]
+    dialog = [x for x in d["dialogs"] if x["name"] == "Open trace"]
+    assert dialog, d["dialogs"]
     inside(dialog[0], d["ui"]["window"], "Open trace")
     d = view(train, size, "Ctrl+O,Esc")
-    assert not d["ui"]["dialogs"] and d["ui"]["history"] == hist, d["ui"]
+    assert not d["dialogs"] and d["ui"]["history"] == hist, d["ui"]
     assert (d["view_t0"], d["view_t1"]) == (focused["view_t0"], focused["view_t1"])
 
 # Back as in a browser: Esc, Backspace and Alt+Left each step the view back.
@@ -113,8 +113,8 @@ assert totals == sorted(totals, reverse=True), totals
 for n in s["names"]:
     assert "conv" in n["name"].lower(), n
     assert n["longest_ns"] <= n["total_ns"] <= n["count"] * n["longest_ns"], n
-lst = [x for x in d["ui"]["dialogs"] if x["name"] == "search results"]
-assert lst, d["ui"]["dialogs"]
+lst = [x for x in d["dialogs"] if x["name"] == "search results"]
+assert lst, d["dialogs"]
 inside(lst[0], d["ui"]["window"], "search results")
 # Esc in the box clears the search and does nothing else.
 d = view(train, "1024x700", "/,conv,Esc")
@@ -140,6 +140,15 @@ assert d["sections"] and d["ui"]["search"]["query"] == "" and d["ui"]["search"][
 d = view(a, "1024x700", "/,conv,Ctrl+O,Down,Down,Enter,Ctrl+O,Down,Enter", focus="")
 s = d["ui"]["search"]
 assert s["query"] == "conv" and s["matches"] > 0 and not s["list_open"], s
+
+# File > Attach in a window smaller than the dialog: it fits, and stays inside.
+r = subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 700x500x24", strata, "view", "--attach-dialog", "--size", "700x500",
+                    "--dump-layout", os.path.join(out, "attach.json")], env=env, capture_output=True, text=True, timeout=120)
+assert r.returncode == 0, r.stderr
+d = json.load(open(os.path.join(out, "attach.json")))
+attach = [x for x in d["dialogs"] if x["name"] == "Attach to a running job"]
+assert attach, d["dialogs"]
+inside(attach[0], {"w": 700, "h": 500}, "Attach")
 
 # Forward op -> backward op, when the trace links them (fwdbwd flows).
 fwdbwd = os.path.join(traces, "hta-resnet-v100-fwdbwd.pt.trace.json.gz") if traces else ""
