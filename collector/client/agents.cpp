@@ -132,7 +132,8 @@ std::vector<AgentInfo> list_agents(std::string* error) {
     if (name.size() <= 5 || name.compare(name.size() - 5, 5, ".sock") != 0) continue;
     char* end = nullptr;
     const long pid = std::strtol(name.c_str(), &end, 10);
-    if (pid > 0 && pid <= INT_MAX && std::string(end) == ".sock") statuses.emplace_back(static_cast<pid_t>(pid), status_request());
+    if (pid > 0 && pid <= INT_MAX && std::string(end) == ".sock")
+      statuses.emplace_back(static_cast<pid_t>(pid), status_request());
   }
   ::closedir(d);
   std::vector<std::string> errors;
@@ -218,6 +219,11 @@ std::string describe(const RecordResult& r) {
   return s;
 }
 
+std::string agent_name(const AgentRecording& a) {
+  const std::string pid = std::to_string(a.pid);
+  return a.rank < 0 ? "pid " + pid : "rank " + std::to_string(a.rank) + " (pid " + pid + ")";
+}
+
 bool MultiRecording::finished() const {
   return std::all_of(agents.begin(), agents.end(), [](const AgentRecording& a) { return a.done && a.error.empty(); });
 }
@@ -226,23 +232,24 @@ MultiRecording record_agents(const std::vector<pid_t>& pids, const RecordOptions
                              const std::function<void(const MultiRecording&)>& progress) {
   MultiRecording m;
   std::vector<uint64_t> finished_before(pids.size(), 0);
-  std::vector<std::pair<pid_t, Message>> starts;
+  std::vector<std::pair<pid_t, Message>> statuses, starts;
+  for (pid_t pid : pids) statuses.emplace_back(pid, status_request());
+  std::vector<std::string> errors;
+  const auto before = agent_requests(statuses, kRequestTimeoutMs, errors);
   std::vector<size_t> started;  // indices into m.agents, in the order of `starts`
   for (size_t i = 0; i < pids.size(); ++i) {
     AgentRecording& a = m.agents.emplace_back();
     a.pid = pids[i];
-    auto before = agent_request(a.pid, status_request(), kRequestTimeoutMs, &a.error);
-    if (before && is_error(*before)) a.error = error_text(*before);
-    if (before && !is_error(*before) && read_count(*before, "recordings", finished_before[i], &a.error)) {
-      a.rank = reply_rank(*before, "rank");
+    a.error = before[i] ? error_text(*before[i]) : errors[i];
+    if (before[i] && a.error.empty() && read_count(*before[i], "recordings", finished_before[i], &a.error)) {
+      a.rank = reply_rank(*before[i], "rank");
       starts.emplace_back(a.pid, start_request(opt));
       started.push_back(i);
     } else {
-      fail(a, a.error);
+      fail(a, a.error.empty() ? "no reply" : a.error);
     }
   }
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<std::string> errors;
   const auto replies = agent_requests(starts, kRequestTimeoutMs, errors);
   m.start_window_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   for (size_t k = 0; k < started.size(); ++k) {
@@ -276,7 +283,7 @@ MultiRecording record_agents(const std::vector<pid_t>& pids, const RecordOptions
           fail(m.agents[stopping[k]], error_text(*stopped[k]));
       }
     }
-    std::vector<std::pair<pid_t, Message>> statuses;
+    statuses.clear();
     std::vector<size_t> asked;
     for (size_t i : running) {
       if (m.agents[i].done) continue;  // its stop failed

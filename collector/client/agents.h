@@ -75,10 +75,13 @@ struct AgentRecording {
   RecordResult result;    // once finished
 };
 
+// "rank 3 (pid 1234)", or "pid 1234" for an agent without a rank.
+std::string agent_name(const AgentRecording& a);
+
 struct MultiRecording {
   std::vector<AgentRecording> agents;  // in the order asked for
-  // From the first start request written to the last reply read: every agent that started
-  // received its request, and began recording or armed its iteration trigger, inside this window.
+  // From the first connection for the start requests to the last reply read: every agent that
+  // started received its request, and began recording or armed its iteration trigger, inside it.
   double start_window_ms = 0;
   bool finished() const;  // every agent finished without error
 };

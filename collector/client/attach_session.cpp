@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+
 #include "client/options.h"
 
 namespace strata::collector {
@@ -13,6 +15,7 @@ void AgentScan::refresh() {
   pending_ = std::async(std::launch::async, [] {
     Found f;
     f.agents = list_agents(&f.error);
+    f.jobs = group_jobs(f.agents);
     return f;
   });
 }
@@ -21,12 +24,25 @@ void AgentScan::refresh_if_due(SteadyClock::time_point now) {
   if (!started_ || now - last_ >= interval_) refresh();
 }
 
-bool AgentScan::take(std::vector<AgentInfo>& agents, std::string& error) {
-  if (!running() || pending_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return false;
-  Found f = pending_.get();
-  agents = std::move(f.agents);
-  error = std::move(f.error);
+std::optional<AgentScan::Found> AgentScan::take_found() {
+  if (!running() || pending_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return std::nullopt;
   last_ = SteadyClock::now();  // the interval counts from the answer: a slow agent is not asked back to back
+  return pending_.get();
+}
+
+bool AgentScan::take(std::vector<AgentInfo>& agents, std::string& error) {
+  auto f = take_found();
+  if (!f) return false;
+  agents = std::move(f->agents);
+  error = std::move(f->error);
+  return true;
+}
+
+bool AgentScan::take(std::vector<JobInfo>& jobs, std::string& error) {
+  auto f = take_found();
+  if (!f) return false;
+  jobs = std::move(f->jobs);
+  error = std::move(f->error);
   return true;
 }
 
@@ -55,12 +71,53 @@ AttachSession::~AttachSession() {
 }
 
 bool AttachSession::start(pid_t pid, RecordOptions opt, std::string* error) {
+  opt.output = opt.output.empty() ? attach_output_name(pid) : absolute_path(opt.output);
+  opt.output_dir.clear();
+  return launch(pid, std::move(opt), [this, pid](std::string& err) {
+    auto progress = [this](const std::string& line) {
+      std::lock_guard<std::mutex> lock(mu_);
+      lines_.push_back(line);
+    };
+    return record_from_agent(pid, opt_, &cancel_, progress, &err);
+  }, error);
+}
+
+bool AttachSession::start_job(const JobInfo& job, RecordOptions opt, std::string* error) {
+  const std::string dir = opt.output_dir;
+  opt.output_dir = dir.empty() ? timestamped_name("strata-job-" + std::to_string(job.launcher), "") : absolute_path(dir);
+  opt.output.clear();
+  return launch(job.launcher, std::move(opt), [this, job](std::string& err) { return run_job(job, err); }, error);
+}
+
+std::optional<RecordResult> AttachSession::run_job(const JobInfo& job, std::string& error) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    lines_.push_back("recording the " + std::to_string(job.agents.size()) + " agents of job " +
+                     std::to_string(job.launcher) + " into " + opt_.output_dir);
+  }
+  auto progress = [this](const MultiRecording& m) {
+    std::lock_guard<std::mutex> lock(mu_);
+    agents_ = m.agents;
+  };
+  const auto m = record_job(job, opt_, &cancel_, progress, &error);
+  if (!m) return std::nullopt;
+  RecordResult sum;
+  sum.output = opt_.output_dir;
+  for (const AgentRecording& a : m->agents) {
+    sum.events += a.result.events;
+    sum.dropped += a.result.dropped;
+    if (!a.error.empty()) error += (error.empty() ? "" : "; ") + agent_name(a) + ": " + a.error;
+  }
+  if (!m->finished()) return std::nullopt;
+  return sum;
+}
+
+bool AttachSession::launch(pid_t pid, RecordOptions opt, Work work, std::string* error) {
   if (active()) {
     *error = "a recording is in progress (pid " + std::to_string(pid_) + ")";
     return false;
   }
   if (worker_.joinable()) worker_.join();
-  opt.output = opt.output.empty() ? attach_output_name(pid) : absolute_path(opt.output);
   pid_ = pid;
   opt_ = std::move(opt);
   follow_ = LiveFollow(follow_.interval());
@@ -70,18 +127,15 @@ bool AttachSession::start(pid_t pid, RecordOptions opt, std::string* error) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     lines_.clear();
+    agents_.clear();
     error_.clear();
     result_ = {};
     started_ = ended_ = SteadyClock::now();
   }
   state_.store(State::Recording);
-  worker_ = std::thread([this] {
+  worker_ = std::thread([this, work = std::move(work)] {
     std::string err;
-    auto progress = [this](const std::string& line) {
-      std::lock_guard<std::mutex> lock(mu_);
-      lines_.push_back(line);
-    };
-    const auto r = record_from_agent(pid_, opt_, &cancel_, progress, &err);
+    const auto r = work(err);
     {
       std::lock_guard<std::mutex> lock(mu_);
       ended_ = SteadyClock::now();
@@ -110,7 +164,7 @@ bool AttachSession::worth_final_read() const {
 
 AttachSession::Action AttachSession::next(SteadyClock::time_point now, bool loading) {
   if (active())
-    return follow_.due(now, loading, [this] { return file_size(opt_.output); }) ? Action::Reload : Action::None;
+    return follow_.due(now, loading, [this] { return output_size(); }) ? Action::Reload : Action::None;
   if (!worth_final_read() || final_asked_ || loading) return Action::None;
   final_asked_ = true;
   return Action::FinalLoad;
@@ -122,6 +176,19 @@ bool AttachSession::done() const {
 }
 
 void AttachSession::shown(uint64_t events) { events_shown_ = events; }
+
+int64_t AttachSession::output_size() const {
+  if (!is_job()) return file_size(opt_.output);
+  int64_t total = 0;  // the job's files together: any rank's growth is worth a reload
+  for (const std::string& name : rank_files(opt_.output_dir))
+    total += std::max<int64_t>(0, file_size(opt_.output_dir + "/" + name));
+  return total;
+}
+
+std::vector<AgentRecording> AttachSession::agents() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return agents_;
+}
 
 std::vector<std::string> AttachSession::lines() const {
   std::lock_guard<std::mutex> lock(mu_);

@@ -11,31 +11,38 @@
 #include <functional>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "client/agents.h"
+#include "client/jobs.h"
 
 namespace strata::collector {
 
 using SteadyClock = std::chrono::steady_clock;
 
-// list_agents off the caller's thread, again every `interval` while someone looks.
+// list_agents off the caller's thread, again every `interval` while someone looks; the agents
+// come grouped into jobs too (group_jobs, which reads /proc, also off the caller's thread).
 class AgentScan {
  public:
   explicit AgentScan(SteadyClock::duration interval = std::chrono::seconds(2)) : interval_(interval) {}
   void refresh();                             // starts a scan now, unless one is running
   void refresh_if_due(SteadyClock::time_point now);
   bool running() const { return pending_.valid(); }
-  // Takes a finished scan's result; false while none has finished since the last call.
+  // Takes a finished scan's result, as agents or as jobs; false while none has finished since
+  // the last call.
   bool take(std::vector<AgentInfo>& agents, std::string& error);
+  bool take(std::vector<JobInfo>& jobs, std::string& error);
 
  private:
   struct Found {
     std::vector<AgentInfo> agents;
+    std::vector<JobInfo> jobs;
     std::string error;
   };
+  std::optional<Found> take_found();
   SteadyClock::duration interval_;
   SteadyClock::time_point last_{};
   bool started_ = false;
@@ -63,10 +70,11 @@ int64_t file_size(const std::string& path);  // -1 when it cannot be read
 // ./strata-PID-YYYYmmdd-HHMMSS.pt.trace.json, absolute.
 std::string attach_output_name(pid_t pid);
 
-// One recording from a running agent, followed live:
+// One recording from a running agent, or from every agent of a job, followed live:
 //   Idle -> Recording -> (stop: Stopping) -> Finished | Failed
-// next() says when the caller should re-read the growing file, and asks once for the
-// final read when the file is complete (or, after a failure, when part of it was shown).
+// next() says when the caller should re-read the growing file (a job: its directory, whose files
+// grow together), and asks once for the final read when the recording is complete (or, after a
+// failure, when part of it was shown).
 class AttachSession {
  public:
   enum class State { Idle, Recording, Stopping, Finished, Failed };
@@ -79,6 +87,10 @@ class AttachSession {
 
   // Starts record_from_agent on a worker thread; false (with `error`) when a recording runs.
   bool start(pid_t pid, RecordOptions opt, std::string* error);
+  // Starts record_job on a worker thread: every agent of `job` into opt.output_dir (default
+  // ./strata-job-LAUNCHER-YYYYmmdd-HHMMSS), one file per rank. Finished when every rank finished;
+  // Failed, with each failed rank named in error(), when any did not.
+  bool start_job(const JobInfo& job, RecordOptions opt, std::string* error);
   void stop();  // asks the agent to stop early; the file is still completed
   // Called once a frame. `loading`: a read of the file is in flight.
   Action next(SteadyClock::time_point now, bool loading);
@@ -88,16 +100,24 @@ class AttachSession {
 
   State state() const { return state_.load(); }
   bool active() const { return state() == State::Recording || state() == State::Stopping; }
-  pid_t pid() const { return pid_; }
-  const std::string& output() const { return opt_.output; }
+  pid_t pid() const { return pid_; }  // the agent's, or the job's launcher
+  bool is_job() const { return !opt_.output_dir.empty(); }
+  // The trace file, or for a job the directory to open as one job (strata DIR).
+  const std::string& output() const { return is_job() ? opt_.output_dir : opt_.output; }
+  // A job's agents as last polled: rank, file, state, records so far, error (empty for one agent).
+  std::vector<AgentRecording> agents() const;
   std::vector<std::string> lines() const;
   std::string error() const;
-  RecordResult result() const;
+  RecordResult result() const;  // a job's: events and drops summed over its ranks, output its directory
   uint64_t events_shown() const { return events_shown_; }
   double seconds() const;  // since start, frozen when the recording ends
 
  private:
   bool worth_final_read() const;
+  using Work = std::function<std::optional<RecordResult>(std::string& error)>;
+  bool launch(pid_t pid, RecordOptions opt, Work work, std::string* error);
+  std::optional<RecordResult> run_job(const JobInfo& job, std::string& error);
+  int64_t output_size() const;
 
   LiveFollow follow_;
   pid_t pid_ = 0;
@@ -105,8 +125,9 @@ class AttachSession {
   std::atomic<State> state_{State::Idle};
   std::atomic<bool> cancel_{false};
   std::thread worker_;
-  mutable std::mutex mu_;  // guards lines_, error_, result_, ended_
+  mutable std::mutex mu_;  // guards lines_, error_, result_, ended_, agents_
   std::vector<std::string> lines_;
+  std::vector<AgentRecording> agents_;
   std::string error_;
   RecordResult result_;
   SteadyClock::time_point started_{}, ended_{};

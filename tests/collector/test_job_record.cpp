@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "child_process.h"
+#include "client/attach_session.h"
 #include "client/jobs.h"
 #include "helpers.h"
 #include "json_check.h"
@@ -44,6 +45,17 @@ std::vector<std::string> launcher(const std::vector<std::string>& rank_env, cons
   std::string script;
   for (const std::string& env : rank_env) script += env + " " + STRATA_SIM_JOB + " " + sim_args + " & ";
   return {"/bin/sh", "-c", script + "wait"};
+}
+
+// `strata record OPTIONS -- LAUNCHER` run to its end, which must be a success.
+void record_launcher(ChildProcess& record, const std::vector<std::string>& options, const std::vector<std::string>& sh) {
+  std::vector<std::string> argv = {STRATA_CLI, "record"};
+  argv.insert(argv.end(), options.begin(), options.end());
+  argv.push_back("--");
+  argv.insert(argv.end(), sh.begin(), sh.end());
+  REQUIRE(record.start(argv, {}, is_rank_or_agent_variable));
+  REQUIRE(record.wait(30000));
+  CHECK_MESSAGE(record.exit_status() == 0, record.err());
 }
 
 // What one rank's file says about itself and when its events ran (ns, the simulator's clock,
@@ -140,13 +152,9 @@ TEST_CASE("strata record -o DIR/ -- LAUNCHER: one file per rank, named and label
   std::ofstream(out + "/notes.txt") << "mine";
   const auto sh = launcher({"RANK=0 WORLD_SIZE=3", "RANK=1 WORLD_SIZE=3", "RANK=2 WORLD_SIZE=3"},
                            "--range iteration --iterations 5 --kernels 5");
-  std::vector<std::string> argv = {STRATA_CLI, "record", "-o", out + "/", "--"};
-  argv.insert(argv.end(), sh.begin(), sh.end());
   ChildProcess job;
-  REQUIRE(job.start(argv, {}, is_rank_or_agent_variable));
-  REQUIRE(job.wait(30000));
+  record_launcher(job, {"-o", out + "/"}, sh);
   INFO("stderr: " << job.err());
-  CHECK(job.exit_status() == 0);
   CHECK(job.err().find("removed 1 trace of an earlier recording") != std::string::npos);
   CHECK(job.err().find("3 traces written to " + out) != std::string::npos);
   CHECK(job.err().find("strata summary " + out) != std::string::npos);
@@ -174,13 +182,9 @@ TEST_CASE("strata record -o DIR/ --gzip: a rank from Open MPI's variables, pid-P
   JobTest t;
   const std::string out = t.dir / "run";
   const auto sh = launcher({"OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2", ""}, "--iterations 3 --kernels 2");
-  std::vector<std::string> argv = {STRATA_CLI, "record", "--gzip", "-o", out + "/", "--"};
-  argv.insert(argv.end(), sh.begin(), sh.end());
   ChildProcess job;
-  REQUIRE(job.start(argv, {}, is_rank_or_agent_variable));
-  REQUIRE(job.wait(30000));
+  record_launcher(job, {"--gzip", "-o", out + "/"}, sh);
   INFO("stderr: " << job.err());
-  CHECK(job.exit_status() == 0);
   const std::vector<pid_t> pids = wait_ready(job, 2, 0);
   REQUIRE(pids.size() == 2);
   const std::vector<std::string> files = rank_files(out);
@@ -298,5 +302,55 @@ TEST_CASE("record_job --iterations: ranks in lockstep record the same iterations
     recorded.insert(f.iterations);
   }
   CHECK_MESSAGE(recorded.size() == 1, "the ranks recorded different iterations");
+  CHECK(sh.wait(20000));
+}
+
+TEST_CASE("AttachSession::start_job: the viewer's live view of a job, every rank's file growing") {
+  JobTest t;
+  ChildProcess sh;
+  // 20 kernels every 1 ms: a rank fills a 2 MiB CUPTI buffer about every 0.5 s, so its file grows
+  // while the recording runs.
+  REQUIRE(sh.start(launcher({"RANK=0 WORLD_SIZE=2", "RANK=1 WORLD_SIZE=2"}, "--seconds 2.5 --kernels 20 --sleep-us 1000"),
+                   t.injected(), is_rank_or_agent_variable));
+  REQUIRE(wait_ready(sh, 2).size() == 2);
+  std::string error;
+  const JobInfo job = job_under(sh.pid(), list_agents(&error));
+  REQUIRE(job.agents.size() == 2);
+
+  AttachSession s(std::chrono::milliseconds(100));
+  RecordOptions opt;
+  opt.duration_ms = 1200;
+  opt.output_dir = t.dir / "live";
+  REQUIRE_MESSAGE(s.start_job(job, opt, &error), error);
+  CHECK(s.is_job());
+  CHECK(s.output() == opt.output_dir);
+  int live_reloads = 0, final_loads = 0;  // live: while recording, with every rank's file begun
+  for (int i = 0; i < 500 && !s.done(); ++i) {
+    const auto action = s.next(SteadyClock::now(), false);
+    if (action == AttachSession::Action::Reload) {
+      const auto agents = s.agents();
+      const bool every_rank = agents.size() == 2 && std::all_of(agents.begin(), agents.end(), [](const AgentRecording& a) {
+                                return file_size(a.output) > 0;
+                              });
+      if (every_rank && s.active()) ++live_reloads;
+      s.shown(1);
+    }
+    if (action == AttachSession::Action::FinalLoad) ++final_loads;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  INFO("error: " << s.error());
+  CHECK(s.state() == AttachSession::State::Finished);
+  CHECK(final_loads == 1);
+  CHECK(live_reloads >= 1);
+  const auto agents = s.agents();
+  REQUIRE(agents.size() == 2);
+  uint64_t events = 0;
+  for (const AgentRecording& a : agents) {
+    CHECK(a.state == "finished");
+    CHECK(a.output == opt.output_dir + "/rank-" + std::to_string(a.rank) + ".pt.trace.json");
+    events += a.result.events;
+  }
+  CHECK(s.result().events == events);
+  CHECK(s.result().output == opt.output_dir);
   CHECK(sh.wait(20000));
 }
