@@ -246,18 +246,7 @@ void draw_attach(Viewer& v) {
   const float s = v.scale;
   place_dialog(780 * s, 470 * s, io.DisplaySize.x - 790 * s, 40 * s, false);
   if (a.focus) ImGui::SetNextWindowFocus(), a.focus = false;
-  // The main window's background is the cleared screen: this one floats over it, so it
-  // takes the popups' shade and a border.
-  ImGui::PushStyleColor(ImGuiCol_WindowBg, ImGui::GetStyleColorVec4(ImGuiCol_PopupBg));
-  ImGui::PushStyleVar(ImGuiStyleVar_WindowBorderSize, 1.0f);
-  const bool shown = ImGui::Begin("Attach to a running job", &a.open, ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_NoSavedSettings);
-  ImGui::PopStyleVar();
-  ImGui::PopStyleColor();
-  if (!shown) {
-    ImGui::End();
-    return;
-  }
-  note_dialog(v, "Attach to a running job");
+  if (!begin_dialog(v, "Attach to a running job", &a.open, ImGuiWindowFlags_NoCollapse)) return;
   const bool busy = a.session && a.session->active();
   if (!a.scanned) ImGui::TextDisabled("Looking for jobs running with the Strata agent...");
   else draw_agents(v, a);

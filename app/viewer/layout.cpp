@@ -49,6 +49,22 @@ void place_dialog(float w, float h, float x, float y, bool centred) {
   ImGui::SetNextWindowSizeConstraints(ImVec2(std::min(240.0f, most.x), std::min(120.0f, most.y)), most);
 }
 
+bool begin_dialog(Viewer& v, const char* title, bool* open, int flags) {
+  // The main window's background is the cleared screen: a window over it takes the popups'
+  // shade and a border.
+  ImGui::PushStyleColor(ImGuiCol_WindowBg, ImGui::GetStyleColorVec4(ImGuiCol_PopupBg));
+  ImGui::PushStyleVar(ImGuiStyleVar_WindowBorderSize, 1.0f);
+  const bool shown = ImGui::Begin(title, open, flags | ImGuiWindowFlags_NoSavedSettings);
+  ImGui::PopStyleVar();
+  ImGui::PopStyleColor();
+  if (!shown) {
+    ImGui::End();
+    return false;
+  }
+  note_dialog(v, title);
+  return true;
+}
+
 void note_dialog(Viewer& v, const char* name) {
   // Moved partly out, or left outside when the window shrank: back in.
   const ImVec2 d = ImGui::GetIO().DisplaySize, p = ImGui::GetWindowPos(), size = ImGui::GetWindowSize();

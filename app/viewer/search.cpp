@@ -203,18 +203,9 @@ void draw_search_list(Viewer& v) {
   const float h = std::min(rows * row_h + 2 * ImGui::GetStyle().WindowPadding.y, io.DisplaySize.y - s.box.y - s.box.h - 2 * margin);
   ImGui::SetNextWindowPos(ImVec2(std::clamp(s.box.x + s.box.w - w, margin, io.DisplaySize.x - w - margin), s.box.y + s.box.h + 2 * sc));
   ImGui::SetNextWindowSize(ImVec2(w, std::max(h, 4 * row_h)));
-  ImGui::PushStyleColor(ImGuiCol_WindowBg, ImGui::GetStyleColorVec4(ImGuiCol_PopupBg));
-  ImGui::PushStyleVar(ImGuiStyleVar_WindowBorderSize, 1.0f);
-  const bool shown = ImGui::Begin("##search_results", nullptr,
-                                  ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoSavedSettings |
-                                      ImGuiWindowFlags_NoFocusOnAppearing | ImGuiWindowFlags_NoNav);
-  ImGui::PopStyleVar();
-  ImGui::PopStyleColor();
-  if (!shown) {
-    ImGui::End();
+  if (!begin_dialog(v, "search results", nullptr,
+                    ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoFocusOnAppearing | ImGuiWindowFlags_NoNav))
     return;
-  }
-  note_dialog(v, "search results");
   ImGui::TextDisabled("%zu name%s; click one: its longest, then Enter steps through it", s.names.size(), s.names.size() == 1 ? "" : "s");
   StrId pick = kNoStr;
   bool pick_all = false;

@@ -262,10 +262,13 @@ void draw_keymap(Viewer& v);  // the key map and the colour legend, while panels
 // dragging it changes `size` (of the panel after it when `after`, else of the one before)
 // within [min_size, max_size]; true while dragged.
 bool splitter(const char* id, bool vertical, float thickness, float length, float& size, float min_size, float max_size, bool after);
-// A dialog's default size and its place, fitted into the window; call before Begin, then
-// note_dialog after it.
+// A dialog's default size and its place, fitted into the window; call before Begin (or
+// begin_dialog), then note_dialog after it.
 void place_dialog(float w, float h, float x, float y, bool centred);
-void note_dialog(Viewer& v, const char* name);
+// Begins a window over the panels (the popups' shade, a border) and notes it; false, and
+// nothing to end, when it is not shown. `flags`: ImGuiWindowFlags.
+bool begin_dialog(Viewer& v, const char* title, bool* open, int flags);
+void note_dialog(Viewer& v, const char* name);  // keeps the current window inside, for the layout dump
 
 // levels.cpp
 void draw_breadcrumbs(Viewer& v);

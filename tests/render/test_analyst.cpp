@@ -44,6 +44,14 @@ std::unique_ptr<TraceModel> load(std::string_view json) {
   return std::move(r.model);
 }
 
+// A real trace, or null where this checkout lacks it.
+std::unique_ptr<TraceModel> load_file(const std::string& path) {
+  if (!std::filesystem::exists(path)) return nullptr;
+  LoadResult r = load_trace(path);
+  REQUIRE_MESSAGE(r.model, r.error);
+  return std::move(r.model);
+}
+
 EventId find(const TraceModel& m, std::string_view name, std::string_view cat = {}) {
   for (EventId e = 0; e < m.ev.size(); ++e)
     if (m.name_of(e) == name && (cat.empty() || m.category_names[m.ev.cat[e]] == cat)) return e;
@@ -85,11 +93,9 @@ TEST_CASE("search results: per name its count, the time it covers, its longest; 
 }
 
 TEST_CASE("search results on a real trace: counts add up, times within the trace, sorted") {
-  const std::string path = std::string(STRATA_TEST_DATA_DIR) + "/torch2/resnet18-train-h100.pt.trace.json.gz";
-  if (!std::filesystem::exists(path)) return;
-  LoadResult lr = load_trace(path);
-  REQUIRE(lr.model);
-  const TraceModel& m = *lr.model;
+  auto model = load_file(std::string(STRATA_TEST_DATA_DIR) + "/torch2/resnet18-train-h100.pt.trace.json.gz");
+  if (!model) return;
+  const TraceModel& m = *model;
   SearchResult r = find_by_name(m, "conv");
   REQUIRE(!r.names.empty());
   size_t counted = 0;
@@ -166,11 +172,9 @@ TEST_CASE("flows: launch and GPU op, forward and backward op, CPU and GPU range,
 }
 
 TEST_CASE("flows on a real trace: every fwd/bwd pair and every launch is one click each way") {
-  const std::string path = std::string(STRATA_TRACES_DIR) + "/hta-resnet-v100-fwdbwd.pt.trace.json.gz";
-  if (!std::filesystem::exists(path)) return;
-  LoadResult lr = load_trace(path);
-  REQUIRE(lr.model);
-  const TraceModel& m = *lr.model;
+  auto model = load_file(std::string(STRATA_TRACES_DIR) + "/hta-resnet-v100-fwdbwd.pt.trace.json.gz");
+  if (!model) return;
+  const TraceModel& m = *model;
   REQUIRE(!m.fwd_to_bwd.empty());
   size_t checked = 0;
   for (auto [f, b] : m.fwd_to_bwd) {
