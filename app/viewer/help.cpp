@@ -25,6 +25,8 @@ constexpr KeyRow kView[] = {
     {"Wheel, W / S", "zoom at the cursor"},
     {"Drag, A / D", "pan"},
     {"Shift+wheel", "scroll the rows"},
+    {"Shift+drag, drag the ruler", "measure a range (its figures in the details)"},
+    {"Click the ruler", "drop a flag, or take one away"},
     {"0", "the whole trace"},
     {"Backspace, Alt+Left", "back to the view before"},
     {"Esc", "close a menu, dialog or list; else back"},
