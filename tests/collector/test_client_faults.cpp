@@ -16,6 +16,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -253,6 +254,39 @@ TEST_CASE("fault 12: escape sequences and invalid UTF-8 in replies never reach a
   CHECK_FALSE(record_from_agent(::getpid(), opt, nullptr, {}, &error));
   CHECK(error.find("cannot create") != std::string::npos);
   CHECK(printable(error));
+}
+
+TEST_CASE("fault 12: a job's agent cannot make the client take a file outside the job's directory") {
+  TempDir dir;
+  ScopedEnv socket_dir("STRATA_SOCKET_DIR", dir.path());
+  const std::string out = dir / "job";
+  // Each agent answers status with its rank and a count of recordings that grows after the start.
+  const auto agent = [&](const char* rank, std::string named) {
+    return [rank, named, started = std::make_shared<std::atomic<bool>>(false)](const Message& req) {
+      Message m = message("ok");
+      if (req.verb == "start") {
+        started->store(true);
+        return m.set("output", named);
+      }
+      return m.set("rank", rank).set("recordings", *started ? "1" : "0").set("events", "5").set("dropped", "0");
+    };
+  };
+  ScriptedAgent liar(dir.path(), ::getpid(), agent("0", dir / "elsewhere/rank-0.pt.trace.json"));
+  ScriptedAgent sneaky(dir.path(), ::getppid(), agent("99999999999", out + "/../rank-1.pt.trace.json"));
+  RecordOptions opt;
+  opt.duration_ms = 100;
+  opt.output_dir = out;
+  const MultiRecording m = record_agents({::getpid(), ::getppid()}, opt, nullptr, {});
+  REQUIRE(m.agents.size() == 2);
+  for (const AgentRecording& a : m.agents) {
+    CHECK(a.done);
+    CHECK(a.state == "failed");
+    CHECK(a.output.empty());
+    CHECK_MESSAGE(a.error.find("did not name a trace file in " + out) != std::string::npos, a.error);
+  }
+  CHECK(m.agents[0].rank == 0);
+  CHECK(m.agents[1].rank == -1);  // past INT_MAX: no rank
+  CHECK_FALSE(m.finished());
 }
 
 TEST_CASE("fault 13: replies that lack fields or hold malformed ones are errors, never crashes") {
