@@ -3,6 +3,7 @@
 // on the job's reference clock; the Job tab (ranks, stragglers, communication) and the Ranks
 // tab (one step's phases, rank under rank). Every figure is the job analysis' (core/job).
 #include "app/viewer/viewer.h"
+#include "render/legend.h"
 
 #include <imgui.h>
 
@@ -54,16 +55,7 @@ std::unique_ptr<LoadJob> new_load(std::string what) {
   return l;
 }
 
-render::Rgba phase_colour(PhaseKind p) {
-  switch (p) {
-    case PhaseKind::DataLoading: return render::base_colour(render::Hue::DataLoading);
-    case PhaseKind::Forward: return render::base_colour(render::Hue::Forward);
-    case PhaseKind::Loss: return render::base_colour(render::Hue::Loss);
-    case PhaseKind::Backward: return render::base_colour(render::Hue::Backward);
-    case PhaseKind::Optimizer: return render::base_colour(render::Hue::Optimizer);
-    default: return render::base_colour(render::Hue::Other);
-  }
-}
+render::Rgba phase_colour(PhaseKind p) { return render::base_colour(render::phase_hue(p)); }
 
 // Iteration colour: red as the rank made the others wait, blue as it waited for them; full
 // colour at 2% of the iteration (a rank late by that much in every step loses a fiftieth of

@@ -1,6 +1,7 @@
 // The summary panel: GPU utilisation, idle causes, GPU work, memory peak, iteration bars, top
 // GPU and CPU ops, drawn as small charts from the annotation's analyses.
 #include "app/viewer/viewer.h"
+#include "render/legend.h"
 
 #include <imgui.h>
 
@@ -76,10 +77,10 @@ void draw_summary(Viewer& v) {
     float h = 10 * s;
     ImDrawList* dl = ImGui::GetWindowDrawList();
     struct Part { Ns ns; render::Rgba c; const char* what; } parts[] = {
-        {r.idle.launch, render::base_colour(render::Hue::Backward), "waiting on host launches"},
-        {r.idle.data_loading, render::base_colour(render::Hue::DataLoading), "data loading"},
-        {r.idle.sync, render::base_colour(render::Hue::Optimizer), "synchronization"},
-        {r.idle.other, render::base_colour(render::Hue::Python), "other"}};
+        {r.idle.launch, render::idle_cause_colour(IdleCause::Launch), "waiting on host launches"},
+        {r.idle.data_loading, render::idle_cause_colour(IdleCause::DataLoading), "data loading"},
+        {r.idle.sync, render::idle_cause_colour(IdleCause::Sync), "synchronization"},
+        {r.idle.other, render::idle_cause_colour(IdleCause::Other), "other"}};
     float x = p.x;
     for (const Part& pt : parts) {
       float w = float(double(pt.ns) / double(r.idle.total)) * cw;
