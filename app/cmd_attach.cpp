@@ -47,14 +47,20 @@ std::string rank_text(const sc::AgentInfo& a) {
   return std::to_string(a.rank) + (a.world_size > 0 ? "/" + std::to_string(a.world_size) : "");
 }
 
-int list() {
-  std::string error;
-  const auto jobs = sc::group_jobs(sc::list_agents(&error));
-  for (size_t at = 0; at < error.size();) {  // one line per agent that did not answer
+// list_agents, saying on stderr which agents did not answer (one line each).
+std::vector<sc::AgentInfo> agents_answering(std::string& error) {
+  auto agents = sc::list_agents(&error);
+  for (size_t at = 0; at < error.size();) {
     const size_t end = error.find('\n', at);
     std::fprintf(stderr, "strata attach: %s\n", error.substr(at, end - at).c_str());
     at = end == std::string::npos ? error.size() : end + 1;
   }
+  return agents;
+}
+
+int list() {
+  std::string error;
+  const auto jobs = sc::group_jobs(agents_answering(error));
   if (jobs.empty()) {
     if (error.empty()) std::printf("no running jobs with the Strata agent (start one with `strata record --dormant -- CMD`)\n");
     else std::printf("no agent answered (the jobs named above may still be running)\n");
@@ -133,7 +139,8 @@ int kineto(pid_t pid, sc::RecordOptions opt, int timeout_ms, bool open) {
 
 int record_job(pid_t launcher, sc::RecordOptions opt, bool open) {
   std::string error;
-  const sc::JobInfo job = sc::job_under(launcher, sc::list_agents(&error));
+  const sc::JobInfo job = sc::job_under(launcher, agents_answering(error));
+  error.clear();
   opt.output_dir = opt.output.empty() ? sc::timestamped_name("strata-job-" + std::to_string(launcher), "") : opt.output;
   opt.output.clear();
   std::vector<std::string> told;  // the state last printed for each agent
