@@ -6,7 +6,8 @@
 # shows the key map and Esc closes it without going back; Esc closes the File menu alone;
 # Backspace goes back; a search lists names and a click on one goes to it; the details
 # splitter drags; File > Open opens a file with Enter, and the new file starts with an empty
-# search and the dragged panel size. Needs Xvfb, xdotool, xwd and ImageMagick
+# search and the dragged panel size; Shift+drag measures a range and a click on the ruler
+# drops a flag. Needs Xvfb, xdotool, xwd and ImageMagick
 # (apt-get install xvfb xdotool x11-apps imagemagick); the click positions are for a
 # 1920x1080 window; the panels' and lists' positions come from a headless layout dump.
 #   bench/new_user_trial.sh build/app/strata OUT_DIR TRACE X1 Y1 X2 Y2
@@ -23,7 +24,7 @@ trap 'kill $app $xvfb 2>/dev/null' EXIT
 sleep 1
 # Where the panels, the search bar and the search's list are at this size.
 "$strata" view "$trace" --size 1920x1080 --keys "/,conv" --dump-layout "$out/positions.json" >/dev/null
-at() { python3 -c "import json,sys; u=json.load(open('$out/positions.json'))['ui']; print($1)"; }
+at() { python3 -c "import json,sys; d=json.load(open('$out/positions.json')); u=dict(d['ui'], dialogs=d['dialogs']); print($1)"; }
 "$strata" "$trace" --size 1920x1080 >"$out/log.txt" 2>&1 &
 app=$!
 for _ in $(seq 1 100); do xdotool search --name Strata >/dev/null 2>&1 && break; sleep 0.1; done
@@ -89,9 +90,21 @@ expect_change 9-search-result 10-wider-details "dragging the splitter widens the
 
 # File > Open: the first trace of the directory, with Enter; the search starts empty there
 # and the details panel keeps its width (11-next-file.png).
-key ctrl+o; key Down; key Return; sleep 3; shot 11-next-file
+key ctrl+o; key Down; key Return; sleep 5; shot 11-next-file
 expect_change 10-wider-details 11-next-file "Enter in File > Open opens the file"
 CROP="12x200+$((split_x - 300 - 4))+$((split_y - 100))" \
   expect_same 10-wider-details 11-next-file "the details panel keeps the width it was dragged to"
+# Measuring: Shift+drag over the rows measures a range, whose figures replace the details;
+# a click on the ruler drops a flag there.
+tl_x=$(at "int(u['timeline']['x'])"); tl_y=$(at "int(u['timeline']['y'])")
+tl_w=$(at "int(u['timeline']['w'])"); tl_h=$(at "int(u['timeline']['h'])")
+xdotool mousemove $((tl_x + tl_w / 3)) $((tl_y + tl_h * 2 / 3)); sleep 0.3
+xdotool keydown shift mousedown 1; sleep 0.2
+for step in 1 2 3 4 5 6; do xdotool mousemove_relative -- 40 0; sleep 0.1; done
+xdotool mouseup 1 keyup shift; sleep 0.8; shot 12-range
+CROP=$(at "f\"{int(u['details']['w'])}x60+{int(u['details']['x'])}+{int(u['details']['y'])}\"") \
+  expect_change 11-next-file 12-range "Shift+drag measures a range: its figures in the details panel"
+click $((tl_x + tl_w / 2)) $((tl_y + 12)); shot 13-flag
+CROP="$((tl_w / 2))x30+$((tl_x + tl_w / 4))+$tl_y" expect_change 12-range 13-flag "a click on the ruler drops a flag"
 kill -0 "$app" || { echo "FAILED: the viewer exited"; failed=1; }
 [ $failed = 0 ] && echo "new-user trial passed" || { echo "new-user trial FAILED"; exit 1; }
