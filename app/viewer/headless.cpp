@@ -194,10 +194,15 @@ int run_headless(Viewer& v, const HeadlessRun& run) {
     std::fprintf(stderr, "strata: %s\n", v.loading->error.c_str());
     return 1;
   }
+  const auto started = v.loading->started;
   if (v.loading->job) adopt_job(v, *v.loading);
   else install(v, std::move(v.loading->result));
   v.loading.reset();
   frame(v);  // settles the layout (panel sizes, fonts)
+  if (run.bench_frames > 0)
+    std::printf("first frame %.2f s after the load began%s\n",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+                v.job_view.job ? " (the job's overview and its first rank's tracks)" : "");
   if (!run.focus.empty()) {
     render::ItemRef r = render::resolve_focus(v.trace->timeline, run.focus);
     if (!r.valid()) std::fprintf(stderr, "strata view: --focus '%s' matched nothing\n", run.focus.c_str());
