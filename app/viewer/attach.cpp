@@ -1,12 +1,14 @@
-// File ▸ Attach (Ctrl+R): lists the jobs running with Strata's agent (asked on a worker
-// thread, again every 2 s while the dialog shows), records N seconds or N iterations from
-// one (record_from_agent on a worker thread), and follows the recording live: about once a
-// second, when the file grew, it is read again on a worker thread and installed keeping the
-// view. When the recording ends the complete file opens through start_load. The state
-// machine itself (collector::AttachSession) is tested without a window.
+// File ▸ Attach (Ctrl+R): lists the jobs running with Strata's agent, each with its ranks
+// (asked on a worker thread, again every 2 s while the dialog shows), records N seconds or N
+// iterations from one process or from every rank of a job together (on a worker thread), and
+// follows the recording live: about once a second, when the file (a job: the ranks' files)
+// grew, it is read again on a worker thread and installed keeping the view. When the
+// recording ends the complete file (or job) opens. The state machine itself
+// (collector::AttachSession) is tested without a window.
 #include "app/viewer/viewer.h"
 
 #include "client/attach_session.h"
+#include "client/jobs.h"
 #include "client/options.h"
 
 #include <imgui.h>
@@ -27,10 +29,11 @@ struct AttachState {
   bool open = false;   // the dialog shows
   bool focus = false;  // bring it to the front on the next frame
   sc::AgentScan scan;
-  std::vector<sc::AgentInfo> agents;
+  std::vector<sc::JobInfo> jobs;  // every agent, grouped by its launcher
   std::string scan_error;
   bool scanned = false;
-  int chosen = 0;  // pid
+  int chosen = 0;        // pid of one process to record, or
+  int chosen_job = 0;    // launcher pid of a job whose ranks are recorded together
   int by = 0;      // 0: seconds, 1: iterations
   float seconds = 2.0f;
   int iterations = 5;
@@ -63,16 +66,32 @@ AttachState& state(Viewer& v) {
   return *v.attach;
 }
 
+const sc::JobInfo* chosen_job(const AttachState& a) {
+  for (const sc::JobInfo& j : a.jobs)
+    if (j.launcher == a.chosen_job) return &j;
+  return nullptr;
+}
+
 void start_recording(AttachState& a) {
   sc::RecordOptions opt;
   if (a.by == 0) opt.duration_ms = uint64_t(std::lround(double(std::max(a.seconds, 0.1f)) * 1000));
   else opt.iterations = uint32_t(std::max(a.iterations, 1));
-  opt.output = a.output;
   a.drop_live();
   a.session = std::make_unique<sc::AttachSession>();
   a.start_error.clear();
   a.shown = nullptr;
-  a.following = a.session->start(pid_t(a.chosen), opt, &a.start_error);
+  if (const sc::JobInfo* job = chosen_job(a)) {
+    opt.output_dir = a.output;  // empty: the client's own name
+    a.following = a.session->start_job(*job, opt, &a.start_error);
+  } else {
+    opt.output = a.output;
+    a.following = a.session->start(pid_t(a.chosen), opt, &a.start_error);
+  }
+}
+
+// A live read of what the recording wrote so far: the file, or the job's directory.
+std::unique_ptr<LoadJob> live_read(const sc::AttachSession& s) {
+  return s.is_job() ? launch_job_load({s.output()}) : launch_load(s.output());
 }
 
 // Every frame while a recording exists: install a finished live read, start the next one,
@@ -85,7 +104,12 @@ void follow(Viewer& v, AttachState& a) {
   if (a.live && a.live->done) {
     a.live->worker.join();
     if (a.live->result && a.following) {
-      reinstall(v, std::move(a.live->result));
+      if (a.live->job) {
+        a.live->keep_view = a.shown != nullptr;
+        adopt_job(v, *a.live);
+      } else {
+        reinstall(v, std::move(a.live->result));
+      }
       a.shown = v.trace->model.get();
       s.shown(v.trace->model->ev.size());
     }
@@ -99,10 +123,11 @@ void follow(Viewer& v, AttachState& a) {
   }
   switch (s.next(Clock::now(), a.live != nullptr || v.loading != nullptr)) {
     case sc::AttachSession::Action::Reload:
-      if (a.following) a.live = launch_load(s.output());
+      if (a.following) a.live = live_read(s);
       break;
     case sc::AttachSession::Action::FinalLoad:
-      if (a.following) start_load(v, s.output(), a.shown != nullptr);
+      if (a.following && s.is_job()) start_job_load(v, {s.output()}, a.shown != nullptr);
+      else if (a.following) start_load(v, s.output(), a.shown != nullptr);
       break;
     case sc::AttachSession::Action::None: break;
   }
@@ -134,7 +159,7 @@ void draw_agents(Viewer& v, AttachState& a) {
     ImGui::TextDisabled("looking...");
   }
   if (!a.scan_error.empty()) ImGui::TextColored(kErrorText, "%s", a.scan_error.c_str());
-  if (a.scanned && a.agents.empty() && a.scan_error.empty()) {  // an agent that did not answer is not "none"
+  if (a.scanned && a.jobs.empty() && a.scan_error.empty()) {  // an agent that did not answer is not "none"
     ImGui::Spacing();
     ImGui::TextWrapped("No running jobs with the Strata agent were found for this user.");
     ImGui::TextWrapped("Start one with  strata record --dormant -- CMD  (for example  strata record --dormant -- "
@@ -144,29 +169,54 @@ void draw_agents(Viewer& v, AttachState& a) {
   }
   const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_BordersOuter |
                                 ImGuiTableFlags_ScrollY | ImGuiTableFlags_Resizable;
-  const float rows_h = ImGui::GetTextLineHeightWithSpacing() * float(std::clamp<size_t>(a.agents.size(), 3, 6) + 1) + 6 * s;
-  if (!ImGui::BeginTable("agents", 4, flags, ImVec2(0, rows_h))) return;
+  size_t rows = 0;
+  for (const sc::JobInfo& j : a.jobs) rows += j.agents.size() + (j.agents.size() > 1);
+  const float rows_h = ImGui::GetTextLineHeightWithSpacing() * float(std::clamp<size_t>(rows, 3, 8) + 1) + 6 * s;
+  if (!ImGui::BeginTable("agents", 5, flags, ImVec2(0, rows_h))) return;
   ImGui::TableSetupScrollFreeze(0, 1);
-  ImGui::TableSetupColumn("PID", ImGuiTableColumnFlags_WidthFixed, 70 * s);
+  ImGui::TableSetupColumn("PID", ImGuiTableColumnFlags_WidthFixed, 90 * s);
+  ImGui::TableSetupColumn("Rank", ImGuiTableColumnFlags_WidthFixed, 60 * s);
   ImGui::TableSetupColumn("State", ImGuiTableColumnFlags_WidthFixed, 90 * s);
-  ImGui::TableSetupColumn("GPU", ImGuiTableColumnFlags_WidthFixed, 190 * s);
+  ImGui::TableSetupColumn("GPU", ImGuiTableColumnFlags_WidthFixed, 170 * s);
   ImGui::TableSetupColumn("Command", ImGuiTableColumnFlags_WidthStretch);
   ImGui::TableHeadersRow();
-  for (const sc::AgentInfo& ag : a.agents) {
-    ImGui::TableNextRow();
-    ImGui::TableNextColumn();
-    char label[32];
-    std::snprintf(label, sizeof label, "%d", int(ag.pid));
-    if (ImGui::Selectable(label, a.chosen == ag.pid, ImGuiSelectableFlags_SpanAllColumns)) a.chosen = ag.pid;
-    ImGui::TableNextColumn();
-    // The scan is up to 2 s old: the job this dialog records from shows the session's state.
-    const bool ours = a.session && a.session->active() && a.session->pid() == ag.pid;
-    const bool stopping = ours && a.session->state() == sc::AttachSession::State::Stopping;
-    ImGui::TextUnformatted(!ours ? ag.state.c_str() : stopping ? "stopping" : "recording");
-    ImGui::TableNextColumn();
-    ImGui::TextUnformatted(ag.gpu.empty() ? "-" : ag.gpu.c_str());
-    ImGui::TableNextColumn();
-    ImGui::TextUnformatted(ag.command.c_str());
+  for (const sc::JobInfo& job : a.jobs) {
+    // A job of several ranks: one row to record them all together, its ranks below.
+    const bool several = job.agents.size() > 1;
+    if (several) {
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      char label[48];
+      std::snprintf(label, sizeof label, "job %d", int(job.launcher));
+      if (ImGui::Selectable(label, a.chosen_job == job.launcher, ImGuiSelectableFlags_SpanAllColumns))
+        a.chosen_job = job.launcher, a.chosen = 0;
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("record every rank of this job together, one file each");
+      ImGui::TableNextColumn();
+      ImGui::Text("%zu ranks", job.agents.size());
+      ImGui::TableNextColumn();
+      ImGui::TableNextColumn();
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(job.command.c_str());
+    }
+    for (const sc::AgentInfo& ag : job.agents) {
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      char label[32];
+      std::snprintf(label, sizeof label, "%s%d", several ? "  " : "", int(ag.pid));
+      if (ImGui::Selectable(label, a.chosen == ag.pid, ImGuiSelectableFlags_SpanAllColumns)) a.chosen = ag.pid, a.chosen_job = 0;
+      ImGui::TableNextColumn();
+      if (ag.rank >= 0) ImGui::Text("%lld/%lld", (long long)ag.rank, (long long)ag.world_size);
+      else ImGui::TextDisabled("-");
+      ImGui::TableNextColumn();
+      // The scan is up to 2 s old: the process this dialog records from shows the session's state.
+      const bool ours = a.session && a.session->active() && (a.session->is_job() ? a.chosen_job == job.launcher : a.session->pid() == ag.pid);
+      const bool stopping = ours && a.session->state() == sc::AttachSession::State::Stopping;
+      ImGui::TextUnformatted(!ours ? ag.state.c_str() : stopping ? "stopping" : "recording");
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(ag.gpu.empty() ? "-" : ag.gpu.c_str());
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(ag.command.c_str());
+    }
   }
   ImGui::EndTable();
 }
@@ -193,9 +243,10 @@ void draw_options(Viewer& v, AttachState& a, bool busy) {
   ImGui::TextUnformatted("Output");
   ImGui::SameLine();
   ImGui::SetNextItemWidth(-1);
-  const std::string hint = busy         ? a.session->output()
-                           : a.chosen > 0 ? sc::attach_output_name(pid_t(a.chosen))
-                                          : "./strata-PID-TIME.pt.trace.json";
+  const std::string hint = busy             ? a.session->output()
+                           : a.chosen_job > 0 ? "./strata-job-LAUNCHER-TIME/ (a directory: one file per rank)"
+                           : a.chosen > 0     ? sc::attach_output_name(pid_t(a.chosen))
+                                              : "./strata-PID-TIME.pt.trace.json";
   ImGui::InputTextWithHint("##output", hint.c_str(), a.output, sizeof a.output);
   ImGui::EndDisabled();
 }
@@ -206,13 +257,23 @@ void draw_session(Viewer& v, AttachState& a) {
   ImGui::PushStyleColor(ImGuiCol_Text, active ? kRed : ImGui::GetStyleColorVec4(ImGuiCol_Text));
   ImGui::TextUnformatted(status_text(s).c_str());
   ImGui::PopStyleColor();
-  ImGui::TextDisabled("pid %d  \xE2\x86\x92  %s", int(s.pid()), s.output().c_str());
+  if (s.is_job()) {
+    ImGui::TextDisabled("%zu ranks  \xE2\x86\x92  %s", s.agents().size(), s.output().c_str());
+    for (const sc::AgentRecording& r : s.agents())
+      ImGui::TextDisabled("  %s: %s, %llu records%s%s", sc::agent_name(r).c_str(), r.state.empty() ? "starting" : r.state.c_str(),
+                          (unsigned long long)r.records, r.error.empty() ? "" : " - ", r.error.c_str());
+  } else {
+    ImGui::TextDisabled("pid %d  \xE2\x86\x92  %s", int(s.pid()), s.output().c_str());
+  }
   if (!a.following && !s.done()) ImGui::TextDisabled("Another trace is open: the recording goes on without the live view.");
   const std::string err = s.error();
   if (!err.empty()) ImGui::TextColored(kErrorText, "%s", err.c_str());
   if (s.state() == sc::AttachSession::State::Finished && !a.following) {
     ImGui::SameLine();
-    if (ImGui::SmallButton("Open")) start_load(v, s.output());
+    if (ImGui::SmallButton("Open")) {
+      if (s.is_job()) start_job_load(v, {s.output()});
+      else start_load(v, s.output());
+    }
   }
   ImGui::BeginChild("lines", ImVec2(0, 0), true);
   for (const std::string& line : s.lines()) ImGui::TextUnformatted(line.c_str());
@@ -237,11 +298,18 @@ void draw_attach(Viewer& v) {
   follow(v, a);
   if (!a.open) return;
   a.scan.refresh_if_due(Clock::now());
-  if (a.scan.take(a.agents, a.scan_error)) {
+  if (a.scan.take(a.jobs, a.scan_error)) {
     a.scanned = true;
-    const bool listed = std::any_of(a.agents.begin(), a.agents.end(), [&](const sc::AgentInfo& x) { return x.pid == a.chosen; });
+    bool listed = chosen_job(a) != nullptr;
+    for (const sc::JobInfo& j : a.jobs)
+      for (const sc::AgentInfo& x : j.agents) listed |= x.pid == a.chosen;
     const bool recording = a.session && a.session->active();
-    if (!listed && !recording && !a.agents.empty()) a.chosen = a.agents.front().pid;
+    if (!listed && !recording && !a.jobs.empty()) {
+      // A job of several ranks is recorded whole unless one of its processes is picked.
+      const sc::JobInfo& first = a.jobs.front();
+      if (first.agents.size() > 1) a.chosen_job = first.launcher, a.chosen = 0;
+      else a.chosen = first.agents.front().pid, a.chosen_job = 0;
+    }
   }
   const float s = v.scale;
   place_dialog(780 * s, 470 * s, io.DisplaySize.x - 790 * s, 40 * s, false);
@@ -252,7 +320,7 @@ void draw_attach(Viewer& v) {
   else draw_agents(v, a);
   ImGui::Separator();
   draw_options(v, a, busy);
-  ImGui::BeginDisabled(busy || a.chosen <= 0);
+  ImGui::BeginDisabled(busy || (a.chosen <= 0 && a.chosen_job <= 0));
   if (ImGui::Button("Start", ImVec2(110 * s, 0))) start_recording(a);
   ImGui::EndDisabled();
   ImGui::SameLine();
@@ -280,11 +348,12 @@ bool parse_attach_option(int argc, char** argv, int& i, AttachRequest& r, std::s
     r.dialog = true;
     return true;
   }
-  if (a == "--attach" || a == "--live-screenshot") {
+  if (a == "--attach" || a == "--attach-job" || a == "--live-screenshot") {
     if (i + 1 >= argc) return error = a + " needs a value", true;
     const char* value = argv[++i];
     if (a == "--live-screenshot") r.live_shot = value;
-    else if ((r.pid = std::atoi(value)) <= 0) error = "--attach takes a PID";
+    else if ((r.pid = std::atoi(value)) <= 0) error = a + " takes a PID";
+    r.job = a == "--attach-job";
     return true;
   }
   if (a != "--duration" && a != "--iterations" && a != "-o") return false;
@@ -300,7 +369,14 @@ void start_attach(Viewer& v, const AttachRequest& r) {
   open_attach(v);
   if (r.pid <= 0) return;
   AttachState& a = state(v);
-  a.chosen = r.pid;
+  a.chosen = r.job ? 0 : r.pid;
+  if (r.job) {  // the job as it is now: every agent under the launcher
+    std::string error;
+    std::vector<sc::AgentInfo> agents;
+    for (const sc::JobInfo& j : sc::list_jobs(&error)) agents.insert(agents.end(), j.agents.begin(), j.agents.end());
+    a.jobs = {sc::job_under(pid_t(r.pid), agents)};
+    a.chosen_job = r.pid;
+  }
   a.by = r.iterations > 0 ? 1 : 0;
   if (r.duration_ms > 0) a.seconds = float(double(r.duration_ms) / 1000.0);
   if (r.iterations > 0) a.iterations = int(r.iterations);

@@ -69,7 +69,9 @@ render::Rgba lateness_colour(const JobAnalysis::StepWait* w, Ns iteration) {
   return render::rgba(uint8_t(120 - 60 * f), uint8_t(122 + 10 * f), uint8_t(130 + 90 * f));
 }
 
-void fit_job_extent(Viewer& v) {
+// The job's extent on the reference clock, as the view's limits. `follow`: the job grew (a
+// recording read again): a view showing all of it goes on showing all of it.
+void fit_job_extent(Viewer& v, bool follow = false) {
   JobView& jv = v.job_view;
   Ns b = INT64_MAX, e = INT64_MIN;
   const Job& job = *jv.job;
@@ -83,7 +85,8 @@ void fit_job_extent(Viewer& v) {
   if (b >= e) return;
   jv.begin = b;
   jv.end = e;
-  v.timeline.view.set_extent(double(b), double(e));
+  if (follow) v.timeline.view.follow_extent(double(b), double(e));
+  else v.timeline.view.set_extent(double(b), double(e));
 }
 
 }  // namespace
@@ -95,11 +98,17 @@ double time_origin(const Viewer& v) {
 
 float gutter_width(const Viewer& v, float w) { return std::min(220.0f * v.scale, w * 0.3f); }
 
-void start_job_load(Viewer& v, const std::vector<std::string>& inputs) {
+void start_job_load(Viewer& v, const std::vector<std::string>& inputs, bool keep_view) {
   if (v.loading) cancel_load(v);
-  v.loading = new_load(inputs.size() == 1 ? inputs[0] : inputs[0] + " and " + std::to_string(inputs.size() - 1) + " more");
+  v.loading = launch_job_load(inputs);
+  v.loading->keep_view = keep_view;
   v.error.clear();
-  LoadJob* l = v.loading.get();
+}
+
+std::unique_ptr<LoadJob> launch_job_load(const std::vector<std::string>& inputs) {
+  std::unique_ptr<LoadJob> job_load =
+      new_load(inputs.size() == 1 ? inputs[0] : inputs[0] + " and " + std::to_string(inputs.size() - 1) + " more");
+  LoadJob* l = job_load.get();
   l->worker = std::thread([l, inputs] {
     std::string error;
     std::vector<JobFile> files = job_files(inputs, error);
@@ -125,6 +134,7 @@ void start_job_load(Viewer& v, const std::vector<std::string>& inputs) {
     }
     l->done = true;
   });
+  return job_load;
 }
 
 void show_rank(Viewer& v, uint32_t rank) {
@@ -144,6 +154,27 @@ void show_rank(Viewer& v, uint32_t rank) {
 
 void adopt_job(Viewer& v, LoadJob& l) {
   JobView& jv = v.job_view;
+  if (l.job && l.keep_view && jv.job) {
+    // The same job read again (a recording that grew): the view, the rows and the rank shown stay.
+    const render::TimeView view = v.timeline.view;
+    const float scroll = v.timeline.scroll_y;
+    const int64_t rank_shown = jv.job->ranks[jv.shown].file.rank;
+    uint32_t again = l.rank;
+    for (uint32_t i = 0; i < l.job->ranks.size(); ++i)
+      if (l.job->ranks[i].file.rank == rank_shown && l.job->ranks[i].error.empty()) again = i;
+    if (again != l.rank) {
+      std::string error;
+      std::unique_ptr<Prepared> p = prepare_rank(*l.job, again, nullptr, error);
+      if (p) l.result = std::move(p), l.rank = again;
+    }
+    jv.job = std::move(l.job);
+    jv.shown = l.rank;
+    show(v, std::move(l.result));
+    v.timeline.view = view;
+    v.timeline.scroll_y = scroll;
+    fit_job_extent(v, true);
+    return;
+  }
   if (l.job) {
     close_job(v);
     jv.job = std::move(l.job);

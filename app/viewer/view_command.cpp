@@ -30,6 +30,7 @@ void usage_view(FILE* out) {
              "                   [--tab levels|summary|job] [--keys \"?,Esc\"]   (keys pressed after the focus)\n"
              "                   [--range A:B]   (a measured range, in ms from the trace's start)\n"
              "                   [--attach PID [--duration S | --iterations N] [-o FILE] [--live-screenshot OUT.png]]\n"
+             "                   [--attach-job LAUNCHER_PID ... (every rank under it, into -o DIR)]\n"
              "                   [--attach-dialog]   (File > Attach, scripted)\n"
              "       strata view DIR | FILE1 FILE2 ... [the options above]   (a job: one trace per rank)\n",
              out);

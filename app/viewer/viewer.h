@@ -291,7 +291,9 @@ void add_recent(Viewer& v, const std::string& path);
 void open_file_browser(Viewer& v);
 void draw_file_browser(Viewer& v);
 // job.cpp
-void start_job_load(Viewer& v, const std::vector<std::string>& inputs);  // a directory or several files
+// A directory or several files; keep_view: the same job read again (a recording that grew).
+void start_job_load(Viewer& v, const std::vector<std::string>& inputs, bool keep_view = false);
+std::unique_ptr<LoadJob> launch_job_load(const std::vector<std::string>& inputs);  // the worker alone
 void show_rank(Viewer& v, uint32_t rank);  // loads (off the UI thread) and shows that rank's tracks
 void adopt_job(Viewer& v, LoadJob& loaded);  // a finished job or rank load: take it over
 void close_job(Viewer& v);                  // back to single traces
@@ -308,6 +310,7 @@ void draw_recording_indicator(Viewer& v);  // in the menu bar while recording
 // records from a job as the dialog would; `--attach-dialog` only opens the dialog.
 struct AttachRequest {
   int pid = 0;
+  bool job = false;  // pid is a launcher: record every rank under it together (--attach-job)
   bool dialog = false;
   uint64_t duration_ms = 0;
   uint32_t iterations = 0;
