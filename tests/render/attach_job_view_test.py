@@ -30,8 +30,8 @@ try:
            str(launcher.pid), "--duration", "2", "-o", job_dir, "--screenshot", final, "--dump-layout", dump]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
 finally:
+    subprocess.run(["pkill", "-P", str(launcher.pid)], check=False)  # the ranks first: then the launcher
     launcher.terminate()
-    subprocess.run(["pkill", "-P", str(launcher.pid)], check=False)
     launcher.wait()
     shutil.rmtree(sockets, ignore_errors=True)
 print(r.stdout, r.stderr)
