@@ -195,6 +195,7 @@ int run_headless(Viewer& v, const HeadlessRun& run) {
     return 1;
   }
   const auto started = v.loading->started;
+  frame(v);  // the window's size, for the new trace's rows
   if (v.loading->job) adopt_job(v, *v.loading);
   else install(v, std::move(v.loading->result));
   v.loading.reset();

@@ -3,6 +3,8 @@
 // thread only polls and swaps the result in.
 #include "app/viewer/viewer.h"
 
+#include <imgui.h>
+
 #include <cstdio>
 
 namespace strata::viewer {
@@ -54,7 +56,10 @@ void cancel_load(Viewer& v) {
 void install(Viewer& v, std::unique_ptr<Prepared> p) {
   show(v, std::move(p));
   // A new trace's rows: the tiers pinned, the GPU streams in view.
-  v.timeline.rows.defaults(v.trace->timeline, v.timeline.height > 0 ? v.timeline.height : 600 * v.scale);
+  // Before the first frame of a trace the timeline's rows height is not known: the window's,
+  // less the menus, the bottom panel (about 28%) and the ruler.
+  const float visible = v.timeline.height > 0 ? v.timeline.height : (ImGui::GetIO().DisplaySize.y - 60 * v.scale) * 0.72f - 26 * v.scale;
+  v.timeline.rows.defaults(v.trace->timeline, visible > 0 ? visible : 600 * v.scale);
 }
 
 void show(Viewer& v, std::unique_ptr<Prepared> p) {
