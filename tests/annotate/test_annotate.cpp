@@ -1,5 +1,6 @@
 // Iterations, phases, layers and backward mapping on real traces.
 #include "helpers.h"
+#include "core/text_format.h"
 
 #include <algorithm>
 
@@ -310,4 +311,49 @@ TEST_CASE("a measured range: GPU busy, ops, kernels and layers inside it, clippe
   if (!h.utilization.empty()) CHECK(h.utilization[0].busy <= r.utilization[0].busy);
   CHECK(range_json(r).find("\"kernels\"") != std::string::npos);
   CHECK(range_text(r).find("GPU 0 busy") != std::string::npos);
+}
+
+TEST_CASE("figures a person reads: bound rules, CPU op shares, communication exposed, sizes, thread ids") {
+  auto m = load(torch2_trace("resnet18-train-h100.pt.trace.json.gz"));
+  Annotation a = annotate(*m);
+  // The data-loading phase is bound by data loading, whatever the few GPU ops in it do.
+  for (NodeId n = 0; n < a.tree.size(); ++n)
+    if (a.tree.kind[n] == NodeKind::Phase && a.tree.phase[n] == PhaseKind::DataLoading)
+      CHECK(node_work(*m, a, n).bound == Bound::DataLoading);
+  // A CUDA call only hands work over: not bound by anything; a GPU op has no host-side parent.
+  for (EventId e = 0; e < m->ev.size(); ++e)
+    if (m->gpu_op_of(e) != kNoEvent) {
+      WorkFigures w = event_work(*m, a, e);
+      CHECK(w.bound == Bound::Unknown);
+      CHECK(event_work(*m, a, m->gpu_op_of(e)).parent.empty());
+      break;
+    }
+  // Top CPU ops carry their share of the window.
+  REQUIRE(!a.analyses.cpu_ops.empty());
+  CHECK(summary_json(*m, a).find("\"cpu_ops\":[{\"name\":") != std::string::npos);
+  CHECK(a.analyses.cpu_ops.front().total > 0);
+  CHECK(format_bytes(307232768.0) == "293.0 MiB");
+  CHECK(format_bytes(2411724.0) == "2.3 MiB");
+  CHECK(format_bytes(640) == "640 B");
+  CHECK(shown_thread_id(-549452224) == 3745515072);
+  CHECK(shown_thread_id(445) == 445);
+}
+
+TEST_CASE("communication: exposed time is part of it, and no more than the item's own") {
+  auto m = load(shared_trace("hta-nccl-a100-2ranks.pt.trace.json.gz"));
+  Annotation a = annotate(*m);
+  const auto& exposed = a.analyses.exposed_communication;
+  REQUIRE(!exposed.empty());
+  Ns total = 0;
+  for (size_t i = 0; i < exposed.size(); ++i) {
+    CHECK(exposed[i].first < exposed[i].second);
+    if (i) CHECK(exposed[i - 1].second <= exposed[i].first);
+    total += exposed[i].second - exposed[i].first;
+  }
+  CHECK(total <= a.analyses.communication + 1);
+  for (const Iteration& it : a.iterations) {
+    WorkFigures w = node_work(*m, a, it.node);
+    CHECK(w.communication > 0);
+    CHECK(w.comm_exposed <= w.communication);
+  }
 }
