@@ -76,7 +76,6 @@ struct NameParts {
 };
 
 NameParts name_parts(std::string_view name) {
-  NameParts p;
   size_t s0 = name.starts_with("void ") ? 5 : 0;
   std::string_view s = name.substr(s0);
   size_t end = s.size();
