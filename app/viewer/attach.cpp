@@ -290,6 +290,12 @@ void open_attach(Viewer& v) {
   a.scan.refresh();
 }
 
+bool close_attach(Viewer& v) {
+  if (!v.attach || !v.attach->open) return false;
+  v.attach->open = false;  // as its close button: a recording goes on, and the live view with it
+  return true;
+}
+
 void draw_attach(Viewer& v) {
   ImGuiIO& io = ImGui::GetIO();
   if (io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_R, false)) open_attach(v);

@@ -1,5 +1,6 @@
-// Keys. Window-wide, before anything is drawn: Esc closes an open menu, popup, dialog,
-// results list or the key map and does nothing else; `?` opens and closes the key map.
+// Keys. Window-wide, before anything is drawn: Esc closes an open menu, popup, dialog
+// (Attach included), results list or the key map and does nothing else; `?` opens and
+// closes the key map.
 // The timeline's: W/S zoom, A/D pan (as in Perfetto and Chrome's tracing), F fits the
 // selection, U selects its parent, Esc, Backspace or Alt+Left go back (as in a browser),
 // 0 shows the whole trace.
@@ -34,7 +35,7 @@ void handle_window_keys(Viewer& v) {
       ImGui::ClosePopupToLevel(0, true);
       v.panels.show_keymap = false;
       v.panels.escape_taken = true;
-    } else if (close_search_list(v)) {
+    } else if (close_search_list(v) || close_attach(v)) {
       v.panels.escape_taken = true;
     }
   }

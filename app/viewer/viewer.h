@@ -304,6 +304,7 @@ double time_origin(const Viewer& v);  // where shown times count from: the job's
 float gutter_width(const Viewer& v, float w);  // the timeline's (and the overview's) label column
 // attach.cpp
 void open_attach(Viewer& v);
+bool close_attach(Viewer& v);              // Esc: true when the dialog was open
 void draw_attach(Viewer& v);               // the dialog, and following a recording (every frame)
 void draw_recording_indicator(Viewer& v);  // in the menu bar while recording
 // `strata view --attach PID [--duration S | --iterations N] [-o FILE] [--live-screenshot PNG]`

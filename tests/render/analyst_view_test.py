@@ -93,6 +93,13 @@ for size in ("1600x900", "1024x700"):
     assert not d["dialogs"] and d["ui"]["history"] == hist, d["ui"]
     assert (d["view_t0"], d["view_t1"]) == (focused["view_t0"], focused["view_t1"])
 
+    # File > Attach (Ctrl+R) too: Esc closes it and does not go back.
+    d = view(train, size, "Ctrl+R")
+    assert [x for x in d["dialogs"] if x["name"] == "Attach to a running job"], d["dialogs"]
+    d = view(train, size, "Ctrl+R,Esc")
+    assert not d["dialogs"] and d["ui"]["history"] == hist, d["ui"]
+    assert (d["view_t0"], d["view_t1"]) == (focused["view_t0"], focused["view_t1"])
+
 # Back as in a browser: Esc, Backspace and Alt+Left each step the view back.
 for keys in ("Esc", "Backspace", "Alt+Left"):
     d = view(train, "1024x700", keys)
