@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
 namespace strata::render {
 
@@ -31,23 +30,6 @@ struct TimeView {
   void follow_extent(double begin, double end);
 
   static constexpr double kMinNsPerPx = 0.01;  // 1 ns spans 100 px at the deepest zoom
-};
-
-// Animated transitions and the Esc "back" history live in the app; this keeps the history.
-struct ViewHistory {
-  struct Entry { double t0, t1; };
-  std::vector<Entry> stack;
-  void push(const TimeView& v) {
-    if (stack.size() >= 64) stack.erase(stack.begin());
-    stack.push_back({v.t0, v.t1()});
-  }
-  bool pop(TimeView& v) {
-    if (stack.empty()) return false;
-    Entry e = stack.back();
-    stack.pop_back();
-    v.fit(e.t0, e.t1, 0);
-    return true;
-  }
 };
 
 }  // namespace strata::render

@@ -75,7 +75,7 @@ void write_ui(JsonWriter& j, Viewer& v) {
   j.field("crumbs_w", double(v.panels.crumbs_w));
   j.field("levels_content_h", double(v.panels.levels_content_h)).field("levels_visible_h", double(v.panels.levels_visible_h));
   j.field("levels_scroll_y", double(v.panels.levels_scroll_y));
-  j.field("keymap_open", v.panels.show_keymap).field("history", uint64_t(v.timeline.history.stack.size()));
+  j.field("keymap_open", v.panels.show_keymap).field("history", uint64_t(v.timeline.history.size()));
   const SearchState& s = v.search;
   j.key("search").begin_object();
   j.field("query", std::string_view(s.query)).field("matches", uint64_t(s.matches.size())).field("current", s.current);

@@ -69,7 +69,7 @@ void show(Viewer& v, std::unique_ptr<Prepared> p) {
   const TraceModel& m = *v.trace->model;
   v.timeline.view.set_extent(double(m.time_begin), double(m.time_end));
   v.timeline.view.fit(double(m.time_begin), double(m.time_end));
-  v.timeline.history.stack.clear();
+  v.timeline.history.clear();
   v.timeline.scroll_y = 0;
   v.sel = {};
   v.timeline.hovered = {};
@@ -82,13 +82,15 @@ void reinstall(Viewer& v, std::unique_ptr<Prepared> p) {
   const render::ItemRef sel = v.sel.hl.selected;
   render::ItemRef again = sel.valid() ? render::find_again(old, sel, p->timeline) : render::ItemRef{};
   const render::TimeView view = v.timeline.view;
-  const render::ViewHistory history = v.timeline.history;
+  std::vector<Place> history = v.timeline.history;
+  for (Place& h : history)  // the places' selections, found again in the new read
+    if (h.selected.valid()) h.selected = render::find_again(old, h.selected, p->timeline);
   const float scroll = v.timeline.scroll_y;
   show(v, std::move(p));
   const TraceModel& m = *v.trace->model;
   v.timeline.view = view;
   v.timeline.view.follow_extent(double(m.time_begin), double(m.time_end));
-  v.timeline.history = history;
+  v.timeline.history = std::move(history);
   v.timeline.scroll_y = scroll;
   if (again.valid()) select(v, again, false);
 }

@@ -28,8 +28,15 @@ void update_metrics(Viewer& v) {
   v.metrics.height = f->FontSize;
 }
 
-void animate_to(Viewer& v, double t0, double t1) {
-  v.timeline.history.push(v.timeline.view);
+namespace {
+
+void remember_place(Viewer& v, render::ItemRef selected) {
+  std::vector<Place>& h = v.timeline.history;
+  if (h.size() >= TimelineState::kMaxHistory) h.erase(h.begin());
+  h.push_back({v.timeline.view.t0, v.timeline.view.t1(), selected});
+}
+
+void move_to(Viewer& v, double t0, double t1) {
   if (v.capture.headless) {
     v.timeline.view.fit(t0, t1, 0.03f);
     return;
@@ -39,15 +46,36 @@ void animate_to(Viewer& v, double t0, double t1) {
   v.timeline.anim_t1 = t1;
 }
 
+}  // namespace
+
+void animate_to(Viewer& v, double t0, double t1) {
+  remember_place(v, v.sel.hl.selected);
+  move_to(v, t0, t1);
+}
+
+bool go_back(Viewer& v) {
+  if (v.timeline.history.empty()) return false;
+  const Place p = v.timeline.history.back();
+  v.timeline.history.pop_back();
+  v.timeline.animating = false;
+  v.timeline.view.fit(p.t0, p.t1, 0);
+  if (p.selected != v.sel.hl.selected) select(v, p.selected, false);
+  return true;
+}
+
 void select(Viewer& v, ItemRef r, bool fit) {
   if (!v.trace) return;
   render::Timeline& tl = v.trace->timeline;
+  const ItemRef before = v.sel.hl.selected;
   v.sel.work = r.valid() ? render::work_of(tl, r) : WorkFigures{};
   render::related_of(tl, r, v.sel.work.gpu_ops, v.sel.hl, &v.sel.flows);
   v.sel.path = render::focus_path(tl, r);
   // The levels view follows the selection's path.
   v.sel.levels_chosen = v.sel.path;
-  if (fit && r.valid()) animate_to(v, double(tl.start_of(r)), double(tl.end_of(r)));
+  if (fit && r.valid()) {  // back returns to the earlier view with the earlier selection
+    remember_place(v, before);
+    move_to(v, double(tl.start_of(r)), double(tl.end_of(r)));
+  }
   // Bring the item's row into view.
   if (r.valid() && v.timeline.height > 0) {
     bool pinned = false;

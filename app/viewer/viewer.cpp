@@ -79,7 +79,7 @@ void draw_menu(Viewer& v) {
     ImGui::MenuItem("Details panel", nullptr, &v.panels.show_details);
     ImGui::MenuItem("Levels and summary", nullptr, &v.panels.show_levels);
     if (ImGui::MenuItem("Whole trace", "0", false, v.trace != nullptr)) animate_to(v, v.timeline.view.limit_begin, v.timeline.view.limit_end);
-    if (ImGui::MenuItem("Back", "Backspace", false, !v.timeline.history.stack.empty())) v.timeline.history.pop(v.timeline.view);
+    if (ImGui::MenuItem("Back", "Backspace", false, !v.timeline.history.empty())) go_back(v);
     if (ImGui::MenuItem("Select the parent", "U", false, v.sel.path.size() >= 2)) select(v, v.sel.path[v.sel.path.size() - 2], false);
     ImGui::EndMenu();
   }

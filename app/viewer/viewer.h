@@ -138,10 +138,17 @@ struct RangeState {
   float drag_px = 0;
 };
 
+// A place to go back to (Esc, Backspace, Alt+Left): the view and what was selected there.
+struct Place {
+  double t0 = 0, t1 = 0;
+  render::ItemRef selected;
+};
+
 // Where the person is on the timeline and what the last frame laid out.
 struct TimelineState {
   render::TimeView view;
-  render::ViewHistory history;
+  std::vector<Place> history;  // oldest first, at most kMaxHistory
+  static constexpr size_t kMaxHistory = 64;
   render::RowState rows;  // collapsed and pinned rows (kept across reloads)
   render::FrameLayout frame;
   float scroll_y = 0;
@@ -240,7 +247,8 @@ void reinstall(Viewer& v, std::unique_ptr<Prepared> p);
 void draw_timeline(Viewer& v, float x, float y, float w, float h);
 void select(Viewer& v, render::ItemRef r, bool fit);
 void focus_on(Viewer& v, render::ItemRef r);  // select and zoom to it
-void animate_to(Viewer& v, double t0, double t1);
+void animate_to(Viewer& v, double t0, double t1);  // remembers where the view was, for back
+bool go_back(Viewer& v);                            // the last place remembered; false when none
 void update_metrics(Viewer& v);
 // range.cpp: measuring a range (Shift+drag, or a drag on the ruler) and flags on the ruler.
 // handle_range_input returns true when it took the mouse (no pan, no selection then).

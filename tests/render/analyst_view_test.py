@@ -133,6 +133,16 @@ d = view(train, "1024x700", "/,conv,Enter")
 assert d["ui"]["search"]["current"] == 0 and not d["ui"]["search"]["list_open"], d["ui"]["search"]
 assert "conv" in d["selected"].lower(), d["selected"]
 
+# Back returns to the earlier place whole: its view and what was selected there.
+first = d
+d = view(train, "1024x700", "/,conv,Enter,Enter,Esc")
+assert d["selected"] != first["selected"] and d["ui"]["history"] == first["ui"]["history"] + 1, d["ui"]
+d = view(train, "1024x700", "/,conv,Enter,Enter,Esc,Backspace")
+assert d["selected"] == first["selected"], (d["selected"], first["selected"])
+assert (d["view_t0"], d["view_t1"]) == (first["view_t0"], first["view_t1"])
+d = view(train, "1024x700", "/,conv,Enter,Enter,Esc,Backspace,Backspace")
+assert d["selected"] == focused["selected"] and d["ui"]["history"] == hist, (d["selected"], d["ui"])
+
 # Each file keeps its own query: a new file starts with none, the first gets its own back.
 # File > Open lists the directory's traces, directories first, then by name: a.json.gz, b.json.gz.
 pair = os.path.join(out, "pair")
