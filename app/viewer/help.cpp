@@ -28,7 +28,7 @@ constexpr KeyRow kView[] = {
     {"Shift+drag, drag the ruler", "measure a range (its figures in the details)"},
     {"Click the ruler", "drop a flag, or take one away"},
     {"0", "the whole trace"},
-    {"Backspace, Alt+Left", "back to the view before"},
+    {"Backspace, Alt+Left", "back to the view and selection before"},
     {"Esc", "close a menu, dialog or list; else back"},
 };
 constexpr KeyRow kSelection[] = {
