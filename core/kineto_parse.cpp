@@ -111,7 +111,8 @@ struct Fields {
   // args
   int64_t external_id = -1, correlation = -1, seq = -1, fwd_tid = -1, py_id = -1, py_parent = -1;
   int64_t device = -1, stream = -1;
-  int64_t bytes = 0, total_allocated = 0, total_reserved = 0, device_type = -1, device_id = -1;
+  // Totals stay -1 when the event has none (the 2021 format writes only Bytes).
+  int64_t bytes = 0, total_allocated = -1, total_reserved = -1, device_type = -1, device_id = -1;
   uint64_t addr = 0;
   std::string_view meta_name;  // args.name / args.labels of metadata
   bool meta_name_escaped = false;

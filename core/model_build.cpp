@@ -545,6 +545,7 @@ void ModelBuilder::run(std::vector<ChunkOut>& chunks) {
   if (cancelled()) return;
   LinkInputs in{std::move(seqs_), std::move(pythons_), std::move(flows_)};
   resolve_links(m_, in, progress_);
+  complete_memory_events(m_.memory);
   auto& ev = m_.ev;
   if (ev.size()) {
     m_.time_begin = INT64_MAX;
@@ -557,6 +558,47 @@ void ModelBuilder::run(std::vector<ChunkOut>& chunks) {
 }
 
 }  // namespace
+
+void complete_memory_events(MemoryEvents& m) {
+  std::vector<uint32_t> order(m.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return m.ts[a] < m.ts[b]; });
+  if (!std::is_sorted(m.ts.begin(), m.ts.end())) {
+    permute(m.ts, order);
+    permute(m.bytes, order);
+    permute(m.total_allocated, order);
+    permute(m.total_reserved, order);
+    permute(m.addr, order);
+    permute(m.device_type, order);
+    permute(m.device_id, order);
+    permute(m.track, order);
+  }
+  // Per device: the running sum of Bytes since the last recorded total. A device with no
+  // recorded total starts at the least that keeps its sum from going below zero.
+  struct Running { int64_t total = 0, lowest = 0; bool recorded = false; };
+  std::map<std::pair<int, int>, Running> devices;
+  for (size_t i = 0; i < m.size(); ++i) {
+    Running& r = devices[{m.device_type[i], m.device_id[i]}];
+    if (m.total_allocated[i] >= 0) {
+      r.total = m.total_allocated[i];
+      r.recorded = true;
+    } else {
+      r.total += m.bytes[i];
+      if (!r.recorded) r.lowest = std::min(r.lowest, r.total);
+      m.totals_derived = true;
+    }
+    m.reserved_recorded |= m.total_reserved[i] >= 0;
+    m.addresses_recorded |= m.addr[i] != 0;
+  }
+  if (!m.totals_derived) return;
+  for (auto& [key, r] : devices) r.total = r.recorded ? 0 : -r.lowest;  // where each unrecorded sum starts
+  for (size_t i = 0; i < m.size(); ++i) {
+    Running& r = devices[{m.device_type[i], m.device_id[i]}];
+    if (m.total_allocated[i] >= 0) r.total = m.total_allocated[i];
+    else m.total_allocated[i] = r.total += m.bytes[i];
+  }
+  for (int64_t& v : m.total_reserved) v = std::max<int64_t>(v, 0);
+}
 
 void build_model(std::vector<ChunkOut>& chunks, TraceModel& model, Progress* progress) {
   ModelBuilder(model, progress).run(chunks);

@@ -11,4 +11,8 @@ namespace strata {
 // processes and tracks, nesting, overflow tracks, then links (links.h).
 void build_model(std::vector<ChunkOut>& chunks, TraceModel& model, Progress* progress);
 
+// Sorts allocator events by time and completes what the trace left out: totals derived from
+// Bytes, and the flags saying what was recorded (MemoryEvents). One of build_model's steps.
+void complete_memory_events(MemoryEvents& m);
+
 }  // namespace strata

@@ -122,16 +122,23 @@ struct EventColumns {
   size_t bytes() const;
 };
 
-// `[memory]` allocator events (profile_memory).
+// `[memory]` allocator events (profile_memory), by time.
 struct MemoryEvents {
   std::vector<Ns> ts;
   std::vector<int64_t> bytes;  // negative = free
   std::vector<int64_t> total_allocated;
-  std::vector<int64_t> total_reserved;
-  std::vector<uint64_t> addr;
+  std::vector<int64_t> total_reserved;  // 0 where the trace records none
+  std::vector<uint64_t> addr;           // 0 where the trace records none
   std::vector<int8_t> device_type;  // 0 CPU, 1 CUDA (as PyTorch writes it)
   std::vector<int16_t> device_id;
   std::vector<uint32_t> track;
+  // What the trace itself recorded. Where an event has no "Total Allocated" (the 2021 format
+  // writes only Bytes), its device's total is the running sum of Bytes, raised so that it
+  // never falls below zero: frees of memory allocated before the trace began are what it
+  // held then, at least.
+  bool totals_derived = false;
+  bool reserved_recorded = false;
+  bool addresses_recorded = false;
   size_t size() const { return ts.size(); }
   size_t bytes_used() const;
 };

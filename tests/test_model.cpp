@@ -345,6 +345,37 @@ TEST_CASE("[memory] instants go to MemoryEvents, not to the event columns") {
   CHECK(m->ev.phase[0] == EventPhase::Instant);
 }
 
+TEST_CASE("[memory] events with only Bytes get running totals per device, never below zero") {
+  // GPU 0: frees 100 first (allocated before the trace), so its sum starts at 100.
+  // CPU: only allocations, starts at 0. Out of file order on purpose.
+  auto m = must_load(trace(R"(
+    {"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":1,"tid":1,"ts":3,"args":{"Bytes":50,"Device Type":1,"Device Id":0}},
+    {"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":1,"tid":1,"ts":1,"args":{"Bytes":-100,"Device Type":1,"Device Id":0}},
+    {"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":1,"tid":1,"ts":2,"args":{"Bytes":30,"Device Type":0,"Device Id":-1}},
+    {"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":1,"tid":1,"ts":4,"args":{"Bytes":20,"Device Type":0,"Device Id":-1}})"));
+  const MemoryEvents& me = m->memory;
+  REQUIRE(me.size() == 4);
+  CHECK(std::is_sorted(me.ts.begin(), me.ts.end()));
+  CHECK(me.totals_derived);
+  CHECK_FALSE(me.reserved_recorded);
+  CHECK_FALSE(me.addresses_recorded);
+  CHECK(me.bytes == std::vector<int64_t>{-100, 30, 50, 20});
+  CHECK(me.total_allocated == std::vector<int64_t>{0, 30, 50, 50});
+  CHECK(me.total_reserved == std::vector<int64_t>{0, 0, 0, 0});
+}
+
+TEST_CASE("[memory] totals the trace records are kept; Bytes continue from the last one") {
+  auto m = must_load(trace(R"(
+    {"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":1,"tid":1,"ts":1,"args":{"Addr":8,"Bytes":64,"Total Allocated":1000,"Total Reserved":2048,"Device Type":1,"Device Id":0}},
+    {"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":1,"tid":1,"ts":2,"args":{"Bytes":-64,"Device Type":1,"Device Id":0}})"));
+  const MemoryEvents& me = m->memory;
+  REQUIRE(me.size() == 2);
+  CHECK(me.total_allocated == std::vector<int64_t>{1000, 936});
+  CHECK(me.totals_derived);
+  CHECK(me.reserved_recorded);
+  CHECK(me.addresses_recorded);
+}
+
 TEST_CASE("counters become one series per (process, name, key), sorted by time") {
   auto m = must_load(trace(R"(
     {"ph":"C","name":"mem","pid":1,"ts":2,"args":{"used":5,"free":7}},

@@ -350,6 +350,9 @@ void run_analyses(Context& c, Annotation& a) {
   std::sort(idx.begin(), idx.end(), [&](size_t x, size_t y) { return me.ts[x] < me.ts[y]; });
   if (!idx.empty()) {
     mu.present = true;
+    mu.totals_derived = me.totals_derived;
+    mu.reserved_recorded = me.reserved_recorded;
+    mu.addresses_recorded = me.addresses_recorded;
     std::unordered_map<uint64_t, std::pair<PhaseKind, int64_t>> live;
     std::vector<MemoryUse::PhaseAlloc> per(static_cast<size_t>(PhaseKind::Count));
     for (size_t p = 0; p < per.size(); ++p) per[p].phase = PhaseKind(p);
@@ -365,10 +368,10 @@ void run_analyses(Context& c, Annotation& a) {
       int64_t bytes = me.bytes[i];
       if (bytes > 0) {
         per[size_t(pk)].allocated += bytes;
-        live[me.addr[i]] = {pk, bytes};
+        if (mu.addresses_recorded) live[me.addr[i]] = {pk, bytes};
       } else if (bytes < 0) {
         per[size_t(pk)].freed += -bytes;
-        auto it = live.find(me.addr[i]);
+        auto it = mu.addresses_recorded ? live.find(me.addr[i]) : live.end();
         if (it != live.end()) {
           PhaseKind from = it->second.first;
           if (from == pk) mu.temporaries += it->second.second;

@@ -156,6 +156,9 @@ struct IdleGaps {
 
 struct MemoryUse {
   bool present = false;
+  // What the trace recorded (MemoryEvents): without addresses, what stays allocated (the four
+  // figures below) is unknown and left at 0; without totals, the peak is of derived totals.
+  bool totals_derived = false, reserved_recorded = false, addresses_recorded = false;
   int64_t peak_allocated = 0, peak_reserved = 0;
   Ns peak_ts = 0;
   std::string peak_where;  // the annotation path at the peak

@@ -148,10 +148,16 @@ std::string summary_text(const TraceModel& m, const Annotation& a) {
              format_duration(r.memory_ops).c_str(), pct(r.tensor_core, r.kernel_total));
   if (r.memory.present) {
     auto& mu = r.memory;
-    o += strprintf("  memory: peak allocated %s (reserved %s) at %s\n", format_bytes(double(mu.peak_allocated)).c_str(),
-             format_bytes(double(mu.peak_reserved)).c_str(), mu.peak_where.empty() ? "?" : mu.peak_where.c_str());
-    o += strprintf("    activations %s, temporaries %s, optimizer state %s, other still allocated %s\n", format_bytes(double(mu.activations)).c_str(),
-             format_bytes(double(mu.temporaries)).c_str(), format_bytes(double(mu.optimizer_state)).c_str(), format_bytes(double(mu.persistent)).c_str());
+    const std::string reserved = mu.reserved_recorded ? "reserved " + format_bytes(double(mu.peak_reserved)) : "reserved not recorded";
+    o += strprintf("  memory: peak allocated %s (%s) at %s\n", format_bytes(double(mu.peak_allocated)).c_str(), reserved.c_str(),
+             mu.peak_where.empty() ? "?" : mu.peak_where.c_str());
+    if (mu.totals_derived)
+      o += "    totals are running sums of Bytes (the trace records no Total Allocated): memory held before it began counts only as far as its frees show\n";
+    if (mu.addresses_recorded)
+      o += strprintf("    activations %s, temporaries %s, optimizer state %s, other still allocated %s\n", format_bytes(double(mu.activations)).c_str(),
+               format_bytes(double(mu.temporaries)).c_str(), format_bytes(double(mu.optimizer_state)).c_str(), format_bytes(double(mu.persistent)).c_str());
+    else
+      o += "    what stays allocated is unknown: the trace records no addresses\n";
     for (auto& p : mu.per_phase)
       o += strprintf("    %-15s allocates %s, frees %s\n", phase_name(p.phase), format_bytes(double(p.allocated)).c_str(), format_bytes(double(p.freed)).c_str());
     for (size_t i = 0; i < mu.top_layers.size() && i < 5; ++i)
@@ -209,7 +215,8 @@ void write_summary_panel_fields(JsonWriter& w, const Annotation& a) {
   w.key("memory").begin_object().field("present", mu.present).field("peak_allocated", mu.peak_allocated)
       .field("peak_reserved", mu.peak_reserved).field("peak_ns", mu.peak_ts).field("peak_where", mu.peak_where)
       .field("activations", mu.activations).field("temporaries", mu.temporaries).field("optimizer_state", mu.optimizer_state)
-      .field("persistent", mu.persistent);
+      .field("persistent", mu.persistent).field("totals_derived", mu.totals_derived)
+      .field("reserved_recorded", mu.reserved_recorded).field("addresses_recorded", mu.addresses_recorded);
   w.key("per_phase").begin_array();
   for (auto& p : mu.per_phase)
     w.begin_object().field("phase", phase_name(p.phase)).field("allocated", p.allocated).field("freed", p.freed).end_object();
