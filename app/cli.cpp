@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <string_view>
@@ -20,6 +21,8 @@ int parse_file_args(const ArgSpec& spec, int argc, char** argv, FileArgs& out) {
       out.item = argv[++i];
     } else if (spec.range && a == "--range" && i + 1 < argc) {
       out.range = argv[++i];
+    } else if (spec.memory_at && a == "--memory-at" && i + 1 < argc) {
+      out.memory_at = argv[++i];
     } else if (spec.merge && a == "--merge") {
       out.merge = true;
     } else if (a.starts_with("-")) {
@@ -39,6 +42,24 @@ int parse_file_args(const ArgSpec& spec, int argc, char** argv, FileArgs& out) {
 bool FileArgs::single_file() const {
   std::error_code ec;
   return inputs.size() == 1 && !std::filesystem::is_directory(inputs[0], ec);
+}
+
+uint32_t memory_event_for(const strata::TraceModel& m, const strata::Annotation& a, const std::string& spec, std::string& error) {
+  const strata::DeviceMemory* d = a.analyses.memory.peak_device();
+  if (!d) {
+    error = "the trace has no [memory] events (record with profile_memory=True)";
+    return UINT32_MAX;
+  }
+  if (spec == "peak") return d->at_peak.through;
+  char* end = nullptr;
+  const double ms = std::strtod(spec.c_str(), &end);
+  if (spec.empty() || *end) {
+    error = "--memory-at wants 'peak' or a time in ms from the trace's start, not '" + spec + "'";
+    return UINT32_MAX;
+  }
+  const uint32_t e = strata::memory_event_at(m.memory, d->device_type, d->device_id, m.time_begin + strata::Ns(ms * 1e6));
+  if (e == UINT32_MAX) error = "no memory event on " + strata::memory_device_name(d->device_type, d->device_id) + " at or before " + spec + " ms";
+  return e;
 }
 
 namespace {

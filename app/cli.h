@@ -19,6 +19,7 @@ struct ArgSpec {
   bool item = false;    // --item PATH
   bool merge = false;   // --merge: the inputs are per-rank summaries
   bool range = false;   // --range A:B
+  bool memory_at = false;  // --memory-at T|peak
 };
 
 struct FileArgs {
@@ -26,6 +27,7 @@ struct FileArgs {
   std::string output;  // -o, for commands that write a file (a directory for a job)
   std::string item;    // --item: an annotation node's path ("Iteration 3/Backward")
   std::string range;   // --range: "A:B", milliseconds from the trace's start
+  std::string memory_at;  // --memory-at: "peak", or ms from the trace's start
   bool json = false;
   bool merge = false;
   // One trace file (not a job of several or a directory).
@@ -41,6 +43,11 @@ struct LoadedTrace {
   strata::Annotation annotation;  // empty unless asked for
   std::string error;
 };
+
+// The memory event `--memory-at` names ("peak": the peak of the device with the highest; T:
+// the last event at or before T ms from the trace's start, on that device); UINT32_MAX with
+// `error` set when there is none.
+uint32_t memory_event_for(const strata::TraceModel& m, const strata::Annotation& a, const std::string& spec, std::string& error);
 
 LoadedTrace load_for_cli(const std::string& path, const char* command, bool annotate);
 

@@ -3,6 +3,7 @@
 // strata summary --merge SUMMARY.json ... [--json]  a job from per-rank summaries made anywhere
 #include "app/cli.h"
 #include "app/commands.h"
+#include "core/json_writer.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -12,7 +13,7 @@
 namespace {
 
 const char* kUsage =
-    "strata summary FILE [--json] [--item \"Iteration 3/Backward\" | --range A:B (ms from the trace's start)]\n"
+    "strata summary FILE [--json] [--item \"Iteration 3/Backward\" | --range A:B | --memory-at T|peak]  (times: ms from the trace's start)\n"
     "       strata summary DIR | FILE1 FILE2 ... [--json]         (a job: one trace per rank)\n"
     "       strata summary --merge RANK.json ... [--json]         (per-rank `strata summary FILE --json` outputs)";
 
@@ -36,6 +37,26 @@ int summarize_trace(const FileArgs& args) {
     const strata::Ns origin = r.model->time_begin;
     strata::RangeFigures rf = strata::range_figures(*r.model, a, origin + strata::Ns(from * 1e6), origin + strata::Ns(to * 1e6));
     print(args.json ? strata::range_json(rf) : strata::range_text(rf));
+    return 0;
+  }
+  if (!args.memory_at.empty()) {
+    // What is allocated at a moment, as the viewer's memory details show it.
+    std::string error;
+    const uint32_t e = memory_event_for(*r.model, a, args.memory_at, error);
+    if (e == UINT32_MAX) {
+      std::fprintf(stderr, "strata summary: %s: %s\n", path.c_str(), error.c_str());
+      return 1;
+    }
+    const strata::LiveMemory l = strata::live_memory(*r.model, a, e);
+    if (!args.json) {
+      print(strata::live_memory_text(*r.model, l));
+      return 0;
+    }
+    strata::JsonWriter w;
+    w.begin_object();
+    strata::write_live_memory_fields(w, *r.model, l);
+    w.end_object();
+    print(w.str() + "\n");
     return 0;
   }
   if (!args.item.empty()) {
@@ -93,11 +114,11 @@ int merge_summaries(const FileArgs& args) {
 
 int cmd_summary(int argc, char** argv) {
   FileArgs args;
-  if (int rc = parse_file_args({"summary", kUsage, true, false, true, true, true}, argc, argv, args)) return rc;
+  if (int rc = parse_file_args({"summary", kUsage, true, false, true, true, true, true}, argc, argv, args)) return rc;
   if (args.merge) return merge_summaries(args);
   if (args.single_file()) return summarize_trace(args);
-  if (!args.item.empty()) {
-    std::fprintf(stderr, "strata summary: --item takes one trace, not a job\n");
+  if (!args.item.empty() || !args.range.empty() || !args.memory_at.empty()) {
+    std::fprintf(stderr, "strata summary: --item, --range and --memory-at take one trace, not a job\n");
     return 2;
   }
   strata::Job job;

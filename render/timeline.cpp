@@ -159,14 +159,19 @@ void Timeline::build(const TraceModel& m) {
     auto it = series.find(key);
     if (it == series.end()) {
       CounterTrack c;
-      c.title = key.first == 1 ? "Memory GPU " + std::to_string(key.second) : "Memory CPU";
+      c.title = "Memory " + memory_device_name(m.memory.device_type[i], m.memory.device_id[i]);
       c.bytes = true;
+      c.device_type = m.memory.device_type[i];
+      c.device_id = m.memory.device_id[i];
+      for (const DeviceInfo& d : m.devices)
+        if (c.device_type == 1 && d.id == c.device_id) c.capacity = double(d.total_global_mem);
       it = series.emplace(key, uint32_t(counters.size())).first;
       counters.push_back(std::move(c));
     }
     CounterTrack& c = counters[it->second];
     c.ts.push_back(m.memory.ts[i]);
     c.value.push_back(double(m.memory.total_allocated[i]));
+    if (m.memory.reserved_recorded) c.reserved.push_back(double(m.memory.total_reserved[i]));
   }
   for (const CounterSeries& cs : m.counters) {
     CounterTrack c;
@@ -192,6 +197,10 @@ void Timeline::build(const TraceModel& m) {
       }
       for (size_t k = 0; k < c.value.size(); ++k)
         if (c.value[k] > c.max_value) c.max_value = c.value[k], c.max_at = c.ts[k];
+      c.axis_max = c.max_value;
+      for (double r : c.reserved) c.axis_max = std::max(c.axis_max, r);
+      // A capacity not far above the values tops the lane, so its line shows the headroom.
+      if (c.capacity > 0 && c.capacity < 1.5 * c.axis_max) c.axis_max = c.capacity;
       Lane l;
       l.kind = LaneKind::Counter;
       l.index = i;
@@ -540,29 +549,33 @@ void Timeline::layout_lane(uint32_t li, float y, float clip_top, float clip_bott
   if (l.kind != LaneKind::Counter || y < clip_top) return;
   const CounterTrack& c = counters[l.index];
   out.rows.push_back({y, y + lh, LaneKind::Counter, li, l.index, 0, 0, 0});
-  if (c.max_value <= 0 || c.ts.empty()) return;
+  if (c.axis_max <= 0 || c.ts.empty()) return;
   const float base = y + lh - 2, hmax = lh - 6;
-  float run_x = 0, run_h = -1;
-  auto flush = [&](float x_end) {
-    if (run_h > 0) out.counter_rects.push_back({run_x, base - run_h, x_end, base, rgba(204, 121, 167, 200), 0});
-  };
-  for (float x = 0; x < w; x += 1) {
-    double ta = v.t_of(x), tb = v.t_of(x + 1);
-    size_t lo = size_t(std::lower_bound(c.ts.begin(), c.ts.end(), Ns(ta)) - c.ts.begin());
-    size_t hi = size_t(std::lower_bound(c.ts.begin() + lo, c.ts.end(), Ns(tb)) - c.ts.begin());
-    double val = lo > 0 ? c.value[lo - 1] : 0;  // the value holding at the column's start
-    if (lo == 0 && hi == 0) val = 0;
-    if (lo >= c.ts.size() && ta > double(c.ts.back())) val = c.value.back();
-    size_t n = hi - lo, stride = n > 32 ? n / 32 : 1;
-    for (size_t k = lo; k < hi; k += stride) val = std::max(val, c.value[k]);
-    float hpx = float(val / c.max_value) * hmax;
-    if (std::abs(hpx - run_h) >= 0.5f) {
-      flush(x);
-      run_x = x;
-      run_h = hpx;
+  // One rect per run of columns of equal height; a column shows the highest value in it.
+  auto series = [&](const std::vector<double>& values, Rgba colour) {
+    float run_x = 0, run_h = -1;
+    auto flush = [&](float x_end) {
+      if (run_h > 0) out.counter_rects.push_back({run_x, base - run_h, x_end, base, colour, 0});
+    };
+    for (float x = 0; x < w; x += 1) {
+      double ta = v.t_of(x), tb = v.t_of(x + 1);
+      size_t lo = size_t(std::lower_bound(c.ts.begin(), c.ts.end(), Ns(ta)) - c.ts.begin());
+      size_t hi = size_t(std::lower_bound(c.ts.begin() + lo, c.ts.end(), Ns(tb)) - c.ts.begin());
+      double val = lo > 0 ? values[lo - 1] : 0;  // the value holding at the column's start
+      if (lo >= c.ts.size() && ta > double(c.ts.back())) val = values.back();
+      size_t n = hi - lo, stride = n > 32 ? n / 32 : 1;
+      for (size_t k = lo; k < hi; k += stride) val = std::max(val, values[k]);
+      float hpx = float(val / c.axis_max) * hmax;
+      if (std::abs(hpx - run_h) >= 0.5f) {
+        flush(x);
+        run_x = x;
+        run_h = hpx;
+      }
     }
-  }
-  flush(w);
+    flush(w);
+  };
+  if (!c.reserved.empty()) series(c.reserved, rgba(204, 121, 167, 70));  // reserved behind allocated
+  series(c.value, rgba(204, 121, 167, 200));
 }
 
 void Timeline::layout(const TimeView& v, float scroll_y, float view_h, const FontMetrics& f, const Highlight& hl,
@@ -626,6 +639,10 @@ float Timeline::row_y(ItemRef r, const RowState& c, float scroll_y, bool* pinned
   } else {
     return -1;
   }
+  return lane_row_y(want_lane, depth, c, scroll_y, pinned);
+}
+
+float Timeline::lane_row_y(uint32_t want_lane, uint16_t depth, const RowState& c, float scroll_y, bool* pinned) const {
   if (want_lane >= lanes.size()) return -1;
   if (c.lane_collapsed(want_lane)) depth = 0;
   const bool is_pinned = c.lane_is_pinned(want_lane);

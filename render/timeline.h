@@ -38,6 +38,13 @@ struct CounterTrack {
   double max_value = 0;
   Ns max_at = 0;
   bool bytes = false;  // values are bytes (memory)
+  // Memory series: the device, what the allocator reserved (empty when not recorded), and the
+  // device's capacity (0: unknown).
+  int8_t device_type = -1;
+  int16_t device_id = -1;
+  std::vector<double> reserved;
+  double capacity = 0;
+  double axis_max = 0;  // the lane's top: the highest value, reserved too, and a near capacity
 };
 
 struct Lane {
@@ -160,6 +167,7 @@ class Timeline {
   // The vertical middle of the row showing `r` as laid out with `scroll_y` (pinned rows do not
   // scroll), or -1 when no row shows it; `pinned` says whether it is a pinned row.
   float row_y(ItemRef r, const RowState& c, float scroll_y, bool* pinned = nullptr) const;
+  float lane_row_y(uint32_t lane, uint16_t depth, const RowState& c, float scroll_y, bool* pinned = nullptr) const;  // the same for a lane's row
   float pinned_height(const RowState& c) const;
   float lane_rows(uint32_t li, const RowState& c) const;  // rows it takes (a counter: its height in rows)
   // Stable names of a section and a lane, for RowState.

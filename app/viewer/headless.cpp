@@ -1,6 +1,7 @@
 // Headless runs of the viewer (`strata view FILE --screenshot/--dump-layout/--bench-frames`):
 // the same frames a person sees, saved as a PNG, a layout dump with the panels' figures, or
 // frame-time percentiles.
+#include "app/cli.h"
 #include "app/viewer/viewer.h"
 
 #include "core/json_writer.h"
@@ -40,6 +41,11 @@ void write_panels(JsonWriter& j, Viewer& v) {
   if (v.timeline.range.active) {
     j.key("range").begin_object();
     write_range_fields(j, v.timeline.range.figures);
+    j.end_object();
+  }
+  if (v.sel.memory_picked) {
+    j.key("memory").begin_object();
+    write_live_memory_fields(j, *v.trace->model, v.sel.memory);
     j.end_object();
   }
   const render::ItemRef sel = v.sel.hl.selected;
@@ -212,6 +218,12 @@ int run_headless(Viewer& v, const HeadlessRun& run) {
   double from = 0, to = 0;
   if (!run.range.empty() && std::sscanf(run.range.c_str(), "%lf:%lf", &from, &to) == 2)
     set_range(v, v.trace->model->time_begin + Ns(from * 1e6), v.trace->model->time_begin + Ns(to * 1e6));
+  if (!run.memory_at.empty() && v.trace->annotation) {
+    std::string error;
+    const uint32_t e = memory_event_for(*v.trace->model, *v.trace->annotation, run.memory_at, error);
+    if (e == UINT32_MAX) std::fprintf(stderr, "strata view: %s\n", error.c_str());
+    else pick_memory(v, e);
+  }
   if (!run.keys.empty() && !press_keys(v, run.keys)) return 2;
   if (run.bench_frames > 0) {
     // Scripted zoom from the whole trace down to one kernel (the longest GPU op near the

@@ -36,6 +36,7 @@ constexpr KeyRow kSelection[] = {
     {"Double-click, F", "zoom to the selection"},
     {"U", "select the parent (the breadcrumb before it)"},
     {"Right-click a row title", "pin the row to the top, collapse it"},
+    {"Click a memory lane", "what is alive then: category, layer, op"},
 };
 constexpr KeyRow kSearch[] = {
     {"/ or Ctrl+F", "search names"},

@@ -67,7 +67,8 @@ void handle_keys(Viewer& v, float mouse_x, bool mouse_in) {
   const bool esc = ImGui::IsKeyPressed(GLFW_KEY_ESCAPE, false) && !v.panels.escape_taken;
   if (esc || ImGui::IsKeyPressed(GLFW_KEY_BACKSPACE, false) || (io.KeyAlt && ImGui::IsKeyPressed(GLFW_KEY_LEFT, false))) {
     v.timeline.animating = false;
-    if (!go_back(v) && esc && v.sel.hl.selected.valid()) select(v, {}, false);
+    if (esc && v.sel.memory_picked) select(v, {}, false);  // Esc puts away what is alive first
+    else if (!go_back(v) && esc && v.sel.hl.selected.valid()) select(v, {}, false);
   }
   if (pressed(GLFW_KEY_0)) animate_to(v, v.timeline.view.limit_begin, v.timeline.view.limit_end);
 }

@@ -113,8 +113,21 @@ void draw_summary(Viewer& v) {
   if (!mu.present) {
     ImGui::TextDisabled("No allocator events (profile_memory was off).");
   } else {
-    ImGui::Text("allocated %s (reserved %s)", format_bytes(double(mu.peak_allocated)).c_str(), format_bytes(double(mu.peak_reserved)).c_str());
-    if (!mu.peak_where.empty()) ImGui::TextWrapped("at %s", mu.peak_where.c_str());
+    for (const DeviceMemory& d : mu.devices) {
+      ImGui::PushID(&d);
+      ImGui::Text("%s: allocated %s", memory_device_name(d.device_type, d.device_id).c_str(), format_bytes(double(d.peak_allocated)).c_str());
+      if (mu.reserved_recorded) {
+        ImGui::SameLine();
+        ImGui::TextDisabled("(reserved %s)", format_bytes(double(d.peak_reserved)).c_str());
+      }
+      if (d.capacity > 0)
+        ImGui::TextDisabled("of %s: headroom %s", format_bytes(double(d.capacity)).c_str(),
+                            format_bytes(double(d.capacity - (mu.reserved_recorded ? d.peak_reserved : d.peak_allocated))).c_str());
+      if (!d.peak_where.empty()) ImGui::TextWrapped("at %s", d.peak_where.c_str());
+      draw_memory_categories(v, d.at_peak, cw);
+      if (ImGui::SmallButton("What is alive at the peak")) pick_memory(v, d.at_peak.through);
+      ImGui::PopID();
+    }
   }
   ImGui::Text("Trace span %s, %zu events", render::format_duration(double(v.trace->model->time_end - v.trace->model->time_begin)).c_str(),
               v.trace->model->ev.size());

@@ -67,6 +67,8 @@ void select(Viewer& v, ItemRef r, bool fit) {
   if (!v.trace) return;
   render::Timeline& tl = v.trace->timeline;
   const ItemRef before = v.sel.hl.selected;
+  v.sel.memory_picked = false;
+  v.sel.memory = {};
   v.sel.work = r.valid() ? render::work_of(tl, r) : WorkFigures{};
   render::related_of(tl, r, v.sel.work.gpu_ops, v.sel.hl, &v.sel.flows);
   v.sel.path = render::focus_path(tl, r);
@@ -77,13 +79,18 @@ void select(Viewer& v, ItemRef r, bool fit) {
     move_to(v, double(tl.start_of(r)), double(tl.end_of(r)));
   }
   // Bring the item's row into view.
-  if (r.valid() && v.timeline.height > 0) {
+  if (r.valid()) {
     bool pinned = false;
     const float y = tl.row_y(r, v.timeline.rows, v.timeline.scroll_y, &pinned);
-    const float top = tl.pinned_height(v.timeline.rows);
-    if (y >= 0 && !pinned && (y < top || y > v.timeline.height - tl.style.row_h))
-      v.timeline.scroll_y = std::max(0.0f, v.timeline.scroll_y + y - (top + (v.timeline.height - top) * 0.4f));
+    if (!pinned) scroll_to_row(v, y);
   }
+}
+
+void scroll_to_row(Viewer& v, float y) {
+  const render::Timeline& tl = v.trace->timeline;
+  const float top = tl.pinned_height(v.timeline.rows);
+  if (v.timeline.height > 0 && y >= 0 && (y < top || y > v.timeline.height - tl.style.row_h))
+    v.timeline.scroll_y = std::max(0.0f, v.timeline.scroll_y + y - (top + (v.timeline.height - top) * 0.4f));
 }
 
 void focus_on(Viewer& v, ItemRef r) { select(v, r, true); }
@@ -295,7 +302,8 @@ void draw_timeline(Viewer& v, float x, float y, float w, float h) {
       const render::Lane& lane = tl.lanes[g.index];
       buf = g.expandable ? std::string(g.collapsed ? "\xE2\x96\xB8 " : "\xE2\x96\xBE ") + lane.title : "   " + lane.title;
       if (v.timeline.rows.lane_is_pinned(g.index)) buf += "  \xE2\x96\xAA";  // a small square: pinned
-      dl->PushClipRect(ImVec2(x, rows_y), ImVec2(area_x - 4 * s, y + h), true);
+      // Within its lane's visible band: a lane scrolling away under the pinned rows takes its title along.
+      dl->PushClipRect(ImVec2(x, std::max(rows_y, gy0)), ImVec2(area_x - 4 * s, std::min(y + h, rows_y + g.y1)), true);
       dl->AddText(v.font, v.font->FontSize, ImVec2(x + 14 * s, gy0 + (tl.style.row_h - v.font->FontSize) * 0.5f),
                   IM_COL32(200, 202, 210, 255), buf.c_str());
       if (lane.kind == render::LaneKind::Counter) {
@@ -329,13 +337,14 @@ void draw_timeline(Viewer& v, float x, float y, float w, float h) {
   // Hover: cursor line, tooltip; click selects, double-click zooms, click on a fold expands.
   v.timeline.hovered = {};
   v.timeline.hovered_fold = 0;
-  draw_counter_lanes(v, area_x, rows_y, area_w, hovered_window && in_area && !v.timeline.dragging);
+  const bool clicked = hovered_window && in_area && !measuring && ImGui::IsMouseReleased(ImGuiMouseButton_Left) && v.timeline.drag_total <= 3.0f;
+  const bool lane_took_click = draw_counter_lanes(v, area_x, rows_y, area_w, hovered_window && in_area && !v.timeline.dragging, clicked);
   if (hovered_window && in_area && !v.timeline.dragging) {
     v.timeline.hovered = tl.hit(fl, mouse.x - area_x, mouse.y - rows_y, &v.timeline.hovered_fold);
     dl->AddLine(ImVec2(mouse.x, y), ImVec2(mouse.x, y + h), IM_COL32(255, 255, 255, 50));
     if (v.timeline.hovered.valid()) draw_tooltip(v, v.timeline.hovered, v.timeline.hovered_fold);
   }
-  if (hovered_window && in_area && !measuring && ImGui::IsMouseReleased(ImGuiMouseButton_Left) && v.timeline.drag_total <= 3.0f) {
+  if (clicked && !lane_took_click) {
     clear_range(v);
     ItemRef r = tl.hit(fl, mouse.x - area_x, mouse.y - rows_y, &v.timeline.hovered_fold);
     if (r.valid() && v.timeline.hovered_fold > 1) {

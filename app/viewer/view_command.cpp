@@ -29,6 +29,7 @@ void usage_view(FILE* out) {
              "                   [--dump-layout OUT.json] [--bench-frames N] [--no-details] [--no-levels]\n"
              "                   [--tab levels|summary|job] [--keys \"?,Esc\"]   (keys pressed after the focus)\n"
              "                   [--range A:B]   (a measured range, in ms from the trace's start)\n"
+             "                   [--memory-at T|peak]   (what is alive then, in ms from the trace's start)\n"
              "                   [--attach PID [--duration S | --iterations N] [-o FILE] [--live-screenshot OUT.png]]\n"
              "                   [--attach-job LAUNCHER_PID ... (every rank under it, into -o DIR)]\n"
              "                   [--attach-dialog]   (File > Attach, scripted)\n"
@@ -64,10 +65,10 @@ int run_view(int argc, char** argv) {
       const char* p = next();
       if (!p) return usage_view(stderr), 2;
       run.range = p;
-    } else if (a == "--range") {
+    } else if (a == "--memory-at") {
       const char* p = next();
       if (!p) return usage_view(stderr), 2;
-      run.range = p;
+      run.memory_at = p;
     } else if (a == "--focus") {
       const char* p = next();
       if (!p) return usage_view(stderr), 2;

@@ -166,6 +166,7 @@ void draw_ui(Viewer& v) {
       ImGui::BeginChild("details", ImVec2(details_w, tl_h), true);
       v.panels.details_box = {ImGui::GetWindowPos().x, ImGui::GetWindowPos().y, details_w, tl_h};
       if (v.timeline.range.active) draw_range_details(v);  // a measured range, until it is cleared
+      else if (v.sel.memory_picked) draw_memory_details(v);
       else draw_details(v);
       ImGui::EndChild();
     }

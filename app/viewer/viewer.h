@@ -7,7 +7,8 @@
 //   timeline.cpp   the timeline: ruler, gutter, items, arrows, zoom/pan/select input
 //   keys.cpp       keys: the window's (Esc closes what is open, `?`) and the timeline's
 //   help.cpp       the key map and the colour legend (`?`)
-//   counters.cpp   memory and counter lanes: axis, peak, value under the cursor
+//   counters.cpp   memory and counter lanes: axis, peak, capacity, value under the cursor
+//   memory.cpp     what is alive at a moment on a memory lane: by category, layer, allocation
 //   range.cpp      measuring a range of time, flags on the ruler
 //   levels.cpp     the Hotline-style levels view and the breadcrumbs
 //   details.cpp    the details panel
@@ -171,6 +172,10 @@ struct Selection {
   std::vector<render::ItemRef> path;          // its focus path (breadcrumbs)
   WorkFigures work;                           // its GPU work and what bounds it (details)
   std::vector<render::ItemRef> levels_chosen;  // the item chosen in each row of the levels view
+  // What is alive at a moment picked on a memory lane (the details panel shows it; its
+  // allocating ops are highlighted).
+  bool memory_picked = false;
+  LiveMemory memory;
 };
 
 // Headless runs: the frame to save, and frame timings for the benchmark.
@@ -246,6 +251,7 @@ void reinstall(Viewer& v, std::unique_ptr<Prepared> p);
 // timeline.cpp
 void draw_timeline(Viewer& v, float x, float y, float w, float h);
 void select(Viewer& v, render::ItemRef r, bool fit);
+void scroll_to_row(Viewer& v, float y);  // scrolls the rows so that a row at `y` (row_y) is in view
 void focus_on(Viewer& v, render::ItemRef r);  // select and zoom to it
 void animate_to(Viewer& v, double t0, double t1);  // remembers where the view was, for back
 bool go_back(Viewer& v);                            // the last place remembered; false when none
@@ -258,7 +264,13 @@ void draw_range_details(Viewer& v);
 void clear_range(Viewer& v);
 void set_range(Viewer& v, Ns t0, Ns t1);  // measures [t0, t1] (either order)
 // counters.cpp: the memory and counter lanes' axis, peak and value under the cursor.
-void draw_counter_lanes(Viewer& v, float area_x, float rows_y, float area_w, bool hovered);
+// True when `clicked` landed on a memory lane (it then shows what is alive there).
+bool draw_counter_lanes(Viewer& v, float area_x, float rows_y, float area_w, bool hovered, bool clicked);
+// memory.cpp: what is alive at a memory event (a click on a memory lane, --memory-at).
+void pick_memory(Viewer& v, uint32_t event);  // shows it in the details panel, highlights the allocating ops
+void draw_memory_details(Viewer& v);
+// A bar of what is alive by category, with a line per category under it (the Summary tab).
+void draw_memory_categories(Viewer& v, const LiveMemory& l, float width);
 // keys.cpp: the timeline's keys; `mouse_x` in the timeline area when `mouse_in`.
 void handle_keys(Viewer& v, float mouse_x, bool mouse_in);
 void handle_window_keys(Viewer& v);  // before anything is drawn: Esc on what is open, `?`
@@ -334,6 +346,7 @@ void start_attach(Viewer& v, const AttachRequest& r);
 struct HeadlessRun {
   std::string shot, dump, focus;  // --screenshot, --dump-layout, --focus
   std::string range;              // --range A:B (ms from the trace's start): a measured range
+  std::string memory_at;          // --memory-at T|peak: what is alive then, in the details panel
   std::string keys;               // --keys: pressed after the focus, as a person would ("?,Esc", "/,conv,Enter")
   int bench_frames = 0;           // --bench-frames
 };

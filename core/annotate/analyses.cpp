@@ -47,23 +47,6 @@ bool is_tensor_core(std::string_view n) {
   return false;
 }
 
-struct PhaseIndex {
-  struct Span { Ns b, e; NodeId n; };
-  std::vector<Span> spans;
-  explicit PhaseIndex(const AnnotationTree& t) {
-    for (NodeId i = 0; i < t.size(); ++i)
-      if (t.kind[i] == NodeKind::Phase) spans.push_back({t.begin[i], t.end[i], i});
-    std::sort(spans.begin(), spans.end(), [](auto& x, auto& y) { return x.b < y.b; });
-  }
-  NodeId at(Ns ts) const {
-    auto it = std::upper_bound(spans.begin(), spans.end(), ts, [](Ns v, const Span& s) { return v < s.b; });
-    if (it == spans.begin()) return kNoNode;
-    --it;
-    return ts < it->e ? it->n : kNoNode;
-  }
-};
-
-// The first dimension of input `which` in the op's "Input Dims" (record_shapes), or -1.
 // The shape of input `which` from an op's "Input Dims"; empty when not recorded.
 std::vector<int64_t> input_shape(std::string_view src, int which) {
   size_t p = src.find("\"Input Dims\"");
@@ -339,82 +322,7 @@ void run_analyses(Context& c, Annotation& a) {
   }
   if (r.batch_size > 0 && r.iter_mean > 0) r.samples_per_s = double(r.batch_size) * 1e9 / double(r.iter_mean);
 
-  // Memory: peak, per phase, and what stays allocated across phases.
-  const MemoryEvents& me = m.memory;
-  MemoryUse& mu = r.memory;
-  bool any_cuda = false;
-  for (size_t i = 0; i < me.size(); ++i) any_cuda |= me.device_type[i] == 1;
-  std::vector<size_t> idx;
-  for (size_t i = 0; i < me.size(); ++i)
-    if (!any_cuda || me.device_type[i] == 1) idx.push_back(i);
-  std::sort(idx.begin(), idx.end(), [&](size_t x, size_t y) { return me.ts[x] < me.ts[y]; });
-  if (!idx.empty()) {
-    mu.present = true;
-    mu.totals_derived = me.totals_derived;
-    mu.reserved_recorded = me.reserved_recorded;
-    mu.addresses_recorded = me.addresses_recorded;
-    std::unordered_map<uint64_t, std::pair<PhaseKind, int64_t>> live;
-    std::vector<MemoryUse::PhaseAlloc> per(static_cast<size_t>(PhaseKind::Count));
-    for (size_t p = 0; p < per.size(); ++p) per[p].phase = PhaseKind(p);
-    std::unordered_map<NodeId, MemoryUse::LayerAlloc> layers;
-    for (size_t i : idx) {
-      if (me.total_allocated[i] > mu.peak_allocated) {
-        mu.peak_allocated = me.total_allocated[i];
-        mu.peak_ts = me.ts[i];
-      }
-      mu.peak_reserved = std::max(mu.peak_reserved, me.total_reserved[i]);
-      NodeId ph = phases.at(me.ts[i]);
-      PhaseKind pk = ph == kNoNode ? PhaseKind::Other : t.phase[ph];
-      int64_t bytes = me.bytes[i];
-      if (bytes > 0) {
-        per[size_t(pk)].allocated += bytes;
-        if (mu.addresses_recorded) live[me.addr[i]] = {pk, bytes};
-      } else if (bytes < 0) {
-        per[size_t(pk)].freed += -bytes;
-        auto it = mu.addresses_recorded ? live.find(me.addr[i]) : live.end();
-        if (it != live.end()) {
-          PhaseKind from = it->second.first;
-          if (from == pk) mu.temporaries += it->second.second;
-          else if (from == PhaseKind::Forward || from == PhaseKind::Loss) mu.activations += it->second.second;
-          else mu.temporaries += it->second.second;
-          live.erase(it);
-        }
-      }
-      if (pk == PhaseKind::Forward && me.track[i] < m.tracks.size()) {
-        EventId e = m.event_at(me.track[i], me.ts[i]);
-        NodeId n = e != kNoEvent ? a.node_of_event[e] : kNoNode;
-        while (n != kNoNode && t.kind[n] == NodeKind::Op) n = t.parent[n];
-        if (n != kNoNode && t.kind[n] == NodeKind::Layer) {
-          auto& la = layers[n];
-          if (bytes > 0) la.allocated += bytes;
-          la.net += bytes;
-        }
-      }
-    }
-    for (auto& [addr, v] : live) {
-      if (v.first == PhaseKind::Optimizer) mu.optimizer_state += v.second;
-      else mu.persistent += v.second;
-    }
-    for (auto& p : per)
-      if (p.allocated || p.freed) mu.per_phase.push_back(p);
-    for (auto& [n, la] : layers) {
-      la.path = t.path(n);
-      mu.top_layers.push_back(la);
-    }
-    std::sort(mu.top_layers.begin(), mu.top_layers.end(), [](auto& x, auto& y) {
-      return x.allocated != y.allocated ? x.allocated > y.allocated : x.path < y.path;
-    });
-    if (mu.top_layers.size() > 10) mu.top_layers.resize(10);
-    // Where the peak happened.
-    for (size_t i : idx)
-      if (me.ts[i] == mu.peak_ts && me.track[i] < m.tracks.size()) {
-        EventId e = m.event_at(me.track[i], me.ts[i]);
-        NodeId n = e != kNoEvent ? a.node_of_event[e] : kNoNode;
-        if (n == kNoNode) n = phases.at(me.ts[i]);
-        if (n != kNoNode) mu.peak_where = t.path(n);
-        break;
-      }
-  }
+  analyze_memory(m, a);
 }
 
 }  // namespace annot

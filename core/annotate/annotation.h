@@ -9,6 +9,7 @@
 #include "core/progress.h"
 #include "core/trace_model.h"
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 namespace strata {
 
 class JsonWriter;
+struct Annotation;
 
 using NodeId = uint32_t;
 inline constexpr NodeId kNoNode = UINT32_MAX;
@@ -154,20 +156,80 @@ struct IdleGaps {
   std::vector<IdleGap> gaps;  // each gap, per device in time order (devices one after another)
 };
 
-struct MemoryUse {
-  bool present = false;
-  // What the trace recorded (MemoryEvents): without addresses, what stays allocated (the four
-  // figures below) is unknown and left at 0; without totals, the peak is of derived totals.
-  bool totals_derived = false, reserved_recorded = false, addresses_recorded = false;
+// What a device's memory holds, by what it is for (TBD's memory categories).
+enum class MemoryCategory : uint8_t { Weights, Gradients, OptimizerState, Activations, Temporaries, Other, Count };
+const char* memory_category_key(MemoryCategory c);   // "weights", "optimizer_state", … (JSON keys)
+const char* memory_category_name(MemoryCategory c);  // "weights", "optimizer state", … (text)
+
+// What is allocated on one device just after one of its memory events. Each allocation the
+// trace saw is put in a category by when it was allocated and when it is freed:
+//   weights          allocated before the first iteration, never freed
+//   gradients        allocated in backward, alive past it (until zero_grad or the step frees them)
+//   optimizer_state  allocated in an optimizer step, never freed
+//   activations      allocated in forward or loss, alive past that phase
+//   temporaries      freed in the phase that allocated them
+//   other            the rest (data loading, no phase, allocated before the first iteration and freed)
+// What was allocated before the trace began is known only as the total less what the trace
+// saw: it counts as weights when the trace starts before the first iteration, else as other.
+struct LiveMemory {
+  int8_t device_type = -1;
+  int16_t device_id = -1;
+  uint32_t through = UINT32_MAX;  // the memory event (index into TraceModel::memory)
+  Ns at = 0;
+  int64_t allocated = 0;          // the device's total then; `bytes` sums to it exactly
+  std::array<int64_t, size_t(MemoryCategory::Count)> bytes{};
+  int64_t before_trace = 0;       // part of `allocated` no event of the trace allocated
+  MemoryCategory before_trace_as = MemoryCategory::Other;
+  bool split = true;              // false: the trace records no addresses, all is `other`
+  struct Layer { NodeId node = kNoNode; std::string path; int64_t bytes = 0; };
+  std::vector<Layer> layers;      // the layers that allocated what is alive, most first; kNoNode: no layer
+  struct Allocation { uint32_t event = 0; MemoryCategory category = MemoryCategory::Other; NodeId layer = kNoNode; };
+  std::vector<Allocation> allocations;  // the live allocations the trace saw, largest first
+  int64_t of(MemoryCategory c) const { return bytes[size_t(c)]; }
+};
+// State just after memory event `event` on its device.
+LiveMemory live_memory(const TraceModel& m, const Annotation& a, uint32_t event);
+// The last memory event of a device at or before t; UINT32_MAX when none.
+uint32_t memory_event_at(const MemoryEvents& me, int8_t device_type, int16_t device_id, Ns t);
+// The op that was running on the allocating thread at a memory event, or kNoEvent.
+EventId allocating_op(const TraceModel& m, uint32_t event);
+
+struct DeviceMemory {
+  int8_t device_type = -1;  // 0 CPU, 1 CUDA
+  int16_t device_id = -1;
   int64_t peak_allocated = 0, peak_reserved = 0;
   Ns peak_ts = 0;
   std::string peak_where;  // the annotation path at the peak
-  int64_t activations = 0, optimizer_state = 0, temporaries = 0, persistent = 0;  // bytes (CUDA)
-  struct PhaseAlloc { PhaseKind phase; int64_t allocated = 0, freed = 0; };
-  std::vector<PhaseAlloc> per_phase;
-  struct LayerAlloc { std::string path; int64_t allocated = 0, net = 0; };
-  std::vector<LayerAlloc> top_layers;  // forward layers that allocate the most (net)
+  int64_t capacity = 0;    // deviceProperties.totalGlobalMem; 0 when unknown
+  LiveMemory at_peak;      // its `allocations` left empty (live_memory gives them on demand)
 };
+
+struct MemoryUse {
+  bool present = false;
+  // What the trace recorded (MemoryEvents): without addresses, what is alive cannot be split
+  // by category; without totals, the peak is of derived totals.
+  bool totals_derived = false, reserved_recorded = false, addresses_recorded = false;
+  // Per device (GPUs when the trace has any, else the CPU); `peak` is the one with the highest.
+  std::vector<DeviceMemory> devices;
+  size_t peak = 0;
+  struct PhaseAlloc { PhaseKind phase; int64_t allocated = 0, freed = 0; };
+  std::vector<PhaseAlloc> per_phase;  // volumes over the trace
+  struct LayerAlloc { std::string path; int64_t allocated = 0, net = 0; };
+  std::vector<LayerAlloc> top_layers;  // forward layers that allocate the most over the trace
+  const DeviceMemory* peak_device() const { return devices.empty() ? nullptr : &devices[peak]; }
+};
+
+// "GPU 0", "CPU".
+std::string memory_device_name(int8_t device_type, int16_t device_id);
+// What is alive, in words: the categories, then what came before the trace, then the layers.
+std::vector<std::string> live_memory_lines(const LiveMemory& l);
+// The summary's memory findings: text lines, and the fields of its `memory` JSON object.
+std::string memory_text(const MemoryUse& mu);
+void write_memory_fields(JsonWriter& w, const MemoryUse& mu);
+// What is alive at one moment (`strata summary --memory-at`, the viewer's memory details):
+// text, and the fields of a JSON object (the largest allocations with their ops).
+std::string live_memory_text(const TraceModel& m, const LiveMemory& l);
+void write_live_memory_fields(JsonWriter& w, const TraceModel& m, const LiveMemory& l);
 
 struct Analyses {
   Ns window_begin = 0, window_end = 0;  // the iterations' span (else the trace's)

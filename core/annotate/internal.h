@@ -4,6 +4,7 @@
 #include "core/annotate/annotation.h"
 #include "core/parallel.h"
 
+#include <algorithm>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -14,6 +15,26 @@ bool is_sync_call(std::string_view n);  // a call that waits for the GPU ("cudaS
 
 // A short kind for an op ("conv", "batch_norm", "linear", …), forward or backward spelling.
 std::string_view op_kind(std::string_view n);
+
+// The phase nodes of a tree by time: which phase a moment falls in.
+struct PhaseIndex {
+  struct Span { Ns b, e; NodeId n; };
+  std::vector<Span> spans;
+  explicit PhaseIndex(const AnnotationTree& t) {
+    for (NodeId i = 0; i < t.size(); ++i)
+      if (t.kind[i] == NodeKind::Phase) spans.push_back({t.begin[i], t.end[i], i});
+    std::sort(spans.begin(), spans.end(), [](auto& x, auto& y) { return x.b < y.b; });
+  }
+  NodeId at(Ns ts) const {
+    auto it = std::upper_bound(spans.begin(), spans.end(), ts, [](Ns v, const Span& s) { return v < s.b; });
+    if (it == spans.begin()) return kNoNode;
+    --it;
+    return ts < it->e ? it->n : kNoNode;
+  }
+};
+
+// The memory analysis (Analyses::memory), a pass over the allocator events.
+void analyze_memory(const TraceModel& m, Annotation& a);
 
 // Derived per-event columns and the roles of the tracks, computed once.
 struct Context {

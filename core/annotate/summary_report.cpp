@@ -146,26 +146,7 @@ std::string summary_text(const TraceModel& m, const Annotation& a) {
              "kernel time\n",
              format_duration(r.compute).c_str(), format_duration(r.communication).c_str(), format_duration(r.compute_comm_overlap).c_str(),
              format_duration(r.memory_ops).c_str(), pct(r.tensor_core, r.kernel_total));
-  if (r.memory.present) {
-    auto& mu = r.memory;
-    const std::string reserved = mu.reserved_recorded ? "reserved " + format_bytes(double(mu.peak_reserved)) : "reserved not recorded";
-    o += strprintf("  memory: peak allocated %s (%s) at %s\n", format_bytes(double(mu.peak_allocated)).c_str(), reserved.c_str(),
-             mu.peak_where.empty() ? "?" : mu.peak_where.c_str());
-    if (mu.totals_derived)
-      o += "    totals are running sums of Bytes (the trace records no Total Allocated): memory held before it began counts only as far as its frees show\n";
-    if (mu.addresses_recorded)
-      o += strprintf("    activations %s, temporaries %s, optimizer state %s, other still allocated %s\n", format_bytes(double(mu.activations)).c_str(),
-               format_bytes(double(mu.temporaries)).c_str(), format_bytes(double(mu.optimizer_state)).c_str(), format_bytes(double(mu.persistent)).c_str());
-    else
-      o += "    what stays allocated is unknown: the trace records no addresses\n";
-    for (auto& p : mu.per_phase)
-      o += strprintf("    %-15s allocates %s, frees %s\n", phase_name(p.phase), format_bytes(double(p.allocated)).c_str(), format_bytes(double(p.freed)).c_str());
-    for (size_t i = 0; i < mu.top_layers.size() && i < 5; ++i)
-      o += strprintf("    layer %s allocates %s (net %s)\n", mu.top_layers[i].path.c_str(), format_bytes(double(mu.top_layers[i].allocated)).c_str(),
-               format_bytes(double(mu.top_layers[i].net)).c_str());
-  } else {
-    o += "  memory: no [memory] events (profile_memory was off)\n";
-  }
+  o += memory_text(r.memory);
   o += strprintf("  annotated %" PRIu64 " of %" PRIu64 " GPU ops; %zu annotation nodes (%zu after noise reduction); %.3f s\n",
            a.gpu_ops_annotated, a.gpu_ops, a.tree.size(), a.reduced.size(), a.seconds);
   for (auto& n : a.notes) o += "  note: " + n + "\n";
@@ -211,19 +192,9 @@ void write_summary_panel_fields(JsonWriter& w, const Annotation& a) {
       .field("memory_ops_ns", r.memory_ops).field("compute_communication_overlap_ns", r.compute_comm_overlap)
       .field("kernel_time_ns", r.kernel_total).field("tensor_core_ns", r.tensor_core).field("gpu_op_time_ns", r.gpu_op_total)
       .end_object();
-  auto& mu = r.memory;
-  w.key("memory").begin_object().field("present", mu.present).field("peak_allocated", mu.peak_allocated)
-      .field("peak_reserved", mu.peak_reserved).field("peak_ns", mu.peak_ts).field("peak_where", mu.peak_where)
-      .field("activations", mu.activations).field("temporaries", mu.temporaries).field("optimizer_state", mu.optimizer_state)
-      .field("persistent", mu.persistent).field("totals_derived", mu.totals_derived)
-      .field("reserved_recorded", mu.reserved_recorded).field("addresses_recorded", mu.addresses_recorded);
-  w.key("per_phase").begin_array();
-  for (auto& p : mu.per_phase)
-    w.begin_object().field("phase", phase_name(p.phase)).field("allocated", p.allocated).field("freed", p.freed).end_object();
-  w.end_array();
-  w.key("top_layers").begin_array();
-  for (auto& l : mu.top_layers) w.begin_object().field("path", l.path).field("allocated", l.allocated).field("net", l.net).end_object();
-  w.end_array().end_object();
+  w.key("memory").begin_object();
+  write_memory_fields(w, r.memory);
+  w.end_object();
 }
 
 std::string summary_json(const TraceModel& m, const Annotation& a) {

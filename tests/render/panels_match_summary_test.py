@@ -5,7 +5,9 @@ For every trace given (files or directories), runs `strata summary FILE --json` 
 `strata view FILE --dump-layout OUT.json --focus ITERATION` (headless, under xvfb-run), and
 checks that the dump's `panels.summary` holds exactly the summary's keys for what the Summary
 tab shows, with equal values, and that `panels.details` of the focused iteration equals
-`strata summary FILE --item ITERATION --json`. Exit 77 (skipped) without xvfb-run or OpenGL.
+`strata summary FILE --item ITERATION --json`. With allocator events, `strata view FILE
+--memory-at peak` shows in `panels.memory` what `strata summary FILE --memory-at peak --json`
+prints, and its categories are the summary's `memory.at_peak`, summing to the peak. Exit 77 (skipped) without xvfb-run or OpenGL.
 
 usage: panels_match_summary_test.py STRATA OUT_DIR TRACE_OR_DIR...
 """
@@ -85,6 +87,19 @@ for trace in traces:
             if item != details:
                 failures.append(f"{name}: panels.details differs from strata summary --item:\n"
                                 f"  view:    {json.dumps(details)}\n  summary: {json.dumps(item)}")
+    if summary["memory"]["present"]:
+        r = subprocess.run(cmd[:3] + ["--size", "1024x700", "--dump-layout", dump, "--memory-at", "peak"], env=env,
+                           capture_output=True, text=True, timeout=600)
+        shown = json.load(open(dump)).get("panels", {}).get("memory") if r.returncode == 0 else None
+        r = subprocess.run([strata, "summary", trace, "--memory-at", "peak", "--json"], capture_output=True, text=True, timeout=600)
+        printed = json.loads(r.stdout) if r.returncode == 0 else None
+        mem = summary["memory"]
+        if shown is None or shown != printed:
+            failures.append(f"{name}: panels.memory differs from strata summary --memory-at peak:\n"
+                            f"  view:    {json.dumps(shown)[:400]}\n  summary: {json.dumps(printed)[:400]}")
+        elif shown["by_category"] != mem["at_peak"] or sum(shown["by_category"].values()) != mem["peak_allocated"]:
+            failures.append(f"{name}: memory at the peak {shown['by_category']} is not the summary's {mem['at_peak']} "
+                            f"summing to {mem['peak_allocated']}")
     print(f"{name}: {len(PANEL_KEYS)} panel figures equal the summary's"
           + (f"; details of {first}: bound {panels['details']['bound']}" if first and panels.get("details") else ""))
 
