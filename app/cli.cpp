@@ -23,6 +23,8 @@ int parse_file_args(const ArgSpec& spec, int argc, char** argv, FileArgs& out) {
       out.range = argv[++i];
     } else if (spec.memory_at && a == "--memory-at" && i + 1 < argc) {
       out.memory_at = argv[++i];
+    } else if (spec.batch && a == "--batch" && i + 1 < argc) {
+      out.batch = argv[++i];
     } else if (spec.merge && a == "--merge") {
       out.merge = true;
     } else if (a.starts_with("-")) {

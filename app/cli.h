@@ -20,6 +20,7 @@ struct ArgSpec {
   bool merge = false;   // --merge: the inputs are per-rank summaries
   bool range = false;   // --range A:B
   bool memory_at = false;  // --memory-at T|peak
+  bool batch = false;      // --batch N,N,...
 };
 
 struct FileArgs {
@@ -28,6 +29,7 @@ struct FileArgs {
   std::string item;    // --item: an annotation node's path ("Iteration 3/Backward")
   std::string range;   // --range: "A:B", milliseconds from the trace's start
   std::string memory_at;  // --memory-at: "peak", or ms from the trace's start
+  std::string batch;      // --batch: batch sizes, one per input
   bool json = false;
   bool merge = false;
   // One trace file (not a job of several or a directory).

@@ -14,6 +14,8 @@ std::unique_ptr<Prepared> prepare(std::unique_ptr<TraceModel> model, Progress* p
   p->model = std::move(model);
   p->annotation = std::make_unique<Annotation>(annotate(*p->model, {}, progress));
   if (p->annotation->cancelled || (progress && progress->cancelled())) return nullptr;
+  BatchPoint point;
+  if (batch_point(*p->model, *p->annotation, -1, point, p->batch_error)) p->batch = predict_batch({point});
   if (progress) progress->enter(Stage::View);
   p->timeline.build(*p->model);
   p->timeline.set_annotation(p->annotation.get());

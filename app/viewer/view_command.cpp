@@ -27,7 +27,7 @@ bool parse_size(std::string_view s, int& w, int& h) {
 void usage_view(FILE* out) {
   std::fputs("usage: strata view [FILE] [--screenshot OUT.png] [--size WxH] [--focus \"Iteration 3/...\"]\n"
              "                   [--dump-layout OUT.json] [--bench-frames N] [--no-details] [--no-levels]\n"
-             "                   [--tab levels|summary|job] [--keys \"?,Esc\"]   (keys pressed after the focus)\n"
+             "                   [--tab levels|summary|job|batch] [--keys \"?,Esc\"]   (keys pressed after the focus)\n"
              "                   [--range A:B]   (a measured range, in ms from the trace's start)\n"
              "                   [--memory-at T|peak]   (what is alive then, in ms from the trace's start)\n"
              "                   [--attach PID [--duration S | --iterations N] [-o FILE] [--live-screenshot OUT.png]]\n"
@@ -86,7 +86,8 @@ int run_view(int argc, char** argv) {
       no_levels = true;
     } else if (a == "--tab") {
       const char* p = next();
-      tab = !p ? 0 : std::string_view(p) == "summary" ? 1 : std::string_view(p) == "job" ? 2 : 0;
+      const std::string_view t = p ? p : "";
+      tab = t == "summary" ? 1 : t == "job" ? 2 : t == "batch" ? 3 : 0;
     } else if (parse_attach_option(argc, argv, i, attach, attach_error)) {
       if (!attach_error.empty()) return std::fprintf(stderr, "strata view: %s\n", attach_error.c_str()), 2;
     } else if (a == "-h" || a == "--help") {

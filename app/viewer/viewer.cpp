@@ -185,10 +185,17 @@ void draw_ui(Viewer& v) {
         }
         ImGuiTabItemFlags sum_flags = v.panels.bottom_tab == 1 ? ImGuiTabItemFlags_SetSelected : 0;
         ImGuiTabItemFlags job_flags = v.panels.bottom_tab == 2 ? ImGuiTabItemFlags_SetSelected : 0;
+        ImGuiTabItemFlags batch_flags = v.panels.bottom_tab == 3 ? ImGuiTabItemFlags_SetSelected : 0;
         v.panels.bottom_tab = -1;
         if (ImGui::BeginTabItem("Summary", nullptr, sum_flags)) {
           ImGui::BeginChild("summary_scroll");
           draw_summary(v);
+          ImGui::EndChild();
+          ImGui::EndTabItem();
+        }
+        if (ImGui::BeginTabItem("Batch size", nullptr, batch_flags)) {
+          ImGui::BeginChild("batch_scroll");
+          draw_batch_tab(v);
           ImGui::EndChild();
           ImGui::EndTabItem();
         }

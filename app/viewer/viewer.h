@@ -14,6 +14,7 @@
 //   details.cpp    the details panel
 //   flows.cpp      the details panel's flows: what the selection came from and led to
 //   summary.cpp    the summary panel (small charts)
+//   batch.cpp      the Batch size tab: memory at the peak and throughput against the batch
 //   search.cpp     search over names
 //   files.cpp      File ▸ Open browser, recent files
 //   attach.cpp     File ▸ Attach: record from a running job, the live view while it records
@@ -26,6 +27,7 @@
 #include "core/annotate/annotation.h"
 #include "core/job/job.h"
 #include "core/loader.h"
+#include "core/predict.h"
 #include "core/text_format.h"
 #include "render/drill.h"
 #include "render/ruler.h"
@@ -52,6 +54,8 @@ struct Prepared {
   std::unique_ptr<TraceModel> model;
   std::unique_ptr<Annotation> annotation;
   render::Timeline timeline;
+  BatchPrediction batch;     // the batch-size estimate from this trace (the Batch size tab)
+  std::string batch_error;   // why there is none
 };
 
 struct LoadJob {
@@ -191,7 +195,7 @@ struct Capture {
 struct PanelState {
   bool show_levels = true, show_details = true;
   bool show_keymap = false;  // the key map and the colour legend, over everything (`?`)
-  int bottom_tab = 0;  // 0 levels, 1 summary, 2 job
+  int bottom_tab = 0;  // 0 levels, 1 summary, 2 job, 3 batch size
   // Sizes the splitters were dragged to (0: a share of the window), kept for the session and
   // fitted to the window every frame.
   float details_w = 0, bottom_h = 0;
@@ -296,6 +300,7 @@ void draw_levels(Viewer& v);
 // details.cpp / summary.cpp / search.cpp
 void draw_details(Viewer& v);
 void draw_summary(Viewer& v);
+void draw_batch_tab(Viewer& v);  // batch.cpp: memory and throughput against the batch size
 void draw_search_bar(Viewer& v);
 void draw_search_list(Viewer& v);  // the results list, over the panels, while it is open
 bool close_search_list(Viewer& v);  // false when it was not open

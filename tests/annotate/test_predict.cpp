@@ -1,0 +1,75 @@
+// Batch size: memory and time fitted against the batch, the largest batch that fits, and the
+// one-trace estimate's stated scaling.
+#include "core/predict.h"
+
+#include <doctest/doctest.h>
+
+using namespace strata;
+
+namespace {
+
+constexpr int64_t MiB = 1 << 20;
+
+BatchPoint point(int64_t batch, int64_t weights, int64_t activations, Ns iteration, Ns gpu_busy) {
+  BatchPoint b;
+  b.file = "b" + std::to_string(batch);
+  b.batch = batch;
+  b.iteration = iteration;
+  b.gpu_busy = gpu_busy;
+  b.at_peak[size_t(MemoryCategory::Weights)] = weights;
+  b.at_peak[size_t(MemoryCategory::Activations)] = activations;
+  b.peak_allocated = weights + activations;
+  b.peak_reserved = b.peak_allocated + 100 * MiB;
+  b.capacity = 10240 * MiB;
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("predict: two batch sizes give exact linear fits and the largest batch that fits") {
+  // 1 GiB of weights; 64 MiB of activations per sample; the GPU takes 1 ms per sample.
+  BatchPrediction p = predict_batch({point(32, 1024 * MiB, 32 * 64 * MiB, 40'000'000, 36'000'000),
+                                     point(8, 1024 * MiB, 8 * 64 * MiB, 10'000'000, 9'000'000)});
+  REQUIRE(p.points.size() == 2);
+  CHECK(p.points.front().batch == 8);
+  CHECK_FALSE(p.estimate);
+  CHECK(p.category[size_t(MemoryCategory::Weights)].a == doctest::Approx(double(1024 * MiB)));
+  CHECK(p.category[size_t(MemoryCategory::Weights)].b == doctest::Approx(0).epsilon(1e-6));
+  CHECK(p.category[size_t(MemoryCategory::Activations)].b == doctest::Approx(double(64 * MiB)));
+  CHECK(p.reserved_slack == 100 * MiB);
+  // usable = 10 GiB - 512 MiB = 9728 MiB; 9728 - 100 - 1024 = 8604 MiB of activations: 134 samples.
+  CHECK(p.largest_batch == 134);
+  CHECK(p.reserved_at(134) <= p.usable);
+  CHECK(p.reserved_at(135) > p.usable);
+  // GPU-bound (90% busy): 1.125 ms of GPU time per sample, the iteration that / 0.9.
+  CHECK(p.iteration_at(64) == doctest::Approx(80'000'000).epsilon(1e-6));  // 64 × 1.125 ms / 0.9
+  bool fits64 = false, fits256 = true;
+  for (const BatchPrediction::Row& r : p.curve) {
+    if (r.batch == 64) fits64 = r.fits;
+    if (r.batch == 256) fits256 = r.fits;
+  }
+  CHECK(fits64);
+  CHECK_FALSE(fits256);
+}
+
+TEST_CASE("predict: one trace is an estimate; a host-bound iteration stays as long until the GPU catches up") {
+  // Host-bound: 20 ms per iteration, the GPU busy 2 ms of it at batch 16.
+  BatchPrediction p = predict_batch({point(16, 512 * MiB, 16 * MiB, 20'000'000, 2'000'000)});
+  CHECK(p.estimate);
+  CHECK(p.category[size_t(MemoryCategory::Activations)].a == 0);
+  CHECK(p.category[size_t(MemoryCategory::Activations)].b == doctest::Approx(double(MiB)));
+  CHECK(p.category[size_t(MemoryCategory::Weights)].b == 0);
+  CHECK(p.host == 20'000'000);
+  CHECK(p.iteration_at(16) == 20'000'000);
+  CHECK(p.iteration_at(64) == 20'000'000);     // the GPU's 8 ms still hides under the host's 20
+  CHECK(p.iteration_at(320) == 40'000'000);    // 40 ms of GPU work: the GPU's now
+  CHECK(!p.notes.empty());
+}
+
+TEST_CASE("predict: without a capacity the largest batch is unknown, and every row fits") {
+  BatchPoint b = point(8, MiB, MiB, 1'000'000, 900'000);
+  b.capacity = 0;
+  BatchPrediction p = predict_batch({b});
+  CHECK(p.largest_batch == -1);
+  for (const BatchPrediction::Row& r : p.curve) CHECK(r.fits);
+}
