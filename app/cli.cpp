@@ -6,9 +6,24 @@
 #include <cstdlib>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string_view>
 #include <thread>
 #include <unistd.h>
+
+bool read_model_file(const std::string& path, std::vector<strata::ModelLeaf>& out, std::string& error) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream text;
+  text << f.rdbuf();
+  if (!f) {
+    error = "cannot read " + path;
+    return false;
+  }
+  if (strata::parse_model_text(text.str(), out, error)) return true;
+  error = path + ": " + error + " (--model wants the text print(model) writes)";
+  return false;
+}
 
 int parse_file_args(const ArgSpec& spec, int argc, char** argv, FileArgs& out) {
   for (int i = 1; i < argc; ++i) {
@@ -23,6 +38,12 @@ int parse_file_args(const ArgSpec& spec, int argc, char** argv, FileArgs& out) {
       out.range = argv[++i];
     } else if (spec.memory_at && a == "--memory-at" && i + 1 < argc) {
       out.memory_at = argv[++i];
+    } else if (spec.model && a == "--model" && i + 1 < argc) {
+      std::string error;
+      if (!read_model_file(argv[++i], out.annotate.model, error)) {
+        std::fprintf(stderr, "strata %s: %s\n", spec.command, error.c_str());
+        return 2;
+      }
     } else if (spec.batch && a == "--batch" && i + 1 < argc) {
       out.batch = argv[++i];
     } else if (spec.merge && a == "--merge") {
@@ -112,7 +133,7 @@ bool load_job_for_cli(const std::vector<std::string>& inputs, const char* comman
   return true;
 }
 
-LoadedTrace load_for_cli(const std::string& path, const char* command, bool annotate) {
+LoadedTrace load_for_cli(const std::string& path, const char* command, const strata::AnnotateOptions* annotate) {
   LoadedTrace out;
   strata::Progress progress;
   std::atomic<bool> done{false};
@@ -121,7 +142,7 @@ LoadedTrace load_for_cli(const std::string& path, const char* command, bool anno
     if (!r.model) {
       out.error = r.error;
     } else {
-      if (annotate) out.annotation = strata::annotate(*r.model, {}, &progress);
+      if (annotate) out.annotation = strata::annotate(*r.model, *annotate, &progress);
       out.model = std::move(r.model);
     }
     done = true;

@@ -21,6 +21,7 @@ struct ArgSpec {
   bool range = false;   // --range A:B
   bool memory_at = false;  // --memory-at T|peak
   bool batch = false;      // --batch N,N,...
+  bool model = false;      // --model FILE (print(model) text)
 };
 
 struct FileArgs {
@@ -30,6 +31,7 @@ struct FileArgs {
   std::string range;   // --range: "A:B", milliseconds from the trace's start
   std::string memory_at;  // --memory-at: "peak", or ms from the trace's start
   std::string batch;      // --batch: batch sizes, one per input
+  strata::AnnotateOptions annotate;  // --model: the model's modules name the inferred layers
   bool json = false;
   bool merge = false;
   // One trace file (not a job of several or a directory).
@@ -51,7 +53,10 @@ struct LoadedTrace {
 // `error` set when there is none.
 uint32_t memory_event_for(const strata::TraceModel& m, const strata::Annotation& a, const std::string& spec, std::string& error);
 
-LoadedTrace load_for_cli(const std::string& path, const char* command, bool annotate);
+// Loads a trace with progress on a terminal, and annotates it with `annotate` unless null.
+LoadedTrace load_for_cli(const std::string& path, const char* command, const strata::AnnotateOptions* annotate);
+// `--model FILE`: the modules of a model's print(model) text; false with `error`.
+bool read_model_file(const std::string& path, std::vector<strata::ModelLeaf>& out, std::string& error);
 
 // Loads a job's ranks (summaries only, to stay within memory) with progress on a terminal;
 // prints why and returns false when it cannot.

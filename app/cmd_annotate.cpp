@@ -8,8 +8,8 @@
 
 namespace {
 
-int annotate_one(const std::string& in, const std::string& out) {
-  LoadedTrace r = load_for_cli(in, "annotate", true);
+int annotate_one(const std::string& in, const std::string& out, const strata::AnnotateOptions& options) {
+  LoadedTrace r = load_for_cli(in, "annotate", &options);
   if (!r.model) {
     std::fprintf(stderr, "strata: %s\n", r.error.c_str());
     return 1;
@@ -30,9 +30,11 @@ int annotate_one(const std::string& in, const std::string& out) {
 
 int cmd_annotate(int argc, char** argv) {
   FileArgs args;
-  const char* usage = "strata annotate FILE -o OUT.json[.gz] | strata annotate DIR|FILES... -o OUT_DIR";
-  if (int rc = parse_file_args({"annotate", usage, false, true}, argc, argv, args)) return rc;
-  if (args.single_file()) return annotate_one(args.inputs[0], args.output);
+  const char* usage = "strata annotate FILE -o OUT.json[.gz] [--model MODEL.txt] | strata annotate DIR|FILES... -o OUT_DIR";
+  ArgSpec spec{"annotate", usage, false, true};
+  spec.model = true;
+  if (int rc = parse_file_args(spec, argc, argv, args)) return rc;
+  if (args.single_file()) return annotate_one(args.inputs[0], args.output, args.annotate);
   std::string error;
   std::vector<strata::JobFile> files = strata::job_files(args.inputs, error);
   if (files.empty()) {
@@ -49,7 +51,7 @@ int cmd_annotate(int argc, char** argv) {
   for (const strata::JobFile& f : files) {
     std::string name = std::filesystem::path(f.path).filename().string();
     if (name.size() > 3 && name.compare(name.size() - 3, 3, ".gz") == 0) name.resize(name.size() - 3);
-    rc |= annotate_one(f.path, (std::filesystem::path(args.output) / (name + ".gz")).string());
+    rc |= annotate_one(f.path, (std::filesystem::path(args.output) / (name + ".gz")).string(), args.annotate);
   }
   return rc;
 }

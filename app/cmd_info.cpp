@@ -18,7 +18,7 @@ int cmd_info(int argc, char** argv) {
   int rc = 0;
   if (several && args.json) std::fputs("[\n", stdout);
   for (size_t i = 0; i < files.size(); ++i) {
-    LoadedTrace r = load_for_cli(files[i].path, "info", false);
+    LoadedTrace r = load_for_cli(files[i].path, "info", nullptr);
     if (!r.model) {
       std::fprintf(stderr, "strata: %s\n", r.error.c_str());
       rc = 1;

@@ -36,6 +36,7 @@ int cmd_predict(int argc, char** argv) {
   FileArgs args;
   ArgSpec spec{"predict", kUsage, true};
   spec.batch = true;
+  spec.model = true;
   if (int rc = parse_file_args(spec, argc, argv, args)) return rc;
   std::vector<int64_t> batches;
   if (!args.batch.empty() && (!parse_batches(args.batch, batches) || batches.size() != args.inputs.size())) {
@@ -44,7 +45,7 @@ int cmd_predict(int argc, char** argv) {
   }
   std::vector<strata::BatchPoint> points;
   for (size_t i = 0; i < args.inputs.size(); ++i) {
-    LoadedTrace r = load_for_cli(args.inputs[i], "predict", true);
+    LoadedTrace r = load_for_cli(args.inputs[i], "predict", &args.annotate);
     if (!r.model) {
       std::fprintf(stderr, "strata: %s\n", r.error.c_str());
       return 1;

@@ -13,7 +13,8 @@
 namespace {
 
 const char* kUsage =
-    "strata summary FILE [--json] [--item \"Iteration 3/Backward\" | --range A:B | --memory-at T|peak]  (times: ms from the trace's start)\n"
+    "strata summary FILE [--json] [--model MODEL.txt] [--item \"Iteration 3/Backward\" | --range A:B | --memory-at T|peak]\n"
+    "                                                      (times: ms from the trace's start; MODEL.txt: print(model))\n"
     "       strata summary DIR | FILE1 FILE2 ... [--json]         (a job: one trace per rank)\n"
     "       strata summary --merge RANK.json ... [--json]         (per-rank `strata summary FILE --json` outputs)";
 
@@ -21,7 +22,7 @@ void print(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); }
 
 int summarize_trace(const FileArgs& args) {
   const std::string& path = args.inputs[0];
-  LoadedTrace r = load_for_cli(path, "summary", true);
+  LoadedTrace r = load_for_cli(path, "summary", &args.annotate);
   if (!r.model) {
     std::fprintf(stderr, "strata: %s\n", r.error.c_str());
     return 1;
@@ -114,7 +115,9 @@ int merge_summaries(const FileArgs& args) {
 
 int cmd_summary(int argc, char** argv) {
   FileArgs args;
-  if (int rc = parse_file_args({"summary", kUsage, true, false, true, true, true, true}, argc, argv, args)) return rc;
+  ArgSpec spec{"summary", kUsage, true, false, true, true, true, true};
+  spec.model = true;
+  if (int rc = parse_file_args(spec, argc, argv, args)) return rc;
   if (args.merge) return merge_summaries(args);
   if (args.single_file()) return summarize_trace(args);
   if (!args.item.empty() || !args.range.empty() || !args.memory_at.empty()) {

@@ -9,10 +9,10 @@
 
 namespace strata::viewer {
 
-std::unique_ptr<Prepared> prepare(std::unique_ptr<TraceModel> model, Progress* progress) {
+std::unique_ptr<Prepared> prepare(std::unique_ptr<TraceModel> model, Progress* progress, const AnnotateOptions& options) {
   auto p = std::make_unique<Prepared>();
   p->model = std::move(model);
-  p->annotation = std::make_unique<Annotation>(annotate(*p->model, {}, progress));
+  p->annotation = std::make_unique<Annotation>(annotate(*p->model, options, progress));
   if (p->annotation->cancelled || (progress && progress->cancelled())) return nullptr;
   BatchPoint point;
   if (batch_point(*p->model, *p->annotation, -1, point, p->batch_error)) p->batch = predict_batch({point});
@@ -23,15 +23,16 @@ std::unique_ptr<Prepared> prepare(std::unique_ptr<TraceModel> model, Progress* p
   return p;
 }
 
-std::unique_ptr<LoadJob> launch_load(const std::string& path) {
+std::unique_ptr<LoadJob> launch_load(const std::string& path, const AnnotateOptions& options) {
   auto job = std::make_unique<LoadJob>();
   job->path = path;
+  job->options = options;
   job->started = std::chrono::steady_clock::now();
   LoadJob* j = job.get();
   j->worker = std::thread([j] {
     LoadResult r = load_trace(j->path, &j->progress);
     if (r.model && !j->progress.cancelled()) {
-      j->result = prepare(std::move(r.model), &j->progress);
+      j->result = prepare(std::move(r.model), &j->progress, j->options);
       if (!j->result) j->error = "Loading " + j->path + " was cancelled";
     } else {
       j->error = j->progress.cancelled() ? "Loading " + j->path + " was cancelled" : r.error;
@@ -43,7 +44,7 @@ std::unique_ptr<LoadJob> launch_load(const std::string& path) {
 
 void start_load(Viewer& v, const std::string& path, bool keep_view) {
   if (v.loading) cancel_load(v);
-  v.loading = launch_load(path);
+  v.loading = launch_load(path, v.annotate);
   v.loading->keep_view = keep_view;
   v.error.clear();
 }

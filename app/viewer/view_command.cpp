@@ -1,4 +1,5 @@
 // `strata view`: its options, and the interactive main loop (headless runs: headless.cpp).
+#include "app/cli.h"
 #include "app/viewer/viewer.h"
 
 #include "app/commands.h"
@@ -30,6 +31,7 @@ void usage_view(FILE* out) {
              "                   [--tab levels|summary|job|batch] [--keys \"?,Esc\"]   (keys pressed after the focus)\n"
              "                   [--range A:B]   (a measured range, in ms from the trace's start)\n"
              "                   [--memory-at T|peak]   (what is alive then, in ms from the trace's start)\n"
+             "                   [--model MODEL.txt]   (print(model): inferred layers take its modules' names)\n"
              "                   [--attach PID [--duration S | --iterations N] [-o FILE] [--live-screenshot OUT.png]]\n"
              "                   [--attach-job LAUNCHER_PID ... (every rank under it, into -o DIR)]\n"
              "                   [--attach-dialog]   (File > Attach, scripted)\n"
@@ -44,6 +46,7 @@ int run_view(int argc, char** argv) {
   HeadlessRun run;
   int width = 1600, height = 1000;
   bool no_details = false, no_levels = false;
+  std::string model_file;
   int tab = 0;
   AttachRequest attach;
   std::string attach_error;
@@ -65,6 +68,10 @@ int run_view(int argc, char** argv) {
       const char* p = next();
       if (!p) return usage_view(stderr), 2;
       run.range = p;
+    } else if (a == "--model") {
+      const char* p = next();
+      if (!p) return usage_view(stderr), 2;
+      model_file = p;
     } else if (a == "--memory-at") {
       const char* p = next();
       if (!p) return usage_view(stderr), 2;
@@ -107,6 +114,10 @@ int run_view(int argc, char** argv) {
     return 2;
   }
   auto v = std::make_unique<Viewer>();
+  if (!model_file.empty()) {
+    std::string error;
+    if (!read_model_file(model_file, v->annotate.model, error)) return std::fprintf(stderr, "strata view: %s\n", error.c_str()), 2;
+  }
   v->capture.headless = headless;
   v->panels.show_details = !no_details;
   v->panels.show_levels = !no_levels;

@@ -66,6 +66,7 @@ struct LoadJob {
   std::unique_ptr<Prepared> result;
   std::thread worker;
   std::chrono::steady_clock::time_point started;
+  AnnotateOptions options;
   bool keep_view = false;  // a newer version of the open trace (a recording): reinstall, not install
   std::unique_ptr<Job> job;  // a distributed job was opened: `result` is the rank shown first
   uint32_t rank = 0;         // with `job` or `rank_switch`: the index in the job's ranks `result` shows
@@ -220,6 +221,7 @@ struct Viewer {
   std::string error;                // shown in the window until dismissed
   std::unique_ptr<AttachState, AttachStateDelete> attach;  // the Attach dialog and its recording
   std::vector<std::string> recent;
+  AnnotateOptions annotate;  // what every trace opened is annotated with (--model)
 
   JobView job_view;
   TimelineState timeline;
@@ -242,10 +244,10 @@ int run_view(int argc, char** argv);  // cmd_view's body
 
 // loading.cpp
 void start_load(Viewer& v, const std::string& path, bool keep_view = false);
-std::unique_ptr<LoadJob> launch_load(const std::string& path);  // the worker alone, for the caller to poll
+std::unique_ptr<LoadJob> launch_load(const std::string& path, const AnnotateOptions& options = {});  // the worker alone, for the caller to poll
 void poll_load(Viewer& v);       // installs a finished load
 void cancel_load(Viewer& v);
-std::unique_ptr<Prepared> prepare(std::unique_ptr<TraceModel> model, Progress* progress = nullptr);
+std::unique_ptr<Prepared> prepare(std::unique_ptr<TraceModel> model, Progress* progress = nullptr, const AnnotateOptions& options = {});
 void install(Viewer& v, std::unique_ptr<Prepared> p);  // a new trace: view, selection and collapsed rows reset
 void show(Viewer& v, std::unique_ptr<Prepared> p);     // the same, keeping the collapsed rows
 // Installs a grown version of the open trace (a recording read again): keeps the visible

@@ -103,8 +103,17 @@ struct SiblingBlock {
 };
 std::vector<SiblingBlock> reduce_siblings(const std::vector<Sibling>& kids, Ns parent_dur, const ReduceOptions& o);
 
+// A model's modules as `print(model)` writes them (`--model FILE`): its leaves in definition
+// order, with their paths ("layer3.1.conv2") and types ("Conv2d"). Repeated modules folded as
+// "(0-2): 3 x Block(" are unfolded. False, with `error` naming the line, on other text.
+struct ModelLeaf {
+  std::string path, type;
+};
+bool parse_model_text(std::string_view text, std::vector<ModelLeaf>& out, std::string& error);
+
 struct AnnotateOptions {
   unsigned threads = 0;  // 0: hardware concurrency (at most 8)
+  std::vector<ModelLeaf> model;  // inferred layers take these modules' names where their ops align
   ReduceOptions reduce;
   bool user_annotations_as_layers = true;  // record_function / NVTX ranges inside forward
   bool module_events_as_layers = true;     // nn.Module python_function events

@@ -33,6 +33,11 @@ struct PhaseIndex {
   }
 };
 
+// For each unit kind (op_kind of its main op), the leaf module it aligns with, or -1: the
+// longest common subsequence of the two kind sequences (the forward runs the model's modules
+// mostly in the order they are defined). Empty when the problem is too large to align.
+std::vector<int32_t> align_to_model(const std::vector<std::string_view>& unit_kinds, const std::vector<std::string_view>& leaf_kinds);
+
 // The memory analysis (Analyses::memory), a pass over the allocator events.
 void analyze_memory(const TraceModel& m, Annotation& a);
 

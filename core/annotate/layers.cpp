@@ -25,9 +25,12 @@ struct LayerBuild {
   std::vector<EventId> markers;  // phase markers, sorted (rare: a per-event column costs more)
   std::vector<NodeId> containers;  // layers made from one op holding a whole graph
   bool any_module = false, any_annotation = false, any_heuristic = false;
+  std::vector<std::string_view> leaf_kinds;  // --model: op_kind of each leaf module's type
 
   LayerBuild(Context& cx, TreeBuilder& bx, Annotation& ax, std::vector<NodeId>& no)
-      : c(cx), b(bx), a(ax), node_of(no) {}
+      : c(cx), b(bx), a(ax), node_of(no) {
+    for (const ModelLeaf& l : c.opt.model) leaf_kinds.push_back(op_kind(l.type));
+  }
 
   // The layer chain of an op root (outermost first): nn.Module frames and user ranges.
   void chain(EventId r, std::vector<EventId>& out) {
@@ -147,11 +150,11 @@ struct LayerBuild {
     }
     std::vector<NodeId> units;
     std::vector<std::string_view> kinds;
-    std::unordered_map<std::string_view, uint32_t> counter;
-    for (Unit& u : merged) {
+    std::vector<std::string> names = unit_names(merged);
+    for (size_t i = 0; i < merged.size(); ++i) {
+      Unit& u = merged[i];
       NodeId first = u.ops.front();
-      std::string nm = std::string(u.kind) + "_" + std::to_string(counter[u.kind]++);
-      NodeId id = b.add(NodeKind::Layer, nm, parent, b.phase[first], b.begin[first], b.end[first]);
+      NodeId id = b.add(NodeKind::Layer, names[i], parent, b.phase[first], b.begin[first], b.end[first]);
       for (NodeId op : u.ops) {
         b.parent[op] = id;
         b.widen(id, b.begin[op], b.end[op]);
@@ -160,11 +163,97 @@ struct LayerBuild {
       kinds.push_back(u.kind);
     }
     any_heuristic = true;
-    blocks(parent, units, kinds);
+    if (leaf_kinds.empty()) {
+      blocks(parent, units, kinds, names);
+      return;
+    }
+    // With the model's names, its module tree groups the units.
+    std::vector<std::string> scopes(units.size());
+    for (size_t i = 0; i < units.size(); ++i)
+      if (names[i].find('.') != std::string::npos && names[i].find(' ') == std::string::npos)
+        scopes[i] = names[i].substr(0, names[i].rfind('.'));
+    for (size_t i = 0; i < units.size(); ++i) {  // a unit left unnamed between two of one module is in it
+      if (!scopes[i].empty()) continue;
+      size_t next = i + 1;
+      while (next < units.size() && scopes[next].empty()) ++next;
+      if (i > 0 && next < units.size() && scopes[next].starts_with(scopes[i - 1])) scopes[i] = scopes[i - 1];
+    }
+    module_groups(parent, units, scopes, 0, units.size(), 0);
+  }
+
+  // Consecutive units whose scopes share their first `depth` + 1 path components are one
+  // module's: a layer named by that path, holding them, grouped again one level down.
+  void module_groups(NodeId parent, const std::vector<NodeId>& units, const std::vector<std::string>& scopes, size_t from,
+                     size_t to, size_t depth) {
+    auto prefix = [&](const std::string& scope) -> std::string_view {  // the first depth + 1 components, or ""
+      size_t pos = 0;
+      for (size_t d = 0; d <= depth; ++d) {
+        if (pos > scope.size()) return {};
+        size_t dot = scope.find('.', pos);
+        pos = dot == std::string::npos ? scope.size() + 1 : dot + 1;
+      }
+      return std::string_view(scope).substr(0, std::min(scope.size(), pos - 1));
+    };
+    for (size_t i = from; i < to;) {
+      std::string_view p = prefix(scopes[i]);
+      size_t j = i + 1;
+      while (j < to && !p.empty() && prefix(scopes[j]) == p) ++j;
+      if (!p.empty()) {
+        NodeId first = units[i];
+        NodeId layer = b.add(NodeKind::Layer, std::string(p), parent, b.phase[first], b.begin[first], b.end[first]);
+        for (size_t k = i; k < j; ++k) {
+          if (b.parent[units[k]] != parent) continue;  // already in a deeper group
+          b.parent[units[k]] = layer;
+          b.widen(layer, b.begin[units[k]], b.end[units[k]]);
+        }
+        std::vector<NodeId> inner(units.begin() + long(i), units.begin() + long(j));
+        std::vector<std::string> inner_scopes(scopes.begin() + long(i), scopes.begin() + long(j));
+        module_groups(layer, inner, inner_scopes, 0, inner.size(), depth + 1);
+      }
+      i = j;
+    }
+  }
+
+  // The model's module a unit aligns with (--model), else what it is ("conv_3"). A unit left
+  // over after the alignment whose module holds a leaf of its kind is that leaf called again
+  // (one ReLU applied twice in a block). Names are unique among the siblings.
+  std::vector<std::string> unit_names(const std::vector<Unit>& us) {
+    const std::vector<ModelLeaf>& leaves = c.opt.model;
+    std::vector<int32_t> leaf;
+    if (!leaf_kinds.empty()) {
+      std::vector<std::string_view> kinds;
+      for (const Unit& u : us) kinds.push_back(u.kind == "shortcut" ? "conv" : u.kind == "mlp" ? "linear" : u.kind);
+      leaf = align_to_model(kinds, leaf_kinds);
+    }
+    auto scope_of = [](std::string_view path) { return path.substr(0, std::min(path.size(), path.rfind('.'))); };
+    auto leaf_name = [&](size_t j) { return leaves[j].path.empty() ? leaves[j].type : leaves[j].path; };
+    std::vector<std::string> names(us.size());
+    std::unordered_map<std::string_view, uint32_t> counter;
+    std::unordered_map<std::string, uint32_t> used;
+    std::string_view scope;  // the module of the last aligned unit
+    for (size_t i = 0; i < us.size(); ++i) {
+      std::string nm;
+      if (!leaf.empty() && leaf[i] >= 0) {
+        nm = leaf_name(size_t(leaf[i]));
+        scope = scope_of(leaves[size_t(leaf[i])].path);
+      } else if (!leaf.empty()) {  // the nearest module around the last aligned one holding a leaf of this kind
+        for (std::string_view s = scope; nm.empty(); s = scope_of(s)) {
+          for (size_t j = 0; j < leaves.size() && nm.empty(); ++j)
+            if (leaf_kinds[j] == us[i].kind && scope_of(leaves[j].path) == s) nm = leaf_name(j);
+          if (s.empty()) break;
+        }
+      }
+      if (nm.empty()) nm = std::string(us[i].kind) + "_" + std::to_string(counter[us[i].kind]++);
+      if (uint32_t k = used[nm]++; k) nm += " #" + std::to_string(k + 1);
+      names[i] = std::move(nm);
+    }
+    return names;
   }
 
   // Tandem repeats of unit kinds: blocks of P units repeated at least twice in a row.
-  void blocks(NodeId parent, const std::vector<NodeId>& units, const std::vector<std::string_view>& kinds) {
+  // A block is named after the module holding all its units when they carry the model's names.
+  void blocks(NodeId parent, const std::vector<NodeId>& units, const std::vector<std::string_view>& kinds,
+              const std::vector<std::string>& names) {
     size_t n = units.size(), i = 0;
     uint32_t count = 0;
     while (i + 4 <= n) {
@@ -189,8 +278,17 @@ struct LayerBuild {
       }
       for (size_t r = 0; r < best_r; ++r) {
         NodeId first = units[i + r * best_p];
-        NodeId blk = b.add(NodeKind::Layer, "block_" + std::to_string(count++), parent, b.phase[first], b.begin[first],
-                           b.end[first]);
+        std::string_view common = leaf_kinds.empty() ? std::string_view() : std::string_view(names[i + r * best_p]);
+        for (size_t k = 1; k < best_p; ++k) {
+          std::string_view other = names[i + r * best_p + k];
+          size_t len = 0;
+          while (len < common.size() && len < other.size() && common[len] == other[len]) ++len;
+          common = common.substr(0, len);
+        }
+        common = common.substr(0, common.rfind('.') == std::string_view::npos ? 0 : common.rfind('.'));
+        NodeId blk = b.add(NodeKind::Layer, common.empty() ? "block_" + std::to_string(count) : std::string(common), parent,
+                           b.phase[first], b.begin[first], b.end[first]);
+        ++count;
         for (size_t k = 0; k < best_p; ++k) {
           NodeId u = units[i + r * best_p + k];
           b.parent[u] = blk;
