@@ -15,7 +15,9 @@ void usage(FILE* out) {
       "       strata info FILE [--json]     what a trace holds: events, tracks, steps, devices, load figures\n"
       "       strata summary FILE [--json] [--item PATH]  iterations, phases, top layers, GPU and CPU ops, utilization,\n"
       "                                     idle causes, memory; --item: one annotation item's figures\n"
-      "       strata annotate FILE -o OUT.json[.gz]  the trace plus iteration/phase/layer tiers (opens in Perfetto)\n",
+      "       strata annotate FILE -o OUT.json[.gz]  the trace plus iteration/phase/layer tiers (opens in Perfetto)\n"
+      "       strata whatif FILE|DIR [--scale SPEC]... [--json]  predicted iteration time with faster kernels, no launch\n"
+      "                                     overhead (CUDA graphs), hidden data loading, faster communication, …\n",
       out);
 }
 
@@ -36,6 +38,7 @@ int main(int argc, char** argv) {
   if (cmd == "attach") return cmd_attach(argc - 1, argv + 1);
   if (cmd == "summary") return cmd_summary(argc - 1, argv + 1);
   if (cmd == "annotate") return cmd_annotate(argc - 1, argv + 1);
+  if (cmd == "whatif") return cmd_whatif(argc - 1, argv + 1);
 #ifdef STRATA_HAVE_VIEWER
   if (cmd == "view") return cmd_view(argc - 1, argv + 1);
   if (!cmd.empty() && cmd[0] != '-' && viewer_display_available()) return cmd_view(argc, argv);
