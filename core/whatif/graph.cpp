@@ -45,6 +45,8 @@ constexpr Ns kInferredMin = 5'000;
 // A wait the measured timeline contradicts by less than this is clock skew between the host's
 // and the GPU's timestamps, not a sign that there was no wait.
 constexpr Ns kClockTolerance = 2'000;
+// How far along a thread's calls a cudaStreamWaitEvent's record and next launch are looked for.
+constexpr ptrdiff_t kNearbyCalls = 64;
 constexpr Ns kMinTime = std::numeric_limits<Ns>::min() / 4;
 
 Ns median(std::vector<Ns> v) {
@@ -108,6 +110,7 @@ class TraceBuilder {
   std::vector<std::pair<EventId, Vertex>> gpu_vertex_;  // sorted by event
   std::vector<Ns> issue_;  // per GPU vertex of this part, by gpu_by_issue order
   std::vector<size_t> launch_edges_;
+  std::unordered_map<Vertex, Vertex> op_of_call_;  // a launch's (first) GPU op
 
   Part& part() { return g_.parts[part_]; }
 
@@ -281,8 +284,23 @@ class TraceBuilder {
       const auto& vs = g_.lanes[lane].vertices;
       if (vs.size() >= 2) edge(end_point(vs[vs.size() - 2]), start_point(v), EdgeKind::StreamOrder);
       Vertex lv = l != kNoEvent ? call_vertex_[l] : kNoVertex;
-      if (lv != kNoVertex) launch_edges_.push_back(edge(end_point(lv), start_point(v), EdgeKind::Launch));
-      else edge(kNoPoint, start_point(v), EdgeKind::Release, ev.start[o.e]);
+      if (lv != kNoVertex) op_of_call_.emplace(lv, v);
+      if (lv == kNoVertex) {
+        edge(kNoPoint, start_point(v), EdgeKind::Release, ev.start[o.e]);
+      } else if (ev.start[o.e] + off_ + kClockTolerance < g_.start[lv] + g_.dur[lv]) {
+        // The op ran while its call went on (a synchronous or staged copy): the call did not
+        // have to end first, and may itself wait for the op.
+        edge(start_point(lv), start_point(v), EdgeKind::Launch, ev.start[o.e] + off_ - g_.start[lv]);
+        if (g_.kind[lv] == VertexKind::Launch && m_.name_of(g_.event[lv]).find("Memcpy") != std::string_view::npos) {
+          // A copy call that returned only once its copy ran (pageable memory) waits like a
+          // synchronous copy: it is no launch that a CUDA graph would take off the host.
+          g_.kind[lv] = VertexKind::HostWait;
+          ++g_.stats.host_waits[size_t(HostWait::Copy)];
+          edge(end_point(v), end_point(lv), EdgeKind::HostWait);
+        }
+      } else {
+        launch_edges_.push_back(edge(end_point(lv), start_point(v), EdgeKind::Launch));
+      }
     }
     std::sort(gpu_vertex_.begin(), gpu_vertex_.end());
     Part& p = part();
@@ -379,11 +397,33 @@ class TraceBuilder {
       uint32_t to = r.stream >= 0 ? lane_of_stream(r.stream) : UINT32_MAX;
       Vertex a = from != UINT32_MAX && r.recorded >= 0 ? last_issued_before(from, r.recorded) : kNoVertex;
       Vertex b = to != UINT32_MAX ? first_issued_from(to, m_.ev.start[w.e]) : kNoVertex;
-      if (a == kNoVertex || b == kNoVertex) {
-        ++g_.stats.stream_waits_unresolved;
-        continue;
+      if (a != kNoVertex && b != kNoVertex) {
+        ++g_.stats.stream_waits_resolved;
+      } else {
+        // Without the record, the usual pattern: the event was recorded after the thread's
+        // last launch before the cudaEventRecord that precedes the wait (or before the wait,
+        // when the record call is not named), and the waiting stream is that of the thread's
+        // next launch.
+        const auto& vs = g_.lanes[g_.lane[w.v]].vertices;
+        const auto at = std::lower_bound(vs.begin(), vs.end(), w.v);
+        const auto lo = at - std::min<ptrdiff_t>(at - vs.begin(), kNearbyCalls);
+        auto before = at;
+        for (auto it = at; it != lo;)
+          if (--it; g_.kind[*it] == VertexKind::Call && m_.name_of(g_.event[*it]).ends_with("EventRecord")) {
+            before = it;
+            break;
+          }
+        a = b = kNoVertex;
+        for (auto it = before; it != lo && a == kNoVertex;)
+          if (auto op = op_of_call_.find(*--it); op != op_of_call_.end()) a = op->second;
+        for (auto it = at + 1, hi = at + std::min<ptrdiff_t>(vs.end() - at, kNearbyCalls); it < hi && b == kNoVertex; ++it)
+          if (auto op = op_of_call_.find(*it); op != op_of_call_.end()) b = op->second;
+        if (a == kNoVertex || b == kNoVertex || g_.lane[a] == g_.lane[b]) {
+          ++g_.stats.stream_waits_unresolved;
+          continue;
+        }
+        ++g_.stats.stream_waits_guessed;
       }
-      ++g_.stats.stream_waits_resolved;
       edge(end_point(a), start_point(b), EdgeKind::StreamWaitEvent);
     }
   }
@@ -566,9 +606,13 @@ void finish(Graph& g) {
   if (g.stats.inferred_waits)
     g.notes.push_back(std::to_string(g.stats.inferred_waits) +
                       " GPU ops started later than anything in the trace explains: the delay is kept as an inferred wait");
+  if (g.stats.stream_waits_guessed)
+    g.notes.push_back(std::to_string(g.stats.stream_waits_guessed) +
+                      " cudaStreamWaitEvent calls have no cuda_sync record naming their streams: each is taken to wait for the op "
+                      "launched before the thread's previous cudaEventRecord, on the stream of its next launch");
   if (g.stats.stream_waits_unresolved)
     g.notes.push_back(std::to_string(g.stats.stream_waits_unresolved) +
-                      " cudaStreamWaitEvent calls have no cuda_sync record naming their streams: those waits are inferred");
+                      " cudaStreamWaitEvent calls could not be placed: what they made a stream wait for is an inferred wait");
 }
 
 }  // namespace

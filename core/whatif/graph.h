@@ -106,7 +106,8 @@ struct GraphStats {
   Ns inferred_wait_time = 0;
   uint64_t dropped_edges = 0;   // waits the measured timeline contradicts (the GPU op ended after the call returned)
   uint64_t host_waits[6] = {};  // HostWait calls by kind (index: HostWait value)
-  uint64_t stream_waits_resolved = 0, stream_waits_unresolved = 0;  // cudaStreamWaitEvent with / without the cuda_sync record
+  // cudaStreamWaitEvent: placed by its cuda_sync record, by the calls around it, or not at all.
+  uint64_t stream_waits_resolved = 0, stream_waits_guessed = 0, stream_waits_unresolved = 0;
   uint64_t collectives_coupled = 0;  // collective instances joined across ranks
   uint64_t cycles_broken = 0;   // edges dropped to keep the graph acyclic (none expected)
 };

@@ -111,7 +111,8 @@ std::string report_json(const Graph& g, const Report& r) {
   w.field("device", st.host_waits[size_t(HostWait::Device)]).field("stream", st.host_waits[size_t(HostWait::Stream)]);
   w.field("event", st.host_waits[size_t(HostWait::Event)]).field("copy", st.host_waits[size_t(HostWait::Copy)]);
   w.end_object();
-  w.key("stream_waits").begin_object().field("resolved", st.stream_waits_resolved).field("unresolved", st.stream_waits_unresolved).end_object();
+  w.key("stream_waits").begin_object().field("resolved", st.stream_waits_resolved).field("guessed", st.stream_waits_guessed);
+  w.field("unresolved", st.stream_waits_unresolved).end_object();
   w.field("inferred_waits", st.inferred_waits).field("inferred_wait_ns", int64_t(st.inferred_wait_time));
   w.field("dropped_edges", st.dropped_edges).field("collectives_coupled", st.collectives_coupled);
   w.field("cycles_broken", st.cycles_broken);
@@ -150,7 +151,7 @@ std::string report_text(const Graph& g, const Report& r) {
   o += strprintf("  graph: %zu vertices, %zu edges; %llu CPU threads, %llu GPU streams; %llu host waits, %llu stream waits, "
                  "%llu inferred waits (%s)\n",
                  g.size(), g.edges.size(), (unsigned long long)cpu, (unsigned long long)gpu, (unsigned long long)waits,
-                 (unsigned long long)st.stream_waits_resolved, (unsigned long long)st.inferred_waits,
+                 (unsigned long long)(st.stream_waits_resolved + st.stream_waits_guessed), (unsigned long long)st.inferred_waits,
                  format_duration(st.inferred_wait_time).c_str());
   // Ranked, largest saving first.
   std::vector<const ScenarioResult*> ranked;
