@@ -49,13 +49,6 @@ constexpr Ns kClockTolerance = 2'000;
 constexpr ptrdiff_t kNearbyCalls = 64;
 constexpr Ns kMinTime = std::numeric_limits<Ns>::min() / 4;
 
-Ns median(std::vector<Ns> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t mid = v.size() / 2;
-  return v.size() % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
-}
-
 // One trace's part of the graph while it is built. Times are the trace's own until they
 // enter the graph, where the part's clock offset is added.
 class TraceBuilder {
@@ -290,7 +283,7 @@ class TraceBuilder {
       } else if (ev.start[o.e] + off_ + kClockTolerance < g_.start[lv] + g_.dur[lv]) {
         // The op ran while its call went on (a synchronous or staged copy): the call did not
         // have to end first, and may itself wait for the op.
-        edge(start_point(lv), start_point(v), EdgeKind::Launch, ev.start[o.e] + off_ - g_.start[lv]);
+        edge(start_point(lv), start_point(v), EdgeKind::Launch);
         if (g_.kind[lv] == VertexKind::Launch && m_.name_of(g_.event[lv]).find("Memcpy") != std::string_view::npos) {
           // A copy call that returned only once its copy ran (pageable memory) waits like a
           // synchronous copy: it is no launch that a CUDA graph would take off the host.
@@ -428,10 +421,11 @@ class TraceBuilder {
     }
   }
 
-  // The launch → GPU op lag when the launch did not bind the op: the typical delay from a
-  // launch's end to its op's start where the launch was what the op waited for.
+  // The launch → GPU op lag where the launch did not bind the op (it binds when a scenario
+  // lets the GPU catch up): the shortest delay from a launch's end to its op's start seen
+  // where the stream was free, at least 0.
   void set_launch_latency() {
-    std::vector<Ns> samples;
+    Ns latency = -1;
     for (size_t k : launch_edges_) {
       const Edge& e = g_.edges[k];
       Vertex v = vertex_of(e.to);
@@ -439,9 +433,12 @@ class TraceBuilder {
       const auto& vs = g_.lanes[g_.lane[v]].vertices;
       auto it = std::lower_bound(vs.begin(), vs.end(), v);  // a lane's vertices are added in order
       if (it != vs.begin()) prev_end = g_.measured(end_point(*(it - 1)));
-      if (prev_end <= launch_end) samples.push_back(std::max<Ns>(0, g_.start[v] - launch_end));
+      if (prev_end <= launch_end) {
+        Ns sample = std::max<Ns>(0, g_.start[v] - launch_end);
+        latency = latency < 0 ? sample : std::min(latency, sample);
+      }
     }
-    const Ns latency = median(std::move(samples));
+    latency = std::max<Ns>(latency, 0);
     part().launch_latency = latency;
     for (size_t k : launch_edges_) g_.edges[k].lag = latency;
   }

@@ -95,7 +95,7 @@ struct Part {
   std::vector<uint8_t> partial;      // per iteration: cut by the trace's edge
   std::vector<Vertex> gpu_by_issue;  // GPU ops by the time they were issued (launched)
   Ns measured_median = 0;            // the annotation's median iteration
-  Ns launch_latency = 0;             // typical launch end → GPU start where the launch bound it
+  Ns launch_latency = 0;             // shortest launch end → GPU start where the stream was free
   bool whole_trace = false;          // no iterations were found: the window is the whole trace
   bool has_gpu = false;
 };

@@ -75,7 +75,9 @@ ReplayResult replay(const Graph& g, const std::vector<double>& scale) {
       if (!part.partial[i]) complete.push_back(pr.iterations.back());
     }
     pr.median = median_of(complete.empty() ? pr.iterations : complete);
+    if (part.boundaries.size() >= 2) pr.window = at(part.boundaries.back()) - at(part.boundaries.front());
     r.iteration = std::max(r.iteration, pr.median);
+    r.window = std::max(r.window, pr.window);
     r.parts.push_back(std::move(pr));
   }
   return r;

@@ -11,12 +11,14 @@ namespace strata::whatif {
 struct PartReplay {
   std::vector<Ns> iterations;  // predicted length of each iteration
   Ns median = 0;               // over complete iterations (all when none is complete)
+  Ns window = 0;               // from the first iteration's start to the last one's end
 };
 
 struct ReplayResult {
   std::vector<Ns> start, end;        // per vertex, predicted, on the graph's clock
   std::vector<PartReplay> parts;     // per part (rank)
   Ns iteration = 0;                  // the predicted median iteration (jobs: the slowest rank's)
+  Ns window = 0;                     // the predicted span of all iterations (jobs: the slowest rank's)
   Point last = kNoPoint;             // the point that ends last
   std::vector<Vertex> critical_path; // what the last point waited for, back to a fixed time, in time order
 };

@@ -174,7 +174,7 @@ std::string describe(const Scenario& s) {
         break;
       case Effect::Kind::NoLaunchOverhead:
         out += "calls that put work on a stream (kernel launches, async copies and sets) take no CPU time, as when the "
-               "iteration is replayed from a CUDA graph; GPU ops keep their time and the typical launch-to-start latency";
+               "iteration is replayed from a CUDA graph; GPU ops keep their time and the shortest launch-to-start latency seen";
         break;
       case Effect::Kind::NoDataLoading:
         out += "the data-loading phase's CPU time (its CUDA calls too) takes no time, as with a loader that keeps ahead; "

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 namespace strata::whatif {
 
@@ -13,11 +14,13 @@ namespace {
 
 const char* kAssumptions[] = {
     "CPU time between CUDA calls is kept as measured: faster GPU work does not make the host faster",
-    "a GPU op starts after the op before it on its stream, its launch (plus the trace's typical launch latency) and the "
+    "a GPU op starts after the op before it on its stream, its launch (plus, once the GPU catches up, the trace's shortest launch latency) and the "
     "events its stream waits for; a delay nothing in the trace explains is kept as a fixed inferred wait",
     "a blocking call (synchronize, synchronous copy) returns after the GPU work it waits for, with its measured return latency",
     "an iteration ends where the training loop's thread reaches its end, or later when the GPU work issued before then "
     "runs further past it than it did in the trace",
+    "a scenario's iteration is the unchanged replay's median scaled by how much the replayed span of all iterations "
+    "changes: single iterations can trade work with their neighbours, the span cannot",
 };
 
 double saving(Ns base, Ns x) { return base > 0 ? 1.0 - double(x) / double(base) : 0; }
@@ -40,14 +43,16 @@ Report what_if(const Graph& g, const std::vector<Scenario>& scenarios, std::stri
     ReplayResult rr = replay(g, sc.scale);
     ScenarioResult out;
     out.scenario = s;
-    out.predicted = rr.iteration;
-    out.speedup = rr.iteration > 0 ? double(r.predicted) / double(rr.iteration) : 1;
     out.changed = sc.changed;
     out.notes = std::move(sc.notes);
-    for (PartReplay& pr : rr.parts) {
-      out.iterations.push_back(std::move(pr.iterations));
-      out.part_median.push_back(pr.median);
+    for (size_t p = 0; p < rr.parts.size(); ++p) {
+      const PartReplay& base = r.baseline.parts[p];
+      const Ns x = base.window > 0 ? Ns(std::llround(double(base.median) * double(rr.parts[p].window) / double(base.window))) : base.median;
+      out.part_predicted.push_back(x);
+      out.predicted = std::max(out.predicted, x);
+      out.iterations.push_back(std::move(rr.parts[p].iterations));
     }
+    out.speedup = out.predicted > 0 ? double(r.predicted) / double(out.predicted) : 1;
     r.scenarios.push_back(std::move(out));
   }
   r.notes = g.notes;

@@ -11,13 +11,17 @@
 
 namespace strata::whatif {
 
+// A scenario's iteration is the unchanged replay's median iteration scaled by how much the
+// replayed span of all iterations shrinks (or grows): a change can move work from one
+// iteration into the next (a host that runs ahead waits later), so single iterations, and
+// their median, do not compare; the span does, and it never grows when work only gets faster.
 struct ScenarioResult {
   Scenario scenario;
-  Ns predicted = 0;     // median iteration (jobs: the slowest rank's)
+  Ns predicted = 0;     // iteration (jobs: the slowest rank's)
   double speedup = 1;   // the unchanged replay's prediction over this one
   uint64_t changed = 0; // vertices whose work changed
-  std::vector<std::vector<Ns>> iterations;  // per part, per iteration
-  std::vector<Ns> part_median;              // per part
+  std::vector<std::vector<Ns>> iterations;  // per part, per iteration, as replayed
+  std::vector<Ns> part_predicted;           // per part: its iteration
   std::vector<std::string> notes;
 };
 
