@@ -279,7 +279,8 @@ class TraceBuilder {
       Vertex lv = l != kNoEvent ? call_vertex_[l] : kNoVertex;
       if (lv != kNoVertex) op_of_call_.emplace(lv, v);
       if (lv == kNoVertex) {
-        edge(kNoPoint, start_point(v), EdgeKind::Release, ev.start[o.e]);
+        // Its launch is not in the trace: it follows its stream, or starts when it did.
+        if (vs.size() < 2) edge(kNoPoint, start_point(v), EdgeKind::Release, ev.start[o.e]);
       } else if (ev.start[o.e] + off_ + kClockTolerance < g_.start[lv] + g_.dur[lv]) {
         // The op ran while its call went on (a synchronous or staged copy): the call did not
         // have to end first, and may itself wait for the op.
