@@ -574,6 +574,7 @@ void order_points(Graph& g, std::vector<uint8_t>& keep) {
     Point stuck = kNoPoint;
     for (Point p = 0; p < np; ++p)
       if (!placed[p] && indeg[p] > 0 && (stuck == kNoPoint || g.measured(p) < g.measured(stuck))) stuck = p;
+    if (stuck == kNoPoint) break;  // cannot happen: every unplaced point waits for one
     for (size_t k = g.in_begin[stuck]; k < g.in_begin[stuck + 1]; ++k)
       if (keep[k] && g.edges[k].from != kNoPoint && !placed[g.edges[k].from]) {
         keep[k] = 0;
