@@ -16,7 +16,9 @@ void usage(FILE* out) {
       "       strata summary FILE [--json] [--item PATH]  iterations, phases, top layers, GPU and CPU ops, utilization,\n"
       "                                     idle causes, memory; --item: one annotation item's figures\n"
       "       strata annotate FILE -o OUT.json[.gz]  the trace plus iteration/phase/layer tiers (opens in Perfetto)\n"
-      "       strata predict FILE... [--batch N,...] [--json]  memory and throughput against the batch size\n",
+      "       strata predict FILE... [--batch N,...] [--json]  memory and throughput against the batch size\n"
+      "       strata whatif FILE|DIR [--scale SPEC]... [--json]  predicted iteration time with faster kernels, no launch\n"
+      "                                     overhead (CUDA graphs), hidden data loading, faster communication, …\n",
       out);
 }
 
@@ -38,6 +40,7 @@ int main(int argc, char** argv) {
   if (cmd == "summary") return cmd_summary(argc - 1, argv + 1);
   if (cmd == "annotate") return cmd_annotate(argc - 1, argv + 1);
   if (cmd == "predict") return cmd_predict(argc - 1, argv + 1);
+  if (cmd == "whatif") return cmd_whatif(argc - 1, argv + 1);
 #ifdef STRATA_HAVE_VIEWER
   if (cmd == "view") return cmd_view(argc - 1, argv + 1);
   if (!cmd.empty() && cmd[0] != '-' && viewer_display_available()) return cmd_view(argc, argv);

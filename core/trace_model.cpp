@@ -44,6 +44,15 @@ void TraceModel::shift_clock(Ns offset) {
   time_end += offset;
 }
 
+HostWait host_wait_of(std::string_view n) {
+  if (n == "cudaDeviceSynchronize" || n == "cuCtxSynchronize" || n == "hipDeviceSynchronize") return HostWait::Device;
+  if (n == "cudaStreamSynchronize" || n == "cuStreamSynchronize" || n == "hipStreamSynchronize") return HostWait::Stream;
+  if (n == "cudaEventSynchronize" || n == "hipEventSynchronize") return HostWait::Event;
+  if (n == "cudaMemcpy" || n == "hipMemcpy") return HostWait::Copy;
+  if (n == "cudaStreamWaitEvent") return HostWait::StreamWaitEvent;
+  return HostWait::None;
+}
+
 int64_t profiler_step_number(std::string_view n) {
   if (!is_profiler_step_name(n)) return -1;
   n.remove_prefix(kProfilerStepPrefix.size());

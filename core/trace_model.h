@@ -56,6 +56,12 @@ inline bool is_cuda_call_cat(Cat c) { return is_launch_cat(c) || c == Cat::CudaS
 // Events whose `id` column holds the CUDA correlation id (GPU side and CUDA calls).
 inline bool carries_correlation(Cat c) { return is_gpu_cat(c) || is_cuda_call_cat(c); }
 
+// What a CUDA (or HIP) call waits for, by its name: the whole device, one stream, one event,
+// its own synchronous copy, or (cudaStreamWaitEvent) nothing on the host: it makes a stream
+// wait for an event.
+enum class HostWait : uint8_t { None, Device, Stream, Event, Copy, StreamWaitEvent };
+HostWait host_wait_of(std::string_view call_name);
+
 // ProfilerStep: the range torch.profiler writes around each step of its schedule,
 // "ProfilerStep#N" (a user_annotation; a cpu_op in older traces, no category in the legacy
 // autograd profiler).

@@ -35,10 +35,7 @@ bool is_communication_kernel(std::string_view n) {
          n.find("NCCL") != std::string_view::npos;
 }
 
-namespace annot {
-namespace {
-
-bool is_tensor_core(std::string_view n) {
+bool is_tensor_core_kernel(std::string_view n) {
   static constexpr std::string_view keys[] = {"884", "1688", "16816", "hmma", "HMMA", "imma", "xmma", "wgmma", "gmma",
                                               "tensorop", "TensorOp", "nvjet", "_tc_", "mfma", "MFMA", "cudnn_infer_ampere",
                                               "sm80_", "sm90_", "bf16", "f16f16", "tf32"};
@@ -46,6 +43,9 @@ bool is_tensor_core(std::string_view n) {
     if (n.find(k) != std::string_view::npos) return true;
   return false;
 }
+
+namespace annot {
+namespace {
 
 // The shape of input `which` from an op's "Input Dims"; empty when not recorded.
 std::vector<int64_t> input_shape(std::string_view src, int which) {
@@ -145,7 +145,7 @@ void run_analyses(Context& c, Annotation& a) {
       NameStat ks;
       ks.name = nm;
       ks.kind = k != Cat::Kernel ? GpuWork::Memory : is_communication_kernel(nm) ? GpuWork::Communication : GpuWork::Compute;
-      ks.tensor_core = k == Cat::Kernel && is_tensor_core(nm);
+      ks.tensor_core = k == Cat::Kernel && is_tensor_core_kernel(nm);
       r.kernels.push_back(std::move(ks));
     }
     NameStat& ks = r.kernels[ki];

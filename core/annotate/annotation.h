@@ -136,6 +136,7 @@ struct DeviceUtil {
 
 enum class GpuWork : uint8_t { Compute, Communication, Memory };
 bool is_communication_kernel(std::string_view name);  // NCCL / RCCL collectives and send/recv
+bool is_tensor_core_kernel(std::string_view name);    // runs on tensor cores (HMMA, sm80_ xmma, bf16, …), by name
 const char* gpu_work_name(GpuWork w);  // "compute", "communication", "memory"
 
 // Time per name: GPU ops (kernels, copies, sets) or top-level CPU ops.

@@ -88,10 +88,7 @@ bool is_backward_name(std::string_view n) {
 }
 
 bool is_sync_call(std::string_view n) {
-  return n == "cudaStreamSynchronize" || n == "cudaDeviceSynchronize" || n == "cudaEventSynchronize" ||
-         n == "cudaMemcpy" || n == "cuStreamSynchronize" || n == "cuCtxSynchronize" || n == "hipStreamSynchronize" ||
-         n == "hipDeviceSynchronize" || n == "hipMemcpy" || n == "hipEventSynchronize" || n == "aten::item" ||
-         n == "aten::_local_scalar_dense" || n == "cudaStreamWaitEvent";
+  return host_wait_of(n) != HostWait::None || n == "aten::item" || n == "aten::_local_scalar_dense";
 }
 
 std::string_view op_kind(std::string_view n) {

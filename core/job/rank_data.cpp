@@ -1,6 +1,7 @@
 // One rank's part of a job: its iterations, its collectives (what kind, which group, when,
 // how much of each was hidden behind compute, which layers it carries) and, before each
 // collective, where the rank's time went: what a straggler is compared on.
+#include "core/event_args.h"
 #include "core/intervals.h"
 #include "core/job/job.h"
 
@@ -13,32 +14,6 @@ namespace strata {
 namespace {
 
 constexpr size_t kTopParts = 8;
-
-// The value of "key": in an event's JSON args, as text (strings unquoted), or empty.
-std::string_view arg_text(std::string_view src, std::string_view key) {
-  std::string quoted = "\"" + std::string(key) + "\"";
-  size_t p = src.find(quoted);
-  if (p == std::string_view::npos) return {};
-  p = src.find(':', p + quoted.size());
-  if (p == std::string_view::npos) return {};
-  ++p;
-  while (p < src.size() && (src[p] == ' ' || src[p] == '\t' || src[p] == '\n' || src[p] == '\r')) ++p;
-  if (p >= src.size()) return {};
-  if (src[p] == '"') {
-    size_t e = src.find('"', p + 1);
-    return e == std::string_view::npos ? std::string_view() : src.substr(p + 1, e - p - 1);
-  }
-  size_t e = p;
-  while (e < src.size() && src[e] != ',' && src[e] != '}' && src[e] != ']') ++e;
-  return src.substr(p, e - p);
-}
-
-int64_t arg_int(std::string_view src, std::string_view key) {
-  std::string_view t = arg_text(src, key);
-  int64_t v = -1;
-  auto r = std::from_chars(t.data(), t.data() + t.size(), v);
-  return r.ec == std::errc() ? v : -1;
-}
 
 std::string lower_alnum(std::string_view s) {
   std::string o;
@@ -110,7 +85,27 @@ std::string_view without_iteration(std::string_view path) {
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
+bool by_start(const TraceModel& m, EventId x, EventId y) {
+  return m.ev.start[x] != m.ev.start[y] ? m.ev.start[x] < m.ev.start[y] : x < y;
+}
+
 }  // namespace
+
+std::vector<EventId> collective_kernels(const TraceModel& m) {
+  std::vector<EventId> comms;
+  for (const Track& tr : m.tracks) {
+    if (tr.kind != TrackKind::GpuStream) continue;
+    for (EventId g = tr.events.begin; g < tr.events.end; ++g)
+      if (m.ev.category(g) == Cat::Kernel && is_communication_kernel(m.name_of(g))) comms.push_back(g);
+  }
+  std::sort(comms.begin(), comms.end(), [&](EventId x, EventId y) { return by_start(m, x, y); });
+  return comms;
+}
+
+int64_t collective_bytes(std::string_view src) {
+  int64_t nelems = arg_int(src, "In msg nelems"), size = dtype_bytes(arg_text(src, "dtype"));
+  return nelems >= 0 && size > 0 ? nelems * size : -1;
+}
 
 uint32_t RankData::intern(std::string_view s) {
   for (uint32_t i = 0; i < names.size(); ++i)
@@ -162,17 +157,14 @@ RankData rank_data(const TraceModel& m, const Annotation& a, int64_t rank) {
     bool is_leaf = t.kind[n] == NodeKind::Layer && t.first_child(n) != kNoNode && t.kind[t.first_child(n)] == NodeKind::Op;
     leaf[n] = is_leaf ? n : t.parent[n] != kNoNode ? leaf[t.parent[n]] : kNoNode;
   }
-  std::vector<EventId> comms, compute;
+  std::vector<EventId> compute;
   for (const Track& tr : m.tracks) {
     if (tr.kind != TrackKind::GpuStream) continue;
-    for (EventId g = tr.events.begin; g < tr.events.end; ++g) {
-      if (m.ev.category(g) != Cat::Kernel) continue;
-      (is_communication_kernel(m.name_of(g)) ? comms : compute).push_back(g);
-    }
+    for (EventId g = tr.events.begin; g < tr.events.end; ++g)
+      if (m.ev.category(g) == Cat::Kernel && !is_communication_kernel(m.name_of(g))) compute.push_back(g);
   }
-  auto by_start = [&](EventId x, EventId y) { return m.ev.start[x] != m.ev.start[y] ? m.ev.start[x] < m.ev.start[y] : x < y; };
-  std::sort(comms.begin(), comms.end(), by_start);
-  std::sort(compute.begin(), compute.end(), by_start);
+  std::sort(compute.begin(), compute.end(), [&](EventId x, EventId y) { return by_start(m, x, y); });
+  const std::vector<EventId> comms = collective_kernels(m);
   std::vector<Interval> busy;  // compute kernels' union
   for (EventId g : compute) busy.push_back({m.ev.start[g], m.ev.end(g)});
   merge_intervals(busy);
@@ -207,8 +199,7 @@ RankData rank_data(const TraceModel& m, const Annotation& a, int64_t rank) {
     int64_t it = iteration_at(c.launch);
     c.step = it < 0 ? -1 : r.iterations[size_t(it)].step;
     c.index = next_index[uint64_t(c.group) << 32 | uint32_t(c.step + 1)]++;
-    int64_t nelems = arg_int(src, "In msg nelems"), size = dtype_bytes(arg_text(src, "dtype"));
-    c.bytes = nelems >= 0 && size > 0 ? nelems * size : -1;
+    c.bytes = collective_bytes(src);
     NodeId n = launch != kNoEvent ? node_of(launch) : node_of(g);
     c.phase = n != kNoNode ? t.phase[n] : PhaseKind::Other;
     c.exposed = (c.end - c.start) - busy_within(c.start, c.end);
