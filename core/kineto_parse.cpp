@@ -14,6 +14,7 @@ namespace od = simdjson::ondemand;
 
 ChunkOut::ChunkOut() {
   for (int c = 0; c < int(Cat::Count); ++c) categories.emplace_back(cat_name(Cat(c)));
+  category_kinds = strata::category_kinds(categories);
   per_category.assign(categories.size(), 0);
 }
 
@@ -65,6 +66,7 @@ Cat known_category(std::string_view s) {
       break;
     case 19:
       if (s == "gpu_user_annotation") return Cat::GpuUserAnnotation;
+      if (s == "cuda_profiler_range") return Cat::ProfilerRange;
       break;
   }
   return Cat::Other;
@@ -209,6 +211,7 @@ uint8_t EventParser::category(std::string_view raw, bool escaped) {
     if (out_.categories[i] == name) return uint8_t(i);
   if (out_.categories.size() >= 255) return uint8_t(Cat::Other);
   out_.categories.emplace_back(name);
+  out_.category_kinds.push_back(device_category_kind(name));
   out_.per_category.push_back(0);
   return uint8_t(out_.categories.size() - 1);
 }
@@ -473,7 +476,7 @@ void EventParser::emit(const Fields& f, size_t at) {
   }
   auto e = uint32_t(out_.start.size());
   uint32_t t = track(f.pid, f.tid);
-  Cat c = cat < uint8_t(Cat::Count) ? Cat(cat) : Cat::Other;
+  Cat c = out_.category_kinds[cat];
   bool gpu_side = carries_correlation(c);
   out_.start.push_back(f.ts);
   out_.dur.push_back(dur);

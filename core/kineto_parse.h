@@ -73,6 +73,7 @@ struct ChunkOut : ChunkEvents {
 
   StringTable strings;
   std::vector<std::string> categories;  // local category table; Cat values first
+  std::vector<Cat> category_kinds;      // their kinds (category_kinds())
   std::vector<RawTrackKey> track_keys;
   std::vector<RawTrackInfo> track_info;
   std::unordered_map<RawTrackKey, uint32_t, RawTrackKeyHash> track_index;

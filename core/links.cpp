@@ -86,6 +86,30 @@ void link_annotations(TraceModel& m) {
   }
 }
 
+// A call that launches a kernel (cudaLaunchKernel, cuLaunchKernelEx, cudaLaunchCooperativeKernel, …).
+bool is_kernel_launch_name(std::string_view n) {
+  return n.find("LaunchKernel") != std::string_view::npos || n.find("LaunchCooperativeKernel") != std::string_view::npos;
+}
+
+// Range-profiler ranges carry no correlation id, but CUPTI's range profiler makes one range
+// per kernel launch, in launch order: when the launches with no GPU op are exactly as many as
+// the ranges, the k-th range came from the k-th launch. Only the range points at its launch
+// (its host side, for layers); the launch keeps no GPU op, as the range's time is made up.
+void link_profiler_ranges(TraceModel& m) {
+  auto& ev = m.ev;
+  std::vector<EventId> ranges, launches;
+  for (EventId e = 0; e < ev.size(); ++e) {
+    Cat c = ev.category(e);
+    if (c == Cat::ProfilerRange) ranges.push_back(e);
+    else if (is_launch_cat(c) && ev.link[e] == kNoEvent && is_kernel_launch_name(m.name_of(e))) launches.push_back(e);
+  }
+  if (ranges.empty() || ranges.size() != launches.size()) return;
+  auto by_start = [&](EventId a, EventId b) { return ev.start[a] != ev.start[b] ? ev.start[a] < ev.start[b] : a < b; };
+  std::sort(ranges.begin(), ranges.end(), by_start);
+  std::sort(launches.begin(), launches.end(), by_start);
+  for (size_t k = 0; k < ranges.size(); ++k) ev.link[ranges[k]] = launches[k];
+}
+
 // Binds flow events to slices. Flows come sorted by id, and ids grow with time, so
 // successive flows on a track land near each other: each level's search starts from
 // where the last one on that level ended instead of bisecting the whole level (fewer
@@ -301,6 +325,7 @@ void resolve_links(TraceModel& m, LinkInputs& in, const Progress* progress) {
                  });
   if (cancelled()) return;
   link_flows(m, in.flows);
+  link_profiler_ranges(m);
   if (cancelled()) return;
   link_sequence_numbers(m, in.seqs);
   link_python_parents(m, in.pythons);

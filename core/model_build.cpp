@@ -45,6 +45,12 @@ int64_t number_after(std::string_view s, std::string_view prefix) {
   return r.ec == std::errc() ? v : -1;
 }
 
+// The device a process row is, by its labels ("GPU 0", "MTIA 9") or else its name.
+int64_t device_of(const StringTable& strings, const Process& p) {
+  int64_t d = device_number_of_label(strings.view(p.labels));
+  return d >= 0 || p.labels != kNoStr ? d : device_number_of_label(strings.view(p.name));
+}
+
 // Sorts v (no two elements equal under `less`). Each thread's events come nearly in start
 // order, a few sorted runs that overlap little: each run is merged into the sorted prefix
 // over only the span where they overlap. Past a work budget, an ordinary sort.
@@ -218,6 +224,8 @@ void ModelBuilder::merge(std::vector<ChunkOut>& chunks) {
     entry_base += ch.entries;
   }
 
+  m_.ev.kinds = category_kinds(m_.category_names);
+
   // Then the ids in the columns and the per-event records, split over two threads, each
   // taking the chunks in order.
   events_ = total;
@@ -326,7 +334,7 @@ void ModelBuilder::classify() {
   std::vector<uint32_t> gpu_events(m_.tracks.size()), cpu_events(m_.tracks.size());
   for (const PlacedChunk& ch : chunks_)
     for (size_t i = 0; i < ch.track.size(); ++i) {
-      Cat c = ch.cat[i] < uint8_t(Cat::Count) ? Cat(ch.cat[i]) : Cat::Other;
+      Cat c = m_.ev.kinds[ch.cat[i]];
       if (is_gpu_cat(c)) gpu_events[ch.track[i]]++;
       else if (c != Cat::Trace) cpu_events[ch.track[i]]++;
     }
@@ -338,7 +346,7 @@ void ModelBuilder::classify() {
       tr.kind = TrackKind::GpuStream;
       tr.stream = track_info_[t].stream >= 0 ? track_info_[t].stream : number_after(tid_label, "stream");
       if (tr.stream < 0) tr.stream = tr.tid;
-      int64_t dev = number_after(m_.strings.view(p.labels), "GPU");
+      int64_t dev = device_of(m_.strings, p);
       if (dev < 0) dev = track_info_[t].device;
       if (dev < 0) dev = p.pid;
       p.device = int32_t(dev);
@@ -353,8 +361,7 @@ void ModelBuilder::classify() {
     }
   }
   for (Process& p : m_.processes)
-    if (p.device < 0 && number_after(m_.strings.view(p.labels), "GPU") >= 0)
-      p.device = int32_t(number_after(m_.strings.view(p.labels), "GPU"));
+    if (p.device < 0) p.device = int32_t(device_of(m_.strings, p));
 }
 
 void ModelBuilder::pair_begin_end() {

@@ -3,6 +3,7 @@
 #include <cinttypes>
 #include <cstdarg>
 #include <cstdio>
+#include <iterator>
 
 namespace strata {
 
@@ -21,6 +22,16 @@ std::string format_bytes(double b) {
   if (a >= double(1ull << 20)) return strprintf("%.1f MiB", b / double(1ull << 20));
   if (a >= 1024) return strprintf("%.1f KiB", b / 1024);
   return strprintf("%.0f B", b);
+}
+
+std::string format_flops(double f) {
+  static constexpr const char* kPrefix[] = {"", "k", "M", "G", "T", "P", "E"};
+  size_t i = 0;
+  while (i + 1 < std::size(kPrefix) && f >= 1000) {
+    f /= 1000;
+    ++i;
+  }
+  return strprintf(i ? "%.2f %sFLOP" : "%.0f %sFLOP", f, kPrefix[i]);
 }
 
 std::string format_duration(Ns ns) {

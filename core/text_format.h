@@ -14,5 +14,7 @@ std::string strprintf(const char* format, ...) __attribute__((format(printf, 1, 
 std::string format_duration(Ns ns);
 // A size in the binary unit that suits it, one decimal: "293.0 MiB", "12.5 KiB", "640 B".
 std::string format_bytes(double bytes);
+// Floating-point operations with a decimal prefix: "12.3 GFLOP".
+std::string format_flops(double flops);
 
 }  // namespace strata

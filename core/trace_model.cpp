@@ -25,13 +25,51 @@ const char* cat_name(Cat c) {
     case Cat::Trace: return "Trace";
     case Cat::Overhead: return "overhead";
     case Cat::None: return "(none)";
+    case Cat::ProfilerRange: return "cuda_profiler_range";
     case Cat::Count: break;
   }
   return "?";
 }
 
+Cat device_category_kind(std::string_view s) {
+  // Kineto's device activity types (libkineto's ActivityType names) and Cambricon's `mlu_*`.
+  struct Spelling { std::string_view name; Cat kind; };
+  static constexpr Spelling kinds[] = {
+      {"mtia_runtime", Cat::CudaRuntime},        {"glow_runtime", Cat::CudaRuntime},
+      {"xpu_runtime", Cat::CudaRuntime},         {"privateuse1_runtime", Cat::CudaRuntime},
+      {"mlu_runtime", Cat::CudaRuntime},         {"xpu_driver", Cat::CudaDriver},
+      {"privateuse1_driver", Cat::CudaDriver},   {"mlu_driver", Cat::CudaDriver},
+      {"xpu_sync", Cat::CudaSync},               {"mtia_ccp_events", Cat::Kernel},
+      {"hpu_op", Cat::Kernel},                   {"mlu_kernel", Cat::Kernel},
+      {"mlu_memcpy", Cat::GpuMemcpy},            {"mlu_memset", Cat::GpuMemset},
+      {"mlu_user_annotation", Cat::GpuUserAnnotation},
+  };
+  for (const Spelling& k : kinds)
+    if (k.name == s) return k.kind;
+  return Cat::Other;
+}
+
+std::vector<Cat> category_kinds(const std::vector<std::string>& names) {
+  std::vector<Cat> kinds(names.size());
+  for (size_t i = 0; i < names.size(); ++i) kinds[i] = i < size_t(Cat::Count) ? Cat(i) : device_category_kind(names[i]);
+  return kinds;
+}
+
+int64_t device_number_of_label(std::string_view labels) {
+  // "<device> <n>": a word of capitals (GPU, MTIA, XPU, HPU, MLU, NPU) and the number.
+  size_t w = 0;
+  while (w < labels.size() && labels[w] >= 'A' && labels[w] <= 'Z') ++w;
+  if (w == 0 || labels.substr(0, w) == "CPU") return -1;
+  std::string_view rest = labels.substr(w);
+  while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+  int64_t v = -1;
+  auto r = std::from_chars(rest.data(), rest.data() + rest.size(), v);
+  return r.ec == std::errc() && v >= 0 ? v : -1;
+}
+
 bool is_gpu_cat(Cat c) {
-  return c == Cat::Kernel || c == Cat::GpuMemcpy || c == Cat::GpuMemset || c == Cat::GpuUserAnnotation;
+  return c == Cat::Kernel || c == Cat::GpuMemcpy || c == Cat::GpuMemset || c == Cat::GpuUserAnnotation ||
+         c == Cat::ProfilerRange;
 }
 
 void TraceModel::shift_clock(Ns offset) {
@@ -67,7 +105,7 @@ static size_t cap(const std::vector<T>& v) {
 }
 
 size_t EventColumns::bytes() const {
-  return cap(start) + cap(dur) + cap(name) + cap(cat) + cap(phase) + cap(depth) + cap(id) + cap(source_offset) +
+  return cap(start) + cap(dur) + cap(name) + cap(cat) + cap(kinds) + cap(phase) + cap(depth) + cap(id) + cap(source_offset) +
          cap(link);
 }
 

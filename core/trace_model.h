@@ -24,8 +24,10 @@ inline constexpr EventId kNoEvent = UINT32_MAX;
 inline constexpr uint32_t kNoTrack = UINT32_MAX;
 
 // Event categories the analyses know. Older spellings (2021 TensorBoard plugin's
-// `Operator`/`Runtime`/`Kernel`/…) map to the same values; anything else is `Other` and
-// keeps its spelling in `TraceModel::category_names`.
+// `Operator`/`Runtime`/`Kernel`/…) map to the same values; anything else keeps its spelling
+// in `TraceModel::category_names`, and its kind (EventColumns::kinds) is what analyses see:
+// other devices' categories (`mtia_runtime`, `xpu_driver`, `mtia_ccp_events`, …) are the
+// runtime, driver, kernel, copy kinds; the rest is `Other`.
 enum class Cat : uint8_t {
   Other = 0,
   CpuOp,
@@ -43,11 +45,20 @@ enum class Cat : uint8_t {
   Trace,
   Overhead,
   None,  // the event had no `cat` (legacy autograd profiler, metadata)
+  // `cuda_profiler_range`: one kernel as CUPTI's range profiler saw it, with hardware counters
+  // in its args. Its time is made up (Kineto splits the profiled span evenly among ranges), so
+  // it is device work that timing analyses (busy, idle gaps, GPU time) leave out.
+  ProfilerRange,
   Count
 };
 const char* cat_name(Cat c);
-bool is_gpu_cat(Cat c);  // runs on a GPU stream: kernel, memcpy, memset, gpu_user_annotation
-// GPU work: kernels, copies and sets (a gpu_user_annotation is a range over work, not work).
+// The kind of a category spelling that is not a Cat name: another device's runtime, driver,
+// kernels, copies (Kineto's `mtia_*`, `xpu_*`, `privateuse1_*`, `mlu_*`, `hpu_op`, …), else Other.
+Cat device_category_kind(std::string_view spelling);
+// Runs on a device stream: kernel, memcpy, memset, gpu_user_annotation, a profiler range.
+bool is_gpu_cat(Cat c);
+// GPU work: kernels, copies and sets (a gpu_user_annotation is a range over work, not work;
+// a profiler range has no measured time).
 inline bool is_gpu_op_cat(Cat c) { return c == Cat::Kernel || c == Cat::GpuMemcpy || c == Cat::GpuMemset; }
 // A launch: a CUDA runtime or driver call, the host side of a GPU op.
 inline bool is_launch_cat(Cat c) { return c == Cat::CudaRuntime || c == Cat::CudaDriver; }
@@ -116,6 +127,7 @@ struct EventColumns {
   std::vector<Ns> dur;
   std::vector<StrId> name;
   std::vector<uint8_t> cat;        // index into TraceModel::category_names; Cat values first
+  std::vector<Cat> kinds;          // by category index: the kind analyses see (category_kinds)
   std::vector<EventPhase> phase;
   std::vector<uint16_t> depth;
   std::vector<int64_t> id;         // correlation (launches, GPU ops) or External id (the rest), -1 if none
@@ -124,7 +136,10 @@ struct EventColumns {
 
   size_t size() const { return start.size(); }
   Ns end(EventId e) const { return start[e] + dur[e]; }
-  Cat category(EventId e) const { return cat[e] < uint8_t(Cat::Count) ? Cat(cat[e]) : Cat::Other; }
+  Cat category(EventId e) const {
+    uint8_t c = cat[e];
+    return c < kinds.size() ? kinds[c] : c < uint8_t(Cat::Count) ? Cat(c) : Cat::Other;
+  }
   size_t bytes() const;
 };
 
@@ -186,6 +201,12 @@ struct LoadStats {
   size_t model_bytes = 0;
   int64_t peak_rss_bytes = 0;
 };
+
+// The kind of each category spelling (index = category index): Cat names are themselves,
+// the rest device_category_kind.
+std::vector<Cat> category_kinds(const std::vector<std::string>& names);
+// The device number a process label names ("GPU 0", "MTIA 9", "XPU 1"), or -1 ("CPU", none).
+int64_t device_number_of_label(std::string_view labels);
 
 struct TraceModel {
   std::string path;

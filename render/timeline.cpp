@@ -29,7 +29,8 @@ Hue hue_for_category(Cat c) {
     case Cat::CudaDriver:
     case Cat::CudaSync:
     case Cat::CudaEvent: return Hue::Runtime;
-    case Cat::Kernel: return Hue::Kernel;
+    case Cat::Kernel:
+    case Cat::ProfilerRange: return Hue::Kernel;
     case Cat::GpuMemcpy: return Hue::Memcpy;
     case Cat::GpuMemset: return Hue::Memset;
     case Cat::PythonFunction: return Hue::Python;
@@ -98,7 +99,7 @@ void Timeline::build(const TraceModel& m) {
   short_.assign(m.strings.size(), 0);
   cat_hue_.resize(m.category_names.size());
   for (size_t c = 0; c < cat_hue_.size(); ++c)
-    cat_hue_[c] = c < size_t(Cat::Count) ? hue_for_category(Cat(c)) : Hue::Other;
+    cat_hue_[c] = c < m.ev.kinds.size() ? hue_for_category(m.ev.kinds[c]) : Hue::Other;
   track_lane_.assign(m.tracks.size(), {UINT32_MAX, 0});
 
   sections.push_back({"Annotation", {}});  // section 0: tiers (set_annotation)

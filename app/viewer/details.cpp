@@ -99,6 +99,7 @@ void draw_details(Viewer& v) {
     } else {
       row("Bound by", bound_reason(w));
     }
+    if (w.flops.ranges) row("FLOPs", flops_text(w.flops));
     ImGui::EndTable();
   }
   if (ImGui::SmallButton("Zoom to (F)")) focus_on(v, sel);

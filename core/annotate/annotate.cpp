@@ -45,7 +45,12 @@ Annotation annotate(const TraceModel& m, const AnnotateOptions& options, Progres
   if (!stage(Stage::Structure)) return finish();
   annot::build_context(c);
   a.main_track = c.main_track;
-  if (!c.has_gpu) a.notes.push_back("no GPU activity in the trace: GPU time, utilization and idle gaps are empty");
+  if (!c.has_gpu && !c.profiler_ranges.empty())
+    a.notes.push_back("GPU ops come only from CUPTI's range profiler (cuda_profiler_range): their times are the profiled "
+                      "span split evenly, not measured, so GPU time, utilization and idle gaps are empty; FLOPs come from "
+                      "their counters");
+  else if (!c.has_gpu)
+    a.notes.push_back("no GPU activity in the trace: GPU time, utilization and idle gaps are empty");
 
   if (!stage(Stage::Iterations)) return finish();
   std::vector<annot::IterWork> iters = annot::find_iterations(c, a);
@@ -89,6 +94,7 @@ Annotation annotate(const TraceModel& m, const AnnotateOptions& options, Progres
 
   if (!stage(Stage::Analyses)) return finish();
   annot::run_analyses(c, a);
+  annot::count_flops(c, a);
   return finish();
 }
 

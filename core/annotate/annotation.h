@@ -241,6 +241,42 @@ void write_memory_fields(JsonWriter& w, const MemoryUse& mu);
 std::string live_memory_text(const TraceModel& m, const LiveMemory& l);
 void write_live_memory_fields(JsonWriter& w, const TraceModel& m, const LiveMemory& l);
 
+// The hardware counters of one cuda_profiler_range event. FLOPs = Σ over p ∈ {d, f, h} of
+// add_p + mul_p + 2·fma_p, from smsp__sass_thread_inst_executed_op_{p}{add,mul,fma}_pred_on.sum
+// (those present; a fused multiply-add is two operations).
+struct ProfilerRangeCounters {
+  double flops = 0;
+  bool has_flop_counters = false;  // at least one of the nine
+  Ns measured = -1;                // gpu__time_duration.sum (ns); -1 when not recorded
+};
+ProfilerRangeCounters profiler_range_counters(std::string_view event_json);
+
+// FLOPs of range-profiler ranges grouped by a name (a kernel, a layer path). Achieved FLOP/s
+// only from ranges with a measured duration counter, never from the made-up event duration.
+struct FlopStat {
+  std::string name;
+  uint64_t ranges = 0;
+  double flops = 0;
+  uint64_t timed = 0;      // ranges with gpu__time_duration.sum
+  double timed_flops = 0;  // their FLOPs
+  Ns measured = 0;         // their summed gpu__time_duration.sum
+  void add(const ProfilerRangeCounters& r);
+  double flop_per_s() const { return measured > 0 ? timed_flops * 1e9 / double(measured) : 0.0; }
+};
+
+// "18.28 GFLOP in 77 ranges[, 9.1 TFLOP/s over 2.0 ms measured in 77]"; its JSON fields
+// (docs/summary-json.md).
+std::string flops_text(const FlopStat& s);
+void write_flop_fields(JsonWriter& j, const FlopStat& s);
+
+struct FlopFigures {
+  FlopStat total;                // over every range
+  uint64_t with_counters = 0;    // ranges holding FLOP counters
+  uint64_t attributed = 0;       // ranges placed in a layer (through their launch)
+  std::vector<FlopStat> kernels; // by FLOPs, descending
+  std::vector<FlopStat> layers;  // leaf layer paths without the iteration, by FLOPs, descending
+};
+
 struct Analyses {
   Ns window_begin = 0, window_end = 0;  // the iterations' span (else the trace's)
   std::vector<DeviceUtil> utilization;  // per device (stream -1) then per stream
@@ -259,6 +295,7 @@ struct Analyses {
   int64_t batch_size = -1;
   double samples_per_s = 0;
   MemoryUse memory;
+  FlopFigures flops;  // CUPTI range-profiler counters (empty without cuda_profiler_range events)
 };
 
 struct Annotation {
@@ -301,6 +338,7 @@ struct WorkFigures {
   Bound bound = Bound::Unknown;
   float share = 0;               // of its parent of the same clock (tree parent, enclosing event); 0: none
   std::string parent;            // that parent's name
+  FlopStat flops;                // range-profiler ranges in it (their time is not measured)
 };
 WorkFigures node_work(const TraceModel& m, const Annotation& a, NodeId n);
 WorkFigures event_work(const TraceModel& m, const Annotation& a, EventId e);

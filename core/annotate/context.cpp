@@ -224,7 +224,8 @@ void collect(Context& c) {
     if (t.kind == TrackKind::GpuStream) {
       for (EventId e = t.events.begin; e < t.events.end; ++e) {
         Cat k = m.ev.category(e);
-        if (k == Cat::Kernel || k == Cat::GpuMemcpy || k == Cat::GpuMemset) c.gpu_ops.push_back(e);
+        if (is_gpu_op_cat(k)) c.gpu_ops.push_back(e);
+        else if (k == Cat::ProfilerRange) c.profiler_ranges.push_back(e);
       }
     } else if (c.is_main[ti]) {
       for (EventId e = t.events.begin; e < t.events.end; ++e) {

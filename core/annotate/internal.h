@@ -59,6 +59,7 @@ struct Context {
   std::vector<uint8_t> is_main;            // per track: the main thread or its overflow track
   std::vector<uint8_t> is_backward_track;  // per track: the autograd engine's threads
   std::vector<EventId> gpu_ops;            // kernels, copies, sets; by start
+  std::vector<EventId> profiler_ranges;    // cuda_profiler_range events (untimed GPU ops)
   std::vector<EventId> main_items;         // op roots and user annotations on the main thread, by start
   std::vector<EventId> bwd_items;          // op roots on autograd threads, by start
   bool has_backward = false;
@@ -174,6 +175,7 @@ void map_backward(Context& c, std::vector<IterWork>& iters, TreeBuilder& b, Anno
 void finalize_tree(Context& c, TreeBuilder& b, Annotation& a, std::vector<NodeId>& node_of);
 void compute_metrics(Context& c, AnnotationTree& t, const std::vector<NodeId>& node_of_event);
 void run_analyses(Context& c, Annotation& a);
+void count_flops(const Context& c, Annotation& a);  // the range profiler's FLOPs (flops.cpp)
 
 // CPU ops one level below `r` on its track, in time order.
 std::vector<EventId> child_ops(const Context& c, EventId r);

@@ -124,6 +124,17 @@ std::string summary_text(const TraceModel& m, const Annotation& a) {
     o += strprintf("    %5.1f%% %12s %7" PRIu64 "x  %s%s\n", pct(k.total, r.gpu_op_total), format_duration(k.total).c_str(), k.count, nm.c_str(),
              k.tensor_core ? "  [tensor cores]" : "");
   }
+  if (r.flops.total.ranges) {
+    o += "  FLOPs (range profiler): " + flops_text(r.flops.total) + "\n";
+    for (size_t i = 0; i < r.flops.kernels.size() && i < 10; ++i) {
+      const FlopStat& k = r.flops.kernels[i];
+      o += strprintf("    %-70s %s\n", k.name.size() > 70 ? (k.name.substr(0, 67) + "...").c_str() : k.name.c_str(),
+                     flops_text(k).c_str());
+    }
+    if (!r.flops.layers.empty()) o += "    per layer:\n";
+    for (size_t i = 0; i < r.flops.layers.size() && i < 10; ++i)
+      o += strprintf("      %-68s %s\n", r.flops.layers[i].name.c_str(), flops_text(r.flops.layers[i]).c_str());
+  }
   if (!r.cpu_ops.empty()) o += "  top CPU ops (outermost, share of the window):\n";
   for (size_t i = 0; i < r.cpu_ops.size() && i < 10; ++i) {
     auto& op = r.cpu_ops[i];
@@ -226,6 +237,24 @@ void write_summary_fields(JsonWriter& w, const TraceModel& m, const Annotation& 
         .field("occurrences", l.count).field("bound", bound_name(l.bound)).end_object();
   }
   w.end_array();
+  const FlopFigures& fl = r.flops;
+  w.key("flops").begin_object();
+  write_flop_fields(w, fl.total);
+  w.field("with_counters", fl.with_counters).field("attributed", fl.attributed);
+  w.key("kernels").begin_array();
+  for (size_t i = 0; i < fl.kernels.size() && i < 50; ++i) {
+    w.begin_object().field("name", fl.kernels[i].name);
+    write_flop_fields(w, fl.kernels[i]);
+    w.end_object();
+  }
+  w.end_array();
+  w.key("layers").begin_array();
+  for (size_t i = 0; i < fl.layers.size() && i < 50; ++i) {
+    w.begin_object().field("path", fl.layers[i].name);
+    write_flop_fields(w, fl.layers[i]);
+    w.end_object();
+  }
+  w.end_array().end_object();
   w.key("backward").begin_object().field("ops", a.backward_ops).field("mapped_by_links", a.backward_mapped_links)
       .field("mapped_by_order", a.backward_mapped_order).end_object();
   w.key("annotation").begin_object().field("nodes", uint64_t(a.tree.size())).field("reduced_nodes", uint64_t(a.reduced.size()))

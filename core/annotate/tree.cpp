@@ -183,7 +183,8 @@ void finalize_tree(Context& c, TreeBuilder& b, Annotation& a, std::vector<NodeId
       if (node_of[e] == kNoNode && c.parent[e] != kNoEvent && (c.flags[e] & Context::kUnderOp)) node_of[e] = node_of[c.parent[e]];
   });
   // GPU ops whose launch is in a node follow it; launches outside ops go by their time to a
-  // phase; GPU ops with no launch in the trace (queued before the window) only to an iteration.
+  // phase; GPU ops with no launch in the trace (queued before the window) only to an iteration
+  // (not profiler ranges: their made-up times say nothing of when they ran).
   struct PhaseSpan { Ns b, e; NodeId n; };
   std::vector<PhaseSpan> phases, iterations;
   for (size_t i = 0; i < m; ++i) {
@@ -205,7 +206,7 @@ void finalize_tree(Context& c, TreeBuilder& b, Annotation& a, std::vector<NodeId
       EventId l = md.host_side_of(g);
       if (l != kNoEvent && node_of[l] != kNoNode) node_of[g] = node_of[l];
       else if (l != kNoEvent) node_of[g] = span_at(phases, md.ev.start[l]);
-      else node_of[g] = span_at(iterations, md.ev.start[g]);
+      else if (md.ev.category(g) != Cat::ProfilerRange) node_of[g] = span_at(iterations, md.ev.start[g]);
     }
   }
   a.gpu_ops = c.gpu_ops.size();

@@ -92,7 +92,10 @@ WorkFigures node_work(const TraceModel& m, const Annotation& a, NodeId n) {
     if (tr.kind != TrackKind::GpuStream) continue;
     for (EventId g = tr.events.begin; g < tr.events.end; ++g) {
       NodeId x = g < a.node_of_event.size() ? a.node_of_event[g] : kNoNode;
-      if (x >= n && x < t.subtree_end[n] && is_gpu_op_cat(m.ev.category(g))) w.gpu_ops.push_back(g);
+      if (x < n || x >= t.subtree_end[n]) continue;
+      Cat k = m.ev.category(g);
+      if (is_gpu_op_cat(k)) w.gpu_ops.push_back(g);
+      else if (k == Cat::ProfilerRange) w.flops.add(profiler_range_counters(m.source_of(g)));
     }
   }
   measure_gpu_ops(m, w);
@@ -118,6 +121,7 @@ WorkFigures event_work(const TraceModel& m, const Annotation& a, EventId e) {
   const Cat cat = m.ev.category(e);
   if (is_gpu_cat(cat)) {  // GPU work is its own work: no bound, no parent of the host's clock
     if (is_gpu_op_cat(cat)) w.gpu_ops.push_back(e);
+    if (cat == Cat::ProfilerRange) w.flops.add(profiler_range_counters(m.source_of(e)));
     measure_gpu_ops(m, w);
     measure_communication(m, a, w);
     return w;
@@ -181,6 +185,11 @@ void write_work_fields(JsonWriter& j, std::string_view name, const WorkFigures& 
   j.field("gpu_begin_ns", w.gpu_begin).field("gpu_end_ns", w.gpu_end).field("sync_ns", w.sync);
   j.field("communication_ns", w.communication).field("communication_exposed_ns", w.comm_exposed);
   j.field("bound", bound_name(w.bound)).field("bound_reason", bound_reason(w));
+  if (w.flops.ranges) {
+    j.key("flops").begin_object();
+    write_flop_fields(j, w.flops);
+    j.end_object();
+  }
 }
 
 std::string work_json(std::string_view name, const WorkFigures& w) {
@@ -200,6 +209,7 @@ std::string work_text(std::string_view name, const WorkFigures& w) {
     o += strprintf("  GPU: %zu ops, %s in total, busy %s, from %s to %s after its start\n", w.gpu_ops.size(),
                    format_duration(w.gpu_time).c_str(), format_duration(w.gpu_busy).c_str(),
                    format_duration(w.gpu_begin - w.begin).c_str(), format_duration(w.gpu_end - w.begin).c_str());
+  if (w.flops.ranges) o += "  FLOPs (range profiler): " + flops_text(w.flops) + "\n";
   if (w.sync > 0) o += "  waiting for the GPU: " + format_duration(w.sync) + "\n";
   if (w.communication > 0)
     o += strprintf("  communication %s, %s of it exposed (not hidden behind compute)\n", format_duration(w.communication).c_str(),
