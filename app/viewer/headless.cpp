@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <thread>
 
 namespace strata::viewer {
 
@@ -41,6 +42,11 @@ void write_panels(JsonWriter& j, Viewer& v) {
   if (v.timeline.range.active) {
     j.key("range").begin_object();
     write_range_fields(j, v.timeline.range.figures);
+    j.end_object();
+  }
+  if (v.trace->whatif) {
+    j.key("whatif").begin_object();
+    write_whatif_fields(j, v);
     j.end_object();
   }
   if (v.sel.memory_picked) {
@@ -224,6 +230,10 @@ int run_headless(Viewer& v, const HeadlessRun& run) {
     if (e == UINT32_MAX) std::fprintf(stderr, "strata view: %s\n", error.c_str());
     else pick_memory(v, e);
   }
+  if (!run.whatif.empty() && !choose_whatif(v, run.whatif)) {
+    std::fprintf(stderr, "strata view: --whatif '%s' is not a scenario\n", run.whatif.c_str());
+    return 2;
+  }
   if (!run.keys.empty() && !press_keys(v, run.keys)) return 2;
   if (run.bench_frames > 0) {
     // Scripted zoom from the whole trace down to one kernel (the longest GPU op near the
@@ -281,11 +291,14 @@ int run_headless(Viewer& v, const HeadlessRun& run) {
                 events ? double(view_bytes) / double(events) : 0.0, m.bytes());
     v.capture.finish_gl = false;
   }
-  // A few frames so the panels and the view settle (animations are immediate headless).
-  for (int i = 0; i < 3; ++i) {
+  // A few frames so the panels and the view settle (animations are immediate headless), and
+  // the What-if tab's replay finishes (a frame starts it when the tab is shown).
+  for (int i = 0; i < 3 || whatif_busy(v); ++i) {
     glfwPollEvents();
     frame(v);
+    if (whatif_busy(v)) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  frame(v);
   return save_outputs(v, run) ? 0 : 1;
 }
 

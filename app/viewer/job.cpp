@@ -191,6 +191,7 @@ void adopt_job(Viewer& v, LoadJob& l) {
   }
   // Another rank: the shown one's model goes back to the job, on its own clock.
   if (v.trace && jv.job && jv.shown < jv.job->ranks.size()) {
+    v.trace->whatif.reset();  // its worker reads the model
     v.trace->model->shift_clock(-offset_of(*jv.job, jv.shown));
     jv.job->ranks[jv.shown].model = std::move(v.trace->model);
     v.trace.reset();

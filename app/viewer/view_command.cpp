@@ -28,10 +28,11 @@ bool parse_size(std::string_view s, int& w, int& h) {
 void usage_view(FILE* out) {
   std::fputs("usage: strata view [FILE] [--screenshot OUT.png] [--size WxH] [--focus \"Iteration 3/...\"]\n"
              "                   [--dump-layout OUT.json] [--bench-frames N] [--no-details] [--no-levels]\n"
-             "                   [--tab levels|summary|job|batch] [--keys \"?,Esc\"]   (keys pressed after the focus)\n"
+             "                   [--tab levels|summary|job|batch|whatif] [--keys \"?,Esc\"]   (keys pressed after the focus)\n"
              "                   [--range A:B]   (a measured range, in ms from the trace's start)\n"
              "                   [--memory-at T|peak]   (what is alive then, in ms from the trace's start)\n"
              "                   [--model MODEL.txt]   (print(model): inferred layers take its modules' names)\n"
+             "                   [--whatif SCENARIO]   (the What-if tab's choice, e.g. kernels-2x; with --tab whatif)\n"
              "                   [--attach PID [--duration S | --iterations N] [-o FILE] [--live-screenshot OUT.png]]\n"
              "                   [--attach-job LAUNCHER_PID ... (every rank under it, into -o DIR)]\n"
              "                   [--attach-dialog]   (File > Attach, scripted)\n"
@@ -68,6 +69,10 @@ int run_view(int argc, char** argv) {
       const char* p = next();
       if (!p) return usage_view(stderr), 2;
       run.range = p;
+    } else if (a == "--whatif") {
+      const char* p = next();
+      if (!p) return usage_view(stderr), 2;
+      run.whatif = p;
     } else if (a == "--model") {
       const char* p = next();
       if (!p) return usage_view(stderr), 2;
@@ -94,7 +99,7 @@ int run_view(int argc, char** argv) {
     } else if (a == "--tab") {
       const char* p = next();
       const std::string_view t = p ? p : "";
-      tab = t == "summary" ? 1 : t == "job" ? 2 : t == "batch" ? 3 : 0;
+      tab = t == "summary" ? 1 : t == "job" ? 2 : t == "batch" ? 3 : t == "whatif" ? 4 : 0;
     } else if (parse_attach_option(argc, argv, i, attach, attach_error)) {
       if (!attach_error.empty()) return std::fprintf(stderr, "strata view: %s\n", attach_error.c_str()), 2;
     } else if (a == "-h" || a == "--help") {

@@ -186,6 +186,7 @@ void draw_ui(Viewer& v) {
         ImGuiTabItemFlags sum_flags = v.panels.bottom_tab == 1 ? ImGuiTabItemFlags_SetSelected : 0;
         ImGuiTabItemFlags job_flags = v.panels.bottom_tab == 2 ? ImGuiTabItemFlags_SetSelected : 0;
         ImGuiTabItemFlags batch_flags = v.panels.bottom_tab == 3 ? ImGuiTabItemFlags_SetSelected : 0;
+        ImGuiTabItemFlags whatif_flags = v.panels.bottom_tab == 4 ? ImGuiTabItemFlags_SetSelected : 0;
         v.panels.bottom_tab = -1;
         if (ImGui::BeginTabItem("Summary", nullptr, sum_flags)) {
           ImGui::BeginChild("summary_scroll");
@@ -196,6 +197,12 @@ void draw_ui(Viewer& v) {
         if (ImGui::BeginTabItem("Batch size", nullptr, batch_flags)) {
           ImGui::BeginChild("batch_scroll");
           draw_batch_tab(v);
+          ImGui::EndChild();
+          ImGui::EndTabItem();
+        }
+        if (!v.job_view.job && ImGui::BeginTabItem("What-if", nullptr, whatif_flags)) {
+          ImGui::BeginChild("whatif_scroll");
+          draw_whatif_tab(v);
           ImGui::EndChild();
           ImGui::EndTabItem();
         }

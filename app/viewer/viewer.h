@@ -15,6 +15,7 @@
 //   flows.cpp      the details panel's flows: what the selection came from and led to
 //   summary.cpp    the summary panel (small charts)
 //   batch.cpp      the Batch size tab: memory at the peak and throughput against the batch
+//   whatif.cpp     the What-if tab: scenarios replayed, an iteration measured above predicted
 //   search.cpp     search over names
 //   files.cpp      File ▸ Open browser, recent files
 //   attach.cpp     File ▸ Attach: record from a running job, the live view while it records
@@ -50,12 +51,20 @@ namespace strata::viewer {
 
 // Everything built from a trace off the UI thread. The panels read the annotation's figures
 // (the same that `strata summary` prints).
+struct WhatIfView;  // whatif.cpp
+struct WhatIfViewDelete {
+  void operator()(WhatIfView* w) const;  // joins its worker first
+};
+
 struct Prepared {
   std::unique_ptr<TraceModel> model;
   std::unique_ptr<Annotation> annotation;
   render::Timeline timeline;
   BatchPrediction batch;     // the batch-size estimate from this trace (the Batch size tab)
   std::string batch_error;   // why there is none
+  // The What-if tab's graph and replays, made on first use. Last: it goes (its worker
+  // joined) before the model and annotation it reads.
+  std::unique_ptr<WhatIfView, WhatIfViewDelete> whatif;
 };
 
 struct LoadJob {
@@ -196,7 +205,7 @@ struct Capture {
 struct PanelState {
   bool show_levels = true, show_details = true;
   bool show_keymap = false;  // the key map and the colour legend, over everything (`?`)
-  int bottom_tab = 0;  // 0 levels, 1 summary, 2 job, 3 batch size
+  int bottom_tab = 0;  // 0 levels, 1 summary, 2 job, 3 batch size, 4 what-if
   // Sizes the splitters were dragged to (0: a share of the window), kept for the session and
   // fitted to the window every frame.
   float details_w = 0, bottom_h = 0;
@@ -303,6 +312,11 @@ void draw_levels(Viewer& v);
 void draw_details(Viewer& v);
 void draw_summary(Viewer& v);
 void draw_batch_tab(Viewer& v);  // batch.cpp: memory and throughput against the batch size
+// whatif.cpp: the What-if tab (its graph is built and replayed on a worker on first use).
+void draw_whatif_tab(Viewer& v);
+bool choose_whatif(Viewer& v, const std::string& scenario);  // --whatif: picks (or adds) a scenario; false on a bad spec
+bool whatif_busy(const Viewer& v);                           // its worker is running
+void write_whatif_fields(JsonWriter& j, Viewer& v);           // the layout dump's panels.whatif
 void draw_search_bar(Viewer& v);
 void draw_search_list(Viewer& v);  // the results list, over the panels, while it is open
 bool close_search_list(Viewer& v);  // false when it was not open
@@ -354,6 +368,7 @@ struct HeadlessRun {
   std::string shot, dump, focus;  // --screenshot, --dump-layout, --focus
   std::string range;              // --range A:B (ms from the trace's start): a measured range
   std::string memory_at;          // --memory-at T|peak: what is alive then, in the details panel
+  std::string whatif;             // --whatif SCENARIO: the What-if tab's choice
   std::string keys;               // --keys: pressed after the focus, as a person would ("?,Esc", "/,conv,Enter")
   int bench_frames = 0;           // --bench-frames
 };

@@ -7,7 +7,9 @@ checks that the dump's `panels.summary` holds exactly the summary's keys for wha
 tab shows, with equal values, and that `panels.details` of the focused iteration equals
 `strata summary FILE --item ITERATION --json`. With allocator events, `strata view FILE
 --memory-at peak` shows in `panels.memory` what `strata summary FILE --memory-at peak --json`
-prints, and its categories are the summary's `memory.at_peak`, summing to the peak. Exit 77 (skipped) without xvfb-run or OpenGL.
+prints, and its categories are the summary's `memory.at_peak`, summing to the peak. On two
+traces the What-if tab (`--tab whatif --whatif kernels-2x`) shows the predictions `strata whatif
+--json` prints. Exit 77 (skipped) without xvfb-run or OpenGL.
 
 usage: panels_match_summary_test.py STRATA OUT_DIR TRACE_OR_DIR...
 """
@@ -100,6 +102,17 @@ for trace in traces:
         elif shown["by_category"] != mem["at_peak"] or sum(shown["by_category"].values()) != mem["peak_allocated"]:
             failures.append(f"{name}: memory at the peak {shown['by_category']} is not the summary's {mem['at_peak']} "
                             f"summing to {mem['peak_allocated']}")
+    # The What-if tab: the same predictions as `strata whatif --json` for the default scenarios.
+    if name.startswith(("resnet18-train", "hotline-transformer")):
+        r = subprocess.run(cmd[:3] + ["--size", "1024x700", "--tab", "whatif", "--whatif", "kernels-2x", "--dump-layout", dump],
+                           env=env, capture_output=True, text=True, timeout=600)
+        shown = json.load(open(dump)).get("panels", {}).get("whatif") if r.returncode == 0 else None
+        r = subprocess.run([strata, "whatif", trace, "--json"], capture_output=True, text=True, timeout=600)
+        printed = json.loads(r.stdout) if r.returncode == 0 else None
+        if not shown or not printed or shown["chosen"] != "kernels-2x" or shown["predicted_ns"] != printed["baseline"]["predicted_ns"] or \
+                {s["name"]: s["predicted_ns"] for s in printed["scenarios"]}.items() - {s["name"]: s["predicted_ns"] for s in shown["scenarios"]}.items():
+            failures.append(f"{name}: panels.whatif differs from strata whatif --json:\n  view:    {json.dumps(shown)[:400]}\n"
+                            f"  whatif:  {json.dumps(printed)[:400]}")
     print(f"{name}: {len(PANEL_KEYS)} panel figures equal the summary's"
           + (f"; details of {first}: bound {panels['details']['bound']}" if first and panels.get("details") else ""))
 
