@@ -1293,6 +1293,7 @@ def cuda_still_works():
 def oom_search_main(key, result_path, log_path, t0, cap_s):
     """Child process: the largest batch of `key` whose training iteration fits (see the docstring)."""
     configure_log(log_path, t0, f"[oom {key}] ")
+    started = time.time()
     result = {"model": key, "start_batch": OOM_START_BATCH, "batch_limit": OOM_BATCH_LIMIT,
               "tolerance": OOM_TOLERANCE, "time_cap_s": cap_s, "trials": []}
     try:
@@ -1351,7 +1352,7 @@ def oom_search_main(key, result_path, log_path, t0, cap_s):
     except Exception as exc:
         result["error"] = short_error(exc)
         log(f"FAILED: {short_error(exc)}\n{traceback.format_exc()}")
-    result["elapsed_s"] = round(time.time() - _LOG["t0"], 1)
+    result["elapsed_s"] = round(time.time() - started, 1)
     write_json(result_path, result)
 
 

@@ -3,6 +3,7 @@
 #include "core/whatif/graph.h"
 
 #include "core/event_args.h"
+#include "core/intervals.h"
 #include "core/job/job.h"
 
 #include <algorithm>
@@ -32,6 +33,7 @@ const char* edge_kind_name(EdgeKind k) {
     case EdgeKind::StreamWaitEvent: return "stream_wait_event";
     case EdgeKind::HostWait: return "host_wait";
     case EdgeKind::Collective: return "collective";
+    case EdgeKind::Wake: return "wake";
     case EdgeKind::Count: break;
   }
   return "?";
@@ -48,6 +50,11 @@ constexpr Ns kClockTolerance = 2'000;
 // How far along a thread's calls a cudaStreamWaitEvent's record and next launch are looked for.
 constexpr ptrdiff_t kNearbyCalls = 64;
 constexpr Ns kMinTime = std::numeric_limits<Ns>::min() / 4;
+// A thread's stretch with no op this long is idle (shorter ones are the host's own overhead
+// between ops), and it resumed because of another thread when a point of one that was busy
+// for most of the stretch came at most this long before it resumed.
+constexpr Ns kIdleMin = 50'000;
+constexpr Ns kWakeLatency = 50'000;
 
 // One trace's part of the graph while it is built. Times are the trace's own until they
 // enter the graph, where the part's clock offset is added.
@@ -73,6 +80,7 @@ class TraceBuilder {
     add_gpu_lanes();
     add_host_waits();
     add_stream_waits();
+    add_wakes();
     set_launch_latency();
     add_boundaries();
   }
@@ -104,6 +112,8 @@ class TraceBuilder {
   std::vector<Ns> issue_;  // per GPU vertex of this part, by gpu_by_issue order
   std::vector<size_t> launch_edges_;
   std::unordered_map<Vertex, Vertex> op_of_call_;  // a launch's (first) GPU op
+  std::unordered_map<uint32_t, std::vector<Interval>> busy_;  // per CPU lane: where its thread runs ops or calls (graph clock)
+  std::vector<Vertex> idle_;  // idle stretches of CPU lanes
 
   Part& part() { return g_.parts[part_]; }
 
@@ -161,8 +171,33 @@ class TraceBuilder {
   NodeId node_of(EventId e) const { return e < a_.node_of_event.size() ? a_.node_of_event[e] : kNoNode; }
 
   // CPU work [from, to) on a lane, one vertex per stretch between iteration and phase
-  // boundaries, each with the annotation node of what runs at its middle.
+  // boundaries and per idle stretch, each with the annotation node of what runs at its middle.
   void add_work(uint32_t lane, Ns from, Ns to) {
+    auto b = busy_.find(lane);
+    if (b == busy_.end()) return add_pieces(lane, from, to, false);
+    // Idle stretches: gaps of at least kIdleMin between the thread's ops within [from, to).
+    const std::vector<Interval>& busy = b->second;
+    auto it = std::upper_bound(busy.begin(), busy.end(), Interval(from + off_, kMinTime));
+    if (it != busy.begin()) --it;
+    Ns done = from, cursor = from;  // emitted up to `done`; the thread ran ops up to `cursor`
+    for (; it != busy.end() && it->first - off_ < to; ++it) {
+      const Ns gap_end = std::min(to, it->first - off_);
+      if (gap_end - cursor >= kIdleMin) {
+        if (cursor > done) add_pieces(lane, done, cursor, false);
+        add_pieces(lane, cursor, gap_end, true);
+        done = gap_end;
+      }
+      cursor = std::max(cursor, std::min(to, it->second - off_));
+    }
+    if (to - cursor >= kIdleMin) {
+      if (cursor > done) add_pieces(lane, done, cursor, false);
+      add_pieces(lane, cursor, to, true);
+    } else if (to > done) {
+      add_pieces(lane, done, to, false);
+    }
+  }
+
+  void add_pieces(uint32_t lane, Ns from, Ns to, bool idle) {
     const uint32_t track = g_.lanes[lane].track;
     auto c = std::upper_bound(cuts_.begin(), cuts_.end(), from);
     while (from < to) {
@@ -173,7 +208,62 @@ class TraceBuilder {
       if (n == kNoNode) n = phase_node_at(mid);
       Vertex v = add(VertexKind::CpuWork, from, piece_end - from, kNoEvent, lane, n, phase_of(n));
       chain(lane, v, EdgeKind::CpuOrder);
+      if (idle) idle_.push_back(v);
       from = piece_end;
+    }
+  }
+  // Where a thread runs ops or CUDA calls (frames and ranges are containers, not work).
+  void index_busy(uint32_t lane, const Track& tr) {
+    std::vector<Interval>& busy = busy_[lane];
+    auto collect = [&](const Track& x) {
+      for (EventId e = x.events.begin; e < x.events.end; ++e) {
+        Cat k = m_.ev.category(e);
+        if ((k == Cat::CpuOp || is_cuda_call_cat(k)) && m_.ev.end(e) > w0_ && m_.ev.start[e] < w1_)
+          busy.push_back({m_.ev.start[e] + off_, m_.ev.end(e) + off_});
+      }
+    };
+    collect(tr);
+    if (tr.overflow != kNoTrack) collect(m_.tracks[tr.overflow]);
+    merge_intervals(busy);
+  }
+  Ns busy_within(uint32_t lane, Ns from, Ns to) const {  // graph clock
+    auto b = busy_.find(lane);
+    if (b == busy_.end()) return to - from;
+    Ns sum = 0;
+    for (const Interval& i : b->second) {
+      if (i.first >= to) break;
+      sum += std::max<Ns>(0, std::min(i.second, to) - std::max(i.first, from));
+    }
+    return sum;
+  }
+
+  // A thread that idled while another worked, and resumed just after a point of the other
+  // (a call, the end of its work), resumed because of it: an edge from that point to the end
+  // of the idle stretch. Calibration turns the stretch into a wait for it.
+  void add_wakes() {
+    std::vector<std::pair<Ns, Point>> points;  // CPU lanes' points that are not idle stretches' own
+    std::vector<uint8_t> is_idle(g_.size(), 0);
+    for (Vertex v : idle_) is_idle[v] = 1;
+    for (uint32_t l = 0; l < g_.lanes.size(); ++l) {
+      if (g_.lanes[l].gpu || g_.lanes[l].part != part_) continue;
+      for (Vertex v : g_.lanes[l].vertices)
+        if (!is_idle[v]) points.push_back({g_.start[v], start_point(v)}), points.push_back({g_.start[v] + g_.dur[v], end_point(v)});
+    }
+    std::sort(points.begin(), points.end());
+    g_.stats.idle_stretches += idle_.size();
+    for (Vertex v : idle_) {
+      const Ns resume = g_.start[v] + g_.dur[v];
+      auto it = std::upper_bound(points.begin(), points.end(), std::pair(resume, kNoPoint));
+      while (it != points.begin()) {
+        --it;
+        if (resume - it->first > kWakeLatency) break;
+        const uint32_t other = g_.lane[vertex_of(it->second)];
+        if (other == g_.lane[v]) continue;
+        if (2 * busy_within(other, g_.start[v], resume) < g_.dur[v]) continue;
+        edge(it->second, end_point(v), EdgeKind::Wake);
+        ++g_.stats.wakes;
+        break;
+      }
     }
   }
 
@@ -198,6 +288,7 @@ class TraceBuilder {
     });
     const uint32_t lane = new_lane(false, ti, -1, tr.tid);
     if (is_main) main_lane_ = lane;
+    index_busy(lane, tr);
     Ns cursor = w0_;
     for (size_t i = 0; i < calls.size();) {
       const Ns s = ev.start[calls[i]];

@@ -1,12 +1,15 @@
 // The dependency graph of a trace's iterations, for what-if replay (after Daydream, ATC'20).
 //
-// Vertices are what takes time: CPU work between CUDA calls on a thread, the calls
-// themselves (launches, host waits, other calls), and GPU ops on a stream. Each vertex has a
+// Vertices are what takes time: CPU work between CUDA calls on a thread (its idle stretches,
+// where it runs no op, apart), the calls themselves (launches, host waits, other calls), and
+// GPU ops on a stream. Each vertex has a
 // start point and an end point; edges join points with a lag: "this point comes at least
 // `lag` after that one". Edges are program order on a CPU thread, stream order on a GPU
 // stream, launch → GPU op, a stream waiting for another stream's event, a host call waiting
-// for GPU work, and (jobs) a collective that cannot end on any rank before every rank has
-// arrived.
+// for GPU work, a thread resuming after another thread's work (inferred: an idle stretch that
+// ends just after a point of a thread that was busy meanwhile, as the training loop waits for
+// the autograd thread's backward and the autograd thread for the loop's call), and (jobs) a
+// collective that cannot end on any rank before every rank has arrived.
 //
 // Every lag is calibrated on the measured timeline, so that replaying the graph unchanged
 // gives back the measured times: the edge that bound a point (the last predecessor to allow
@@ -55,6 +58,7 @@ enum class EdgeKind : uint8_t {
   StreamWaitEvent,  // the op an event recorded → the next op of the stream that waits for it
   HostWait,         // GPU op's end → the end of the host call that waits for it
   Collective,       // a member's arrival (start) → another member's end
+  Wake,             // another thread's point → the end of a thread's idle stretch it resumed after
   Count
 };
 const char* edge_kind_name(EdgeKind k);
@@ -109,6 +113,7 @@ struct GraphStats {
   // cudaStreamWaitEvent: placed by its cuda_sync record, by the calls around it, or not at all.
   uint64_t stream_waits_resolved = 0, stream_waits_guessed = 0, stream_waits_unresolved = 0;
   uint64_t collectives_coupled = 0;  // collective instances joined across ranks
+  uint64_t idle_stretches = 0, wakes = 0;  // a thread's idle stretches, and those that resumed after another thread
   uint64_t cycles_broken = 0;   // edges dropped to keep the graph acyclic (none expected)
 };
 

@@ -13,7 +13,8 @@ namespace strata::whatif {
 namespace {
 
 const char* kAssumptions[] = {
-    "CPU time between CUDA calls is kept as measured: faster GPU work does not make the host faster",
+    "CPU time between CUDA calls is kept as measured: faster GPU work does not make the host faster; a thread's idle "
+    "stretch that ended just after another thread's call or work is a wait for it (inferred from timing)",
     "a GPU op starts after the op before it on its stream, its launch (plus, once the GPU catches up, the trace's shortest launch latency) and the "
     "events its stream waits for; a delay nothing in the trace explains is kept as a fixed inferred wait",
     "a blocking call (synchronize, synchronous copy) returns after the GPU work it waits for, with its measured return latency",
@@ -119,6 +120,7 @@ std::string report_json(const Graph& g, const Report& r) {
   w.key("stream_waits").begin_object().field("resolved", st.stream_waits_resolved).field("guessed", st.stream_waits_guessed);
   w.field("unresolved", st.stream_waits_unresolved).end_object();
   w.field("inferred_waits", st.inferred_waits).field("inferred_wait_ns", int64_t(st.inferred_wait_time));
+  w.field("idle_stretches", st.idle_stretches).field("wakes", st.wakes);
   w.field("dropped_edges", st.dropped_edges).field("collectives_coupled", st.collectives_coupled);
   w.field("cycles_broken", st.cycles_broken);
   w.end_object();
