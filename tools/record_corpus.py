@@ -1455,8 +1455,9 @@ def calibrate_reps(target_s=1.5e-3):
             ds[i]
         return (time.perf_counter() - t0) / 32
     per_item(4)  # first calls pay for lazy initialisation
-    base = per_item(20)
-    reps = max(1, round(20 * target_s / base))
+    reps = 20
+    for _ in range(2):  # the cost is not quite proportional to reps: a second pass corrects
+        reps = max(1, round(reps * target_s / per_item(reps)))
     return reps, per_item(reps)
 
 

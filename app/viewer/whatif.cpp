@@ -179,9 +179,9 @@ void draw_whatif_tab(Viewer& v) {
     }
   }
   if (!w.error.empty()) ImGui::TextColored(ImVec4(1, 0.5f, 0.4f, 1), "%s", w.error.c_str());
-  std::string words;
-  for (const std::string& n : r.notes) words += n + "\n";
-  if (!words.empty()) ImGui::TextDisabled("%s", words.c_str());
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+  for (const std::string& n : r.notes) ImGui::TextWrapped("%s", n.c_str());
+  ImGui::PopStyleColor();
   ImGui::EndChild();
   if (pick != w.chosen) {
     w.chosen = pick;
