@@ -8,7 +8,7 @@ resnet18 with the same layers and module names stands in). No network: every mod
 randomly initialised and every input is synthetic. Run:
 
     python3 tools/record_corpus.py OUT_DIR [--only corpus,batch,whatif,multiproc] [--quick]
-                                           [--budget-s 540]
+                                           [--budget-s 540] [--in-process]
 
 Layout of OUT_DIR
 =================
@@ -135,7 +135,7 @@ the profiled run and, separately, over the unprofiled timed run (peaks reset bef
 the cache is emptied between batch sizes); the unprofiled median iteration time (W=3, N=20;
 N=10 with --quick) and samples/s = batch / median.
 
-Then the real out-of-memory point of the same configuration, searched in a child process (a
+After both series, the real out-of-memory point of each configuration, searched in a child process (a
 fresh CUDA context, so an error cannot spoil the parent's; the parent empties its cache
 first and the manifest gives the memory free when the child started): one training
 iteration (the same function, forward + backward + step + loss.item()) at batch 64, then
@@ -160,11 +160,6 @@ speedup = baseline median / changed median.
                         whose __getitem__ does real CPU work (a 3x96x96 image, a chain of
                         elementwise ops repeated to take about 1.5 ms, calibrated at start and
                         recorded, flip, normalise); small CNN on the GPU, SGD
-  cuda-graphs           a launch-bound MLP (24 x Linear(256)-LayerNorm-GELU, batch 64, MSE,
-                        SGD momentum) run eagerly vs. the whole iteration captured once into a
-                        torch.cuda.CUDAGraph (warm-up on a side stream, static input and
-                        target copied into before each replay; PyTorch's "whole network
-                        capture"); the changed side has no phase ranges (one replay)
   amp-bf16-mlp          a GEMM-heavy MLP (2 residual blocks LayerNorm-Linear(2048, 8192)-GELU-
                         Linear(8192, 2048), head to 1000 classes, 4096 rows, AdamW) in fp32 vs.
                         torch.autocast(cuda, bfloat16) around forward and loss
@@ -173,10 +168,16 @@ speedup = baseline median / changed median.
   adam-fused            Adam(foreach=False) vs. Adam(fused=True) on an 8-layer
                         nn.TransformerEncoder (d_model 256, sequence 64, batch 8), where the
                         optimizer's many small kernels matter
+  cuda-graphs           a launch-bound MLP (24 x Linear(256)-LayerNorm-GELU, batch 64, MSE,
+                        SGD momentum) run eagerly vs. the whole iteration captured once into a
+                        torch.cuda.CUDAGraph (warm-up on a side stream, static input and
+                        target copied into before each replay; PyTorch's "whole network
+                        capture"); the changed side has no phase ranges (one replay)
 
   whatif/PAIR-baseline.pt.trace.json.gz, whatif/PAIR-changed.pt.trace.json.gz
 
-The last two pairs are optional: skipped with --quick or when the time budget is short.
+amp-bf16-transformer and adam-fused are optional: skipped with --quick or when the time
+budget is short.
 
 multiproc/  (multi-rank features)
 =================================
@@ -195,16 +196,29 @@ always active=2). No run with a limited bandwidth: gloo on one host has no way t
 The manifest gives, per rank, the median iteration time and the median data-loading time.
 Ranks share the GPU by time slicing (no MPS).
 
-Time budget
-===========
+Processes, time budget, failures
+================================
 
---budget-s (default 540) bounds the run's wall time: an item (a model, a batch size, a
-search, a pair, a job) that would start when too little of it is left is skipped, and the
-manifest says so; a later run with --only can record the rest into the same OUT_DIR.
+Each data set is recorded by a process of its own (this script with --in-process), one
+after the other, in a new process group: a crash or a hang loses only that data set's
+unfinished items. A data set's process is stopped after 420 s (corpus), 480 s (batch) or
+300 s (whatif, multiproc), or 60 s past the budget left when it started, whichever comes
+first: first with SIGTERM, on which it prints every thread's stack, then its whole group is
+killed. The manifest's "runs" entry gives each process's exit status and wall time. Any
+exception within an item (a model, a batch size, a side of a pair, a rank) is logged with its
+traceback and recorded in the manifest as that item's "error"; the next item goes on.
+
+--budget-s (default 540, so that a whole run fits in 10 minutes) bounds the wall time. Each
+data set gets what is left of it less what the chosen data sets after it usually need
+(corpus 150 s, batch 150 s, whatif 60 s, multiproc 60 s); an item that would start when less
+than its estimated need is left is skipped, and the manifest says so. A later run with
+--only can record the rest into the same OUT_DIR. --in-process records the chosen data sets
+in the calling process instead (same budget rules, no protection from crashes or hangs).
 """
 
 import argparse
 import contextlib
+import faulthandler
 import gc
 import gzip
 import hashlib
@@ -213,6 +227,7 @@ import multiprocessing
 import os
 import platform
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -223,8 +238,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import torch
+import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
 try:
@@ -242,6 +259,10 @@ BATCH_SETTINGS = dict(record_shapes=True, with_modules=False, with_stack=False, 
 WHATIF_SETTINGS = dict(record_shapes=False, with_modules=False, with_stack=False, profile_memory=False)
 MULTIPROC_SETTINGS = dict(record_shapes=True, with_modules=False, with_stack=False, profile_memory=False)
 
+# Hard limits on each data set's process (its budget normally ends it well before).
+STAGE_LIMIT_S = {"corpus": 420, "batch": 480, "whatif": 300, "multiproc": 300}
+# The time each data set usually needs: what the data sets before it leave for it.
+STAGE_RESERVE_S = {"corpus": 150, "batch": 150, "whatif": 60, "multiproc": 60}
 OOM_START_BATCH = 64
 OOM_BATCH_LIMIT = 65536
 OOM_TOLERANCE = 0.05
@@ -335,13 +356,14 @@ def param_count(model):
 # ----------------------------------------------------------------------------- run state
 
 class Budget:
-    """Wall-time budget: items are skipped, not cut short, when too little is left."""
+    """Wall-time budget: items are skipped, not cut short, when too little is left.
+    reserve_s is kept back for the data sets still to come."""
 
     def __init__(self, seconds):
-        self.t0, self.seconds = time.time(), seconds
+        self.t0, self.seconds, self.reserve_s = time.time(), seconds, 0
 
     def left(self):
-        return self.seconds - (time.time() - self.t0)
+        return self.seconds - (time.time() - self.t0) - self.reserve_s
 
     def allows(self, need_s, what):
         if self.left() >= need_s:
@@ -364,7 +386,8 @@ class Manifest:
             except ValueError:
                 self.doc = {}
         self.doc["tool"] = "tools/record_corpus.py"
-        self.doc["environment"] = environment
+        if environment is not None:  # None: a run that recorded nothing itself keeps what its stages wrote
+            self.doc["environment"] = environment
         self.doc.setdefault("runs", []).append({"argv": argv, "started_unix_time": int(time.time())})
         self.doc.setdefault("datasets", {})
         self.what = {f["path"]: f.get("what") for f in self.doc.get("files", [])}
@@ -414,7 +437,6 @@ class Run:
     quick: bool
     budget: Budget
     manifest: Manifest
-    stages: tuple
 
     def subdir(self, name):
         path = os.path.join(self.out_dir, name)
@@ -1394,9 +1416,10 @@ def run_batch(run):
         "oom_search": {"start": OOM_START_BATCH, "limit": OOM_BATCH_LIMIT, "tolerance": OOM_TOLERANCE,
                        "process": "a spawned child, fresh CUDA context"},
     })
-    later_stages = sum(s in run.stages for s in ("whatif", "multiproc"))
+    entries = []
     for key in BATCH_MODELS:
         entry = {"model": key, "config": batch_config(key), "series": []}
+        entries.append(entry)
         data["items"].append(entry)
         for batch in sizes:
             if not run.budget.allows(20, f"batch {key} b={batch}"):
@@ -1411,8 +1434,10 @@ def run_batch(run):
             free_cuda_memory()
             entry["series"].append(point)
             run.manifest.save()
-        # The search usually ends well before its cap; the cap keeps time for the stages after this one.
-        cap = min(60 if run.quick else 180, run.budget.left() - 60 * later_stages - 30)
+    # The searches come after both series, and share what is left of the budget.
+    for i, entry in enumerate(entries):
+        key = entry["model"]
+        cap = min(60 if run.quick else 180, (run.budget.left() - 15) / (len(entries) - i))
         if cap < 45:
             log(f"SKIP oom search {key}: {run.budget.left():.0f} s of the budget left")
             entry["oom_search"] = {"status": "skipped: time budget"}
@@ -1471,8 +1496,9 @@ def loader_side(dev, workers, reps):
         inner(((x.to(dev, non_blocking=True),), y.to(dev, non_blocking=True)))
 
     def batches(n):
+        # A timeout turns a stuck worker into an error instead of a hang (it needs workers).
         return torch.utils.data.DataLoader(CpuWorkDataset(32 * n, reps), batch_size=32, num_workers=workers,
-                                           pin_memory=True)
+                                           pin_memory=True, timeout=60 if workers else 0)
     return step, batches, {"num_workers": workers}
 
 
@@ -1547,10 +1573,6 @@ def whatif_pairs(dev, reps):
          f"SmallCNN(width 32) on 3x96x96, batch 32, SGD; DataLoader(pin_memory) over CpuWorkDataset ({reps} "
          "op chains per sample)",
          "DataLoader num_workers 0 -> 4", lambda: loader_side(dev, 0, reps), lambda: loader_side(dev, 4, reps)),
-        ("cuda-graphs", False,
-         "LaunchBoundMLP: 24 x (Linear(256,256)-LayerNorm-GELU) + Linear(256,16), batch 64, MSELoss, SGD momentum",
-         "eager -> whole iteration captured in one torch.cuda.CUDAGraph and replayed",
-         lambda: graph_side(dev, False), lambda: graph_side(dev, True)),
         ("amp-bf16-mlp", False,
          "WideMLP: 2 residual blocks LayerNorm-Linear(2048,8192)-GELU-Linear(8192,2048), Linear(2048,1000); "
          "4096 rows, CrossEntropyLoss, AdamW",
@@ -1565,6 +1587,11 @@ def whatif_pairs(dev, reps):
          "Embedding + nn.TransformerEncoder(8 layers, d_model 256, 4 heads, ff 1024) + Linear; batch 8 x 64 "
          "tokens, CrossEntropyLoss",
          "Adam(foreach=False) -> Adam(fused=True)", lambda: adam_side(dev, False), lambda: adam_side(dev, True)),
+        # Last: a crash in graph capture or replay under the profiler would end this process.
+        ("cuda-graphs", False,
+         "LaunchBoundMLP: 24 x (Linear(256,256)-LayerNorm-GELU) + Linear(256,16), batch 64, MSELoss, SGD momentum",
+         "eager -> whole iteration captured in one torch.cuda.CUDAGraph and replayed",
+         lambda: graph_side(dev, False), lambda: graph_side(dev, True)),
     ]
 
 
@@ -1624,9 +1651,6 @@ def run_whatif(run):
 
 def ddp_rank_main(rank, world, port, run_dir, log_path, t0, quick):
     """One rank of the data-parallel job (see the docstring); writes its figures to .rankR.json."""
-    import torch.distributed as dist
-    from torch.nn.parallel import DistributedDataParallel
-
     configure_log(log_path, t0, f"[w{world} rank{rank}] ")
     result_path = os.path.join(run_dir, f".rank{rank}.json")
     result = {"rank": rank, "data_delay_s": STRAGGLER_DELAY_S if rank == STRAGGLER_RANK else 0.0}
@@ -1710,8 +1734,6 @@ def run_ddp_job(run, world, run_dir, timeout_s):
 
 
 def run_multiproc(run):
-    import torch.distributed as dist
-
     folder = run.subdir("multiproc")
     data = run.manifest.dataset("multiproc", {
         "backend": "gloo (NCCL refuses several ranks on one GPU); DistributedDataParallel on CUDA, gradients "
@@ -1738,7 +1760,7 @@ def run_multiproc(run):
         run_dir = os.path.join(folder, f"ddp-gloo-w{world}")
         os.makedirs(run_dir, exist_ok=True)
         log(f"multiproc: DDP over gloo, {world} ranks")
-        job = run_ddp_job(run, world, run_dir, timeout_s=180)
+        job = run_ddp_job(run, world, run_dir, timeout_s=120)
         for r in job["ranks"]:
             gz_path = os.path.join(run_dir, f"rank{r['rank']}.pt.trace.json.gz")
             if os.path.exists(gz_path):
@@ -1778,6 +1800,8 @@ def parse_args():
     ap.add_argument("--quick", action="store_true", help="fewer batch sizes, iterations, pairs and ranks")
     ap.add_argument("--budget-s", type=float, default=540,
                     help="items that would start with less than their need of this wall time left are skipped")
+    ap.add_argument("--in-process", action="store_true",
+                    help="record in this process rather than in one child process per data set")
     args = ap.parse_args()
     only = tuple(s.strip() for s in args.only.split(",") if s.strip())
     unknown = [s for s in only if s not in STAGES]
@@ -1785,6 +1809,79 @@ def parse_args():
         ap.error(f"unknown data set(s) {', '.join(unknown)}; choose from {', '.join(STAGES)}")
     args.only = only
     return args
+
+
+def record_stages(args, out_dir, t0):
+    """Records the chosen data sets in this process, one after the other."""
+    # Stopped by the parent with SIGTERM, a hung process prints every thread's stack before it is killed.
+    faulthandler.register(signal.SIGTERM, all_threads=True, chain=False)
+    env = environment()
+    log(f"torch {env['torch_version']} (CUDA {env['cuda_version']}, cuDNN {env['cudnn_version']}), torchvision "
+        f"{env['torchvision_version']}, GPU {env['gpu']} ({env['gpu_total_memory_bytes'] / 2**30:.1f} GiB); "
+        f"recording {', '.join(args.only)}{' (quick)' if args.quick else ''}, budget {args.budget_s:.0f} s")
+    manifest = Manifest(out_dir, env, sys.argv[1:])
+    manifest.note(os.path.join(out_dir, "log.txt"), "progress log of every run into this folder")
+    run = Run(out_dir, torch.device("cuda"), args.quick, Budget(args.budget_s), manifest)
+    stage_fns = {"corpus": run_corpus, "batch": run_batch, "whatif": run_whatif, "multiproc": run_multiproc}
+    chosen = [stage for stage in STAGES if stage in args.only]
+    for i, stage in enumerate(chosen):
+        run.budget.reserve_s = reserve_after(chosen, i)
+        log(f"=== {stage}")
+        try:
+            stage_fns[stage](run)
+        except Exception as exc:  # one data set failing must not stop the others
+            log(f"{stage} FAILED: {short_error(exc)}\n{traceback.format_exc()}")
+            manifest.doc["datasets"].setdefault(stage, {})["error"] = short_error(exc)
+        free_cuda_memory()
+        manifest.save()
+    manifest.doc["runs"][-1]["wall_s"] = round(time.time() - t0, 1)
+    manifest.save()
+
+
+def stop_process_group(proc):
+    """SIGTERM makes the stage process print its stacks; then its whole group (DataLoader workers,
+    search and rank processes included) is killed."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def reserve_after(chosen, i):
+    return sum(STAGE_RESERVE_S[stage] for stage in chosen[i + 1:])
+
+
+def run_stage_processes(args, out_dir):
+    """Runs each data set in a process of its own, so that a crash or a hang (a segfault, a
+    stuck kernel) loses that data set's unfinished items only."""
+    budget = Budget(args.budget_s)
+    chosen = [stage for stage in STAGES if stage in args.only]
+    stages = []
+    for i, stage in enumerate(chosen):
+        left = budget.left() - reserve_after(chosen, i)
+        if left < 30:
+            log(f"SKIP {stage}: {left:.0f} s of the budget left")
+            stages.append({"stage": stage, "status": "skipped: time budget"})
+            continue
+        cmd = [sys.executable, os.path.abspath(__file__), out_dir, "--only", stage, "--budget-s", f"{left:.0f}",
+               "--in-process"] + (["--quick"] if args.quick else [])
+        limit = min(STAGE_LIMIT_S[stage], left + 60)
+        t0 = time.time()
+        proc = subprocess.Popen(cmd, start_new_session=True)
+        try:
+            status = f"exit code {proc.wait(limit)}"
+        except subprocess.TimeoutExpired:
+            stop_process_group(proc)
+            status = f"killed after {limit:.0f} s"
+        log(f"{stage} process: {status} after {time.time() - t0:.0f} s")
+        stages.append({"stage": stage, "status": status, "wall_s": round(time.time() - t0, 1)})
+    return stages
 
 
 def main():
@@ -1795,27 +1892,16 @@ def main():
     out_dir = os.path.abspath(args.out_dir)
     os.makedirs(out_dir, exist_ok=True)
     configure_log(os.path.join(out_dir, "log.txt"), t0)
-    env = environment()
-    log(f"torch {env['torch_version']} (CUDA {env['cuda_version']}, cuDNN {env['cudnn_version']}), torchvision "
-        f"{env['torchvision_version']}, GPU {env['gpu']} ({env['gpu_total_memory_bytes'] / 2**30:.1f} GiB); "
-        f"recording {', '.join(args.only)}{' (quick)' if args.quick else ''}, budget {args.budget_s:.0f} s")
-    manifest = Manifest(out_dir, env, sys.argv[1:])
-    manifest.note(os.path.join(out_dir, "log.txt"), "progress log of every run into this folder")
-    run = Run(out_dir, torch.device("cuda"), args.quick, Budget(args.budget_s), manifest, args.only)
-    stage_fns = {"corpus": run_corpus, "batch": run_batch, "whatif": run_whatif, "multiproc": run_multiproc}
-    for stage in STAGES:
-        if stage not in args.only:
-            continue
-        log(f"=== {stage}")
-        try:
-            stage_fns[stage](run)
-        except Exception as exc:  # one data set failing must not stop the others
-            log(f"{stage} FAILED: {short_error(exc)}\n{traceback.format_exc()}")
-            manifest.doc["datasets"].setdefault(stage, {})["error"] = short_error(exc)
-        free_cuda_memory()
-        manifest.save()
+    if args.in_process:
+        record_stages(args, out_dir, t0)
+        return
+    stages = run_stage_processes(args, out_dir)
     wall = time.time() - t0
-    manifest.doc["runs"][-1]["wall_s"] = round(wall, 1)
+    manifest = Manifest(out_dir, None, sys.argv[1:])
+    manifest.doc["runs"][-1].update(started_unix_time=int(t0), stage_processes=stages, wall_s=round(wall, 1))
+    for entry in stages:
+        if "wall_s" in entry and entry["stage"] in manifest.doc["datasets"]:  # it ran now
+            manifest.doc["datasets"][entry["stage"]]["process_status"] = entry["status"]
     manifest.save()
     log(f"done in {wall:.1f} s")
     print_table(out_dir, wall)

@@ -11,6 +11,26 @@ namespace strata::annot {
 
 namespace {
 
+// What a unit of that kind is, as a person names it ("BatchNorm"); an activation by its op.
+std::string readable_kind(std::string_view kind, std::string_view op) {
+  static constexpr std::pair<std::string_view, std::string_view> names[] = {
+      {"conv", "Conv"}, {"batch_norm", "BatchNorm"}, {"layer_norm", "LayerNorm"}, {"group_norm", "GroupNorm"},
+      {"embedding", "Embedding"}, {"attention", "Attention"}, {"loss", "Loss"}, {"softmax", "Softmax"},
+      {"dropout", "Dropout"}, {"pool", "Pool"}, {"bmm", "BMM"}, {"linear", "Linear"}, {"shortcut", "Shortcut"},
+      {"mlp", "MLP"}, {"ops", "Ops"}};
+  if (kind == "activation") {
+    static constexpr std::pair<std::string_view, std::string_view> acts[] = {
+        {"leaky_relu", "LeakyReLU"}, {"relu", "ReLU"}, {"gelu", "GELU"}, {"silu", "SiLU"}, {"sigmoid", "Sigmoid"},
+        {"hardtanh", "Hardtanh"}, {"tanh", "Tanh"}, {"elu", "ELU"}, {"threshold", "ReLU"}};
+    for (auto [k, n] : acts)
+      if (op.find(k) != std::string_view::npos) return std::string(n);
+    return "Activation";
+  }
+  for (auto [k, n] : names)
+    if (k == kind) return std::string(n);
+  return std::string(kind);
+}
+
 bool is_anchor(std::string_view kind) {
   return kind != "reshape" && kind != "other" && kind != "add" && kind != "mul" && kind != "cat" && kind != "reduce";
 }
@@ -150,7 +170,9 @@ struct LayerBuild {
     }
     std::vector<NodeId> units;
     std::vector<std::string_view> kinds;
-    std::vector<std::string> names = unit_names(merged);
+    std::vector<std::string> labels;
+    for (const Unit& u : merged) labels.push_back(readable(u));
+    std::vector<std::string> names = unit_names(merged, labels);
     for (size_t i = 0; i < merged.size(); ++i) {
       Unit& u = merged[i];
       NodeId first = u.ops.front();
@@ -164,7 +186,7 @@ struct LayerBuild {
     }
     any_heuristic = true;
     if (leaf_kinds.empty()) {
-      blocks(parent, units, kinds, names);
+      blocks(parent, units, kinds, names, labels);
       return;
     }
     // With the model's names, its module tree groups the units.
@@ -214,10 +236,27 @@ struct LayerBuild {
     }
   }
 
-  // The model's module a unit aligns with (--model), else what it is ("conv_3"). A unit left
+  // What a unit is: its kind ("Conv"), a merged unit by what it merges ("MLP: Linear → LayerNorm → ReLU").
+  std::string readable(const Unit& u) {
+    std::string_view anchor_op;
+    for (NodeId op : u.ops)
+      if (c.kind(b.event[op]) == u.kind || anchor_op.empty()) anchor_op = c.name(b.event[op]);
+    std::string name = readable_kind(u.kind, anchor_op);
+    if (u.kind != "shortcut" && u.kind != "mlp") return name;
+    std::string parts;
+    for (NodeId op : u.ops) {
+      std::string_view k = c.kind(b.event[op]);
+      if (!is_anchor(k)) continue;
+      std::string r = readable_kind(k, c.name(b.event[op]));
+      if (parts.empty() || !parts.ends_with(r)) parts += (parts.empty() ? "" : " → ") + r;
+    }
+    return name + ": " + parts;
+  }
+
+  // The model's module a unit aligns with (--model), else what it is ("Conv 3"). A unit left
   // over after the alignment whose module holds a leaf of its kind is that leaf called again
   // (one ReLU applied twice in a block). Names are unique among the siblings.
-  std::vector<std::string> unit_names(const std::vector<Unit>& us) {
+  std::vector<std::string> unit_names(const std::vector<Unit>& us, const std::vector<std::string>& labels) {
     const std::vector<ModelLeaf>& leaves = c.opt.model;
     std::vector<int32_t> leaf;
     if (!leaf_kinds.empty()) {
@@ -243,7 +282,10 @@ struct LayerBuild {
           if (s.empty()) break;
         }
       }
-      if (nm.empty()) nm = std::string(us[i].kind) + "_" + std::to_string(counter[us[i].kind]++);
+      if (nm.empty()) {  // "Conv 3", "MLP 1: Linear → LayerNorm → ReLU"
+        const size_t colon = std::min(labels[i].size(), labels[i].find(':'));
+        nm = labels[i].substr(0, colon) + " " + std::to_string(++counter[us[i].kind]) + labels[i].substr(colon);
+      }
       if (uint32_t k = used[nm]++; k) nm += " #" + std::to_string(k + 1);
       names[i] = std::move(nm);
     }
@@ -251,9 +293,25 @@ struct LayerBuild {
   }
 
   // Tandem repeats of unit kinds: blocks of P units repeated at least twice in a row.
+  // "Block 2: 2 Conv, 2 BatchNorm, ReLU, Shortcut": what its units are, in order, counted.
+  static std::string block_name(uint32_t n, const std::vector<std::string>& labels, size_t from, size_t count) {
+    std::vector<std::pair<std::string_view, uint32_t>> seen;
+    for (size_t k = from; k < from + count; ++k) {
+      std::string_view r = labels[k];
+      r = r.substr(0, r.find(':'));  // "MLP: Linear → …" counts as MLP
+      auto it = std::find_if(seen.begin(), seen.end(), [&](auto& x) { return x.first == r; });
+      if (it == seen.end()) seen.push_back({r, 1});
+      else ++it->second;
+    }
+    std::string name = "Block " + std::to_string(n) + ":";
+    for (size_t k = 0; k < seen.size(); ++k)
+      name += (k ? ", " : " ") + (seen[k].second > 1 ? std::to_string(seen[k].second) + " " : std::string()) + std::string(seen[k].first);
+    return name;
+  }
+
   // A block is named after the module holding all its units when they carry the model's names.
   void blocks(NodeId parent, const std::vector<NodeId>& units, const std::vector<std::string_view>& kinds,
-              const std::vector<std::string>& names) {
+              const std::vector<std::string>& names, const std::vector<std::string>& labels) {
     size_t n = units.size(), i = 0;
     uint32_t count = 0;
     while (i + 4 <= n) {
@@ -286,9 +344,8 @@ struct LayerBuild {
           common = common.substr(0, len);
         }
         common = common.substr(0, common.rfind('.') == std::string_view::npos ? 0 : common.rfind('.'));
-        NodeId blk = b.add(NodeKind::Layer, common.empty() ? "block_" + std::to_string(count) : std::string(common), parent,
-                           b.phase[first], b.begin[first], b.end[first]);
-        ++count;
+        NodeId blk = b.add(NodeKind::Layer, common.empty() ? block_name(++count, labels, i + r * best_p, best_p) : std::string(common),
+                           parent, b.phase[first], b.begin[first], b.end[first]);
         for (size_t k = 0; k < best_p; ++k) {
           NodeId u = units[i + r * best_p + k];
           b.parent[u] = blk;

@@ -220,7 +220,7 @@ TEST_CASE("compiled graph: layers from the ops inside CompiledFunction") {
   Annotation a = annotate(*m);
   CHECK(a.layer_source == LayerSource::Heuristic);
   CHECK(has_layer(a.tree, "CompiledFunction"));
-  CHECK(has_layer(a.tree, "linear_0"));
+  CHECK(has_layer(a.tree, "Linear 1"));
   CHECK(a.analyses.memory.present);
   CHECK(a.analyses.communication > 0);  // NCCL all-reduce
 }
