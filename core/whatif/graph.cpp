@@ -229,11 +229,11 @@ class TraceBuilder {
   Ns busy_within(uint32_t lane, Ns from, Ns to) const {  // graph clock
     auto b = busy_.find(lane);
     if (b == busy_.end()) return to - from;
+    const std::vector<Interval>& busy = b->second;
+    auto i = std::upper_bound(busy.begin(), busy.end(), Interval(from, kMinTime));
+    if (i != busy.begin()) --i;
     Ns sum = 0;
-    for (const Interval& i : b->second) {
-      if (i.first >= to) break;
-      sum += std::max<Ns>(0, std::min(i.second, to) - std::max(i.first, from));
-    }
+    for (; i != busy.end() && i->first < to; ++i) sum += std::max<Ns>(0, std::min(i->second, to) - std::max(i->first, from));
     return sum;
   }
 
@@ -424,8 +424,10 @@ class TraceBuilder {
   // event a wait is for; cudaEventRecord calls by correlation say when the event was recorded.
   struct SyncRecord { int64_t stream = -1, wait_on_stream = -1; Ns recorded = -1; };
   std::unordered_map<int64_t, EventId> sync_events_, record_calls_;
+  bool sync_indexed_ = false;
   void index_sync_records() {
-    if (!sync_events_.empty() || !record_calls_.empty()) return;
+    if (sync_indexed_) return;
+    sync_indexed_ = true;
     const auto& ev = m_.ev;
     for (EventId e = 0; e < ev.size(); ++e) {
       Cat c = ev.category(e);
