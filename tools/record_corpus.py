@@ -135,18 +135,18 @@ the profiled run and, separately, over the unprofiled timed run (peaks reset bef
 the cache is emptied between batch sizes); the unprofiled median iteration time (W=3, N=20;
 N=10 with --quick) and samples/s = batch / median.
 
-After both series, the real out-of-memory point of each configuration, searched in a child process (a
-fresh CUDA context, so an error cannot spoil the parent's; the parent empties its cache
-first and the manifest gives the memory free when the child started): one training
-iteration (the same function, forward + backward + step + loss.item()) at batch 64, then
-doubling until an iteration fails with CUDA out of memory, then bisection between the last
-good and the first failing batch until they are within 5%. Stops early at a time cap
-(180 s, 60 s with --quick, less if the time budget is short) or when doubling would pass
-batch 65536. After every failure the cache is emptied. The manifest gives max_ok_batch (the
-largest batch whose iteration succeeded), min_failed_batch, every trial (batch, outcome,
-seconds, peak allocated) and why it stopped. A failure that is not out-of-memory (a cuDNN
-or indexing limit) counts as a failure too, its message recorded, and if the CUDA context
-no longer works the search stops.
+After both series, the real out-of-memory point of each configuration, searched in a child
+process (a fresh CUDA context, so an error cannot spoil the parent's; the parent empties its
+cache first, and the manifest gives the memory free when the child started and what the
+parent still held): one training iteration (the same function: forward, backward, step,
+loss.item()) at batch 64, then doubling until an iteration fails, then bisection between
+the last good and the first failing batch until they are within 5%. The cache is emptied
+after every trial. The search stops early at a time cap (180 s, 60 s with --quick, less if
+the budget is short: the two searches share what is left) or when doubling would pass
+batch 65536. The manifest gives max_ok_batch (the largest batch whose iteration succeeded),
+min_failed_batch, failure_kind ("oom" for CUDA out of memory, "error" for anything else, such
+as a cuDNN or 32-bit indexing limit, whose message is kept), every trial (batch, outcome,
+seconds, peak allocated) and stop_reason. If the CUDA context stops working the search ends.
 
 whatif/  (what-if prediction)
 =============================

@@ -293,7 +293,8 @@ struct LayerBuild {
   }
 
   // Tandem repeats of unit kinds: blocks of P units repeated at least twice in a row.
-  // "Block 2: 2 Conv, 2 BatchNorm, ReLU, Shortcut": what its units are, in order, counted.
+  // "Block 2: 2 Conv + 2 BatchNorm + ReLU + Shortcut": what its units are, in order, counted
+  // (no commas: scenario specs and lists are comma-separated).
   static std::string block_name(uint32_t n, const std::vector<std::string>& labels, size_t from, size_t count) {
     std::vector<std::pair<std::string_view, uint32_t>> seen;
     for (size_t k = from; k < from + count; ++k) {
@@ -305,7 +306,7 @@ struct LayerBuild {
     }
     std::string name = "Block " + std::to_string(n) + ":";
     for (size_t k = 0; k < seen.size(); ++k)
-      name += (k ? ", " : " ") + (seen[k].second > 1 ? std::to_string(seen[k].second) + " " : std::string()) + std::string(seen[k].first);
+      name += (k ? " + " : " ") + (seen[k].second > 1 ? std::to_string(seen[k].second) + " " : std::string()) + std::string(seen[k].first);
     return name;
   }
 
