@@ -43,4 +43,24 @@ std::string format_duration(Ns ns) {
   return strprintf("%" PRId64 " ns", ns);
 }
 
+std::string fit_column(std::string_view s, size_t width) {
+  auto columns = [](std::string_view x) {
+    size_t n = 0;
+    for (unsigned char ch : x) n += (ch & 0xC0) != 0x80;
+    return n;
+  };
+  size_t cols = columns(s);
+  if (cols > width && width > 0) {
+    // Drop characters from the front until the rest and "…" fit.
+    size_t drop = cols - (width - 1), i = 0;
+    while (drop > 0 && i < s.size()) {
+      ++i;
+      while (i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) ++i;
+      --drop;
+    }
+    return "\xE2\x80\xA6" + std::string(s.substr(i));
+  }
+  return std::string(s) + std::string(width - cols, ' ');
+}
+
 }  // namespace strata

@@ -4,6 +4,7 @@
 #include "core/trace_model.h"
 
 #include <string>
+#include <string_view>
 
 namespace strata {
 
@@ -16,5 +17,8 @@ std::string format_duration(Ns ns);
 std::string format_bytes(double bytes);
 // Floating-point operations with a decimal prefix: "12.3 GFLOP".
 std::string format_flops(double flops);
+// `s` in exactly `width` columns of a text table (UTF-8 characters count one each): padded
+// with spaces, or its end kept behind a leading "…" when it is wider.
+std::string fit_column(std::string_view s, size_t width);
 
 }  // namespace strata

@@ -141,9 +141,10 @@ cache first, and the manifest gives the memory free when the child started and w
 parent still held): one training iteration (the same function: forward, backward, step,
 loss.item()) at batch 64, then doubling until an iteration fails, then bisection between
 the last good and the first failing batch until they are within 5%. The cache is emptied
-after every trial. The search stops early at a time cap (180 s, 60 s with --quick, less if
-the budget is short: the two searches share what is left) or when doubling would pass
-batch 65536. The manifest gives max_ok_batch (the largest batch whose iteration succeeded),
+after every trial. The search stops early, before a trial that would end past a time cap
+(180 s, 60 s with --quick, less if the budget is short: the two searches share what is
+left; a trial's time is estimated from the last good one, in proportion to the batch), or
+when doubling would pass batch 65536. The manifest gives max_ok_batch (the largest batch whose iteration succeeded),
 min_failed_batch, failure_kind ("oom" for CUDA out of memory, "error" for anything else, such
 as a cuDNN or 32-bit indexing limit, whose message is kept), every trial (batch, outcome,
 seconds, peak allocated) and stop_reason. If the CUDA context stops working the search ends.
@@ -1327,6 +1328,12 @@ def oom_search_main(key, result_path, log_path, t0, cap_s):
         deadline = time.time() + cap_s
         good = bad = stop = None
 
+        def time_for(batch):
+            """Would a trial at `batch` end before the cap? Its time grows with the batch."""
+            done = [t for t in result["trials"] if t["outcome"] == "ok"]
+            expected = done[-1]["seconds"] * batch / done[-1]["batch"] if done else 0
+            return time.time() + expected < deadline
+
         def attempt(batch):
             trial = one_iteration(step, make_batch, optimizer, batch)
             free_cuda_memory()
@@ -1351,15 +1358,15 @@ def oom_search_main(key, result_path, log_path, t0, cap_s):
             if batch * 2 > OOM_BATCH_LIMIT:
                 stop = f"no failure up to the batch limit {OOM_BATCH_LIMIT}"
                 break
-            if time.time() > deadline:
+            if not time_for(batch * 2):
                 stop = "time cap"
                 break
             batch *= 2
         while stop is None and good is not None and bad - good > max(1, OOM_TOLERANCE * good):
-            if time.time() > deadline:
+            mid = (good + bad) // 2
+            if not time_for(mid):
                 stop = "time cap"
                 break
-            mid = (good + bad) // 2
             outcome = attempt(mid)
             if outcome == "broken":
                 stop = "the CUDA context stopped working"

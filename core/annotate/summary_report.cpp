@@ -110,7 +110,7 @@ std::string summary_text(const TraceModel& m, const Annotation& a) {
   o += strprintf("  layers (from %s), top by GPU time per iteration:\n", layer_source_name(a.layer_source));
   for (size_t i = 0; i < d.layers.size() && i < 10; ++i) {
     auto& l = d.layers[i];
-    o += strprintf("    %-60s CPU %10s  GPU %10s  %5.1f kernels  %s\n", l.path.size() > 60 ? ("…" + l.path.substr(l.path.size() - 58)).c_str() : l.path.c_str(),
+    o += strprintf("    %s CPU %10s  GPU %10s  %5.1f kernels  %s\n", fit_column(l.path, 60).c_str(),
              format_duration(l.time / Ns(d.iterations)).c_str(), format_duration(l.gpu_busy / Ns(d.iterations)).c_str(),
              double(l.kernels) / double(d.iterations), bound_name(l.bound));
   }

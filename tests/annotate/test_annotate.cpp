@@ -358,3 +358,11 @@ TEST_CASE("communication: exposed time is part of it, and no more than the item'
     CHECK(w.comm_exposed <= w.communication);
   }
 }
+
+TEST_CASE("text tables: a column is as wide in characters as asked, UTF-8 counted by character") {
+  CHECK(fit_column("Conv 3", 8) == "Conv 3  ");
+  CHECK(fit_column("MLP 1: Linear \xE2\x86\x92 ReLU", 21) == "MLP 1: Linear \xE2\x86\x92 ReLU ");  // the arrow is one column
+  CHECK(fit_column("Forward/layer1/conv1", 10) == "\xE2\x80\xA6" "er1/conv1");
+  CHECK(fit_column("a\xE2\x86\x92" "bcdef", 4) == "\xE2\x80\xA6" "def");  // never cuts inside a character
+  CHECK(fit_column("", 3) == "   ");
+}
