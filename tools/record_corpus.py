@@ -21,7 +21,8 @@ Layout of OUT_DIR
                   the same OUT_DIR (e.g. with another --only) keeps the data sets it does not
                   record and replaces those it does.
   log.txt         the progress log (also on stdout), appended to by every run and by the
-                  child processes, one timestamped line per event.
+                  child processes: one line per event, with the wall-clock time and the
+                  seconds since that process started.
   corpus/         annotation-accuracy corpus (one training trace per model, ground truth inside)
   batch/          batch-size series and real out-of-memory batch sizes
   whatif/         baseline/changed pairs with measured speedups
@@ -130,7 +131,8 @@ Two fp32 models, each at batch 8, 16, 32, 64, 128 (8, 16, 32 with --quick):
                                     with_stack=False, with_modules=False
 
 Each batch size uses a fresh model and one input batch resident on the GPU. Per batch size
-the manifest gives: the trace; torch.cuda.max_memory_allocated / max_memory_reserved over
+the manifest gives: the trace; the memory allocated before the first iteration (weights and
+input); torch.cuda.max_memory_allocated / max_memory_reserved over
 the profiled run and, separately, over the unprofiled timed run (peaks reset before each;
 the cache is emptied between batch sizes); the unprofiled median iteration time (W=3, N=20;
 N=10 with --quick) and samples/s = batch / median.
@@ -144,10 +146,11 @@ the last good and the first failing batch until they are within 5%. The cache is
 after every trial. The search stops early, before a trial that would end past a time cap
 (180 s, 60 s with --quick, less if the budget is short: the two searches share what is
 left; a trial's time is estimated from the last good one, in proportion to the batch), or
-when doubling would pass batch 65536. The manifest gives max_ok_batch (the largest batch whose iteration succeeded),
-min_failed_batch, failure_kind ("oom" for CUDA out of memory, "error" for anything else, such
-as a cuDNN or 32-bit indexing limit, whose message is kept), every trial (batch, outcome,
-seconds, peak allocated) and stop_reason. If the CUDA context stops working the search ends.
+when doubling would pass batch 65536. The manifest gives max_ok_batch (the largest batch
+whose iteration succeeded), min_failed_batch, failure_kind ("oom" for CUDA out of memory,
+"error" for anything else, such as a cuDNN or 32-bit indexing limit, whose message is kept),
+every trial (batch, outcome, seconds, peak allocated) and stop_reason. If the CUDA context
+stops working the search ends.
 
 whatif/  (what-if prediction)
 =============================
@@ -201,11 +204,13 @@ Processes, time budget, failures
 ================================
 
 Each data set is recorded by a process of its own (this script with --in-process), one
-after the other, in a new process group: a crash or a hang loses only that data set's
-unfinished items. A data set's process is stopped after 420 s (corpus), 480 s (batch) or
-300 s (whatif, multiproc), or 60 s past the budget left when it started, whichever comes
-first: first with SIGTERM, on which it prints every thread's stack, then its whole group is
-killed. The manifest's "runs" entry gives each process's exit status and wall time. Any
+after the other: a crash or a hang loses only that data set's unfinished items. A data set's
+process is stopped after 420 s (corpus), 480 s (batch) or 300 s (whatif, multiproc), or 60 s
+past the budget left when it started, whichever comes first: first with SIGTERM, on which it
+prints every thread's stack, then SIGKILL. On Linux every child process (data set, search,
+rank) is killed when its parent ends (PR_SET_PDEATHSIG), so a run stopped from outside leaves
+nothing running on the GPU. The manifest's "runs" entry gives each process's exit status and
+wall time, and each data set's "process_status" that of the process that recorded it. Any
 exception within an item (a model, a batch size, a side of a pair, a rank) is logged with its
 traceback and recorded in the manifest as that item's "error"; the next item goes on.
 
@@ -219,6 +224,7 @@ in the calling process instead (same budget rules, no protection from crashes or
 
 import argparse
 import contextlib
+import ctypes
 import faulthandler
 import gc
 import gzip
@@ -445,8 +451,16 @@ class Run:
         return path
 
 
+def tf32_flags():
+    try:
+        return torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    except Exception:  # newer torch may retire these flags in favour of fp32_precision
+        return None, None
+
+
 def environment():
     props = torch.cuda.get_device_properties(0)
+    tf32_matmul, tf32_cudnn = tf32_flags()
     driver = None
     try:
         driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
@@ -466,8 +480,8 @@ def environment():
         "gpu_compute_capability": f"{props.major}.{props.minor}",
         "gpu_multiprocessors": props.multi_processor_count,
         "nvidia_driver": driver,
-        "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
-        "tf32_cudnn": torch.backends.cudnn.allow_tf32,
+        "tf32_matmul": tf32_matmul,
+        "tf32_cudnn": tf32_cudnn,
         "cudnn_benchmark": torch.backends.cudnn.benchmark,
         "PYTORCH_CUDA_ALLOC_CONF": os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
     }
@@ -534,9 +548,12 @@ def record_trace(gz_path, run_profiled, actives=(ACTIVE, 1)):
         if size <= MAX_GZ_BYTES:
             break
         log(f"{os.path.basename(gz_path)}: over {MAX_GZ_BYTES / 2**20:.0f} MiB gzipped")
-    summary = summarize(gz_path)
+    try:
+        summary = summarize(gz_path)
+    except Exception as exc:  # the trace stays; only its counts are missing
+        summary = {"gz_bytes": size, "summary_error": short_error(exc)}
     summary["active_steps"] = active
-    summary["over_size_limit"] = summary["gz_bytes"] > MAX_GZ_BYTES
+    summary["over_size_limit"] = size > MAX_GZ_BYTES
     return summary
 
 
@@ -554,6 +571,15 @@ def timed_loop(batches, step, n_warmup):
         t_prev = t
     return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times),
             "n": len(times), "warmup": n_warmup}
+
+
+def die_with_parent():
+    """Linux: be killed when the process that started this one ends, so that a run stopped from
+    outside leaves nothing running on the GPU. Elsewhere, or if it fails, nothing changes."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def free_cuda_memory():
@@ -1315,6 +1341,7 @@ def cuda_still_works():
 
 def oom_search_main(key, result_path, log_path, t0, cap_s):
     """Child process: the largest batch of `key` whose training iteration fits (see the docstring)."""
+    die_with_parent()
     configure_log(log_path, t0, f"[oom {key}] ")
     started = time.time()
     result = {"model": key, "start_batch": OOM_START_BATCH, "batch_limit": OOM_BATCH_LIMIT,
@@ -1339,8 +1366,9 @@ def oom_search_main(key, result_path, log_path, t0, cap_s):
             free_cuda_memory()
             result["trials"].append(trial)
             write_json(result_path, result)  # a killed search still leaves its trials
+            why = f" ({trial['error']})" if trial["error"] else ""
             log(f"batch {batch}: {trial['outcome']} in {trial['seconds']} s, peak "
-                f"{trial['peak_allocated_bytes'] / 2**30:.2f} GiB{' (' + trial['error'] + ')' if trial['error'] else ''}")
+                f"{trial['peak_allocated_bytes'] / 2**30:.2f} GiB{why}")
             if trial["outcome"] == "error" and not cuda_still_works():
                 return "broken"
             return trial["outcome"]
@@ -1626,13 +1654,16 @@ def run_whatif(run):
         "speedup": "baseline unprofiled median / changed unprofiled median",
         "cpu_work_dataset": {"reps": reps, "measured_s_per_sample_main_process": per_item_s},
     })
-    for name, optional, what, change, build_baseline, build_changed in whatif_pairs(run.dev, reps):
+    pairs = whatif_pairs(run.dev, reps)
+    for i, (name, optional, what, change, build_baseline, build_changed) in enumerate(pairs):
         entry = {"pair": name, "what": what, "change": change}
         data["items"].append(entry)
         if optional and run.quick:
             entry["status"] = "skipped: --quick"
             continue
-        if not run.budget.allows(40 if optional else 25, f"whatif {name}"):
+        # An optional pair leaves time for the required pairs after it.
+        need = 40 + 25 * sum(not p[1] for p in pairs[i + 1:]) if optional else 25
+        if not run.budget.allows(need, f"whatif {name}"):
             entry["status"] = "skipped: time budget"
             continue
         for side_name, build in (("baseline", build_baseline), ("changed", build_changed)):
@@ -1658,6 +1689,7 @@ def run_whatif(run):
 
 def ddp_rank_main(rank, world, port, run_dir, log_path, t0, quick):
     """One rank of the data-parallel job (see the docstring); writes its figures to .rankR.json."""
+    die_with_parent()
     configure_log(log_path, t0, f"[w{world} rank{rank}] ")
     result_path = os.path.join(run_dir, f".rank{rank}.json")
     result = {"rank": rank, "data_delay_s": STRAGGLER_DELAY_S if rank == STRAGGLER_RANK else 0.0}
@@ -1820,6 +1852,7 @@ def parse_args():
 
 def record_stages(args, out_dir, t0):
     """Records the chosen data sets in this process, one after the other."""
+    die_with_parent()
     # Stopped by the parent with SIGTERM, a hung process prints every thread's stack before it is killed.
     faulthandler.register(signal.SIGTERM, all_threads=True, chain=False)
     env = environment()
@@ -1845,19 +1878,15 @@ def record_stages(args, out_dir, t0):
     manifest.save()
 
 
-def stop_process_group(proc):
-    """SIGTERM makes the stage process print its stacks; then its whole group (DataLoader workers,
-    search and rank processes included) is killed."""
+def stop_stage_process(proc):
+    """SIGTERM makes the stage process print its stacks; then it is killed, and its search or
+    rank processes die with it (die_with_parent), its DataLoader workers by themselves."""
     proc.send_signal(signal.SIGTERM)
     try:
         proc.wait(10)
     except subprocess.TimeoutExpired:
-        pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
+        proc.kill()
+        proc.wait()
 
 
 def reserve_after(chosen, i):
@@ -1880,11 +1909,11 @@ def run_stage_processes(args, out_dir):
                "--in-process"] + (["--quick"] if args.quick else [])
         limit = min(STAGE_LIMIT_S[stage], left + 60)
         t0 = time.time()
-        proc = subprocess.Popen(cmd, start_new_session=True)
+        proc = subprocess.Popen(cmd)
         try:
             status = f"exit code {proc.wait(limit)}"
         except subprocess.TimeoutExpired:
-            stop_process_group(proc)
+            stop_stage_process(proc)
             status = f"killed after {limit:.0f} s"
         log(f"{stage} process: {status} after {time.time() - t0:.0f} s")
         stages.append({"stage": stage, "status": status, "wall_s": round(time.time() - t0, 1)})
