@@ -442,7 +442,6 @@ int wait_ms(const Control& c) {
 }
 
 void run(Control& c) {
-  pthread_setname_np(pthread_self(), "strata-agent");
   const auto handle = [&c](const Message& req) { return dispatch(c, req); };
   while (!c.exit_requested.load() && shared().state.load() != State::Detached) {
     if (c.server.serve(shared().wake_fd, wait_ms(c), handle)) {
@@ -543,7 +542,10 @@ bool control_start(const char* record_request, std::string* error) {
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);  // the thread starts with every signal blocked
   try {
-    std::thread(run, std::ref(c)).detach();
+    std::thread t(run, std::ref(c));
+    // Named before it runs, so that it is findable (`top -H`, /proc) from the moment it exists.
+    pthread_setname_np(t.native_handle(), "strata-agent");
+    t.detach();
     c.thread_started.store(true);
   } catch (const std::system_error& e) {  // never let an exception out into cuInit
     *error = std::string("cannot start the agent's thread: ") + e.what();
