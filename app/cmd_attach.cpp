@@ -26,7 +26,8 @@ void usage(FILE* out) {
   std::fputs(
       "usage: strata attach                        list jobs running with the agent, each agent with its rank\n"
       "       strata attach PID [--duration S | --iterations N] [--delay S] [--pattern GLOB]\n"
-      "                         [--profiler-range] [--kinds LIST] [-o FILE] [--gzip] [--open]\n"
+      "                         [--profiler-range] [--kinds LIST] [--metrics LIST [--kernels GLOB]] [-o FILE]\n"
+      "                         [--gzip] [--open]\n"
       "       strata attach --job PID [...the same] [-o DIR]\n"
       "       strata attach PID --status | --stop | --detach\n"
       "       strata attach --kineto PID [--duration S | --iterations N] [-o FILE] [--timeout S] [--open]\n"
@@ -37,6 +38,8 @@ void usage(FILE* out) {
       "together into DIR/rank-R.pt.trace.json (default ./strata-job-PID-YYYYmmdd-HHMMSS/): the start requests\n"
       "go out back to back; with --iterations each rank starts at its own next iteration, so ranks in\n"
       "lockstep record the same iterations (collector/README.md).\n"
+      "--metrics LIST [--kernels GLOB] adds hardware counters of the kernels matching GLOB (CUPTI's range\n"
+      "profiler; each profiled kernel is serialized and replayed once per pass), as `strata record` does.\n"
       "--open opens the trace (a job: its directory) in the viewer when it is written.\n",
       out);
 }
@@ -220,6 +223,14 @@ int cmd_attach(int argc, char** argv) {
   }
   if ((pid == 0) == (job == 0) || (job != 0 && (use_kineto || verb != nullptr))) {
     std::fputs("strata attach: give one PID, or --job PID (`strata attach` lists them)\n", stderr);
+    return 2;
+  }
+  if (const std::string why = sc::check_record_options(opt); !why.empty()) {
+    std::fprintf(stderr, "strata attach: %s\n", why.c_str());
+    return 2;
+  }
+  if (use_kineto && !opt.metrics.empty()) {
+    std::fputs("strata attach: --metrics is the Strata agent's (Kineto's own range profiler is not driven from here)\n", stderr);
     return 2;
   }
   if (use_kineto) return kineto(pid, opt, static_cast<int>(timeout_ms), open);

@@ -19,7 +19,8 @@ namespace {
 void usage(FILE* out) {
   std::fputs(
       "usage: strata record [--duration S | --iterations N] [--delay S] [--pattern GLOB] [--profiler-range]\n"
-      "                     [--kinds LIST] [-o FILE | -o DIR/] [--gzip] -- CMD ARGS...\n"
+      "                     [--kinds LIST] [--metrics LIST [--kernels GLOB]] [-o FILE | -o DIR/] [--gzip]\n"
+      "                     -- CMD ARGS...\n"
       "       strata record --dormant -- CMD ARGS...\n"
       "Runs CMD with Strata's CUPTI agent and writes a Kineto-compatible trace (FILE.gz: gzipped).\n"
       "  -o DIR/           a directory (one that exists, or a name ending in /): every process of a\n"
@@ -33,6 +34,10 @@ void usage(FILE* out) {
       "  --kinds LIST      what to record (default: all): kernel, memcpy, memset, runtime-all (runtime\n"
       "                    APIs but noisy queries), runtime (launches/copies/syncs/allocations only),\n"
       "                    driver, sync, nvtx, overhead, external; or edits of the default: -sync,-nvtx\n"
+      "  --metrics LIST    hardware counters per kernel (CUPTI range profiler, comma-separated metric\n"
+      "                    names, e.g. smsp__sass_thread_inst_executed_op_ffma_pred_on.sum,gpu__time_duration.sum):\n"
+      "                    each profiled kernel is serialized and replayed once per pass -- slow\n"
+      "  --kernels GLOB    which kernels --metrics profiles, by name (default: *)\n"
       "  --dormant         load the agent idle; record later with `strata attach PID`\n"
       "Without --duration or --iterations it records until the job exits.\n",
       out);
@@ -101,6 +106,10 @@ int cmd_record(int argc, char** argv) {
       return 2;
     }
     break;  // the command starts here ("--" is optional)
+  }
+  if (const std::string why = strata::collector::check_record_options(opt); !why.empty()) {
+    std::fprintf(stderr, "strata record: %s\n", why.c_str());
+    return 2;
   }
   if (i >= argc) {
     std::fputs("strata record: no command given\n", stderr);

@@ -91,19 +91,35 @@ bool is_kernel_launch_name(std::string_view n) {
   return n.find("LaunchKernel") != std::string_view::npos || n.find("LaunchCooperativeKernel") != std::string_view::npos;
 }
 
-// Range-profiler ranges carry no correlation id, but CUPTI's range profiler makes one range
-// per kernel launch, in launch order: when the launches with no GPU op are exactly as many as
-// the ranges, the k-th range came from the k-th launch. Only the range points at its launch
-// (its host side, for layers); the launch keeps no GPU op, as the range's time is made up.
+// A range-profiler range → the launch of its kernel, its host side (for layers). Strata's collector
+// writes the launch's correlation id on each range: that launch, exactly (the latest one before
+// the range when ids repeat, as for GPU ops). Kineto's ranges carry none, but CUPTI's range
+// profiler makes one range per kernel launch, in launch order: when the launches with no GPU op
+// are exactly as many as those ranges, the k-th range came from the k-th launch. Only the range
+// points at its launch; the launch keeps its GPU op (or none: a Kineto range's time is made up).
 void link_profiler_ranges(TraceModel& m) {
   auto& ev = m.ev;
-  std::vector<EventId> ranges, launches;
-  for (EventId e = 0; e < ev.size(); ++e) {
-    Cat c = ev.category(e);
-    if (c == Cat::ProfilerRange) ranges.push_back(e);
-    else if (is_launch_cat(c) && ev.link[e] == kNoEvent && is_kernel_launch_name(m.name_of(e))) launches.push_back(e);
+  std::vector<EventId> ranges, correlated;
+  for (EventId e = 0; e < ev.size(); ++e)
+    if (ev.category(e) == Cat::ProfilerRange) (ev.id[e] >= 0 ? correlated : ranges).push_back(e);
+  if (!correlated.empty()) {
+    std::unordered_map<int64_t, std::vector<EventId>> launches;  // by correlation id
+    for (EventId e : correlated) launches.emplace(ev.id[e], std::vector<EventId>{});
+    for (EventId e = 0; e < ev.size(); ++e)
+      if (is_launch_cat(ev.category(e)) && ev.id[e] >= 0)
+        if (auto it = launches.find(ev.id[e]); it != launches.end()) it->second.push_back(e);
+    for (EventId r : correlated) {
+      EventId best = kNoEvent;
+      for (EventId l : launches[ev.id[r]])
+        if (better_launch(ev, l, best, r)) best = l;
+      if (best != kNoEvent) ev.link[r] = best;
+    }
   }
-  if (ranges.empty() || ranges.size() != launches.size()) return;
+  if (ranges.empty()) return;
+  std::vector<EventId> launches;
+  for (EventId e = 0; e < ev.size(); ++e)
+    if (is_launch_cat(ev.category(e)) && ev.link[e] == kNoEvent && is_kernel_launch_name(m.name_of(e))) launches.push_back(e);
+  if (ranges.size() != launches.size()) return;
   auto by_start = [&](EventId a, EventId b) { return ev.start[a] != ev.start[b] ? ev.start[a] < ev.start[b] : a < b; };
   std::sort(ranges.begin(), ranges.end(), by_start);
   std::sort(launches.begin(), launches.end(), by_start);

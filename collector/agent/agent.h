@@ -30,6 +30,8 @@ struct Shared {
   std::atomic<uint32_t> kinds{collector::kDefaultKinds};  // what to record; set while Dormant
   // NVTX iteration pattern: a string the control thread never changes or frees once published.
   std::atomic<const char*> pattern{nullptr};
+  // --kernels: which launches --metrics profiles; published like `pattern`.
+  std::atomic<const char*> kernel_glob{nullptr};
   // The NVTX range that started a triggered recording: CUPTI recorded only its end, so
   // the control thread adds its start. Written before `trigger_range_ready` is set.
   uint64_t trigger_range_ts = 0;
@@ -47,6 +49,8 @@ bool activities_enable();               // the recorded kinds, noisy APIs filter
 void activities_disable();
 void activities_flush();                // forced: returns partly filled buffers too
 void set_trigger_callbacks(Trigger t, bool on);
+// The kernel-launch API callbacks that --metrics profiles from (range_profiler.h).
+void set_launch_callbacks(bool on);
 // Between recordings CUPTI is taken out of the job (cuptiFinalize): once activities have
 // been on it keeps slowing every launch. cuptiFinalize belongs at a CUDA call's exit, so
 // cupti_release only asks for it and the job's next CUDA call does it.

@@ -26,8 +26,10 @@
 
 #include "../protocol/control_socket.h"
 #include "../protocol/job_rank.h"
+#include "../protocol/metrics.h"
 #include "../trace/chrome_writer.h"
 #include "agent.h"
+#include "range_profiler.h"
 
 namespace strata::agent {
 
@@ -52,6 +54,9 @@ struct Session {
   collector::TraceStats stats;
   uint64_t dropped_base = 0;
   bool begun = false;
+  std::vector<std::string> metrics;  // collected per profiled launch (empty: none)
+  std::string kernels;               // the glob choosing the launches
+  bool metrics_failure_noted = false;
 };
 
 struct LastResult {
@@ -117,9 +122,9 @@ std::string device_names(const std::vector<collector::DeviceRecord>& devices) {
   return s;
 }
 
-// The NVTX callback reads the pattern on job threads, maybe while a later recording is being
-// set up, so a published pattern is never changed or freed: each distinct one is kept.
-bool publish_pattern(Control& c, const std::string& pattern) {
+// The NVTX and launch callbacks read their globs on job threads, maybe while a later recording is
+// being set up, so a published glob is never changed or freed: each distinct one is kept.
+bool publish_pattern(Control& c, const std::string& pattern, std::atomic<const char*>& to) {
   const std::string* kept = nullptr;
   for (const std::string& p : c.patterns)
     if (p == pattern) kept = &p;
@@ -128,7 +133,7 @@ bool publish_pattern(Control& c, const std::string& pattern) {
     c.patterns.push_back(pattern);  // a deque: earlier strings never move
     kept = &c.patterns.back();
   }
-  shared().pattern.store(kept->c_str(), std::memory_order_release);
+  to.store(kept->c_str(), std::memory_order_release);
   return true;
 }
 
@@ -144,8 +149,31 @@ void begin_trace(Control& c, Session& s) {
   h.trace_name = "strata " + std::to_string(h.pid);
   h.rank = c.rank.rank;
   h.world_size = c.rank.world_size;
+  h.metrics = s.metrics;
   s.writer->begin(h);
   s.begun = true;
+}
+
+// Metrics stop for the rest of the recording, not the recording: the trace and stderr say why.
+// Only stored: the header waits for begin_trace (not inside cuInit).
+void note_metrics_off(Session& s, const std::string& why) {
+  const std::string note = "hardware metrics stopped: " + why + "; the recording went on without them";
+  s.writer->add_note(note);
+  agent_log(note);
+  s.metrics_failure_noted = true;
+}
+
+// Counters before activity records: a kernel's record usually comes after its counters.
+void drain_counters(Control& c, Session& s) {
+  metrics_drain([&](const collector::KernelCounters& k) {
+    begin_trace(c, s);
+    s.writer->add_counters(k);
+  });
+  if (s.metrics_failure_noted) return;
+  if (const std::string why = metrics_failure(); !why.empty()) {
+    set_launch_callbacks(false);  // the failed profiler costs the job nothing more
+    note_metrics_off(s, why);
+  }
 }
 
 void drain(Control& c) {
@@ -159,6 +187,7 @@ void drain(Control& c) {
     s->writer->add_open_range(shared().trigger_range_ts, static_cast<uint32_t>(getpid()),
                               shared().trigger_range_tid, shared().trigger_range_name);
   }
+  if (!s->metrics.empty()) drain_counters(c, *s);
   drain_records([&](const collector::Record& r) {
     begin_trace(c, *s);
     s->writer->add(r);
@@ -173,9 +202,11 @@ void start_recording(Session& s) {
     sh.trigger_range_ready.store(false);
     sh.trigger.store(s.trigger);
     sh.state.store(State::Armed);
+    if (!s.metrics.empty()) set_launch_callbacks(true);  // they profile only while Recording
     set_trigger_callbacks(s.trigger, true);
     return;
   }
+  if (!s.metrics.empty()) set_launch_callbacks(true);
   sh.state.store(State::Starting);
   activities_enable();
   sh.state.store(State::Recording);
@@ -206,6 +237,11 @@ void finish(Control& c) {
   stop_recording();
   set_trigger_callbacks(s.trigger, false);
   shared().trigger.store(Trigger::None);
+  if (!s.metrics.empty()) {
+    set_launch_callbacks(false);
+    drain_counters(c, s);  // the failure, if any, before release forgets it
+    metrics_release();     // waits for a launch being profiled
+  }
   activities_flush();
   drain(c);
   collect_dropped();
@@ -249,6 +285,8 @@ struct StartPlan {
   Trigger trigger = Trigger::None;
   std::string pattern;
   uint32_t kinds = collector::kDefaultKinds;
+  std::vector<std::string> metrics;
+  std::string kernels;
 };
 
 // The file a start writes: `output`, or in `output_dir` the name this process's rank gives it
@@ -276,7 +314,7 @@ std::optional<StartPlan> plan_start(const Control& c, const Message& req, std::s
     return std::nullopt;
   };
   if (!collector::check_keys(req, {"output", "output_dir", "gzip", "duration_ms", "iterations", "delay_ms", "pattern",
-                                   "source", "kinds", "exclusive"}, &why))
+                                   "source", "kinds", "exclusive", "metrics", "kernels"}, &why))
     return std::nullopt;
   for (const auto& [key, value] : req.fields)
     if (value.empty()) return refuse(key + " has no value");
@@ -318,6 +356,16 @@ std::optional<StartPlan> plan_start(const Control& c, const Message& req, std::s
     if (!mask) return std::nullopt;
     p.kinds = *mask;
   }
+  const std::string* kernels = req.get("kernels");
+  if (const std::string* m = req.get("metrics")) {
+    auto names = collector::parse_metrics(*m, &why);
+    if (!names) return std::nullopt;
+    p.metrics = std::move(*names);
+    p.kernels = kernels != nullptr ? *kernels : "*";
+    if (!collector::check_kernel_glob(p.kernels, &why)) return std::nullopt;
+  } else if (kernels != nullptr) {
+    return refuse("kernels goes with metrics");
+  }
   return p;
 }
 
@@ -336,11 +384,27 @@ Message handle_start(Control& c, const Message& req) {
     s->output = alternative_name(plan->output);  // another process of the job took the name
     if (!s->sink.open(s->output, true)) return error_reply(s->sink.error());
   }
-  std::string refused;
-  if (plan->trigger != Trigger::None && !publish_pattern(c, plan->pattern))
+  std::string refused, metrics_off;
+  const bool was_released = std::strcmp(cupti_attachment(), "attached") != 0;
+  if ((plan->trigger != Trigger::None && !publish_pattern(c, plan->pattern, shared().pattern)) ||
+      (!plan->metrics.empty() && !publish_pattern(c, plan->kernels, shared().kernel_glob)))
     refused = "too many distinct patterns in one job (" + std::to_string(kMaxPatterns) + ")";
   else
     cupti_acquire(&refused);
+  if (refused.empty() && !plan->metrics.empty()) {
+    // Inside cuInit (STRATA_RECORD) the driver cannot name its chip yet: the config image waits
+    // for the first profiled launch.
+    const bool in_cuinit = !c.thread_started.load();
+    switch (metrics_prepare(plan->metrics, in_cuinit, metrics_off)) {
+      case MetricsSetup::Ready: s->metrics = plan->metrics; break;
+      case MetricsSetup::BadRequest:
+        refused = metrics_off;
+        if (was_released) cupti_release();  // as it was before this start
+        break;
+      case MetricsSetup::Unavailable: break;  // recorded without metrics, noted below
+    }
+    s->kernels = plan->kernels;
+  }
   if (!refused.empty()) {
     s->sink.close();
     if (!existed || s->output != plan->output) ::unlink(s->output.c_str());
@@ -355,6 +419,7 @@ Message handle_start(Control& c, const Message& req) {
   s->start_at_ms = now_ms() + static_cast<int64_t>(plan->delay.value_or(0));
   Session& ref = *s;
   c.session = std::move(s);
+  if (!plan->metrics.empty() && ref.metrics.empty()) note_metrics_off(ref, metrics_off);
   if (plan->delay.value_or(0) == 0) start_recording(ref);
   Message ok;
   ok.verb = "ok";
@@ -385,6 +450,13 @@ Message status_reply(Control& c) {
     m.set("output", c.session->output);
     m.set("records", std::to_string(c.session->stats.records));
     m.set("iterations_done", std::to_string(shared().iterations_done.load()));
+    if (!c.session->kernels.empty()) {  // metrics were asked for
+      m.set("metrics", c.session->metrics.empty() ? "failed" : metrics_state());
+      m.set("metric_count", std::to_string(c.session->metrics.size()));
+      m.set("kernels", c.session->kernels);
+      m.set("profiled_kernels", std::to_string(metrics_profiled()));
+      m.set("skipped_kernels", std::to_string(metrics_skipped()));
+    }
   } else if (!c.last.output.empty()) {
     m.set("output", c.last.output);
     m.set("events", std::to_string(c.last.events));

@@ -9,7 +9,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <iterator>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -19,6 +21,7 @@
 #include "../trace/cupti_decode.h"
 #include "agent.h"
 #include "buffer_pool.h"
+#include "range_profiler.h"
 
 namespace strata::agent {
 
@@ -150,6 +153,28 @@ void finalize_here() {
   wake_control();
 }
 
+// The kernel launches --metrics profiles: runtime (<<<>>>, cudaLaunchKernel[ExC], cooperative)
+// and driver (Triton, cuBLAS's cuLaunchKernelEx), per-thread-stream variants included.
+constexpr CUpti_CallbackId kRuntimeLaunches[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,         CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,     CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+#if CUPTI_API_VERSION >= 130000
+    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,      CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
+#endif
+};
+constexpr CUpti_CallbackId kDriverLaunches[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,           CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,         CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+};
+
+bool is_launch_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  const auto in = [cbid](const auto& ids) { return std::find(std::begin(ids), std::end(ids), cbid) != std::end(ids); };
+  return domain == CUPTI_CB_DOMAIN_RUNTIME_API ? in(kRuntimeLaunches) : domain == CUPTI_CB_DOMAIN_DRIVER_API && in(kDriverLaunches);
+}
+
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if ((domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) &&
       cupti().attachment.load(std::memory_order_relaxed) == Attachment::Releasing) {
@@ -160,8 +185,12 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
     if (shared().trigger.load() == Trigger::Nvtx) on_nvtx(cbid, static_cast<const CUpti_NvtxData*>(data));
     return;
   }
-  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API || shared().trigger.load() != Trigger::ProfilerApi) return;
   const auto* d = static_cast<const CUpti_CallbackData*>(data);
+  if (is_launch_api(domain, cbid)) {
+    metrics_on_launch(*d);
+    return;
+  }
+  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API || shared().trigger.load() != Trigger::ProfilerApi) return;
   if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000 && d->callbackSite == CUPTI_API_EXIT)
     trigger_start(nullptr);
   else if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000 && d->callbackSite == CUPTI_API_ENTER)
@@ -348,10 +377,18 @@ void set_trigger_callbacks(Trigger t, bool on) {
   }
 }
 
+void set_launch_callbacks(bool on) {
+  const uint32_t enable = on ? 1 : 0;
+  CUpti_SubscriberHandle sub = cupti().subscriber;
+  for (CUpti_CallbackId id : kRuntimeLaunches) cuptiEnableCallback(enable, sub, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+  for (CUpti_CallbackId id : kDriverLaunches) cuptiEnableCallback(enable, sub, CUPTI_CB_DOMAIN_DRIVER_API, id);
+}
+
 void cupti_detach(bool finalize) {
   if (cupti().attachment.load() != Attachment::Attached) return;  // released, or on its way out
   set_trigger_callbacks(Trigger::Nvtx, false);
   set_trigger_callbacks(Trigger::ProfilerApi, false);
+  set_launch_callbacks(false);
   activities_disable();
   if (finalize) {
     cupti_release();

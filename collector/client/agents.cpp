@@ -208,6 +208,8 @@ Message start_request(const RecordOptions& opt) {
   if (opt.delay_ms > 0) m.set("delay_ms", std::to_string(opt.delay_ms));
   if (!opt.pattern.empty()) m.set("pattern", opt.pattern);
   if (!opt.kinds.empty()) m.set("kinds", opt.kinds);
+  if (!opt.metrics.empty()) m.set("metrics", opt.metrics);
+  if (!opt.kernels.empty()) m.set("kernels", opt.kernels);
   if (!opt.source.empty()) m.set("source", opt.source);
   return m;
 }

@@ -51,6 +51,8 @@ struct RecordOptions {
   std::string output_dir;
   bool gzip = false;
   std::string kinds;         // what to record (protocol/kinds.h); empty: the agent's default
+  std::string metrics;       // hardware metrics per kernel (protocol/metrics.h); empty: none
+  std::string kernels;       // which kernels' metrics (a glob); empty: every kernel
 };
 Message start_request(const RecordOptions& opt);
 

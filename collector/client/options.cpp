@@ -7,6 +7,7 @@
 #include <ctime>
 
 #include "protocol/kinds.h"
+#include "protocol/metrics.h"
 
 namespace strata::collector {
 
@@ -21,7 +22,8 @@ bool parse_seconds(const std::string& text, uint64_t& ms) {
 
 bool parse_record_option(int argc, char** argv, int& i, RecordOptions& opt, std::string& error) {
   const std::string a = argv[i];
-  const bool takes_value = a == "--duration" || a == "--iterations" || a == "--delay" || a == "--pattern" || a == "--kinds" || a == "-o";
+  const bool takes_value = a == "--duration" || a == "--iterations" || a == "--delay" || a == "--pattern" || a == "--kinds" ||
+                           a == "--metrics" || a == "--kernels" || a == "-o";
   if (a == "--profiler-range") {
     opt.source = "profiler";
     return true;
@@ -53,11 +55,24 @@ bool parse_record_option(int argc, char** argv, int& i, RecordOptions& opt, std:
     std::string why;
     if (const auto mask = parse_kinds(v, &why)) opt.kinds = kinds_text(*mask);
     else error = "--kinds: " + why;
+  } else if (a == "--metrics") {
+    std::string why;
+    if (const auto names = parse_metrics(v, &why)) opt.metrics = metrics_text(*names);
+    else error = "--metrics: " + why;
+  } else if (a == "--kernels") {
+    std::string why;
+    if (check_kernel_glob(v, &why)) opt.kernels = v;
+    else error = "--kernels: " + why;
   } else if (a == "-o") {
     opt.output = absolute_path(v);
   }
   if (error.empty() && opt.duration_ms > 0 && opt.iterations > 0) error = "give --duration or --iterations, not both";
   return true;
+}
+
+std::string check_record_options(const RecordOptions& opt) {
+  if (!opt.kernels.empty() && opt.metrics.empty()) return "--kernels chooses the kernels --metrics profiles: give --metrics LIST too";
+  return {};
 }
 
 std::string timestamped_name(const std::string& prefix, const std::string& suffix) {

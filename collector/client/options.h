@@ -11,8 +11,11 @@ namespace strata::collector {
 // Returns false when argv[i] is not a recording option; sets `error` when it is one
 // but its value is missing or invalid.
 //   --duration S   --iterations N   --delay S   --pattern GLOB   --profiler-range   --kinds LIST   -o FILE
-//   --gzip
+//   --metrics LIST   --kernels GLOB   --gzip
 bool parse_record_option(int argc, char** argv, int& i, RecordOptions& opt, std::string& error);
+
+// What no single option can say (--kernels without --metrics); empty when the options go together.
+std::string check_record_options(const RecordOptions& opt);
 
 // Seconds as typed ("2", "0.5") to milliseconds; false when not a non-negative number.
 bool parse_seconds(const std::string& text, uint64_t& ms);

@@ -271,6 +271,40 @@ void ChromeTraceWriter::gpu_op(const Record& r) {
   close_event();
   const GpuSide gpu{r.start, r.device, r.stream};
   link_flow(r.correlation, nullptr, &gpu);
+  if (r.kind != RecordKind::Kernel || header_.metrics.empty() || r.correlation == 0) return;
+  KernelSide kernel{r.start, r.end, r.device, r.stream, std::string(r.name)};
+  if (auto it = counters_waiting_.find(r.correlation); it != counters_waiting_.end()) {
+    profiler_range(r.correlation, kernel, it->second.values.data());
+    counters_waiting_.erase(it);
+    return;
+  }
+  if (recent_kernels_.size() < kRecentKernels) recent_kernels_.emplace_back(r.correlation, std::move(kernel));
+  else recent_kernels_[recent_next_] = {r.correlation, std::move(kernel)};
+  recent_next_ = (recent_next_ + 1) % kRecentKernels;
+}
+
+void ChromeTraceWriter::add_counters(const KernelCounters& k) {
+  for (auto& [correlation, kernel] : recent_kernels_)
+    if (correlation == k.correlation && k.correlation != 0) {
+      profiler_range(k.correlation, kernel, k.values);
+      correlation = 0;  // one range per launch
+      return;
+    }
+  bound(counters_waiting_);
+  counters_waiting_[k.correlation] = CountersWaiting{k.device, k.launched, std::string(k.kernel),
+                                                     std::vector<double>(k.values, k.values + header_.metrics.size())};
+}
+
+// As Kineto writes them (numeric args keyed by metric name), on the kernel's row and time,
+// with the correlation id that ties the range to its launch.
+void ChromeTraceWriter::profiler_range(uint32_t correlation, const KernelSide& kernel, const double* values) {
+  gpu_row(kernel.device, kernel.stream);
+  open_event("X", "cuda_profiler_range", kernel.name, kernel.device, kernel.stream, kernel.start);
+  duration(kernel.start, kernel.end);
+  for (size_t i = 0; i < header_.metrics.size(); ++i) arg(header_.metrics[i], values[i]);
+  arg("correlation", uint64_t{correlation});
+  close_event();
+  ++profiled_ranges_;
 }
 
 void ChromeTraceWriter::api_call(const Record& r) {
@@ -385,6 +419,11 @@ void ChromeTraceWriter::finish(const TraceStats& stats) {
     close_event();
     ++unmatched;
   };
+  // Counters whose kernel never came (its record dropped, or kernels not recorded): at the
+  // launch's time on the device's row 0, where Kineto puts every range.
+  for (auto& [correlation, w] : counters_waiting_)
+    profiler_range(correlation, KernelSide{w.launched, w.launched, w.device, 0, std::move(w.kernel)}, w.values.data());
+  counters_waiting_.clear();
   for (const auto& [id, o] : open_ranges_) close_unfinished(o);
   for (const auto& [thread, o] : orphan_starts_) close_unfinished(o);
   open_ranges_.clear();
@@ -393,7 +432,18 @@ void ChromeTraceWriter::finish(const TraceStats& stats) {
   s = "\n  ],\n  \"collector\": {\"name\": \"strata\", \"records\": " + std::to_string(stats.records) +
       ", \"droppedRecords\": " + std::to_string(stats.dropped) +
       ", \"unmatchedRanges\": " + std::to_string(unmatched) +
-      ", \"evictedJoins\": " + std::to_string(evicted_) + "},\n  \"traceName\": \"";
+      ", \"evictedJoins\": " + std::to_string(evicted_);
+  if (!header_.metrics.empty()) s += ", \"profiledKernels\": " + std::to_string(profiled_ranges_);
+  if (!notes_.empty()) {
+    s += ", \"notes\": [";
+    for (size_t i = 0; i < notes_.size(); ++i) {
+      s += i ? ", \"" : "\"";
+      append_json_escaped(s, notes_[i]);
+      s += '"';
+    }
+    s += ']';
+  }
+  s += "},\n  \"traceName\": \"";
   append_json_escaped(s, header_.trace_name);
   s += "\"\n}\n";
   sink_.write(s);

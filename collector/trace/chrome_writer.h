@@ -10,6 +10,7 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "records.h"
 #include "trace_sink.h"
@@ -25,6 +26,11 @@ class ChromeTraceWriter {
   // A range whose start CUPTI did not record (it began the recording): the next range end
   // on that thread whose start is unknown closes it.
   void add_open_range(uint64_t start, uint32_t pid, uint32_t tid, std::string name);
+  // Writes a cuda_profiler_range event with the counters when their kernel is seen (either
+  // order; joins are bounded like flows).
+  void add_counters(const KernelCounters& k);
+  // A line for the trace's "collector" notes (why metrics stopped, ...).
+  void add_note(std::string text) { notes_.push_back(std::move(text)); }
   // Closes ranges still open at the latest timestamp seen, writes row names and stats.
   void finish(const TraceStats& stats);
 
@@ -74,6 +80,20 @@ class ChromeTraceWriter {
   void overhead(const Record& r);
   void range_end(const Record& r);
   void mark(const Record& r);
+  struct KernelSide {
+    uint64_t start;
+    uint64_t end;
+    uint32_t device;
+    uint32_t stream;
+    std::string name;
+  };
+  struct CountersWaiting {
+    uint32_t device;
+    uint64_t launched;
+    std::string kernel;
+    std::vector<double> values;
+  };
+  void profiler_range(uint32_t correlation, const KernelSide& kernel, const double* values);
   void link_flow(uint32_t correlation, const CpuSide* cpu, const GpuSide* gpu);
   void flow_pair(uint32_t correlation, const CpuSide& cpu, const GpuSide& gpu);
   uint64_t external_id(uint32_t correlation) const;
@@ -96,6 +116,14 @@ class ChromeTraceWriter {
   std::unordered_map<uint32_t, uint32_t> context_device_;
   std::unordered_map<uint32_t, OpenRange> open_ranges_;
   std::map<std::pair<uint32_t, uint32_t>, OpenRange> orphan_starts_;  // (pid, tid)
+  std::unordered_map<uint32_t, CountersWaiting> counters_waiting_;  // counters whose kernel is not seen yet
+  // The latest kernels, for counters that arrive after their kernel (rare: the counters are
+  // read at the launch's return, the kernel's record comes later). Kept only with metrics.
+  static constexpr size_t kRecentKernels = 1024;
+  std::vector<std::pair<uint32_t, KernelSide>> recent_kernels_;
+  size_t recent_next_ = 0;
+  uint64_t profiled_ranges_ = 0;
+  std::vector<std::string> notes_;
   Rows gpu_rows_;  // (device, stream)
   Rows cpu_rows_;  // (pid, tid)
 };

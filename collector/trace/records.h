@@ -54,6 +54,17 @@ struct Record {
   std::string_view domain; // NVTX domain, empty for the default one
 };
 
+// One kernel launch's hardware counters from CUPTI's range profiler, in the order of
+// TraceHeader::metrics. The writer puts them on the kernel's own row and time, found by
+// correlation id; without the kernel, at the launch's time on the device's row 0 (Kineto's place).
+struct KernelCounters {
+  uint32_t correlation = 0;
+  uint32_t device = 0;
+  uint64_t launched = 0;      // ns, CUPTI clock: the launch call's return
+  std::string_view kernel;    // the launch's kernel name
+  const double* values = nullptr;
+};
+
 struct DeviceRecord {
   int id = 0;
   std::string name;
@@ -79,6 +90,7 @@ struct TraceHeader {
   std::string trace_name;
   int64_t rank = -1;        // distributedInfo, when the process knows its place in a job
   int64_t world_size = -1;
+  std::vector<std::string> metrics;  // hardware metrics collected per kernel (cuda_profiler_range)
 };
 
 struct TraceStats {

@@ -125,8 +125,8 @@ void count_flops(const Context& c, Annotation& a) {
   for (EventId e : c.profiler_ranges) paired += m.host_side_of(e) != kNoEvent;
   if (paired < f.total.ranges)
     a.notes.push_back(std::to_string(f.total.ranges - paired) + " of " + std::to_string(f.total.ranges) +
-                      " profiler ranges are in no layer: ranges carry no correlation id and are paired with kernel "
-                      "launches in order only when their counts agree");
+                      " profiler ranges are in no layer: a range with a correlation id is paired with the launch of "
+                      "that id; ranges without one (Kineto's) with kernel launches in order, only when their counts agree");
 }
 
 }  // namespace annot

@@ -95,6 +95,15 @@ bool SimJob::wait(int timeout_ms) {
   return error_.empty();
 }
 
+bool SimJob::start_recorded(const RecordOptions& opt, const std::vector<std::string>& args,
+                            std::map<std::string, std::string> env) {
+  Message m = start_request(opt);
+  m.set("exclusive", "1");
+  env["STRATA_RECORD"] = encode_message(m);
+  env["NVTX_INJECTION64_PATH"] = agent_path();
+  return start(args, env);
+}
+
 std::optional<RecordResult> SimJob::record(const RecordOptions& opt, std::string* error, int timeout_ms) {
   std::atomic<bool> cancel{false};
   std::mutex mu;

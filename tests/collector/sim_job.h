@@ -35,6 +35,9 @@ class SimJob {
   // plus `env`; waits up to `timeout_ms` for its "ready PID" line. False with error() set if not.
   bool start(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {},
              int timeout_ms = 20000);
+  // start() as `strata record` starts a job: `opt` as the start line in STRATA_RECORD, NVTX injected.
+  bool start_recorded(const RecordOptions& opt, const std::vector<std::string>& args,
+                      std::map<std::string, std::string> env = {});
   pid_t pid() const { return process_.pid(); }
 
   // Waits up to `timeout_ms` for the job to exit (then kills it). True when it exited with

@@ -107,21 +107,6 @@ Loaded load(const std::string& path) {
   return out;
 }
 
-// STRATA_RECORD as `strata record` sets it: the protocol's start line.
-std::string record_variable(const RecordOptions& opt) {
-  Message m = start_request(opt);
-  m.set("exclusive", "1");
-  return encode_message(m);
-}
-
-// Starts the job as `strata record` does: `opt` in STRATA_RECORD, NVTX injected.
-void start_recorded(SimJob& job, const RecordOptions& opt, const std::vector<std::string>& args,
-                    std::map<std::string, std::string> env = {}) {
-  env["STRATA_RECORD"] = record_variable(opt);
-  env["NVTX_INJECTION64_PATH"] = SimJob::agent_path();
-  REQUIRE_MESSAGE(job.start(args, env), job.error());
-}
-
 // The simulator counted the agent's cuptiSubscribe: the agent's CUPTI calls landed there and
 // not in a real libcupti.
 void check_agent_used_simulator(const SimJob& job) { CHECK(job.stat("subscribe_calls") == 1); }
@@ -133,7 +118,9 @@ TEST_CASE("sim agent: `strata record --iterations 3` records exactly three NVTX 
   RecordOptions opt;
   opt.iterations = 3;
   opt.output = job.path("three.pt.trace.json");
-  start_recorded(job, opt, {"--range", "iteration", "--threads", "1", "--iterations", "10", "--kernels", "5"});
+  REQUIRE_MESSAGE(
+      job.start_recorded(opt, {"--range", "iteration", "--threads", "1", "--iterations", "10", "--kernels", "5"}),
+      job.error());
   REQUIRE_MESSAGE(job.wait(), job.error());
   INFO("stderr: " << job.err());
   check_agent_used_simulator(job);
@@ -385,8 +372,9 @@ TEST_CASE("sim agent: after a recording CUPTI is finalized at a CUDA call's exit
   RecordOptions opt;
   opt.iterations = 2;
   opt.output = job.path("two.pt.trace.json");
-  start_recorded(job, opt, {"--range", "iteration", "--threads", "1", "--iterations", "60", "--kernels", "4",
-                             "--sleep-us", "5000"});
+  REQUIRE_MESSAGE(job.start_recorded(opt, {"--range", "iteration", "--threads", "1", "--iterations", "60", "--kernels",
+                                            "4", "--sleep-us", "5000"}),
+                  job.error());
   REQUIRE_MESSAGE(job.wait(), job.error());
   INFO("stderr: " << job.err());
   CHECK(job.stat("subscribe_calls") == 1);
@@ -406,8 +394,10 @@ TEST_CASE("sim agent: STRATA_TEARDOWN=0 keeps CUPTI subscribed between recording
   RecordOptions opt;
   opt.iterations = 2;
   opt.output = job.path("kept.pt.trace.json");
-  start_recorded(job, opt, {"--range", "iteration", "--threads", "1", "--iterations", "30", "--kernels", "4",
-                             "--sleep-us", "2000"}, {{"STRATA_TEARDOWN", "0"}});
+  REQUIRE_MESSAGE(job.start_recorded(opt, {"--range", "iteration", "--threads", "1", "--iterations", "30", "--kernels",
+                                            "4", "--sleep-us", "2000"},
+                                     {{"STRATA_TEARDOWN", "0"}}),
+                  job.error());
   REQUIRE_MESSAGE(job.wait(), job.error());
   INFO("stderr: " << job.err());
   CHECK(job.stat("subscribe_calls") == 1);

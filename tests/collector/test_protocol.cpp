@@ -15,6 +15,8 @@
 #include "protocol/control_socket.h"
 #include "protocol/job_rank.h"
 #include "protocol/kinds.h"
+#include "protocol/metrics.h"
+#include "client/options.h"
 #include "protocol/message.h"
 
 using namespace strata::collector;
@@ -114,6 +116,53 @@ TEST_CASE("recorded kinds: lists, edits of the default, and errors") {
   auto back = decode_message(encode_message(m), &error);
   REQUIRE(back);
   CHECK(*back->get("kinds") == kinds_text(kDefaultKinds));
+}
+
+TEST_CASE("metrics and kernel globs: lists, bounds and errors, in the protocol and on the command line") {
+  std::string error;
+  const auto two = parse_metrics("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum,gpu__time_duration.sum", &error);
+  REQUIRE(two);
+  CHECK(*two == std::vector<std::string>{"smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", "gpu__time_duration.sum"});
+  CHECK(metrics_text(*two) == "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum,gpu__time_duration.sum");
+  CHECK_FALSE(parse_metrics("", &error));
+  CHECK(error.find("empty metric name") != std::string::npos);
+  CHECK_FALSE(parse_metrics("a.sum,,b.sum", &error));
+  CHECK_FALSE(parse_metrics("a.sum,a.sum", &error));
+  CHECK(error.find("twice") != std::string::npos);
+  CHECK_FALSE(parse_metrics("a sum", &error));
+  std::string many;
+  for (size_t i = 0; i <= kMaxMetrics; ++i) many += (i ? ",m" : "m") + std::to_string(i) + ".sum";
+  CHECK_FALSE(parse_metrics(many, &error));
+  CHECK(error.find("more than " + std::to_string(kMaxMetrics)) != std::string::npos);
+  CHECK(check_kernel_glob("*gemm*", &error));
+  CHECK(check_kernel_glob("[]a]*", &error));
+  CHECK(check_kernel_glob("\\[x", &error));
+  CHECK_FALSE(check_kernel_glob("", &error));
+  CHECK_FALSE(check_kernel_glob("*[gemm", &error));
+  CHECK(error.find("never closed") != std::string::npos);
+  CHECK_FALSE(check_kernel_glob("gemm\\", &error));
+  CHECK_FALSE(check_kernel_glob(std::string(kMaxKernelGlobBytes + 1, 'a'), &error));
+
+  // strata record / attach: the options, and --kernels only with --metrics.
+  const auto parse = [](std::vector<std::string> args, RecordOptions& opt) {
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    std::string why;
+    for (int i = 0; i < static_cast<int>(argv.size()) && why.empty(); ++i)
+      parse_record_option(static_cast<int>(argv.size()), argv.data(), i, opt, why);
+    return why.empty() ? check_record_options(opt) : why;
+  };
+  RecordOptions opt;
+  CHECK(parse({"--kernels", "*gemm*", "--metrics", "gpu__time_duration.sum"}, opt).empty());
+  const Message start = start_request(opt);
+  REQUIRE(start.get("metrics") != nullptr);
+  CHECK(*start.get("metrics") == "gpu__time_duration.sum");
+  CHECK(*start.get("kernels") == "*gemm*");
+  RecordOptions lone;
+  CHECK(parse({"--kernels", "*gemm*"}, lone).find("give --metrics") != std::string::npos);
+  RecordOptions bad;
+  CHECK(parse({"--metrics", "a.sum", "--kernels", "[x"}, bad).find("--kernels:") == 0);
+  CHECK(parse({"--metrics", ""}, bad).find("--metrics:") == 0);
 }
 
 TEST_CASE("a process's rank comes from its launcher's variables; its file in the job's directory from the rank") {

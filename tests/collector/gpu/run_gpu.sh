@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything the collector needs a GPU for, in one go (figures: collector/README.md):
 # build, record a CUDA program and a PyTorch loop, attach mid-run, Kineto on-demand,
-# and the overhead figures. Writes logs and traces to $OUT (default ./out).
+# the overhead figures, and hardware metrics (--metrics: FLOPs of a known GEMM, their cost). Writes logs and traces to $OUT (default ./out).
 set -uo pipefail
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
@@ -13,6 +13,7 @@ ls /usr/local/cuda/lib64 | grep -i cupti; ls /usr/local/cuda/extras/CUPTI/lib64 
 cmake -G Ninja -S "$HERE" -B $B >$OUT/build.log 2>&1 && ninja -C $B >>$OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }
 S=$B/strata
 nvcc -O2 -o /tmp/vector_add "$HERE/vector_add.cu" >>$OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
+nvcc -O2 -o /tmp/gemm_flops "$HERE/gemm_flops.cu" >>$OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
 PY="python3 $HERE/train_mlp.py"
 cd /tmp
 
@@ -62,6 +63,62 @@ for size in ("small", "big"):
         m = statistics.median(runs[size + "/" + mode])
         print(f"{size:5} {mode:9} median of 3 run medians {m:.3f} ms  ({(m / base - 1) * 100:+.1f}%)  runs {runs[size + '/' + mode]}")
 PYEOF
+
+# The FLOP-counting set Strata's summary reads (core/annotate/flops.cpp), and the measured duration.
+FLOPS=gpu__time_duration.sum
+for p in d f h; do for op in add mul fma; do FLOPS+=",smsp__sass_thread_inst_executed_op_${p}${op}_pred_on.sum"; done; done
+
+log "hardware metrics: a naive 512^3 GEMM's FLOPs against 2*M*N*K; wall time per iteration without and with --metrics"
+for round in 1 2 3; do
+  /tmp/gemm_flops --tag gemm/none | tee -a "$OUT/metrics.jsonl"
+  $S record -o /tmp/gemm_plain.json -- /tmp/gemm_flops --tag gemm/recording 2>>$OUT/metrics.log | tee -a "$OUT/metrics.jsonl"
+  $S record --metrics $FLOPS --kernels '*gemm*' -o $OUT/gemm_metrics.pt.trace.json -- /tmp/gemm_flops --tag gemm/metrics-gemm \
+    2>>$OUT/metrics.log | tee -a "$OUT/metrics.jsonl"
+  $S record --metrics $FLOPS -o /tmp/gemm_metrics_all.json -- /tmp/gemm_flops --tag gemm/metrics-all \
+    2>>$OUT/metrics.log | tee -a "$OUT/metrics.jsonl"
+done
+python3 "$HERE/check_metrics.py" $OUT/gemm_metrics.pt.trace.json 512 512 512 | tee -a "$OUT/summary.txt"
+python3 "$HERE/check_metrics.py" /tmp/gemm_metrics_all.json 512 512 512 | tee -a "$OUT/summary.txt"
+python3 "$HERE/check_trace.py" /tmp/gemm_metrics_all.json | tee -a "$OUT/summary.txt"
+
+log "hardware metrics: the launch-bound PyTorch MLP without and with --metrics (gemm kernels, every kernel)"
+for round in 1 2 3; do
+  small="--hidden 2048 --batch 256 --iters 40 --warmup 5"
+  $PY $small --tag mlp/none 2>/dev/null | tee -a "$OUT/metrics.jsonl"
+  $S record -o /tmp/mlp_plain.json -- $PY $small --tag mlp/recording 2>>$OUT/metrics.log | tee -a "$OUT/metrics.jsonl"
+  $S record --metrics $FLOPS --kernels '*gemm*' -o $OUT/mlp_metrics.pt.trace.json -- $PY $small --tag mlp/metrics-gemm \
+    2>>$OUT/metrics.log | tee -a "$OUT/metrics.jsonl"
+  $S record --metrics $FLOPS -o /tmp/mlp_metrics_all.json -- $PY $small --tag mlp/metrics-all \
+    2>>$OUT/metrics.log | tee -a "$OUT/metrics.jsonl"
+done
+python3 "$HERE/check_metrics.py" $OUT/mlp_metrics.pt.trace.json | tee -a "$OUT/summary.txt"
+python3 "$HERE/check_metrics.py" /tmp/mlp_metrics_all.json | tee -a "$OUT/summary.txt"
+grep -i "strata agent" $OUT/metrics.log | sort | uniq -c | tee -a "$OUT/summary.txt"
+python3 - "$OUT/metrics.jsonl" <<'PYEOF' | tee -a "$OUT/summary.txt"
+import collections, json, statistics, sys
+runs = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    if line.startswith("{"):
+        r = json.loads(line); runs[r["tag"]].append(r["median_ms"])
+for job in ("gemm", "mlp"):
+    base = statistics.median(runs[job + "/none"])
+    for mode in ("none", "recording", "metrics-gemm", "metrics-all"):
+        m = statistics.median(runs[job + "/" + mode])
+        print(f"{job:4} {mode:12} median of 3 run medians {m:.3f} ms per iteration  ({m / base:.1f}x)  runs {runs[job + '/' + mode]}")
+PYEOF
+
+log "hardware metrics on attach: --status while collecting, then the trace"
+$S record --dormant -- /tmp/gemm_flops --iters 3000 > /tmp/gemm_dormant.log 2>&1 &
+sleep 3
+GPID=$($S attach | awk 'NR>1 && /gemm_flops/ {print $1; exit}')
+$S attach $GPID --duration 2 --metrics $FLOPS --kernels '*gemm*' -o $OUT/attach_metrics.pt.trace.json >>"$OUT/summary.txt" 2>&1 &
+APID=$!
+sleep 1
+$S attach $GPID --status | grep -E "state|metric|kernels" | tee -a "$OUT/summary.txt"
+wait $APID
+$S attach $GPID --detach 2>&1 | tee -a "$OUT/summary.txt"
+wait
+python3 "$HERE/check_metrics.py" $OUT/attach_metrics.pt.trace.json 512 512 512 | tee -a "$OUT/summary.txt"
 
 log "Kineto on-demand through the ipcfabric"
 printf 'ENABLE_IPC_FABRIC=true\n' > /tmp/kineto.conf  # Kineto talks ipcfabric only when its config says so

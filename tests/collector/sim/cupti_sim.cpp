@@ -25,6 +25,7 @@
 #include <unordered_set>
 
 #include "sim_api.h"
+#include "sim_internal.h"
 
 struct CUpti_Subscriber_st {
   uint64_t generation;
@@ -122,7 +123,7 @@ thread_local bool t_in_api_exit_callback = false;
 // work on the job's thread.
 thread_local int t_callback_depth = 0;
 
-void note_cupti_call();
+using strata_sim::note_cupti_call;
 // Set while this thread hands a buffer back (a FlushAll from in there must not wait on itself).
 thread_local bool t_handing_back = false;
 // This thread's open NVTX ranges, innermost last.
@@ -294,6 +295,7 @@ void runtime_call(CUpti_CallbackId cbid, const char* function, const void* param
   data.functionParams = params;
   data.functionReturnValue = &return_value;
   data.symbolName = symbol;
+  data.context = strata_sim::context();
   data.contextUid = kContextId;
   data.correlationData = &correlation_data;
   data.correlationId = correlation;
@@ -412,15 +414,24 @@ constexpr CallbackName kCallbackNames[] = {
     {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel"},
 };
 
-void note_cupti_call() {
-  if (t_callback_depth > 0) sim().counters.cupti_calls_in_callbacks.fetch_add(1);
-}
-
 bool known_kind(CUpti_ActivityKind kind) {
   return kind > CUPTI_ACTIVITY_KIND_INVALID && kind < CUPTI_ACTIVITY_KIND_COUNT;
 }
 
 }  // namespace
+
+namespace strata_sim {
+
+void note_cupti_call() {
+  if (t_callback_depth > 0) sim().counters.cupti_calls_in_callbacks.fetch_add(1);
+}
+
+CUcontext context() {
+  static int the_context = 0;
+  return reinterpret_cast<CUcontext>(&the_context);
+}
+
+}  // namespace strata_sim
 
 // ---- CUPTI: callback API ----
 
@@ -621,6 +632,14 @@ CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult result, const char** str) 
   return CUPTI_SUCCESS;
 }
 
+CUptiResult CUPTIAPI cuptiGetDeviceId(CUcontext context, uint32_t* device) {
+  note_cupti_call();
+  if (device == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (context != strata_sim::context()) return CUPTI_ERROR_INVALID_CONTEXT;
+  *device = kDeviceId;
+  return CUPTI_SUCCESS;
+}
+
 CUptiResult CUPTIAPI cuptiGetVersion(uint32_t* version) {
   note_cupti_call();
   if (version == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
@@ -677,6 +696,7 @@ void strata_sim_cuda_launch_kernel(const char* name, uint32_t stream, uint64_t d
   runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, "cudaLaunchKernel", &params, name,
                [&](uint32_t correlation) {
                  const uint64_t start = schedule_kernel(stream, duration_ns);
+                 strata_sim::range_profiler_kernel_ran(strata_sim::context(), name, duration_ns);
                  return emit_kernel(name, stream, start, duration_ns, correlation) != Emitted::Off;
                });
 }
@@ -745,4 +765,5 @@ void strata_sim_read_counters(StrataSimCounters* out) {
   std::lock_guard<std::mutex> lock(s.mu);
   out->subscribed_at_end = s.subscriber != nullptr ? 1 : 0;
   out->kinds_enabled_at_end = s.kinds.size();
+  strata_sim::range_profiler_counters(*out);
 }

@@ -28,6 +28,9 @@
 //   flush_all_calls                  cuptiActivityFlushAll calls
 //   subscribed_at_end                1 while a subscriber is registered (read when the counters are)
 //   kinds_enabled_at_end             activity kinds enabled now (read when the counters are)
+//   range_profiler_calls             range profiler, profiler host and profiler target calls (any thread)
+//   ranges_decoded                   ranges DecodeData wrote into a counter data image
+//   range_profilers_enabled_at_end   range profiler objects enabled and not disabled
 #define STRATA_SIM_COUNTERS(X)                                                                        \
   X(api_calls) X(nvtx_calls) X(records_produced) X(records_dropped) X(kernels_produced)              \
   X(kernels_dropped) X(noisy_records_stored) X(callbacks_delivered) X(cupti_calls_in_callbacks)      \
@@ -35,7 +38,8 @@
   X(finalize_calls) X(finalize_in_exit_callback) X(buffers_outstanding_at_finalize)                  \
   X(dropped_unread_at_finalize) X(api_calls_since_finalize) X(instrumented_calls_since_finalize)     \
   X(buffers_requested) X(buffers_refused) X(buffers_completed) X(dropped_reported) X(flush_all_calls) \
-  X(subscribed_at_end) X(kinds_enabled_at_end)
+  X(subscribed_at_end) X(kinds_enabled_at_end) X(range_profiler_calls) X(ranges_decoded)               \
+  X(range_profilers_enabled_at_end)
 
 #ifdef __cplusplus
 extern "C" {
@@ -61,6 +65,14 @@ int strata_sim_nvtx_range_push(const char* message);
 int strata_sim_nvtx_range_pop(void);
 
 void strata_sim_read_counters(StrataSimCounters* out);
+
+// The range profiler (range_profiler_sim.cpp): the chip is GH100; a kernel of D ns named K has
+// gpu__time_duration.sum = D and, for the i-th (i > 0) of its known metrics
+// (smsp__sass_thread_inst_executed_op_{d,f,h}{add,mul,fma}_pred_on.sum in that order from i = 1,
+// then dram__bytes_read.sum, dram__bytes_write.sum), D * i * strlen(K); any other name is
+// CUPTI_ERROR_INVALID_METRIC_NAME. Fault injection: the `nth_call`-th call (from 1) of the CUPTI
+// function named `function` (e.g. "cuptiRangeProfilerDecodeData") returns CUPTI_ERROR_UNKNOWN.
+void strata_sim_range_profiler_fail(const char* function, uint64_t nth_call);
 
 #ifdef __cplusplus
 }

@@ -7,11 +7,13 @@
 //   strata_sim_job [--agent PATH] [--threads T] [--iterations N] [--kernels K] [--sleep-us U]
 //                  [--range NAME] [--lockstep-ms P] [--profiler-range] [--seconds S] [--kernel-ns D]
 //                  [--idle-ms M] [--hold-fds-ms M] [--file-size-limit B] [--broken-stderr] [--note TEXT]
+//                  [--kernel-names A,B,...] [--range-fault FUNCTION:N]
 //
 // Without --agent it loads CUDA_INJECTION64_PATH, as the driver does (`strata record` sets it).
 //
 // Each thread t runs N iterations (default 10; with --seconds, until S seconds passed, and N
-// only if given): K x (cudaGetDevice + a kernel of D ns on stream 1+t), cudaDeviceSynchronize,
+// only if given): K x (cudaGetDevice + a kernel of D ns on stream 1+t; the kernels are named
+// sim_kernel_0..K-1, or A, B, ... with --kernel-names, which sets K), cudaDeviceSynchronize,
 // then sleeps U us. Thread 0 wraps each iteration in NVTX range NAME (--range) and in
 // cudaProfilerStart/Stop (--profiler-range). --lockstep-ms P plays a rank of a job in lockstep
 // with the others: thread 0 begins each iteration at the next multiple of P ms of the machine's
@@ -22,8 +24,9 @@
 // Faults a job can bring on itself, for the agent to survive: --hold-fds-ms opens files until
 // none is left (EMFILE, under a limit lowered to 256) while the threads run, prints "fds held",
 // keeps them M ms and prints "fds released"; --file-size-limit sets RLIMIT_FSIZE (a write past it fails, with SIGXFSZ);
-// --broken-stderr makes stderr a pipe nobody reads (a write to it raises SIGPIPE). --note only
-// makes the command line longer.
+// --broken-stderr makes stderr a pipe nobody reads (a write to it raises SIGPIPE); --range-fault
+// makes the N-th call of a range-profiler function fail (strata_sim_range_profiler_fail). --note
+// only makes the command line longer.
 #include <cuda.h>
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -58,13 +61,15 @@ struct Options {
   uint64_t hold_fds_ms = 0;
   uint64_t file_size_limit = 0;
   bool broken_stderr = false;
+  std::vector<std::string> kernel_names;
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "strata_sim_job: %s\nusage: strata_sim_job [--agent PATH] [--threads T] [--iterations N] [--kernels K] "
                "[--sleep-us U] [--range NAME] [--lockstep-ms P] [--profiler-range] [--seconds S] [--kernel-ns D] [--idle-ms M] "
-               "[--hold-fds-ms M] [--file-size-limit B] [--broken-stderr] [--note TEXT]\n",
+               "[--hold-fds-ms M] [--file-size-limit B] [--broken-stderr] [--note TEXT] [--kernel-names A,B,...] "
+               "[--range-fault FUNCTION:N]\n",
                why);
   std::exit(2);
 }
@@ -92,6 +97,19 @@ Options parse(int argc, char** argv) {
     else if (a == "--hold-fds-ms") o.hold_fds_ms = std::strtoull(v, nullptr, 10);
     else if (a == "--file-size-limit") o.file_size_limit = std::strtoull(v, nullptr, 10);
     else if (a == "--note") continue;
+    else if (a == "--kernel-names") {
+      o.kernel_names.clear();
+      for (std::string names = v; !names.empty();) {
+        const size_t comma = std::min(names.find(','), names.size());
+        o.kernel_names.push_back(names.substr(0, comma));
+        names.erase(0, comma + 1);
+      }
+      o.kernels = static_cast<int>(o.kernel_names.size());
+    } else if (a == "--range-fault") {
+      const char* colon = std::strchr(v, ':');
+      if (colon == nullptr) usage("--range-fault takes FUNCTION:N");
+      strata_sim_range_profiler_fail(std::string(v, colon).c_str(), std::strtoull(colon + 1, nullptr, 10));
+    }
     else usage(("unknown option " + a).c_str());
   }
   if (const char* injected = std::getenv("CUDA_INJECTION64_PATH"); o.agent.empty() && injected != nullptr)
@@ -126,7 +144,8 @@ uint64_t wait_for_slot(uint64_t period_ms) {
 void run_thread(const Options& o, int index, std::chrono::steady_clock::time_point until) {
   const auto stream = static_cast<uint32_t>(1 + index);
   std::vector<std::string> names;
-  for (int k = 0; k < o.kernels; ++k) names.push_back("sim_kernel_" + std::to_string(k));
+  for (int k = 0; k < o.kernels; ++k)
+    names.push_back(o.kernel_names.empty() ? "sim_kernel_" + std::to_string(k) : o.kernel_names[static_cast<size_t>(k)]);
   const bool lead = index == 0;
   for (uint64_t i = 0; o.iterations == 0 || i < o.iterations; ++i) {
     if (o.seconds > 0 && std::chrono::steady_clock::now() >= until) break;
