@@ -28,9 +28,12 @@ struct WhatIfView {
   char custom[160] = {};
   std::thread worker;
   std::atomic<bool> done{false};
+  Progress progress;  // its cancel stops the worker (Cancel, or the trace closing)
   ~WhatIfView() {
+    progress.cancel = true;
     if (worker.joinable()) worker.join();
   }
+  bool cancelled() const { return (graph && graph->cancelled) || report.cancelled || progress.cancelled(); }
 };
 
 void WhatIfViewDelete::operator()(WhatIfView* w) const { delete w; }
@@ -44,12 +47,12 @@ void start_replay(Prepared& p, bool report) {
   w.done = false;
   const int chosen = w.chosen;
   w.worker = std::thread([&w, &p, chosen, report] {
-    if (!w.graph) w.graph = std::make_unique<whatif::Graph>(whatif::build_graph(*p.model, *p.annotation));
-    if (report) w.report = whatif::what_if(*w.graph, w.scenarios, p.model->path);
+    if (!w.graph) w.graph = std::make_unique<whatif::Graph>(whatif::build_graph(*p.model, *p.annotation, &w.progress));
+    if (report) w.report = whatif::what_if(*w.graph, w.scenarios, p.model->path, &w.progress);
     const std::vector<double> scale =
         chosen >= 0 && size_t(chosen) < w.scenarios.size() ? whatif::scenario_scale(*w.graph, w.scenarios[size_t(chosen)]).scale
                                                            : std::vector<double>{};
-    w.replayed = whatif::replay(*w.graph, scale);
+    w.replayed = whatif::replay(*w.graph, scale, &w.progress);
     w.replayed_for = chosen;
     w.done = true;
   });
@@ -130,9 +133,17 @@ void draw_whatif_tab(Viewer& v) {
   WhatIfView& w = ensure_whatif(p);
   if (!w.done) {
     ImGui::TextDisabled("Building the dependency graph and replaying it…");
+    ImGui::SameLine();
+    if (ImGui::SmallButton("Cancel")) w.progress.cancel = true;
     return;
   }
   if (w.worker.joinable()) w.worker.join();
+  if (w.cancelled()) {
+    ImGui::TextDisabled("The replay was cancelled.");
+    ImGui::SameLine();
+    if (ImGui::SmallButton("Run it again")) p.whatif.reset();  // made again next frame
+    return;
+  }
   const whatif::Graph& g = *w.graph;
   const whatif::Report& r = w.report;
   ImGui::Text("Measured median iteration %s; the graph replayed unchanged gives %s (%+.2f%%).",

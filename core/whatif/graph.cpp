@@ -72,17 +72,22 @@ class TraceBuilder {
     w1_ = a.iterations.empty() ? m.time_end : a.iterations.back().end;
   }
 
-  void build() {
+  // False when `progress` was cancelled on the way (the graph is then incomplete).
+  bool build(const Progress* progress = nullptr) {
+    auto go_on = [&] { return !progress || !progress->cancelled(); };
     index_phases();
     call_vertex_.assign(m_.ev.size(), kNoVertex);
-    for (uint32_t t = 0; t < m_.tracks.size(); ++t) add_cpu_lane(t);
+    for (uint32_t t = 0; t < m_.tracks.size() && go_on(); ++t) add_cpu_lane(t);
+    if (!go_on()) return false;
     if (main_lane_ == UINT32_MAX) add_clock_lane();
     add_gpu_lanes();
+    if (!go_on()) return false;
     add_host_waits();
     add_stream_waits();
     add_wakes();
     set_launch_latency();
     add_boundaries();
+    return go_on();
   }
 
   // The vertex of a GPU op, or kNoVertex when it is outside the window.
@@ -709,9 +714,13 @@ void finish(Graph& g) {
 
 }  // namespace
 
-Graph build_graph(const TraceModel& m, const Annotation& a) {
+Graph build_graph(const TraceModel& m, const Annotation& a, const Progress* progress) {
   Graph g;
-  TraceBuilder(g, m, a, m.distributed.rank, 0).build();
+  if (!TraceBuilder(g, m, a, m.distributed.rank, 0).build(progress)) {
+    Graph none;
+    none.cancelled = true;
+    return none;
+  }
   finish(g);
   return g;
 }

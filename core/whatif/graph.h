@@ -134,6 +134,7 @@ struct Graph {
   std::vector<Part> parts;
   GraphStats stats;
   std::vector<std::string> notes;
+  bool cancelled = false;  // the build was cancelled: the graph is empty
 
   size_t size() const { return kind.size(); }
   uint32_t part_of(Vertex v) const { return lanes[lane[v]].part; }
@@ -141,7 +142,9 @@ struct Graph {
 };
 
 // The graph of one trace's iterations (the whole trace when it has none).
-Graph build_graph(const TraceModel& m, const Annotation& a);
+// `progress` (optional) is checked as the build goes: a cancelled build returns an empty graph
+// with `cancelled` set.
+Graph build_graph(const TraceModel& m, const Annotation& a, const Progress* progress = nullptr);
 // A job's: every rank's graph on the reference clock, collectives coupled across ranks. The
 // job must keep its models (JobOptions::keep_models); ranks without one are left out.
 Graph build_job_graph(const Job& job);

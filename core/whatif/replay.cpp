@@ -22,13 +22,18 @@ Ns median_of(std::vector<Ns> v) {
 
 }  // namespace
 
-ReplayResult replay(const Graph& g, const std::vector<double>& scale) {
+ReplayResult replay(const Graph& g, const std::vector<double>& scale, const Progress* progress) {
   ReplayResult r;
   const size_t np = 2 * g.size();
   auto factor = [&](Vertex v) { return scale.empty() ? 1.0 : scale[v]; };
   std::vector<Ns> t(np, std::numeric_limits<Ns>::min());
   std::vector<uint32_t> why(np, kOwnStart);
+  uint32_t since_check = 0;
   for (Point p : g.order) {
+    if (++since_check == 1u << 16) {
+      since_check = 0;
+      if (progress && progress->cancelled()) break;
+    }
     const Vertex v = vertex_of(p);
     Ns best = is_end_point(p) ? t[p - 1] + scaled(g.work[v], factor(v)) : std::numeric_limits<Ns>::min();
     uint32_t bind = kOwnStart;

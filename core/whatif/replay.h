@@ -26,6 +26,7 @@ struct ReplayResult {
 // `scale[v]` multiplies vertex v's work (1: as measured, 0.5: twice as fast, 0: no time);
 // empty: all 1. An iteration ends where the training loop's thread reaches its end, or later
 // when the GPU work issued before that runs further past it than it did in the trace.
-ReplayResult replay(const Graph& g, const std::vector<double>& scale = {});
+// `progress` (optional) is checked as it goes: a cancelled replay stops early, its result partial.
+ReplayResult replay(const Graph& g, const std::vector<double>& scale = {}, const Progress* progress = nullptr);
 
 }  // namespace strata::whatif

@@ -30,18 +30,22 @@ std::string percent(double f) { return strprintf("%.0f%%", f * 100); }
 
 }  // namespace
 
-Report what_if(const Graph& g, const std::vector<Scenario>& scenarios, std::string file) {
+Report what_if(const Graph& g, const std::vector<Scenario>& scenarios, std::string file, const Progress* progress) {
   Report r;
   r.file = std::move(file);
   r.job = g.parts.size() > 1;
   for (const Part& p : g.parts) r.measured = std::max(r.measured, p.measured_median);
   auto t0 = std::chrono::steady_clock::now();
-  r.baseline = replay(g);
+  r.baseline = replay(g, {}, progress);
   r.replay_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.predicted = r.baseline.iteration;
   for (const Scenario& s : scenarios) {
+    if (progress && progress->cancelled()) {
+      r.cancelled = true;
+      return r;
+    }
     ScenarioScale sc = scenario_scale(g, s);
-    ReplayResult rr = replay(g, sc.scale);
+    ReplayResult rr = replay(g, sc.scale, progress);
     ScenarioResult out;
     out.scenario = s;
     out.changed = sc.changed;

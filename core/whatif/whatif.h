@@ -34,9 +34,11 @@ struct Report {
   std::vector<ScenarioResult> scenarios;
   double replay_seconds = 0;  // one replay of the graph
   std::vector<std::string> notes;
+  bool cancelled = false;
 };
 
-Report what_if(const Graph& g, const std::vector<Scenario>& scenarios, std::string file);
+// `progress` (optional): a cancelled run stops before its next replay (`Report::cancelled`).
+Report what_if(const Graph& g, const std::vector<Scenario>& scenarios, std::string file, const Progress* progress = nullptr);
 std::string report_json(const Graph& g, const Report& r);
 std::string report_text(const Graph& g, const Report& r);
 

@@ -207,6 +207,19 @@ TEST_CASE("a thread that idled while another worked resumes after it: the loop w
   CHECK(no_launch > 400 * kUs);
 }
 
+TEST_CASE("cancel: a cancelled build gives an empty graph, a cancelled what-if stops before its scenarios") {
+  auto r = replayable(backward_thread_trace());
+  Progress cancelled;
+  cancelled.cancel = true;
+  Graph none = build_graph(*r->model, r->annotation, &cancelled);
+  CHECK(none.cancelled);
+  CHECK(none.size() == 0);
+  Report rep = what_if(r->graph, default_scenarios(), "cancelled", &cancelled);
+  CHECK(rep.cancelled);
+  CHECK(rep.scenarios.empty());
+  CHECK_FALSE(r->graph.cancelled);
+}
+
 TEST_CASE("cross-stream wait: stream 8's kernel waits for the op stream 7 recorded") {
   auto r = replayable(cross_stream_trace());
   const Graph& g = r->graph;
