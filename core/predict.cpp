@@ -54,6 +54,14 @@ bool batch_point(const TraceModel& m, const Annotation& a, int64_t batch, BatchP
     return false;
   }
   out.iteration = r.iter_median;
+  // The forward's op count of the first complete iteration: the same model at another batch
+  // size runs the same ops.
+  const AnnotationTree& t = a.tree;
+  for (const Iteration& it : a.iterations) {
+    if (it.partial || it.node == kNoNode) continue;
+    for (NodeId n = it.node; n < t.subtree_end[it.node]; ++n) out.forward_ops += t.kind[n] == NodeKind::Op && t.phase[n] == PhaseKind::Forward;
+    break;
+  }
   std::vector<double> busy;
   for (size_t i = 0; i < a.iterations.size() && i < r.iteration_gpu_busy.size(); ++i)
     if (!a.iterations[i].partial) busy.push_back(double(r.iteration_gpu_busy[i]));
@@ -141,6 +149,11 @@ BatchPrediction predict_batch(std::vector<BatchPoint> points) {
     p.notes.push_back("an estimate from one batch size: activations and temporaries are assumed to grow in proportion to "
                       "the batch, weights, gradients, optimizer state and other memory to stay, and the GPU's time per "
                       "iteration to grow in proportion while the host's stays; traces at two or more batch sizes give a fit");
+  const auto [fewest, most] = std::minmax_element(pts.begin(), pts.end(), [](const BatchPoint& l, const BatchPoint& r) { return l.forward_ops < r.forward_ops; });
+  if (fewest->forward_ops > 0 && double(most->forward_ops) > 1.1 * double(fewest->forward_ops))
+    p.notes.push_back(strprintf("the traces may not be of one model: their forwards run %llu to %llu ops (%s, %s)",
+                                (unsigned long long)fewest->forward_ops, (unsigned long long)most->forward_ops, fewest->file.c_str(),
+                                most->file.c_str()));
   p.notes.push_back(strprintf("a batch fits when its peak allocated memory plus the allocator's measured cache (%s) is within the "
                               "capacity less %s for the CUDA context",
                               format_bytes(double(p.reserved_slack)).c_str(), format_bytes(double(kContextBytes)).c_str()));
@@ -198,7 +211,7 @@ void write_prediction_fields(JsonWriter& w, const BatchPrediction& p) {
   w.key("points").begin_array();
   for (const BatchPoint& b : p.points) {
     w.begin_object().field("file", b.file).field("batch", b.batch).field("iteration_ns", b.iteration).field("gpu_busy_ns", b.gpu_busy)
-        .field("peak_allocated", b.peak_allocated).field("peak_reserved", b.peak_reserved);
+        .field("peak_allocated", b.peak_allocated).field("peak_reserved", b.peak_reserved).field("forward_ops", b.forward_ops);
     w.key("at_peak").begin_object();
     for (size_t c = 0; c < b.at_peak.size(); ++c) w.field(memory_category_key(MemoryCategory(c)), b.at_peak[c]);
     w.end_object().end_object();

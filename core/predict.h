@@ -23,6 +23,7 @@ struct BatchPoint {
   std::array<int64_t, size_t(MemoryCategory::Count)> at_peak{};  // the peak device's, by category
   int64_t peak_allocated = 0, peak_reserved = 0;
   int64_t capacity = 0;               // the device's memory; 0 unknown
+  uint64_t forward_ops = 0;           // CPU ops in one complete iteration's forward: the model's shape
 };
 // The point of an annotated trace; `batch` < 1 takes the one the trace's shapes give. `error`
 // says why there is none (no iterations, no memory events, no batch size).

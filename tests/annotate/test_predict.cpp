@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 using namespace strata;
 
 namespace {
@@ -72,4 +74,16 @@ TEST_CASE("predict: without a capacity the largest batch is unknown, and every r
   BatchPrediction p = predict_batch({b});
   CHECK(p.largest_batch == -1);
   for (const BatchPrediction::Row& r : p.curve) CHECK(r.fits);
+}
+
+TEST_CASE("predict: traces whose forwards differ in ops are said to be of different models") {
+  BatchPoint a = point(8, MiB, 8 * MiB, 1'000'000, 900'000), b = point(16, MiB, 16 * MiB, 2'000'000, 1'800'000);
+  a.forward_ops = 120;
+  b.forward_ops = 120;
+  auto said = [](const BatchPrediction& p) {
+    return std::any_of(p.notes.begin(), p.notes.end(), [](const std::string& n) { return n.find("not be of one model") != std::string::npos; });
+  };
+  CHECK_FALSE(said(predict_batch({a, b})));
+  b.forward_ops = 300;
+  CHECK(said(predict_batch({a, b})));
 }
