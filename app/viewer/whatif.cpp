@@ -89,8 +89,12 @@ void draw_iteration(Viewer& v, const whatif::Graph& g, const std::vector<Ns>& st
     auto flush = [&] {
       if (run_x1 > run_x0) dl->AddRectFilled(ImVec2(run_x0, y), ImVec2(run_x1, y + row - 2 * s), run_c);
     };
-    for (whatif::Vertex vx : lane.vertices) {
-      if (end[vx] <= t0 || start[vx] >= t1) continue;
+    // A lane's vertices run one after another (program or stream order): the iteration's are
+    // a contiguous run, found by binary search.
+    auto first = std::partition_point(lane.vertices.begin(), lane.vertices.end(), [&](whatif::Vertex x) { return end[x] <= t0; });
+    for (auto it = first; it != lane.vertices.end() && start[*it] < t1; ++it) {
+      const whatif::Vertex vx = *it;
+      if (end[vx] <= t0) continue;
       const bool idle = g.kind[vx] == whatif::VertexKind::CpuWork && g.event[vx] == kNoEvent && g.node[vx] == kNoNode;
       if (idle && !critical[vx]) continue;
       const float x0 = origin.x + label_w + float(double(std::max(start[vx], t0) - t0) * px_per_ns);
