@@ -1,6 +1,7 @@
 #include "core/predict.h"
 
 #include "core/json_writer.h"
+#include "core/median.h"
 #include "core/text_format.h"
 
 #include <algorithm>
@@ -13,13 +14,6 @@ namespace {
 
 constexpr int64_t kContextBytes = 512ll << 20;  // the CUDA context and its kernels, outside the allocator
 constexpr double kGpuBound = 0.8;               // GPU busy share above which an iteration is the GPU's
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t mid = v.size() / 2;
-  return v.size() % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
-}
 
 LinearFit least_squares(const std::vector<double>& x, const std::vector<double>& y) {
   const double n = double(x.size());

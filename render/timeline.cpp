@@ -199,7 +199,8 @@ void Timeline::build(const TraceModel& m) {
       for (size_t k = 0; k < c.value.size(); ++k)
         if (c.value[k] > c.max_value) c.max_value = c.value[k], c.max_at = c.ts[k];
       c.axis_max = c.max_value;
-      for (double r : c.reserved) c.axis_max = std::max(c.axis_max, r);
+      for (double r : c.reserved) c.max_reserved = std::max(c.max_reserved, r);
+      c.axis_max = std::max(c.axis_max, c.max_reserved);
       // A capacity not far above the values tops the lane, so its line shows the headroom.
       if (c.capacity > 0 && c.capacity < 1.5 * c.axis_max) c.axis_max = c.capacity;
       Lane l;

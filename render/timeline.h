@@ -43,6 +43,7 @@ struct CounterTrack {
   int8_t device_type = -1;
   int16_t device_id = -1;
   std::vector<double> reserved;
+  double max_reserved = 0;
   double capacity = 0;
   double axis_max = 0;  // the lane's top: the highest value, reserved too, and a near capacity
 };

@@ -56,7 +56,7 @@ bool draw_counter_lanes(Viewer& v, float area_x, float rows_y, float area_w, boo
     dl->AddLine(ImVec2(area_x, y0 + 4 * s), ImVec2(area_x + area_w, y0 + 4 * s), IM_COL32(255, 255, 255, 24));
     // The device's capacity: a line where it is within the lane, and the headroom left at the peak.
     if (c.capacity > 0) {
-      const double held = c.reserved.empty() ? c.max_value : *std::max_element(c.reserved.begin(), c.reserved.end());
+      const double held = c.reserved.empty() ? c.max_value : c.max_reserved;
       std::string cap = "capacity " + format_bytes(c.capacity) + ", headroom " + format_bytes(std::max(0.0, c.capacity - held)) +
                         (c.reserved.empty() ? "" : " (after reserved)");
       if (c.capacity <= c.axis_max) {

@@ -120,9 +120,8 @@ void draw_summary(Viewer& v) {
         ImGui::SameLine();
         ImGui::TextDisabled("(reserved %s)", format_bytes(double(d.peak_reserved)).c_str());
       }
-      if (d.capacity > 0)
-        ImGui::TextDisabled("of %s: headroom %s", format_bytes(double(d.capacity)).c_str(),
-                            format_bytes(double(d.capacity - (mu.reserved_recorded ? d.peak_reserved : d.peak_allocated))).c_str());
+      if (const int64_t headroom = memory_headroom(d, mu.reserved_recorded); headroom >= 0)
+        ImGui::TextDisabled("of %s: headroom %s", format_bytes(double(d.capacity)).c_str(), format_bytes(double(headroom)).c_str());
       if (!d.peak_where.empty()) ImGui::TextWrapped("at %s", d.peak_where.c_str());
       draw_memory_categories(v, d.at_peak, cw);
       if (ImGui::SmallButton("What is alive at the peak")) pick_memory(v, d.at_peak.through);

@@ -21,7 +21,10 @@ struct WhatIfView {
   std::unique_ptr<whatif::Graph> graph;
   whatif::Report report;
   whatif::ReplayResult replayed;  // the chosen scenario's (-1: the unchanged replay)
-  int replayed_for = -2;
+  // What the timelines draw, made with the replays rather than every frame: the measured ends,
+  // and per vertex whether it is on the measured or the predicted critical path.
+  std::vector<Ns> measured_end;
+  std::vector<uint8_t> critical_measured, critical_predicted;
   std::string error;
   // The UI's.
   int chosen = 0;
@@ -47,13 +50,23 @@ void start_replay(Prepared& p, bool report) {
   w.done = false;
   const int chosen = w.chosen;
   w.worker = std::thread([&w, &p, chosen, report] {
-    if (!w.graph) w.graph = std::make_unique<whatif::Graph>(whatif::build_graph(*p.model, *p.annotation, &w.progress));
-    if (report) w.report = whatif::what_if(*w.graph, w.scenarios, p.model->path, &w.progress);
+    if (!w.graph) {
+      w.graph = std::make_unique<whatif::Graph>(whatif::build_graph(*p.model, *p.annotation, &w.progress));
+      const whatif::Graph& g = *w.graph;
+      w.measured_end.resize(g.size());
+      for (size_t i = 0; i < g.size(); ++i) w.measured_end[i] = g.start[i] + g.dur[i];
+    }
+    if (report) {
+      w.report = whatif::what_if(*w.graph, w.scenarios, p.model->path, &w.progress);
+      w.critical_measured.assign(w.graph->size(), 0);
+      for (whatif::Vertex vx : w.report.baseline.critical_path) w.critical_measured[vx] = 1;
+    }
     const std::vector<double> scale =
         chosen >= 0 && size_t(chosen) < w.scenarios.size() ? whatif::scenario_scale(*w.graph, w.scenarios[size_t(chosen)]).scale
                                                            : std::vector<double>{};
     w.replayed = whatif::replay(*w.graph, scale, &w.progress);
-    w.replayed_for = chosen;
+    w.critical_predicted.assign(w.graph->size(), 0);
+    for (whatif::Vertex vx : w.replayed.critical_path) w.critical_predicted[vx] = 1;
     w.done = true;
   });
 }
@@ -209,20 +222,15 @@ void draw_whatif_tab(Viewer& v) {
   ImGui::BeginChild("whatif_timeline", ImVec2(0, 0), false);
   const whatif::Part& part = g.parts.front();
   const std::vector<Iteration>& its = p.annotation->iterations;
-  size_t it = 0;  // the first complete iteration
-  while (it + 1 < part.boundaries.size() - 1 && it < part.partial.size() && part.partial[it]) ++it;
+  // The first complete iteration (its start and end are boundaries 2·it and 2·it + 1).
+  size_t it = 0;
+  while (it + 1 < part.partial.size() && part.partial[it]) ++it;
   auto boundary_time = [&](const std::vector<Ns>& start, size_t i) {
     const whatif::Boundary& b = part.boundaries[std::min(i, part.boundaries.size() - 1)];
     return b.vertex == whatif::kNoVertex ? Ns(0) : start[b.vertex] + b.offset;
   };
-  const Ns m0 = boundary_time(g.start, it), m1 = boundary_time(g.start, it + 1);
-  const Ns p0 = boundary_time(w.replayed.start, it), p1 = boundary_time(w.replayed.start, it + 1);
-  std::vector<Ns> measured_end(g.size());
-  for (size_t i = 0; i < g.size(); ++i) measured_end[i] = g.start[i] + g.dur[i];
-  // Measured: the unchanged replay's critical path (it is the measured timeline); predicted: the scenario's.
-  std::vector<uint8_t> crit_measured(g.size(), 0), crit_predicted(g.size(), 0);
-  for (whatif::Vertex vx : r.baseline.critical_path) crit_measured[vx] = 1;
-  for (whatif::Vertex vx : w.replayed.critical_path) crit_predicted[vx] = 1;
+  const Ns m0 = boundary_time(g.start, 2 * it), m1 = boundary_time(g.start, 2 * it + 1);
+  const Ns p0 = boundary_time(w.replayed.start, 2 * it), p1 = boundary_time(w.replayed.start, 2 * it + 1);
   const float width = std::max(100 * s, ImGui::GetContentRegionAvail().x - 160 * s);
   const double span = double(std::max<Ns>({m1 - m0, p1 - p0, 1}));
   const float px = float(double(width) / span);
@@ -230,14 +238,14 @@ void draw_whatif_tab(Viewer& v) {
   whatif::Vertex hovered = whatif::kNoVertex;
   ImVec2 o = ImGui::GetCursorScreenPos();
   const std::string it_name = it < its.size() ? its[it].name : "the trace";
-  draw_iteration(v, g, g.start, measured_end, m0, m1, crit_measured, o, width, px,
+  draw_iteration(v, g, g.start, w.measured_end, m0, m1, w.critical_measured, o, width, px,
                  strprintf("%s as measured: %s (bright: its critical path)", it_name.c_str(), render::format_duration(double(m1 - m0)).c_str()).c_str(),
                  hovered);
   size_t lanes = 0;
   for (const whatif::Lane& l : g.lanes) lanes += l.part == 0;
   const float block_h = float(lanes + 1) * (ImGui::GetTextLineHeight() + 2 * s) + 6 * s;
   o.y += block_h;
-  draw_iteration(v, g, w.replayed.start, w.replayed.end, p0, p1, crit_predicted, o, width, px,
+  draw_iteration(v, g, w.replayed.start, w.replayed.end, p0, p1, w.critical_predicted, o, width, px,
                  strprintf("predicted with %s: %s", name.c_str(), render::format_duration(double(p1 - p0)).c_str()).c_str(), hovered);
   ImGui::Dummy(ImVec2(width + 150 * s, 2 * block_h));
   if (hovered != whatif::kNoVertex) {
@@ -246,7 +254,7 @@ void draw_whatif_tab(Viewer& v) {
                       e == kNoEvent ? "" : (": " + std::string(p.model->name_of(e).substr(0, 120))).c_str(),
                       render::format_duration(double(g.dur[hovered])).c_str(),
                       render::format_duration(double(w.replayed.end[hovered] - w.replayed.start[hovered])).c_str(),
-                      crit_predicted[hovered] ? "\non the predicted critical path" : "");
+                      w.critical_predicted[hovered] ? "\non the predicted critical path" : "");
     if (e != kNoEvent && ImGui::IsMouseClicked(ImGuiMouseButton_Left)) focus_on(v, render::ItemRef::event(e));
   }
   ImGui::EndChild();

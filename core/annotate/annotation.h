@@ -231,6 +231,9 @@ struct MemoryUse {
 
 // "GPU 0", "CPU".
 std::string memory_device_name(int8_t device_type, int16_t device_id);
+// Capacity less what the allocator held at the peak (reserved when recorded, else allocated);
+// -1 when the capacity is unknown.
+int64_t memory_headroom(const DeviceMemory& d, bool reserved_recorded);
 // What is alive, in words: the categories, then what came before the trace, then the layers.
 std::vector<std::string> live_memory_lines(const LiveMemory& l);
 // The summary's memory findings: text lines, and the fields of its `memory` JSON object.

@@ -8,13 +8,6 @@ namespace strata {
 
 namespace {
 
-// Headroom: capacity less what the allocator held (reserved, else allocated); -1 when the
-// capacity is unknown.
-int64_t headroom(const DeviceMemory& d, bool reserved_recorded) {
-  if (d.capacity <= 0) return -1;
-  return d.capacity - (reserved_recorded ? d.peak_reserved : d.peak_allocated);
-}
-
 void write_categories(JsonWriter& w, std::string_view key, const LiveMemory& l) {
   w.key(key).begin_object();
   for (size_t c = 0; c < size_t(MemoryCategory::Count); ++c) w.field(memory_category_key(MemoryCategory(c)), l.bytes[c]);
@@ -32,12 +25,17 @@ void write_layers(JsonWriter& w, std::string_view key, const LiveMemory& l, size
 void write_device_fields(JsonWriter& w, const DeviceMemory& d, bool reserved_recorded) {
   w.field("device", memory_device_name(d.device_type, d.device_id)).field("peak_allocated", d.peak_allocated)
       .field("peak_reserved", d.peak_reserved).field("peak_ns", d.peak_ts).field("peak_where", d.peak_where)
-      .field("capacity", d.capacity).field("headroom", headroom(d, reserved_recorded));
+      .field("capacity", d.capacity).field("headroom", memory_headroom(d, reserved_recorded));
   write_categories(w, "at_peak", d.at_peak);
   write_layers(w, "at_peak_layers", d.at_peak, 10);
 }
 
 }  // namespace
+
+int64_t memory_headroom(const DeviceMemory& d, bool reserved_recorded) {
+  if (d.capacity <= 0) return -1;
+  return d.capacity - (reserved_recorded ? d.peak_reserved : d.peak_allocated);
+}
 
 std::string memory_device_name(int8_t device_type, int16_t device_id) {
   if (device_type == 1) return "GPU " + std::to_string(device_id);
@@ -77,7 +75,7 @@ std::string memory_text(const MemoryUse& mu) {
     const std::string reserved = mu.reserved_recorded ? "reserved " + format_bytes(double(d.peak_reserved)) : "reserved not recorded";
     o += strprintf("  memory %s: peak allocated %s (%s) at %s\n", memory_device_name(d.device_type, d.device_id).c_str(),
                    format_bytes(double(d.peak_allocated)).c_str(), reserved.c_str(), d.peak_where.empty() ? "?" : d.peak_where.c_str());
-    if (int64_t h = headroom(d, mu.reserved_recorded); h >= 0)
+    if (int64_t h = memory_headroom(d, mu.reserved_recorded); h >= 0)
       o += strprintf("    the device has %s: headroom %s\n", format_bytes(double(d.capacity)).c_str(), format_bytes(double(h)).c_str());
     std::vector<std::string> lines = live_memory_lines(d.at_peak);
     for (size_t i = 0; i < lines.size(); ++i) o += (i ? "      " : "    alive at the peak: ") + lines[i] + "\n";

@@ -3,6 +3,7 @@
 // arrivals and waits, the rank that held each iteration up and where its time went, and
 // communication per layer, per kind and per phase.
 #include "core/job/job.h"
+#include "core/median.h"
 
 #include <algorithm>
 #include <map>
@@ -14,13 +15,6 @@ namespace {
 
 // Clocks that agree this well are left alone: collectives end within a few µs of each other.
 constexpr Ns kAlignedWithin = 10'000;
-
-Ns median(std::vector<Ns> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t mid = v.size() / 2;
-  return v.size() % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
-}
 
 struct Key {
   std::string group;

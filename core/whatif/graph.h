@@ -95,7 +95,7 @@ struct Part {
   const Annotation* annotation = nullptr;
   int64_t rank = -1;
   Ns clock_offset = 0;  // added to the trace's times (jobs: onto the reference clock)
-  std::vector<Boundary> boundaries;  // one per iteration, then the window's end
+  std::vector<Boundary> boundaries;  // each iteration's start and end, in turn (2i, 2i + 1)
   std::vector<uint8_t> partial;      // per iteration: cut by the trace's edge
   std::vector<Vertex> gpu_by_issue;  // GPU ops by the time they were issued (launched)
   Ns measured_median = 0;            // the annotation's median iteration

@@ -1,6 +1,8 @@
 // The replay: one pass over the points in topological order.
 #include "core/whatif/replay.h"
 
+#include "core/median.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -13,12 +15,6 @@ constexpr uint32_t kOwnStart = UINT32_MAX;  // an end bound by its own start plu
 
 Ns scaled(Ns x, double f) { return f == 1.0 ? x : Ns(std::llround(double(x) * f)); }
 
-Ns median_of(std::vector<Ns> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t mid = v.size() / 2;
-  return v.size() % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
-}
 
 }  // namespace
 
@@ -79,7 +75,7 @@ ReplayResult replay(const Graph& g, const std::vector<double>& scale, const Prog
       pr.iterations.push_back(at(part.boundaries[2 * i + 1]) - at(part.boundaries[2 * i]));
       if (!part.partial[i]) complete.push_back(pr.iterations.back());
     }
-    pr.median = median_of(complete.empty() ? pr.iterations : complete);
+    pr.median = median(complete.empty() ? pr.iterations : complete);
     if (part.boundaries.size() >= 2) pr.window = at(part.boundaries.back()) - at(part.boundaries.front());
     r.iteration = std::max(r.iteration, pr.median);
     r.window = std::max(r.window, pr.window);
