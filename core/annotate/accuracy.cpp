@@ -34,13 +34,7 @@ bool is_truth_phase(const TraceModel& m, EventId e) {
 }
 
 bool is_module_frame(const TraceModel& m, EventId e) {
-  return m.ev.category(e) == Cat::PythonFunction && m.name_of(e).starts_with("nn.Module: ");
-}
-
-// Loss functions are modules too (CrossEntropyLoss): not the model's layers.
-bool is_loss_module(std::string_view name) {
-  name = name.substr(0, name.rfind('_'));
-  return name.ends_with("Loss");
+  return m.ev.category(e) == Cat::PythonFunction && is_module_frame_name(m.name_of(e));
 }
 
 void nest_phases(GroundTruth& g) {
@@ -79,7 +73,8 @@ GroundTruth ground_truth(const TraceModel& m) {
   std::vector<std::pair<Ns, Ns>> losses;
   for (EventId e = 0; e < m.ev.size(); ++e) {
     if (!is_module_frame(m, e)) continue;
-    std::string_view n = annot::strip_prefix(m.name_of(e), "nn.Module: ");
+    std::string_view n = module_of_frame(m.name_of(e));
+    // Loss functions are modules too: not the model's layers.
     if (is_loss_module(n)) losses.push_back({m.ev.start[e], m.ev.end(e)});
     else g.ranges.push_back({m.ev.start[e], m.ev.end(e), int32_t(e), PhaseKind::Forward, false, std::string(n)});
   }

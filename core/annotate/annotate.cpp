@@ -1,5 +1,6 @@
 // The annotation entry point: runs the passes in order with progress and cancel.
 #include "core/annotate/internal.h"
+#include "core/whatif/verdict.h"
 
 #include <algorithm>
 #include <chrono>
@@ -95,6 +96,7 @@ Annotation annotate(const TraceModel& m, const AnnotateOptions& options, Progres
   if (!stage(Stage::Analyses)) return finish();
   annot::run_analyses(c, a);
   annot::count_flops(c, a);
+  whatif::judge_phases(m, a, progress);
   return finish();
 }
 

@@ -24,12 +24,16 @@ inline constexpr NodeId kNoNode = UINT32_MAX;
 
 enum class NodeKind : uint8_t { Root, Iteration, Phase, Layer, Op, Group };
 enum class PhaseKind : uint8_t { DataLoading, Forward, Loss, ZeroGrad, Backward, Optimizer, Other, Count };
-// What bounds a node: the GPU is busy, the GPU waits for the host's launches, for data
-// loading, or for synchronization.
-enum class Bound : uint8_t { Unknown, Gpu, CpuLaunch, DataLoading, Sync };
+// What bounds a node: GPU compute, the host's launches (launch overhead), data loading, the
+// host blocked in a call that waits for the GPU (a sync, a synchronous or pageable copy,
+// aten::item), communication (collectives), or the host's own CPU work (ops and Python that
+// launch nothing).
+enum class Bound : uint8_t { Unknown, Gpu, CpuLaunch, DataLoading, HostBlocked, Communication, CpuCompute };
 // Where the layer tier came from.
 enum class LayerSource : uint8_t { None, Module, UserAnnotation, Heuristic };
-enum class IterationSource : uint8_t { ProfilerStep, IterationRanges, OptimizerStep, DataLoader, Periodic, WholeTrace, None };
+enum class IterationSource : uint8_t {
+  ProfilerStep, IterationRanges, StepRanges, OptimizerStep, DataLoader, ModuleCalls, Periodic, WholeTrace, None
+};
 
 const char* node_kind_name(NodeKind k);
 const char* phase_name(PhaseKind p);  // "Forward", "Data loading", …
@@ -301,12 +305,25 @@ struct Analyses {
   FlopFigures flops;  // CUPTI range-profiler counters (empty without cuda_profiler_range events)
 };
 
+// What bounds a phase (by name, as the summary lists them), from the what-if replays of its
+// iterations (core/whatif/verdict.h): the one verdict the summary, the viewer and the replay share.
+struct PhaseVerdict {
+  std::string phase;
+  PhaseKind kind = PhaseKind::Other;
+  Bound bound = Bound::Unknown;
+  std::string detail;      // the call, op or kernel that holds the time, in words
+  Ns measured = 0;         // per iteration, as replayed unchanged
+  double kernels_2x = 0, no_launch_overhead = 0, comm_2x = 0;  // share of it each scenario saves
+  double host_blocked = 0; // share of it the host spends in calls that wait for the GPU
+};
+
 struct Annotation {
   AnnotationTree tree;     // unreduced
   AnnotationTree reduced;  // noise-reduced (group nodes, hoisting, collapsed runs)
   std::vector<NodeId> node_of_event;  // per event: the deepest node it belongs to, else kNoNode
   std::vector<Iteration> iterations;
   Analyses analyses;
+  std::vector<PhaseVerdict> verdicts;  // per phase name, in the summary's order
   IterationSource iteration_source = IterationSource::None;
   LayerSource layer_source = LayerSource::None;
   uint32_t main_track = kNoTrack;
@@ -339,6 +356,7 @@ struct WorkFigures {
   Ns communication = 0;          // the union of its collectives' kernels
   Ns comm_exposed = 0;           // the part of that no compute kernel (anywhere) hides
   Bound bound = Bound::Unknown;
+  std::string bound_detail;      // phases: what holds the time (PhaseVerdict::detail)
   float share = 0;               // of its parent of the same clock (tree parent, enclosing event); 0: none
   std::string parent;            // that parent's name
   FlopStat flops;                // range-profiler ranges in it (their time is not measured)

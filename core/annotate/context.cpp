@@ -25,9 +25,11 @@ static std::string_view aten_name(std::string_view n) {
   return n;
 }
 
-bool is_annotation_name(std::string_view n) {
-  return is_profiler_step_name(n) || n.starts_with("enumerate(DataLoader)#") ||
-         (n.starts_with("Optimizer.") && n.find('#') != std::string_view::npos);
+EventId outer_module_of(const Context& c, EventId e) {
+  EventId found = kNoEvent;
+  for (EventId p = c.parent[e]; p != kNoEvent; p = c.parent[p])
+    if (c.cat(p) == Cat::PythonFunction && is_module_frame_name(c.name(p))) found = p;
+  return found;
 }
 
 std::vector<EventId> child_ops(const Context& c, EventId r) {
@@ -159,7 +161,7 @@ void compute_parents(Context& c) {
     for (EventId e = t.events.begin; e < t.events.end; ++e) {
       Cat k = m.ev.category(e);
       bool op = (k == Cat::CpuOp || (cpu && k == Cat::None && m.ev.phase[e] == EventPhase::Complete)) &&
-                !is_annotation_name(m.name_of(e));
+                !is_pytorch_marker(m.name_of(e));
       EventId p = c.parent[e];
       bool under = p != kNoEvent && (c.flags[p] & Context::kUnderOp);
       c.flags[e] = uint8_t((op ? Context::kOp : 0) | (op && !under ? Context::kOpRoot : 0) |
@@ -183,7 +185,7 @@ void choose_tracks(Context& c) {
         if (is_backward_name(m.name_of(e))) ++bwd[base];
       } else if (m.is_profiler_step(e)) {
         ++steps[base];
-      } else if (k == Cat::UserAnnotation && names_iteration(m.name_of(e))) {
+      } else if (k == Cat::UserAnnotation && (names_iteration(m.name_of(e)) || names_engine_step(m.name_of(e)))) {
         ++iteration_ranges[base];
       } else if (m.gpu_op_of(e) != kNoEvent) {
         ++launches[base];
@@ -217,6 +219,30 @@ void choose_tracks(Context& c) {
   }
 }
 
+// The program's ranges that nothing encloses in time on the main thread: no op, module call or
+// other range (a ProfilerStep aside). By time, not by the track's nesting: a range that
+// overlapped its neighbours is kept on an overflow track without a parent.
+void find_outer_ranges(Context& c) {
+  const TraceModel& m = c.m;
+  std::vector<EventId> all;  // containers, by start (longest first)
+  for (EventId e : c.main_items)
+    if (c.is_root(e) || (c.cat(e) == Cat::UserAnnotation && !is_profiler_step_name(m.name_of(e)))) all.push_back(e);
+  all.insert(all.end(), c.top_modules.begin(), c.top_modules.end());
+  std::sort(all.begin(), all.end(), [&](EventId a, EventId b) {
+    return m.ev.start[a] != m.ev.start[b] ? m.ev.start[a] < m.ev.start[b] : m.ev.dur[a] > m.ev.dur[b];
+  });
+  Ns covered = INT64_MIN;  // the furthest end of what started so far
+  for (EventId e : all) {
+    if (m.ev.start[e] >= covered && c.cat(e) == Cat::UserAnnotation && !is_pytorch_marker(m.name_of(e)) &&
+        !(c.flags[e] & Context::kUnderOp))
+      c.outer_ranges.push_back(e);
+    covered = std::max(covered, m.ev.end(e));
+  }
+  std::sort(c.outer_ranges.begin(), c.outer_ranges.end(), [&](EventId a, EventId b) {
+    return m.ev.start[a] != m.ev.start[b] ? m.ev.start[a] < m.ev.start[b] : a < b;
+  });
+}
+
 void collect(Context& c) {
   const TraceModel& m = c.m;
   for (size_t ti = 0; ti < m.tracks.size(); ++ti) {
@@ -232,10 +258,12 @@ void collect(Context& c) {
         c.flags[e] |= Context::kOnMain;
         Cat k = m.ev.category(e);
         if (c.is_root(e) || k == Cat::UserAnnotation ||
-            ((k == Cat::None || k == Cat::CpuOp) && m.ev.phase[e] == EventPhase::Complete && is_annotation_name(m.name_of(e))))
+            ((k == Cat::None || k == Cat::CpuOp) && m.ev.phase[e] == EventPhase::Complete && is_pytorch_marker(m.name_of(e))))
           c.main_items.push_back(e);
         else if (!(c.flags[e] & Context::kUnderOp) && is_backward_name(m.name_of(e)))
           c.main_items.push_back(e);
+        else if (k == Cat::PythonFunction && is_module_frame_name(m.name_of(e)) && outer_module_of(c, e) == kNoEvent)
+          c.top_modules.push_back(e);
       }
     } else if (c.is_backward_track[ti]) {
       for (EventId e = t.events.begin; e < t.events.end; ++e) {
@@ -253,6 +281,8 @@ void collect(Context& c) {
   std::sort(c.gpu_ops.begin(), c.gpu_ops.end(), by_start);
   std::sort(c.main_items.begin(), c.main_items.end(), by_start);
   std::sort(c.bwd_items.begin(), c.bwd_items.end(), by_start);
+  std::sort(c.top_modules.begin(), c.top_modules.end(), by_start);
+  find_outer_ranges(c);
   c.has_gpu = !c.gpu_ops.empty();
   c.has_backward = !c.bwd_items.empty();
   if (!c.has_backward)

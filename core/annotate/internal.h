@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/annotate/annotation.h"
+#include "core/annotate/markers.h"
 #include "core/parallel.h"
 
 #include <algorithm>
@@ -62,6 +63,9 @@ struct Context {
   std::vector<EventId> profiler_ranges;    // cuda_profiler_range events (untimed GPU ops)
   std::vector<EventId> main_items;         // op roots and user annotations on the main thread, by start
   std::vector<EventId> bwd_items;          // op roots on autograd threads, by start
+  std::vector<EventId> top_modules;        // outermost nn.Module frames on the main thread, by start
+  std::vector<EventId> outer_ranges;       // the program's outermost ranges on the main thread (no op, other
+                                           // range but a ProfilerStep, or module call holds them), by start
   bool has_backward = false;
   bool has_gpu = false;
 
@@ -72,6 +76,12 @@ struct Context {
   Context(const TraceModel& model, const AnnotateOptions& o)
       : m(model), opt(o), kinds(model.strings.size()), sync_names(model.strings.size(), -1) {}
   bool cancelled() const { return progress && progress->cancelled(); }
+  bool is_outer_range(EventId e) const {
+    auto& st = m.ev.start;
+    auto it = std::lower_bound(outer_ranges.begin(), outer_ranges.end(), e,
+                               [&](EventId x, EventId y) { return st[x] != st[y] ? st[x] < st[y] : x < y; });
+    return it != outer_ranges.end() && *it == e;
+  }
   // A CUDA call that waits for the GPU (not thread-safe: serial passes only).
   bool is_sync(EventId e) {
     if (!is_cuda_call_cat(cat(e))) return false;
@@ -156,10 +166,12 @@ struct Segment {
   Ns begin, end;
   NodeId node = kNoNode;
   std::vector<EventId> items;  // main-thread items and backward roots in it, by start
+  std::string label;           // the program's name for it ("sparse_data_dist", "attn(F)"); empty: the phase's
 };
 
 struct IterWork {
   Iteration it;
+  EventId range = kNoEvent;    // the program's range that is the iteration, when one is
   std::vector<EventId> items;  // main items in [begin, end), by start
   std::vector<Segment> segments;
   std::vector<EventId> markers;  // phase markers (annotation ranges), not layers
@@ -179,10 +191,8 @@ void count_flops(const Context& c, Annotation& a);  // the range profiler's FLOP
 
 // CPU ops one level below `r` on its track, in time order.
 std::vector<EventId> child_ops(const Context& c, EventId r);
-// Ranges PyTorch writes as record_function annotations (some formats give them cat cpu_op).
-bool is_annotation_name(std::string_view n);
-// A range the program named as one iteration: "iteration", "Iteration 12", "train_step".
-bool names_iteration(std::string_view n);
+// The outermost nn.Module frame enclosing an event on its track, or kNoEvent.
+EventId outer_module_of(const Context& c, EventId e);
 
 // Name classification.
 bool is_loss_op(std::string_view n);

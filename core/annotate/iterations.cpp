@@ -1,8 +1,10 @@
-// Iterations: ProfilerStep#N ranges, or ranges the program named as iterations (NVTX ranges
-// such as those Strata's agent counts, record_function("train_step")); without them, the
-// training loop's period from the once-per-iteration markers PyTorch emits, else from the
-// repeating sequence of top-level ops on the main thread; a trace with no repetition is one
-// iteration.
+// Iterations from what the program said, most specific first: ProfilerStep#N ranges (in any
+// category), ranges it named as iterations (record_function("train_step"), the agent's NVTX
+// ranges), a serving engine's step ranges ("step[EXTEND …]", "execute_model"), repeated
+// outermost ranges at step level, the once-per-iteration markers PyTorch emits
+// (Optimizer.step#, enumerate(DataLoader)#), the calls of the top-level module. Only where
+// the program said nothing: the repeating sequence of the main thread's top-level work, never
+// cutting through a module call or a named range; else the whole trace is one iteration.
 #include "core/annotate/internal.h"
 
 #include <algorithm>
@@ -150,21 +152,133 @@ std::vector<size_t> periodic(const Context& c, const std::vector<EventId>& seq) 
 
 }  // namespace
 
-bool names_iteration(std::string_view n) {
-  std::string l = lower(n.substr(0, 64));
-  return l.find("iteration") != std::string::npos || l.find("train_step") != std::string::npos ||
-         l.find("training_step") != std::string::npos;
+// The program's outermost ranges on the main thread: user ranges that no other range (but a
+// ProfilerStep), module frame or op encloses. Steps and phases are said at this level.
+namespace {
+
+// A name with its numbers left out, so that "step 3" and "step 4" are one kind of range.
+std::string without_digits(std::string_view n) {
+  std::string o;
+  for (char ch : clean_range_name(n))
+    if (ch < '0' || ch > '9') o += ch;
+  return o;
 }
+
+// Repeated outermost ranges at step level: one name (numbers aside) that says no phase, seen
+// at least twice, never overlapping itself, and together covering most of the top-level ops'
+// time from its first start to its last end. The best covering such name, or empty.
+std::vector<EventId> step_level_ranges(const Context& c, const std::vector<EventId>& outer) {
+  auto& ev = c.m.ev;
+  std::unordered_map<std::string, std::vector<EventId>> groups;
+  for (EventId e : outer)
+    if (!read_range_name(c.name(e)).phase) groups[without_digits(c.name(e))].push_back(e);
+  std::vector<EventId> best;
+  double best_cover = 0;
+  for (auto& [name, v] : groups) {
+    if (v.size() < 2) continue;
+    bool apart = true;
+    for (size_t i = 1; i < v.size() && apart; ++i) apart = ev.start[v[i]] >= ev.end(v[i - 1]);
+    if (!apart) continue;
+    Ns b = ev.start[v.front()], e = ev.end(v.back()), in = 0, all = 0;
+    for (EventId x : c.main_items) {
+      if (!c.is_root(x) || ev.start[x] < b || ev.start[x] >= e) continue;
+      all += ev.dur[x];
+      auto it = std::upper_bound(v.begin(), v.end(), ev.start[x], [&](Ns t, EventId r) { return t < ev.start[r]; });
+      if (it != v.begin() && ev.start[x] < ev.end(*(it - 1))) in += ev.dur[x];
+    }
+    double cover = all > 0 ? double(in) / double(all) : 0.0;
+    if (cover >= 0.6 && cover > best_cover) {
+      best_cover = cover;
+      best = v;
+    }
+  }
+  return best;
+}
+
+// The top-level module calls that are the model's: the outermost module (not a loss) whose
+// calls take the most time.
+std::vector<EventId> model_calls(const Context& c) {
+  std::unordered_map<StrId, std::pair<Ns, std::vector<EventId>>> by_name;
+  for (EventId e : c.top_modules) {
+    if (is_loss_module(module_of_frame(c.name(e)))) continue;
+    auto& g = by_name[c.m.ev.name[e]];
+    g.first += c.m.ev.dur[e];
+    g.second.push_back(e);
+  }
+  const std::vector<EventId>* best = nullptr;
+  Ns best_t = -1;
+  for (auto& [name, g] : by_name)
+    if (g.first > best_t) {
+      best_t = g.first;
+      best = &g.second;
+    }
+  return best ? *best : std::vector<EventId>{};
+}
+
+// The main thread's sequence for the repetition search: each outermost range or module call
+// is one element (a period never cuts through one), the ops outside them are elements too.
+std::vector<EventId> unit_sequence(const Context& c, const std::vector<EventId>& outer) {
+  std::vector<EventId> containers = outer;
+  containers.insert(containers.end(), c.top_modules.begin(), c.top_modules.end());
+  auto& ev = c.m.ev;
+  std::sort(containers.begin(), containers.end(), [&](EventId a, EventId b) { return ev.start[a] < ev.start[b]; });
+  std::vector<EventId> top;  // containers not inside another container
+  for (EventId x : containers)
+    if (top.empty() || ev.start[x] >= ev.end(top.back())) top.push_back(x);
+  std::vector<EventId> seq;
+  size_t k = 0;
+  for (EventId e : c.main_items) {
+    if (is_step(c, e)) continue;
+    while (k < top.size() && ev.end(top[k]) <= ev.start[e]) seq.push_back(top[k++]);
+    if (k < top.size() && ev.start[e] >= ev.start[top[k]]) continue;  // inside a container
+    seq.push_back(e);
+  }
+  for (; k < top.size(); ++k) seq.push_back(top[k]);
+  std::sort(seq.begin(), seq.end(), [&](EventId a, EventId b) { return ev.start[a] < ev.start[b]; });
+  return seq;
+}
+
+// Iterations that start at each of `starts` (times), the last ending with the main thread's work.
+std::vector<IterWork> from_starts(const Context& c, const std::vector<Ns>& starts, Ns end_all) {
+  std::vector<IterWork> out;
+  for (size_t i = 0; i < starts.size(); ++i)
+    out.push_back(make(c, "Iteration " + std::to_string(i), starts[i], i + 1 < starts.size() ? starts[i + 1] : end_all));
+  return out;
+}
+
+// Each period holds backward work, when the trace trains: a period without any is a part
+// of one iteration (a layer of the forward), not an iteration.
+bool periods_hold_backward(const Context& c, const std::vector<Ns>& starts, Ns end_all) {
+  if (!c.has_backward) return true;
+  auto& ev = c.m.ev;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    Ns b = starts[i], e = i + 1 < starts.size() ? starts[i + 1] : end_all;
+    bool any = false;
+    auto lo = std::lower_bound(c.bwd_items.begin(), c.bwd_items.end(), b, [&](EventId x, Ns t) { return ev.start[x] < t; });
+    any = lo != c.bwd_items.end() && ev.start[*lo] < e;
+    for (EventId x : items_in(c, b, e))
+      if (any) break;
+      else any = is_backward_name(c.name(x));
+    if (!any) return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 std::vector<IterWork> find_iterations(Context& c, Annotation& a) {
   auto& ev = c.m.ev;
-  std::vector<EventId> steps, ranges, opt_steps, loaders;
+  std::vector<EventId> steps, ranges, opt_steps, loaders, engine_steps;
+  const std::vector<EventId>& outer = c.outer_ranges;
   for (EventId e : c.main_items) {
     std::string_view n = c.name(e);
     if (c.m.is_profiler_step(e)) steps.push_back(e);
-    else if (ev.category(e) == Cat::UserAnnotation && names_iteration(n)) ranges.push_back(e);
-    else if (n.starts_with("Optimizer.step#")) opt_steps.push_back(e);
-    else if (n.starts_with("enumerate(DataLoader)#")) loaders.push_back(e);
+    else if (is_optimizer_step_marker(n)) opt_steps.push_back(e);
+    else if (is_dataloader_marker(n)) loaders.push_back(e);
+  }
+  for (EventId e : outer) {
+    if (names_iteration(c.name(e))) ranges.push_back(e);
+    else if (names_engine_step(c.name(e))) engine_steps.push_back(e);
   }
   std::vector<IterWork> out;
   if (c.main_items.empty()) {
@@ -172,7 +286,8 @@ std::vector<IterWork> find_iterations(Context& c, Annotation& a) {
     a.iteration_source = IterationSource::None;
     return out;
   }
-  if (steps.size() >= 2) {
+  // What the program said, most specific first.
+  if (!steps.empty()) {
     a.iteration_source = IterationSource::ProfilerStep;
     for (EventId s : steps) {
       out.push_back(make(c, step_name(c.name(s)), ev.start[s], ev.end(s)));
@@ -180,12 +295,17 @@ std::vector<IterWork> find_iterations(Context& c, Annotation& a) {
     }
     return out;
   }
-  if (ranges.size() >= 2) {
-    a.iteration_source = IterationSource::IterationRanges;
-    for (size_t i = 0; i < ranges.size(); ++i)
-      out.push_back(make(c, "Iteration " + std::to_string(i), ev.start[ranges[i]], ev.end(ranges[i])));
+  auto from_ranges = [&](const std::vector<EventId>& rs, IterationSource src) {
+    a.iteration_source = src;
+    for (size_t i = 0; i < rs.size(); ++i) {
+      out.push_back(make(c, "Iteration " + std::to_string(i), ev.start[rs[i]], ev.end(rs[i])));
+      out.back().range = rs[i];
+    }
     return out;
-  }
+  };
+  if (!ranges.empty()) return from_ranges(ranges, IterationSource::IterationRanges);
+  if (!engine_steps.empty()) return from_ranges(engine_steps, IterationSource::StepRanges);
+  if (std::vector<EventId> rs = step_level_ranges(c, outer); !rs.empty()) return from_ranges(rs, IterationSource::StepRanges);
   if (opt_steps.size() >= 2) {
     a.iteration_source = IterationSource::OptimizerStep;
     return by_marker(c, opt_steps, true, a);
@@ -194,33 +314,33 @@ std::vector<IterWork> find_iterations(Context& c, Annotation& a) {
     a.iteration_source = IterationSource::DataLoader;
     return by_marker(c, loaders, false, a);
   }
-  // Periodicity over op roots (markers included).
-  std::vector<EventId> seq;
-  for (EventId e : c.main_items)
-    if (!is_step(c, e)) seq.push_back(e);
-  std::vector<size_t> starts = periodic(c, seq);
-  if (starts.size() >= 2) {
-    a.iteration_source = IterationSource::Periodic;
-    Ns end_all = item_end(c, seq);
-    for (size_t i = 0; i < starts.size(); ++i) {
-      Ns b = ev.start[seq[starts[i]]];
-      Ns e = i + 1 < starts.size() ? ev.start[seq[starts[i + 1]]] : end_all;
-      out.push_back(make(c, "Iteration " + std::to_string(i), b, e, i + 1 == starts.size()));
-    }
-    if (starts.front() > 0)
-      a.notes.push_back(std::to_string(starts.front()) + " top-level events before the first detected iteration are in no iteration");
-    a.notes.push_back("no ProfilerStep ranges: iterations detected from the repeating op sequence; the last may be partial");
+  const Ns end_all = item_end(c, c.main_items);
+  if (std::vector<EventId> calls = model_calls(c); !calls.empty()) {
+    a.iteration_source = IterationSource::ModuleCalls;
+    std::vector<Ns> starts;
+    for (EventId x : calls) starts.push_back(ev.start[x]);
+    out = from_starts(c, starts, std::max(end_all, ev.end(calls.back())));
+    a.notes.push_back("no ProfilerStep ranges: each call of the top-level module " +
+                      std::string(module_of_frame(c.name(calls.front()))) + " starts an iteration");
     return out;
   }
-  if (steps.size() == 1) {
-    a.iteration_source = IterationSource::ProfilerStep;
-    out.push_back(make(c, step_name(c.name(steps[0])), ev.start[steps[0]], ev.end(steps[0])));
-    out.back().it.step = profiler_step_number(c.name(steps[0]));
+  // Inference fills the gap: the repeating sequence of the main thread's top-level work.
+  std::vector<EventId> seq = unit_sequence(c, outer);
+  std::vector<size_t> at = periodic(c, seq);
+  std::vector<Ns> starts;
+  for (size_t i : at) starts.push_back(ev.start[seq[i]]);
+  if (starts.size() >= 2 && periods_hold_backward(c, starts, end_all)) {
+    a.iteration_source = IterationSource::Periodic;
+    out = from_starts(c, starts, end_all);
+    out.back().it.partial = true;
+    if (at.front() > 0)
+      a.notes.push_back(std::to_string(at.front()) + " top-level events before the first detected iteration are in no iteration");
+    a.notes.push_back("no ProfilerStep ranges: iterations inferred from the repeating op sequence; the last may be partial");
     return out;
   }
   a.iteration_source = IterationSource::WholeTrace;
   Ns b = ev.start[seq.empty() ? c.main_items.front() : seq.front()];
-  out.push_back(make(c, "Iteration 0", b, item_end(c, c.main_items) + 1));
+  out.push_back(make(c, "Iteration 0", b, end_all + 1));
   a.notes.push_back("no ProfilerStep ranges and no repetition found: the trace is treated as one iteration");
   return out;
 }

@@ -373,7 +373,7 @@ void build_layers(Context& c, std::vector<IterWork>& iters, TreeBuilder& b, Anno
     w.it.node = it;
     b.widen(root, w.it.begin, w.it.end);
     for (Segment& s : w.segments) {
-      NodeId ph = b.add(NodeKind::Phase, phase_name(s.phase), it, s.phase, s.begin, s.end);
+      NodeId ph = b.add(NodeKind::Phase, s.label.empty() ? phase_name(s.phase) : s.label, it, s.phase, s.begin, s.end);
       s.node = ph;
       if (s.phase == PhaseKind::Forward) {
         lb.forward_segment(s, ph);

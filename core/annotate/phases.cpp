@@ -1,7 +1,19 @@
-// Phases of one iteration: data loading, forward, loss, zero_grad, backward, optimizer step,
-// other. PyTorch's own markers first (enumerate(DataLoader)#, Optimizer.zero_grad#,
-// Optimizer.step#, *.forward, nn.Module frames, the autograd engine's ops), then loss ops
-// by name, then order and name heuristics for the rest. The order is detected, not assumed.
+// Phases of one iteration, from what the ops are, then from the names the program gave, and
+// only then from position:
+//   1. What an op is: autograd's backward functions are Backward wherever they run; ops in
+//      an nn.Module frame are Forward (Loss in a loss module); fused and foreach optimizer
+//      kernels are the Optimizer.
+//   2. The program's ranges: PyTorch's markers (enumerate(DataLoader)#, Optimizer.zero_grad#,
+//      Optimizer.step#, DistributedDataParallel.forward), ranges whose name says a phase
+//      (forward, backward, loss, optimizer, zero_grad, data loading, a pipeline chunk's
+//      (F)/(B)/(W)), and outermost ranges that say none, which keep their own name as the
+//      label ("sparse_data_dist"), unless they hold the model's parametric ops before any
+//      backward work: those are forward layers ("encoder").
+//   3. Position, for ops no range covers: data movement before the forward is data loading,
+//      the ops between the forward and the backward that lead to a loss op are the loss,
+//      in-place updates after the backward the optimizer; the rest takes its neighbours' phase.
+// Phases may interleave within one step (pipeline schedules): each run of one phase and label
+// is a segment of its own.
 #include "core/annotate/internal.h"
 
 #include <algorithm>
@@ -13,254 +25,345 @@ namespace {
 constexpr int8_t kUnknown = -1;
 int8_t P(PhaseKind p) { return int8_t(p); }
 
-// PyTorch's markers (true) or a user range named like a phase.
-int8_t marker_phase(std::string_view n, bool& pytorch) {
-  pytorch = true;
-  if (n.starts_with("enumerate(DataLoader)#")) return P(PhaseKind::DataLoading);
-  if (n.starts_with("Optimizer.zero_grad#")) return P(PhaseKind::ZeroGrad);
-  if (n.starts_with("Optimizer.step#")) return P(PhaseKind::Optimizer);
-  if (n.ends_with(".forward") && n.find('#') == std::string_view::npos) return P(PhaseKind::Forward);
-  pytorch = false;
-  std::string l = lower(n);
-  auto has = [&](const char* k) { return l.find(k) != std::string::npos; };
-  if (has("zero_grad") || has("zero grad") || has("zerograd")) return P(PhaseKind::ZeroGrad);
-  if (has("backward")) return P(PhaseKind::Backward);
-  if (has("optimizer") || has("optim step") || has("optimizer_step")) return P(PhaseKind::Optimizer);
-  if (has("loss")) return P(PhaseKind::Loss);
-  if (has("forward")) return P(PhaseKind::Forward);
-  if (has("load data") || has("data load") || has("dataload") || has("data_load") || has("load_data") ||
-      has("next batch") || has("get batch"))
-    return P(PhaseKind::DataLoading);
-  return kUnknown;
-}
-
 struct Marker {
   Ns b, e;
   int8_t phase;
+  int16_t label;  // index into the iteration's labels, -1: the phase's own name
   EventId ev;
+  bool named_only = false;  // an outermost range whose name says no phase
 };
 
-// The outermost nn.Module python frame enclosing an op root, or kNoEvent.
-EventId module_of(const Context& c, EventId e) {
-  EventId found = kNoEvent;
-  for (EventId p = c.parent[e]; p != kNoEvent; p = c.parent[p])
-    if (c.cat(p) == Cat::PythonFunction && c.name(p).starts_with("nn.Module: ")) found = p;
-  return found;
+// Fused and foreach kernels only an optimizer step runs.
+bool is_optimizer_op(std::string_view n) {
+  return n.starts_with("aten::_foreach_") || n.starts_with("aten::_fused_adam") || n.starts_with("aten::_fused_sgd");
 }
 
-}  // namespace
+struct PhaseLabeler {
+  Context& c;
+  IterWork& w;
+  std::vector<EventId> items;
+  std::vector<int8_t> lab;
+  std::vector<int16_t> label;
+  std::vector<uint8_t> is_annotation, is_marker, named;  // named: a range of the program covers it
+  std::vector<Marker> markers;
+  std::vector<std::string> labels;
 
-void find_phases(Context& c, IterWork& w, Annotation&) {
-  const auto& ev = c.m.ev;
-  Ns ib = w.it.begin, ie = w.it.end;
-  // Items: main-thread items and autograd roots in the iteration.
-  std::vector<EventId> items = w.items;
-  {
-    auto lo = std::lower_bound(c.bwd_items.begin(), c.bwd_items.end(), ib,
+  PhaseLabeler(Context& cx, IterWork& wx) : c(cx), w(wx) {}
+
+  bool is_main_op(size_t i) const { return !is_annotation[i] && !c.on_backward(items[i]); }
+  std::string_view name(size_t i) const { return c.name(items[i]); }
+
+  int16_t add_label(const std::string& s) {
+    if (s.empty()) return -1;
+    auto it = std::find(labels.begin(), labels.end(), s);
+    if (it != labels.end()) return int16_t(it - labels.begin());
+    labels.push_back(s);
+    return int16_t(labels.size() - 1);
+  }
+
+  void gather() {
+    const auto& ev = c.m.ev;
+    items = w.items;
+    auto lo = std::lower_bound(c.bwd_items.begin(), c.bwd_items.end(), w.it.begin,
                                [&](EventId x, Ns t) { return ev.start[x] < t; });
-    for (auto it = lo; it != c.bwd_items.end() && ev.start[*it] < ie; ++it) items.push_back(*it);
+    for (auto it = lo; it != c.bwd_items.end() && ev.start[*it] < w.it.end; ++it) items.push_back(*it);
     std::sort(items.begin(), items.end(), [&](EventId a, EventId b) {
       return ev.start[a] != ev.start[b] ? ev.start[a] < ev.start[b] : ev.dur[a] > ev.dur[b];
     });
+    size_t n = items.size();
+    lab.assign(n, kUnknown);
+    label.assign(n, -1);
+    is_annotation.assign(n, 0);
+    is_marker.assign(n, 0);
+    named.assign(n, 0);
+    for (size_t i = 0; i < n; ++i) is_annotation[i] = c.cat(items[i]) == Cat::UserAnnotation || !c.is_root(items[i]);
   }
-  size_t n = items.size();
-  std::vector<int8_t> lab(n, kUnknown);
-  std::vector<uint8_t> is_marker(n, 0), is_annotation(n, 0), from_marker(n, 0);
 
-  // Markers: PyTorch's first, then user ranges named like phases that do not conflict.
-  std::vector<Marker> markers;
-  w.markers.clear();
-  Ns span = std::max<Ns>(1, ie - ib);
-  for (int pass = 0; pass < 2; ++pass) {
-    for (size_t i = 0; i < n; ++i) {
+  // The ranges that make phases, outermost first: a range inside another one that made a
+  // phase refines nothing (the outer name stands for its time); a range inside a module
+  // call is a layer. People's ranges that say a phase make one unless they contradict one of
+  // PyTorch's markers inside them or span the whole step; outermost ranges that say no phase
+  // make their own, unless they group ranges that do ("step_body" around forward, backward).
+  void find_markers() {
+    const auto& ev = c.m.ev;
+    Ns span = std::max<Ns>(1, w.it.end - w.it.begin);
+    struct Candidate { size_t i; RangeName rn; };
+    std::vector<Candidate> cand;
+    for (size_t i = 0; i < items.size(); ++i) {
       EventId e = items[i];
-      if (c.cat(e) != Cat::UserAnnotation && c.is_root(e)) continue;
-      is_annotation[i] = 1;
-      bool pytorch = false;
-      int8_t ph = marker_phase(c.name(e), pytorch);
-      if (ph == kUnknown || pytorch != (pass == 0)) continue;
+      if (!is_annotation[i] || e == w.range || is_profiler_step_name(name(i))) continue;
+      if (outer_module_of(c, e) != kNoEvent) continue;
+      RangeName rn = read_range_name(name(i));
+      if (!rn.phase && !(c.is_outer_range(e) && !names_iteration(name(i)) && !names_engine_step(name(i)))) continue;
+      cand.push_back({i, std::move(rn)});
+    }
+    auto inside = [&](EventId x, EventId y) { return ev.start[x] >= ev.start[y] && ev.end(x) <= ev.end(y) && x != y; };
+    std::stable_sort(cand.begin(), cand.end(), [&](const Candidate& x, const Candidate& y) {
+      EventId a = items[x.i], b = items[y.i];
+      return ev.start[a] != ev.start[b] ? ev.start[a] < ev.start[b] : ev.dur[a] > ev.dur[b];
+    });
+    w.markers.clear();
+    for (const Candidate& k : cand) {
+      EventId e = items[k.i];
       Ns b = ev.start[e], en = ev.end(e);
-      if (!pytorch) {
-        if ((en - b) * 10 > span * 9) continue;
-        bool conflict = false;
-        for (const Marker& mk : markers) {
-          bool inside = b >= mk.b && en <= mk.e, contains = mk.b >= b && mk.e <= en;
-          if ((inside && mk.phase != ph) || (contains && mk.phase != ph)) conflict = true;
-        }
-        if (conflict) continue;
+      bool covered = false;
+      for (const Marker& mk : markers) covered |= b >= mk.b && en <= mk.e;
+      if (covered) continue;
+      bool ok = true;
+      for (const Candidate& o : cand) {
+        if (!inside(items[o.i], e) || !o.rn.phase) continue;
+        if (!k.rn.phase) ok = false;  // a group of phases, not one
+        else if (!k.rn.pytorch && o.rn.pytorch && *o.rn.phase != *k.rn.phase) ok = false;  // contradicts PyTorch
       }
-      markers.push_back({b, en, ph, e});
-      w.markers.push_back(e);
-      is_marker[i] = 1;
-    }
-  }
-  bool has_fwd_marker = false;
-  for (size_t i = 0; i < n; ++i) {
-    EventId e = items[i];
-    if (is_marker[i]) {
-      for (const Marker& mk : markers)
-        if (mk.ev == e) lab[i] = mk.phase;
-      continue;
-    }
-    if (is_annotation[i]) continue;
-    if (c.on_backward(e)) {
-      lab[i] = P(PhaseKind::Backward);
-      continue;
-    }
-    // Innermost marker containing the start.
-    const Marker* in = nullptr;
-    for (const Marker& mk : markers)
-      if (ev.start[e] >= mk.b && ev.start[e] < mk.e && (!in || mk.e - mk.b <= in->e - in->b)) in = &mk;
-    if (in) {
-      lab[i] = in->phase;
-      from_marker[i] = 1;
-      if (in->phase == P(PhaseKind::Forward)) has_fwd_marker = true;
-      if (in->phase == P(PhaseKind::Forward) && is_loss_op(c.name(e))) lab[i] = P(PhaseKind::Loss);
-      continue;
-    }
-    std::string_view nm = c.name(e);
-    if (c.opt.module_events_as_layers || true) {
-      EventId mod = module_of(c, e);
-      if (mod != kNoEvent) {
-        lab[i] = c.name(mod).find("Loss") != std::string_view::npos ? P(PhaseKind::Loss) : P(PhaseKind::Forward);
-        from_marker[i] = 1;
-        has_fwd_marker = true;
+      if (k.rn.phase && !k.rn.pytorch && (en - b) * 10 > span * 9) ok = false;  // says what the step is, not a phase
+      if (!ok) continue;
+      if (!k.rn.phase) {
+        markers.push_back({b, en, P(PhaseKind::Other), add_label(k.rn.label), e, true});
         continue;
       }
-    }
-    if (is_loss_op(nm)) lab[i] = P(PhaseKind::Loss);
-    else if (is_backward_name(nm)) lab[i] = P(PhaseKind::Backward);
-  }
-  auto is_main_op = [&](size_t i) { return !is_annotation[i] && !c.on_backward(items[i]); };
-
-  // loss.backward() seeds the gradient with ones_like before the autograd thread starts.
-  for (size_t i = 1; i < n; ++i)
-    if (lab[i] == P(PhaseKind::Backward) && lab[i - 1] != P(PhaseKind::Backward))
-      for (size_t k = i; k-- > 0;) {
-        if (!is_main_op(k)) continue;
-        if (lab[k] == kUnknown && c.name(items[k]) == "aten::ones_like") lab[k] = P(PhaseKind::Backward);
-        break;
-      }
-
-  // Forward starts at the first forward-labelled item, else at the first op doing real work.
-  size_t first_fwd = n;
-  for (size_t i = 0; i < n && first_fwd == n; ++i)
-    if (lab[i] == P(PhaseKind::Forward)) first_fwd = i;
-  if (first_fwd == n) {
-    for (size_t i = 0; i < n; ++i) {
-      if (lab[i] == P(PhaseKind::Backward) || lab[i] == P(PhaseKind::Loss)) break;
-      if (lab[i] == kUnknown && is_main_op(i) && !is_data_movement(c.name(items[i])) && !is_sync_call(c.name(items[i])) &&
-          c.name(items[i]) != "aten::zeros" && c.name(items[i]) != "aten::zero_") {
-        first_fwd = i;
-        lab[i] = P(PhaseKind::Forward);
-        break;
-      }
+      markers.push_back({b, en, P(*k.rn.phase), add_label(k.rn.label), e});
+      w.markers.push_back(e);
+      is_marker[k.i] = 1;
     }
   }
-  // Before forward: data movement is data loading.
-  for (size_t i = 0; i < std::min(first_fwd, n); ++i)
-    if (lab[i] == kUnknown && is_main_op(i) && is_data_movement(c.name(items[i]))) lab[i] = P(PhaseKind::DataLoading);
-  if (first_fwd < n) {
+
+  // Phase-less outermost ranges holding the model's parametric ops before any backward work
+  // are forward layers ("encoder", "head"), not phases of their own.
+  void drop_layer_ranges() {
+    const auto& ev = c.m.ev;
+    Ns first_bwd = INT64_MAX;
+    for (size_t i = 0; i < items.size(); ++i)
+      if (c.on_backward(items[i]) || (!is_annotation[i] && is_backward_name(name(i)))) {
+        first_bwd = ev.start[items[i]];
+        break;
+      }
+    std::erase_if(markers, [&](const Marker& mk) {
+      if (!mk.named_only || mk.b >= first_bwd) return false;
+      for (size_t i = 0; i < items.size(); ++i)
+        if (is_main_op(i) && ev.start[items[i]] >= mk.b && ev.start[items[i]] < mk.e && is_parametric(name(i))) return true;
+      return false;
+    });
+  }
+
+  // Steps 1 and 2: what the op is, else the innermost range around it.
+  void by_identity_and_names() {
+    const auto& ev = c.m.ev;
+    for (size_t i = 0; i < items.size(); ++i) {
+      EventId e = items[i];
+      if (is_marker[i]) {
+        for (const Marker& mk : markers)
+          if (mk.ev == e) lab[i] = mk.phase, label[i] = mk.label;
+        continue;
+      }
+      if (is_annotation[i]) continue;
+      const Marker* in = nullptr;
+      for (const Marker& mk : markers)
+        if (ev.start[e] >= mk.b && ev.start[e] < mk.e && (!in || mk.e - mk.b <= in->e - in->b)) in = &mk;
+      named[i] = in != nullptr;
+      if (in) label[i] = in->label;
+      if (c.on_backward(e) || is_backward_name(name(i))) {
+        lab[i] = P(PhaseKind::Backward);
+        if (in && in->phase != P(PhaseKind::Backward)) label[i] = -1;
+        continue;
+      }
+      if (EventId mod = outer_module_of(c, e); mod != kNoEvent) {
+        lab[i] = is_loss_module(module_of_frame(c.name(mod))) ? P(PhaseKind::Loss) : P(PhaseKind::Forward);
+        if (in && in->phase != lab[i]) label[i] = -1;
+        continue;
+      }
+      if (is_optimizer_op(name(i))) {
+        lab[i] = P(PhaseKind::Optimizer);
+        continue;
+      }
+      if (in) {
+        lab[i] = in->phase;
+        if (in->phase == P(PhaseKind::Forward) && is_loss_op(name(i))) lab[i] = P(PhaseKind::Loss), label[i] = -1;
+        continue;
+      }
+      if (is_loss_op(name(i))) lab[i] = P(PhaseKind::Loss);
+    }
+  }
+
+  // Step 3, for the ops nothing named.
+  void by_position() {
+    size_t n = items.size();
+    auto open = [&](size_t i) { return lab[i] == kUnknown && !named[i] && is_main_op(i); };
+    // loss.backward() seeds the gradient with ones_like before the autograd thread starts.
+    for (size_t i = 1; i < n; ++i)
+      if (lab[i] == P(PhaseKind::Backward) && lab[i - 1] != P(PhaseKind::Backward))
+        for (size_t k = i; k-- > 0;) {
+          if (!is_main_op(k)) continue;
+          if (open(k) && name(k) == "aten::ones_like") lab[k] = P(PhaseKind::Backward);
+          break;
+        }
+    // Forward starts at the first forward-labelled item, else at the first op doing real work.
+    size_t first_fwd = n;
+    for (size_t i = 0; i < n && first_fwd == n; ++i)
+      if (lab[i] == P(PhaseKind::Forward)) first_fwd = i;
+    if (first_fwd == n) {
+      for (size_t i = 0; i < n; ++i) {
+        if (lab[i] == P(PhaseKind::Backward) || lab[i] == P(PhaseKind::Loss)) break;
+        if (open(i) && !is_data_movement(name(i)) && !is_sync_call(name(i)) && name(i) != "aten::zeros" &&
+            name(i) != "aten::zero_") {
+          first_fwd = i;
+          lab[i] = P(PhaseKind::Forward);
+          break;
+        }
+      }
+    }
+    for (size_t i = 0; i < std::min(first_fwd, n); ++i)
+      if (open(i) && is_data_movement(name(i))) lab[i] = P(PhaseKind::DataLoading);
+    if (first_fwd < n) forward_and_loss(first_fwd);
+    optimizer_after_backward();
+  }
+
+  // From the first forward item to the first backward, zero_grad or optimizer item: the
+  // loss is what leads to a loss op (or, with forward named by the program, what follows
+  // its last forward item; without, a trailing reduction); the rest is forward.
+  void forward_and_loss(size_t first_fwd) {
+    size_t n = items.size();
+    auto open = [&](size_t i) { return lab[i] == kUnknown && !named[i] && is_main_op(i); };
     size_t E = first_fwd + 1;
-    while (E < n && lab[E] != P(PhaseKind::Backward) && lab[E] != P(PhaseKind::ZeroGrad) &&
-           lab[E] != P(PhaseKind::Optimizer))
+    while (E < n && lab[E] != P(PhaseKind::Backward) && lab[E] != P(PhaseKind::ZeroGrad) && lab[E] != P(PhaseKind::Optimizer))
       ++E;
-    bool training = c.has_backward;
+    bool has_fwd_name = false;
+    for (size_t i = first_fwd; i < E; ++i) has_fwd_name |= lab[i] == P(PhaseKind::Forward) && (named[i] || is_marker[i]);
+    for (size_t i = first_fwd; i < E; ++i) has_fwd_name |= lab[i] == P(PhaseKind::Forward) && outer_module_of(c, items[i]) != kNoEvent;
     size_t first_loss = n;
     for (size_t i = first_fwd; i < E && first_loss == n; ++i)
       if (lab[i] == P(PhaseKind::Loss)) first_loss = i;
     if (first_loss < n) {
       for (size_t k = first_loss; k-- > first_fwd + 1;) {
         if (!is_main_op(k)) continue;
-        if (lab[k] != kUnknown || is_parametric(c.name(items[k]))) break;
+        if (!open(k) || is_parametric(name(k))) break;
         lab[k] = P(PhaseKind::Loss);
       }
       for (size_t k = first_loss; k < E; ++k)
-        if (lab[k] == kUnknown && is_main_op(k)) lab[k] = P(PhaseKind::Loss);
-    } else if (training && E < n && lab[E] != P(PhaseKind::Optimizer)) {
+        if (open(k)) lab[k] = P(PhaseKind::Loss);
+    } else if (c.has_backward && E < n && lab[E] != P(PhaseKind::Optimizer)) {
       size_t last_fwd = first_fwd;
       for (size_t i = first_fwd; i < E; ++i)
         if (lab[i] == P(PhaseKind::Forward)) last_fwd = i;
-      if (has_fwd_marker) {
+      if (has_fwd_name) {
         for (size_t k = last_fwd + 1; k < E; ++k)
-          if (lab[k] == kUnknown && is_main_op(k)) lab[k] = P(PhaseKind::Loss);
+          if (open(k)) lab[k] = P(PhaseKind::Loss);
       } else {
         size_t k = E;
         bool reduction = false;
-        while (k > first_fwd + 1 && (!is_main_op(k - 1) || (lab[k - 1] == kUnknown && !is_parametric(c.name(items[k - 1]))))) {
+        while (k > first_fwd + 1 && (!is_main_op(k - 1) || (open(k - 1) && !is_parametric(name(k - 1))))) {
           --k;
-          std::string_view nm = c.name(items[k]);
-          reduction |= nm == "aten::sum" || nm == "aten::mean";
+          reduction |= name(k) == "aten::sum" || name(k) == "aten::mean";
         }
         if (reduction)
           for (size_t j = k; j < E; ++j)
-            if (lab[j] == kUnknown && is_main_op(j)) lab[j] = P(PhaseKind::Loss);
+            if (open(j)) lab[j] = P(PhaseKind::Loss);
       }
     }
     for (size_t i = first_fwd; i < E; ++i)
-      if (lab[i] == kUnknown && is_main_op(i)) lab[i] = P(PhaseKind::Forward);
+      if (open(i)) lab[i] = P(PhaseKind::Forward);
   }
-  // After backward, without an Optimizer.step range: in-place updates are the optimizer.
-  bool has_opt_marker = false;
-  for (const Marker& mk : markers) has_opt_marker |= mk.phase == P(PhaseKind::Optimizer);
-  size_t last_bwd = n;
-  for (size_t i = 0; i < n; ++i)
-    if (lab[i] == P(PhaseKind::Backward)) last_bwd = i;
-  if (!has_opt_marker && last_bwd < n) {
+
+  // After backward, without an optimizer range: in-place updates are the optimizer.
+  void optimizer_after_backward() {
+    size_t n = items.size();
+    for (const Marker& mk : markers)
+      if (mk.phase == P(PhaseKind::Optimizer)) return;
+    size_t last_bwd = n;
+    for (size_t i = 0; i < n; ++i)
+      if (lab[i] == P(PhaseKind::Backward)) last_bwd = i;
+    if (last_bwd == n) return;
     size_t j = last_bwd + 1, like = 0, ops = 0;
     for (; j < n && lab[j] == kUnknown; ++j)
-      if (is_main_op(j)) {
+      if (is_main_op(j) && !named[j]) {
         ++ops;
-        like += is_optimizer_like(c.name(items[j]));
+        like += is_optimizer_like(name(j));
       }
     // Mostly in-place updates: the whole run is the step; else only the updates are.
     bool all = ops >= 4 && like * 2 >= ops;
     for (size_t i = last_bwd + 1; i < j; ++i)
-      if (is_main_op(i) && (all || is_optimizer_like(c.name(items[i])))) lab[i] = P(PhaseKind::Optimizer);
+      if (is_main_op(i) && !named[i] && (all || is_optimizer_like(name(i)))) lab[i] = P(PhaseKind::Optimizer);
   }
-  // The rest: between two items of the same phase it is that phase, else other.
-  for (size_t i = 0; i < n; ++i) {
-    if (lab[i] != kUnknown) continue;
-    size_t j = i;
-    while (j < n && lab[j] == kUnknown) ++j;
-    int8_t before = i > 0 ? lab[i - 1] : kUnknown, after = j < n ? lab[j] : kUnknown;
-    int8_t fill = before == after && before != kUnknown ? before : P(PhaseKind::Other);
-    if (i == 0 && after == P(PhaseKind::DataLoading)) fill = after;
-    for (size_t k = i; k < j; ++k) lab[k] = fill;
-    i = j - 1;
-  }
-  // Runs of one phase become segments; annotation items that are not markers carry no phase.
-  w.segments.clear();
-  for (size_t i = 0; i < n; ++i) {
-    if (is_annotation[i] && !is_marker[i]) continue;
-    auto ph = PhaseKind(lab[i]);
-    Ns s = ev.start[items[i]];
-    if (w.segments.empty() || w.segments.back().phase != ph) {
-      if (!w.segments.empty()) w.segments.back().end = s;
-      w.segments.push_back({ph, w.segments.empty() ? ib : s, ie, kNoNode, {}});
+
+  // The rest: between two items of the same phase (and label) it is that phase, else other.
+  void fill_gaps() {
+    size_t n = items.size();
+    for (size_t i = 0; i < n; ++i) {
+      if (lab[i] != kUnknown) continue;
+      size_t j = i;
+      while (j < n && lab[j] == kUnknown) ++j;
+      int8_t before = i > 0 ? lab[i - 1] : kUnknown, after = j < n ? lab[j] : kUnknown;
+      int8_t fill = before == after && before != kUnknown ? before : P(PhaseKind::Other);
+      int16_t fill_label = fill == before && i > 0 && j < n && label[i - 1] == label[j] ? label[i - 1] : -1;
+      if (i == 0 && after == P(PhaseKind::DataLoading)) fill = after;
+      for (size_t k = i; k < j; ++k) {
+        lab[k] = fill;
+        if (label[k] < 0) label[k] = fill_label;
+      }
+      i = j - 1;
     }
-    w.segments.back().items.push_back(items[i]);
   }
-  if (w.segments.empty()) w.segments.push_back({PhaseKind::Other, ib, ie, kNoNode, {}});
-  // Inside an iteration a segment's end never precedes its start (items can start together).
-  for (auto& s : w.segments) s.end = std::max(s.end, s.begin);
-  // Drop empty-duration segments by merging their items into the next one.
-  for (size_t i = 0; i + 1 < w.segments.size();) {
-    if (w.segments[i].end == w.segments[i].begin) {
+
+  // A serving step's forward is its prefill or decode, as the step's name says.
+  void serving_labels() {
+    if (w.range == kNoEvent || c.has_backward) return;
+    std::string stage = serving_stage(c.name(w.range));
+    if (stage.empty()) return;
+    int16_t l = add_label(stage);
+    for (size_t i = 0; i < items.size(); ++i)
+      if (lab[i] == P(PhaseKind::Forward) && label[i] < 0) label[i] = l;
+  }
+
+  // Runs of one phase and label become segments; annotation items that are not markers carry none.
+  void make_segments() {
+    const auto& ev = c.m.ev;
+    Ns ib = w.it.begin, ie = w.it.end;
+    w.segments.clear();
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (is_annotation[i] && !is_marker[i]) continue;
+      auto ph = PhaseKind(lab[i]);
+      std::string_view lb = label[i] >= 0 ? std::string_view(labels[size_t(label[i])]) : std::string_view();
+      Ns s = ev.start[items[i]];
+      if (w.segments.empty() || w.segments.back().phase != ph || w.segments.back().label != lb) {
+        if (!w.segments.empty()) w.segments.back().end = s;
+        w.segments.push_back({ph, w.segments.empty() ? ib : s, ie, kNoNode, {}, std::string(lb)});
+      }
+      w.segments.back().items.push_back(items[i]);
+    }
+    if (w.segments.empty()) w.segments.push_back({PhaseKind::Other, ib, ie, kNoNode, {}, {}});
+    // Inside an iteration a segment's end never precedes its start (items can start together).
+    for (auto& s : w.segments) s.end = std::max(s.end, s.begin);
+    // Empty-duration segments give their items to the next one.
+    for (size_t i = 0; i + 1 < w.segments.size();) {
+      if (w.segments[i].end != w.segments[i].begin) {
+        ++i;
+        continue;
+      }
       auto& nx = w.segments[i + 1];
       nx.items.insert(nx.items.begin(), w.segments[i].items.begin(), w.segments[i].items.end());
       nx.begin = w.segments[i].begin;
       w.segments.erase(w.segments.begin() + long(i));
-      if (i > 0 && w.segments[i - 1].phase == w.segments[i].phase) {
+      if (i > 0 && w.segments[i - 1].phase == w.segments[i].phase && w.segments[i - 1].label == w.segments[i].label) {
         auto& pv = w.segments[i - 1];
         pv.items.insert(pv.items.end(), w.segments[i].items.begin(), w.segments[i].items.end());
         pv.end = w.segments[i].end;
         w.segments.erase(w.segments.begin() + long(i));
       }
-    } else {
-      ++i;
     }
   }
+};
+
+}  // namespace
+
+void find_phases(Context& c, IterWork& w, Annotation&) {
+  PhaseLabeler p(c, w);
+  p.gather();
+  p.find_markers();
+  p.drop_layer_ranges();
+  p.by_identity_and_names();
+  p.by_position();
+  p.fill_gaps();
+  p.serving_labels();
+  p.make_segments();
 }
 
 }  // namespace strata::annot

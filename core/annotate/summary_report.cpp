@@ -18,6 +18,7 @@ double share(Ns a, Ns b) { return b > 0 ? double(a) / double(b) : 0.0; }
 
 struct PhaseRow {
   PhaseKind phase;
+  std::string name;  // the phase's own name, or the program's for its time ("sparse_data_dist")
   Ns time = 0, gpu_busy = 0;
   uint64_t kernels = 0, count = 0;
   std::map<Bound, Ns> bound;
@@ -40,12 +41,13 @@ Digest digest(const Annotation& a) {
   const AnnotationTree& t = a.tree;
   Digest d;
   d.iterations = std::max<size_t>(1, a.iterations.size());
-  std::map<PhaseKind, PhaseRow> ph;
+  std::map<std::pair<PhaseKind, std::string>, PhaseRow> ph;
   std::unordered_map<std::string, LayerRow> ly;
   for (NodeId i = 0; i < t.size(); ++i) {
     if (t.kind[i] == NodeKind::Phase) {
-      PhaseRow& r = ph[t.phase[i]];
+      PhaseRow& r = ph[{t.phase[i], std::string(t.name_of(i))}];
       r.phase = t.phase[i];
+      r.name = t.name_of(i);
       r.time += t.duration(i);
       r.gpu_busy += t.gpu_busy[i];
       r.kernels += t.kernels[i];
@@ -74,7 +76,15 @@ Digest digest(const Annotation& a) {
   return d;
 }
 
-Bound main_bound(const PhaseRow& r) {
+// A phase's verdict from the replays (Annotation::verdicts), else the bound most of its time had.
+const PhaseVerdict* verdict_of(const Annotation& a, const PhaseRow& r) {
+  for (const PhaseVerdict& v : a.verdicts)
+    if (v.phase == r.name && v.kind == r.phase) return &v;
+  return nullptr;
+}
+
+Bound main_bound(const Annotation& a, const PhaseRow& r) {
+  if (const PhaseVerdict* v = verdict_of(a, r)) return v->bound;
   Bound best = Bound::Unknown;
   Ns bt = -1;
   for (auto& [b, tm] : r.bound)
@@ -104,9 +114,12 @@ std::string summary_text(const TraceModel& m, const Annotation& a) {
   Ns iter_total = 0;
   for (auto& p : d.phases) iter_total += p.time;
   for (auto& p : d.phases)
-    o += strprintf("    %-15s %12s %5.1f%%   GPU busy %12s   %6.1f kernels   bound: %s\n", phase_name(p.phase),
+    o += strprintf("    %-15s %12s %5.1f%%   GPU busy %12s   %6.1f kernels   bound: %s\n", p.name.c_str(),
              format_duration(p.time / Ns(d.iterations)).c_str(), pct(p.time, iter_total), format_duration(p.gpu_busy / Ns(d.iterations)).c_str(),
-             double(p.kernels) / double(d.iterations), bound_name(main_bound(p)));
+             double(p.kernels) / double(d.iterations), bound_name(main_bound(a, p)));
+  for (auto& p : d.phases)
+    if (const PhaseVerdict* v = verdict_of(a, p); v && !v->detail.empty())
+      o += strprintf("      %s: %s, %s\n", p.name.c_str(), bound_name(v->bound), v->detail.c_str());
   o += strprintf("  layers (from %s), top by GPU time per iteration:\n", layer_source_name(a.layer_source));
   for (size_t i = 0; i < d.layers.size() && i < 10; ++i) {
     auto& l = d.layers[i];
@@ -225,9 +238,10 @@ void write_summary_fields(JsonWriter& w, const TraceModel& m, const Annotation& 
   w.key("throughput").begin_object().field("batch_size", r.batch_size).field("samples_per_s", r.samples_per_s).end_object();
   w.key("phases").begin_array();
   for (auto& p : d.phases)
-    w.begin_object().field("phase", phase_name(p.phase)).field("total_ns", p.time).field("per_iteration_ns", p.time / Ns(d.iterations))
+    w.begin_object().field("phase", p.name).field("kind", phase_name(p.phase)).field("total_ns", p.time).field("per_iteration_ns", p.time / Ns(d.iterations))
         .field("gpu_busy_ns", p.gpu_busy).field("kernels", p.kernels).field("segments", p.count)
-        .field("bound", bound_name(main_bound(p))).end_object();
+        .field("bound", bound_name(main_bound(a, p)))
+        .field("bound_detail", verdict_of(a, p) ? verdict_of(a, p)->detail : std::string()).end_object();
   w.end_array();
   w.field("layer_source", layer_source_name(a.layer_source));
   w.key("layers").begin_array();

@@ -41,7 +41,9 @@ const char* bound_name(Bound b) {
     case Bound::Gpu: return "GPU";
     case Bound::CpuLaunch: return "CPU launch";
     case Bound::DataLoading: return "data loading";
-    case Bound::Sync: return "synchronization";
+    case Bound::HostBlocked: return "host blocked";
+    case Bound::Communication: return "communication";
+    case Bound::CpuCompute: return "CPU compute";
   }
   return "?";
 }
@@ -60,8 +62,10 @@ const char* iteration_source_name(IterationSource s) {
   switch (s) {
     case IterationSource::ProfilerStep: return "ProfilerStep ranges";
     case IterationSource::IterationRanges: return "iteration ranges";
+    case IterationSource::StepRanges: return "step ranges";
     case IterationSource::OptimizerStep: return "Optimizer.step markers";
     case IterationSource::DataLoader: return "DataLoader markers";
+    case IterationSource::ModuleCalls: return "top-level module calls";
     case IterationSource::Periodic: return "repeating op sequence";
     case IterationSource::WholeTrace: return "whole trace";
     case IterationSource::None: return "none";
@@ -106,7 +110,7 @@ Bound classify_bound(PhaseKind phase, Ns dur, uint64_t gpu_ops, Ns gpu_busy, Ns 
   const double busy = double(gpu_busy);
   if (busy >= 0.8 * double(std::max<Ns>(dur, 1)) || (gpu_end - gpu_begin > dur && busy >= 0.8 * double(gpu_end - gpu_begin)))
     return Bound::Gpu;
-  if (double(sync) >= 0.3 * double(dur)) return Bound::Sync;
+  if (double(sync) >= 0.3 * double(dur)) return Bound::HostBlocked;
   return Bound::CpuLaunch;
 }
 

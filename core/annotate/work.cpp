@@ -105,6 +105,9 @@ WorkFigures node_work(const TraceModel& m, const Annotation& a, NodeId n) {
     w.sync = t.sync[n];
     w.bound = t.bound[n];
   }
+  if (t.kind[n] == NodeKind::Phase)  // a phase's verdict comes from the replays (Annotation::verdicts)
+    for (const PhaseVerdict& v : a.verdicts)
+      if (v.phase == t.name_of(n) && v.kind == t.phase[n]) w.bound = v.bound, w.bound_detail = v.detail;
   NodeId p = t.parent[n];
   if (p != kNoNode && t.kind[p] != NodeKind::Root) {
     w.share = t.share.empty() ? 0.f : t.share[n];
@@ -162,17 +165,22 @@ std::string bound_reason(const WorkFigures& w) {
   auto pct = [](Ns x, Ns of) { return of > 0 ? 100.0 * double(x) / double(of) : 0.0; };
   switch (w.bound) {
     case Bound::Gpu:
+      if (!w.bound_detail.empty()) return "GPU: " + w.bound_detail;
       if (w.gpu_end - w.gpu_begin > dur)
         return strprintf("GPU: its GPU work (%s, busy %.1f%% of it) outlasts its %s on the host",
                          format_duration(w.gpu_end - w.gpu_begin).c_str(), pct(w.gpu_busy, w.gpu_end - w.gpu_begin),
                          format_duration(dur).c_str());
       return strprintf("GPU: busy %.1f%% of its %s", pct(w.gpu_busy, dur), format_duration(dur).c_str());
     case Bound::CpuLaunch:
+      if (!w.bound_detail.empty()) return "CPU (launch overhead): " + w.bound_detail;
       return strprintf("CPU (launch overhead): the GPU is busy %.1f%% of its %s", pct(w.gpu_busy, dur),
                        format_duration(dur).c_str());
-    case Bound::Sync:
-      return strprintf("synchronization: %.1f%% of its time in calls that wait for the GPU", pct(w.sync, dur));
-    case Bound::DataLoading: return "data loading";
+    case Bound::HostBlocked:
+      if (!w.bound_detail.empty()) return "host blocked: " + w.bound_detail;
+      return strprintf("host blocked: %.1f%% of its time in calls that wait for the GPU", pct(w.sync, dur));
+    case Bound::DataLoading: return w.bound_detail.empty() ? "data loading" : "data loading: " + w.bound_detail;
+    case Bound::Communication: return "communication: " + w.bound_detail;
+    case Bound::CpuCompute: return "CPU compute: " + w.bound_detail;
     case Bound::Unknown: break;
   }
   return w.gpu_ops.empty() ? "no GPU work" : "not bound: it hands work to the GPU";

@@ -34,6 +34,7 @@ const char* edge_kind_name(EdgeKind k) {
     case EdgeKind::HostWait: return "host_wait";
     case EdgeKind::Collective: return "collective";
     case EdgeKind::Wake: return "wake";
+    case EdgeKind::GpuDependency: return "gpu_dependency";
     case EdgeKind::Count: break;
   }
   return "?";
@@ -47,6 +48,8 @@ constexpr Ns kInferredMin = 5'000;
 // A wait the measured timeline contradicts by less than this is clock skew between the host's
 // and the GPU's timestamps, not a sign that there was no wait.
 constexpr Ns kClockTolerance = 2'000;
+// How soon after another stream's op a GPU op must start to be taken as waiting for it.
+constexpr Ns kDependencyWindow = 50'000;
 // How far along a thread's calls a cudaStreamWaitEvent's record and next launch are looked for.
 constexpr ptrdiff_t kNearbyCalls = 64;
 constexpr Ns kMinTime = std::numeric_limits<Ns>::min() / 4;
@@ -569,6 +572,9 @@ class TraceBuilder {
         p.partial.push_back(it.partial);
       }
     }
+    const AnnotationTree& t = a_.tree;
+    for (NodeId n = 0; n < t.size(); ++n)
+      if (t.kind[n] == NodeKind::Phase) p.phases.push_back({n, boundary(t.begin[n]), boundary(t.end[n])});
     p.measured_median = a_.analyses.iter_median ? a_.analyses.iter_median : w1_ - w0_;
   }
 };
@@ -689,8 +695,44 @@ void order_points(Graph& g, std::vector<uint8_t>& keep) {
   }
 }
 
+// A GPU op that started later than all it is known to wait for, just after an op of another
+// stream of its device ended, waited for that op (an event the trace did not record): that
+// wait becomes an edge, so that the op moves when the one it waited for does.
+void infer_gpu_dependencies(Graph& g) {
+  struct End { Ns t; Vertex v; };
+  std::unordered_map<uint64_t, std::vector<End>> by_device;  // (part, device) → GPU ops by end
+  auto device_key = [&](Vertex v) { return uint64_t(g.part_of(v)) << 32 | uint32_t(g.lanes[g.lane[v]].device); };
+  for (Vertex v = 0; v < g.size(); ++v)
+    if (g.kind[v] == VertexKind::GpuOp) by_device[device_key(v)].push_back({g.start[v] + g.dur[v], v});
+  for (auto& [k, ends] : by_device) std::sort(ends.begin(), ends.end(), [](const End& a, const End& b) { return a.t < b.t; });
+  size_t added = 0;
+  for (Vertex v = 0; v < g.size(); ++v) {
+    if (g.kind[v] != VertexKind::GpuOp) continue;
+    const Point q = start_point(v);
+    const Ns tq = g.measured(q);
+    Ns bound = kMinTime;
+    for (size_t k = g.in_begin[q]; k < g.in_begin[q + 1]; ++k) {
+      const Edge& e = g.edges[k];
+      bound = std::max(bound, (e.from == kNoPoint ? 0 : g.measured(e.from)) + e.lag);
+    }
+    if (tq - bound <= kInferredMin) continue;
+    const auto& ends = by_device[device_key(v)];
+    auto it = std::upper_bound(ends.begin(), ends.end(), tq + kClockTolerance, [](Ns t, const End& x) { return t < x.t; });
+    while (it != ends.begin() && g.lane[(it - 1)->v] == g.lane[v]) --it;
+    if (it == ends.begin()) continue;
+    const End& u = *(it - 1);
+    if (u.t <= bound || tq - u.t > kDependencyWindow) continue;
+    g.edges.push_back({end_point(u.v), q, 0, EdgeKind::GpuDependency});
+    ++g.stats.edges[size_t(EdgeKind::GpuDependency)];
+    ++added;
+  }
+  g.stats.inferred_dependencies = added;
+  if (added) index_edges(g);
+}
+
 void finish(Graph& g) {
   index_edges(g);
+  infer_gpu_dependencies(g);
   std::vector<uint8_t> keep = calibrate(g);
   order_points(g, keep);
   // Drop what calibration and ordering rejected, and index again.

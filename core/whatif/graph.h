@@ -59,6 +59,7 @@ enum class EdgeKind : uint8_t {
   HostWait,         // GPU op's end → the end of the host call that waits for it
   Collective,       // a member's arrival (start) → another member's end
   Wake,             // another thread's point → the end of a thread's idle stretch it resumed after
+  GpuDependency,    // (inferred) another stream's op end → the start of a GPU op that waited for it
   Count
 };
 const char* edge_kind_name(EdgeKind k);
@@ -96,6 +97,8 @@ struct Part {
   int64_t rank = -1;
   Ns clock_offset = 0;  // added to the trace's times (jobs: onto the reference clock)
   std::vector<Boundary> boundaries;  // each iteration's start and end, in turn (2i, 2i + 1)
+  struct PhaseSpan { NodeId node; Boundary begin, end; };
+  std::vector<PhaseSpan> phases;     // each phase node of the annotation, its start and end
   std::vector<uint8_t> partial;      // per iteration: cut by the trace's edge
   std::vector<Vertex> gpu_by_issue;  // GPU ops by the time they were issued (launched)
   Ns measured_median = 0;            // the annotation's median iteration
@@ -106,6 +109,7 @@ struct Part {
 
 struct GraphStats {
   std::array<uint64_t, size_t(EdgeKind::Count)> edges{};
+  uint64_t inferred_dependencies = 0;  // GPU ops found waiting for another stream's op (GpuDependency edges)
   uint64_t inferred_waits = 0;  // GPU ops that started later than every known predecessor allowed
   Ns inferred_wait_time = 0;
   uint64_t dropped_edges = 0;   // waits the measured timeline contradicts (the GPU op ended after the call returned)

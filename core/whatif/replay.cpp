@@ -75,6 +75,7 @@ ReplayResult replay(const Graph& g, const std::vector<double>& scale, const Prog
       pr.iterations.push_back(at(part.boundaries[2 * i + 1]) - at(part.boundaries[2 * i]));
       if (!part.partial[i]) complete.push_back(pr.iterations.back());
     }
+    for (const Part::PhaseSpan& ph : part.phases) pr.phases.push_back(std::max<Ns>(0, at(ph.end) - at(ph.begin)));
     pr.median = median(complete.empty() ? pr.iterations : complete);
     if (part.boundaries.size() >= 2) pr.window = at(part.boundaries.back()) - at(part.boundaries.front());
     r.iteration = std::max(r.iteration, pr.median);

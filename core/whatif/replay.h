@@ -10,6 +10,7 @@ namespace strata::whatif {
 
 struct PartReplay {
   std::vector<Ns> iterations;  // predicted length of each iteration
+  std::vector<Ns> phases;      // predicted length of each phase node (as Part::phases)
   Ns median = 0;               // over complete iterations (all when none is complete)
   Ns window = 0;               // from the first iteration's start to the last one's end
 };

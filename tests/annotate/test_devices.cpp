@@ -180,7 +180,7 @@ const char* kDadd = "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum";
 
 std::string counter(const char* name, double v) { return "\"" + std::string(name) + "\": " + std::to_string(v); }
 
-// One step: `layer1` (aten::mm) and `layer2` (aten::add), one cudaLaunchKernel each; the range
+// One step: `layer1` (aten::mm) and `layer2` (aten::linear), one cudaLaunchKernel each; the range
 // profiler's ranges come later on GPU 0 with made-up, evenly split times, as Kineto writes them.
 Json range_trace(int ranges) {
   Json j;
@@ -190,7 +190,7 @@ Json range_trace(int ranges) {
   j.x("cpu_op", "aten::mm", 100, 1, 20, 100);
   j.x("cuda_runtime", "cudaLaunchKernel", 100, 1, 30, 10, corr(5));
   j.x("user_annotation", "layer2", 100, 1, 400, 300);
-  j.x("cpu_op", "aten::add", 100, 1, 410, 100);
+  j.x("cpu_op", "aten::linear", 100, 1, 410, 100);
   j.x("cuda_runtime", "cudaLaunchKernel", 100, 1, 420, 10, corr(6));
   const std::string first = "{" + counter(kFfma, 1000) + ", " + counter(kFadd, 10) + ", " + counter(kFmul, 20) + ", " +
                             counter(kHfma, 5) + ", " + counter(kDadd, 1) + ", \"gpu__time_duration.sum\": 2000}";
