@@ -19,7 +19,9 @@ Rgba idle_cause_colour(IdleCause c) {
   switch (c) {
     case IdleCause::Launch: return base_colour(Hue::Backward);
     case IdleCause::DataLoading: return base_colour(Hue::DataLoading);
-    case IdleCause::Sync: return base_colour(Hue::Optimizer);
+    case IdleCause::HostBlocked: return base_colour(Hue::Optimizer);
+    case IdleCause::Communication: return base_colour(Hue::Communication);
+    case IdleCause::CpuCompute: return base_colour(Hue::Forward);
     default: return base_colour(Hue::Python);
   }
 }
@@ -49,9 +51,8 @@ std::vector<LegendEntry> track_legend() {
 
 std::vector<LegendEntry> idle_cause_legend() {
   // The Summary's words for each cause.
-  static constexpr const char* kWhat[] = {"waiting on host launches", "data loading", "synchronization", "other"};
   std::vector<LegendEntry> out;
-  for (uint8_t c = 0; c < uint8_t(IdleCause::Count); ++c) out.push_back({kWhat[c], idle_cause_colour(IdleCause(c))});
+  for (uint8_t c = 0; c < uint8_t(IdleCause::Count); ++c) out.push_back({idle_cause_name(IdleCause(c)), idle_cause_colour(IdleCause(c))});
   return out;
 }
 

@@ -76,11 +76,10 @@ void draw_summary(Viewer& v) {
     ImVec2 p = ImGui::GetCursorScreenPos();
     float h = 10 * s;
     ImDrawList* dl = ImGui::GetWindowDrawList();
-    struct Part { Ns ns; render::Rgba c; const char* what; } parts[] = {
-        {r.idle.launch, render::idle_cause_colour(IdleCause::Launch), "waiting on host launches"},
-        {r.idle.data_loading, render::idle_cause_colour(IdleCause::DataLoading), "data loading"},
-        {r.idle.sync, render::idle_cause_colour(IdleCause::Sync), "synchronization"},
-        {r.idle.other, render::idle_cause_colour(IdleCause::Other), "other"}};
+    struct Part { Ns ns; render::Rgba c; const char* what; };
+    std::vector<Part> parts;
+    for (size_t k = 0; k < size_t(IdleCause::Count); ++k)
+      parts.push_back({r.idle.by_cause[k], render::idle_cause_colour(IdleCause(k)), idle_cause_name(IdleCause(k))});
     float x = p.x;
     for (const Part& pt : parts) {
       float w = float(double(pt.ns) / double(r.idle.total)) * cw;

@@ -12,9 +12,24 @@ namespace strata {
 
 const char* idle_cause_name(IdleCause c) {
   switch (c) {
-    case IdleCause::Launch: return "launch";
+    case IdleCause::Launch: return "launch overhead";
     case IdleCause::DataLoading: return "data loading";
-    case IdleCause::Sync: return "synchronization";
+    case IdleCause::HostBlocked: return "host blocked";
+    case IdleCause::Communication: return "communication";
+    case IdleCause::CpuCompute: return "CPU compute";
+    case IdleCause::Other: return "other";
+    case IdleCause::Count: break;
+  }
+  return "?";
+}
+
+const char* idle_cause_key(IdleCause c) {
+  switch (c) {
+    case IdleCause::Launch: return "launch";
+    case IdleCause::DataLoading: return "data_loading";
+    case IdleCause::HostBlocked: return "host_blocked";
+    case IdleCause::Communication: return "communication";
+    case IdleCause::CpuCompute: return "cpu_compute";
     case IdleCause::Other: return "other";
     case IdleCause::Count: break;
   }
@@ -46,6 +61,10 @@ bool is_tensor_core_kernel(std::string_view n) {
 
 namespace annot {
 namespace {
+
+// A gap this short before an op that was already issued is the GPU's own launch latency (as
+// the what-if graph's kInferredMin: a longer delay is a wait the trace does not show).
+constexpr Ns kLaunchLatency = 5'000;
 
 // The shape of input `which` from an op's "Input Dims"; empty when not recorded.
 std::vector<int64_t> input_shape(std::string_view src, int which) {
@@ -236,34 +255,49 @@ void run_analyses(Context& c, Annotation& a) {
 
   // Idle gaps and their causes. Gaps come in time order, so every lookup is a forward cursor.
   PhaseIndex phases(t);
-  std::vector<Interval> syncs;
+  std::vector<Interval> syncs, launches, collectives;  // on CPU threads, merged
   for (size_t ti = 0; ti < m.tracks.size(); ++ti) {
     if (m.tracks[ti].kind != TrackKind::CpuThread) continue;
-    for (EventId e = m.tracks[ti].events.begin; e < m.tracks[ti].events.end; ++e)
+    for (EventId e = m.tracks[ti].events.begin; e < m.tracks[ti].events.end; ++e) {
       if (c.is_sync(e)) syncs.push_back({ev.start[e], ev.end(e)});
+      else if (m.gpu_op_of(e) != kNoEvent) launches.push_back({ev.start[e], ev.end(e)});
+      if ((c.is_root(e) || ev.category(e) == Cat::UserAnnotation) && is_host_collective(m.name_of(e)))
+        collectives.push_back({ev.start[e], ev.end(e)});
+    }
   }
-  merge_intervals(syncs);
+  for (auto* v : {&syncs, &launches, &collectives}) merge_intervals(*v);
+  // Time of merged intervals `v` inside [gs, ge); `i` is the caller's cursor into `v`.
+  auto overlap = [](const std::vector<Interval>& v, size_t& i, Ns gs, Ns ge) {
+    while (i < v.size() && v[i].second <= gs) ++i;
+    Ns in = 0;
+    for (size_t k = i; k < v.size() && v[k].first < ge; ++k) in += std::min(ge, v[k].second) - std::max(gs, v[k].first);
+    return in;
+  };
   for (const Lane& l : devs) {
     if (!l.ops) continue;
     const auto& ops = devs.size() > 1 ? l.all : c.gpu_ops;
-    size_t ph_i = 0, sy_i = 0, op_i = 0;  // first phase starting after, sync at or after, op at or after
+    size_t ph_i = 0, sy_i = 0, la_i = 0, co_i = 0, op_i = 0;  // cursors
     Ns prev = W0;
     auto cause_of = [&](Ns gs, Ns ge) {
       Ns len = ge - gs, mid = gs + len / 2;
       while (ph_i < phases.spans.size() && phases.spans[ph_i].b <= mid) ++ph_i;
       NodeId ph = ph_i && mid < phases.spans[ph_i - 1].e ? phases.spans[ph_i - 1].n : kNoNode;
       if (ph != kNoNode && t.phase[ph] == PhaseKind::DataLoading) return IdleCause::DataLoading;
-      while (sy_i < syncs.size() && syncs[sy_i].first < gs) ++sy_i;
-      Ns in_sync = 0;
-      for (size_t i = sy_i ? sy_i - 1 : 0; i < syncs.size() && syncs[i].first < ge; ++i)
-        in_sync += std::max<Ns>(0, std::min(ge, syncs[i].second) - std::max(gs, syncs[i].first));
-      if (in_sync * 2 >= len) return IdleCause::Sync;
+      if (overlap(syncs, sy_i, gs, ge) * 2 >= len) return IdleCause::HostBlocked;
+      if (overlap(collectives, co_i, gs, ge) * 2 >= len) return IdleCause::Communication;
+      const Ns in_launch = overlap(launches, la_i, gs, ge);
       while (op_i < ops.size() && ev.start[ops[op_i]] < ge) ++op_i;
-      if (op_i < ops.size()) {
-        EventId ln = m.launch_of(ops[op_i]);
-        if (ln != kNoEvent && ev.start[ln] + ev.dur[ln] / 2 >= gs) return IdleCause::Launch;
+      EventId next = op_i < ops.size() ? ops[op_i] : kNoEvent;
+      EventId ln = next != kNoEvent ? m.launch_of(next) : kNoEvent;
+      if (ln != kNoEvent && ev.start[ln] + ev.dur[ln] / 2 < gs) {  // issued before the GPU went idle
+        if (ev.category(next) == Cat::Kernel && is_communication_kernel(m.name_of(next)))
+          return IdleCause::Communication;  // a collective waiting for its peers
+        if (len <= kLaunchLatency) return IdleCause::Launch;  // the GPU's own latency between queued ops
+        return IdleCause::Other;  // a wait the trace does not show
       }
-      return IdleCause::Other;
+      // The GPU waited for the host to issue its next op (or the trace does not link it, or
+      // there is none): the host's launches, else its own work (ops, Python).
+      return in_launch * 2 >= len ? IdleCause::Launch : IdleCause::CpuCompute;
     };
     auto gap = [&](Ns gs, Ns ge) {
       if (ge <= gs) return;
@@ -271,9 +305,7 @@ void run_analyses(Context& c, Annotation& a) {
       const IdleCause cause = cause_of(gs, ge);
       ++r.idle.count;
       r.idle.total += len;
-      (cause == IdleCause::Launch ? r.idle.launch : cause == IdleCause::DataLoading ? r.idle.data_loading
-                                                  : cause == IdleCause::Sync      ? r.idle.sync
-                                                                                  : r.idle.other) += len;
+      r.idle.by_cause[size_t(cause)] += len;
       r.idle.gaps.push_back({gs, ge, l.device, cause});
     };
     // The device's busy intervals again, merged as above; each new one ends a gap.

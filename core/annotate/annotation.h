@@ -153,10 +153,13 @@ struct NameStat {
   GpuWork kind = GpuWork::Compute;   // GPU ops: what it does
 };
 
-// Why a GPU sat idle: waiting on the host's launches, in data loading, the host in a call that
-// waits for the GPU, or none of those.
-enum class IdleCause : uint8_t { Launch, DataLoading, Sync, Other, Count };
-const char* idle_cause_name(IdleCause c);  // "launch", "data loading", "synchronization", "other"
+// Why a GPU sat idle, in the classes of the phase verdicts: the host issuing the next op
+// (launch overhead), data loading, the host blocked in a call that waits for the GPU,
+// communication (the host in a collective, or the next op a collective waiting for its
+// peers), the host's own CPU work (ops and Python that launch nothing), or none of those.
+enum class IdleCause : uint8_t { Launch, DataLoading, HostBlocked, Communication, CpuCompute, Other, Count };
+const char* idle_cause_name(IdleCause c);  // "launch overhead", "data loading", "host blocked", …
+const char* idle_cause_key(IdleCause c);   // JSON: "launch", "data_loading", "host_blocked", …
 
 struct IdleGap {
   Ns begin = 0, end = 0;
@@ -165,8 +168,10 @@ struct IdleGap {
 };
 
 struct IdleGaps {
-  Ns total = 0, launch = 0, data_loading = 0, sync = 0, other = 0;
+  Ns total = 0;
+  std::array<Ns, size_t(IdleCause::Count)> by_cause{};
   uint64_t count = 0;
+  Ns of(IdleCause c) const { return by_cause[size_t(c)]; }
   std::vector<IdleGap> gaps;  // each gap, per device in time order (devices one after another)
 };
 

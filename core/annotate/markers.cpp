@@ -88,6 +88,18 @@ std::string serving_stage(std::string_view n) {
   return {};
 }
 
+bool is_host_collective(std::string_view n) {
+  if (n.starts_with("c10d::") || n.starts_with("nccl:") || n.starts_with("gloo:") || n.starts_with("rccl:") ||
+      n.find("record_param_comms") != std::string_view::npos)
+    return true;
+  std::string l = lower_ascii(n.substr(0, 80));
+  static constexpr std::array<std::string_view, 8> verbs = {"all_reduce", "allreduce", "all_gather", "allgather",
+                                                            "all_to_all", "alltoall", "reduce_scatter", "all2all"};
+  for (std::string_view v : verbs)
+    if (has(l, v)) return true;
+  return false;
+}
+
 std::string_view clean_range_name(std::string_view n) {
   auto junk = [](char ch) { return ch == '#' || ch == ' ' || ch == '\t'; };
   while (!n.empty() && junk(n.front())) n.remove_prefix(1);

@@ -48,6 +48,9 @@ struct RangeName {
   std::string label;
 };
 RangeName read_range_name(std::string_view n);
+// A host-side collective: c10d's and the process groups' calls ("c10d::allreduce_",
+// "nccl:all_reduce", "gloo:send", "record_param_comms").
+bool is_host_collective(std::string_view n);
 // "## sparse_data_dist ##" → "sparse_data_dist".
 std::string_view clean_range_name(std::string_view n);
 

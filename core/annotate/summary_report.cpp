@@ -160,11 +160,12 @@ std::string summary_text(const TraceModel& m, const Annotation& a) {
     if (u.stream < 0) o += strprintf("    GPU %d: %5.1f%% busy (%" PRIu64 " ops)\n", u.device, pct(u.busy, u.elapsed), u.ops);
     else o += strprintf("      stream %" PRId64 ": %5.1f%% busy (%" PRIu64 " ops)\n", u.stream, pct(u.busy, u.elapsed), u.ops);
   }
-  if (r.idle.count)
-    o += strprintf("  GPU idle: %s in %" PRIu64 " gaps: waiting on host launches %.1f%%, data loading %.1f%%, synchronization "
-             "%.1f%%, other %.1f%%\n",
-             format_duration(r.idle.total).c_str(), r.idle.count, pct(r.idle.launch, r.idle.total), pct(r.idle.data_loading, r.idle.total),
-             pct(r.idle.sync, r.idle.total), pct(r.idle.other, r.idle.total));
+  if (r.idle.count) {
+    o += strprintf("  GPU idle: %s in %" PRIu64 " gaps:", format_duration(r.idle.total).c_str(), r.idle.count);
+    for (size_t k = 0; k < size_t(IdleCause::Count); ++k)
+      o += strprintf("%s %s %.1f%%", k ? "," : "", idle_cause_name(IdleCause(k)), pct(r.idle.by_cause[k], r.idle.total));
+    o += "\n";
+  }
   if (r.kernel_total)
     o += strprintf("  compute %s, communication %s (overlapped with compute %s), memory ops %s; tensor-core kernels %.1f%% of "
              "kernel time\n",
@@ -197,8 +198,10 @@ void write_summary_panel_fields(JsonWriter& w, const Annotation& a) {
         .field("elapsed_ns", u.elapsed).field("ops", u.ops).field("utilization", u.elapsed ? double(u.busy) / double(u.elapsed) : 0.0)
         .end_object();
   w.end_array();
-  w.key("idle").begin_object().field("gaps", r.idle.count).field("total_ns", r.idle.total).field("launch_ns", r.idle.launch)
-      .field("data_loading_ns", r.idle.data_loading).field("sync_ns", r.idle.sync).field("other_ns", r.idle.other).end_object();
+  w.key("idle").begin_object().field("gaps", r.idle.count).field("total_ns", r.idle.total);
+  for (size_t k = 0; k < size_t(IdleCause::Count); ++k)
+    w.field(std::string(idle_cause_key(IdleCause(k))) + "_ns", r.idle.by_cause[k]);
+  w.end_object();
   w.key("kernels").begin_array();
   for (size_t i = 0; i < r.kernels.size() && i < 50; ++i) {
     auto& k = r.kernels[i];

@@ -105,11 +105,9 @@ void explain(const std::vector<RankData>& ranks, const JobAnalysis::Instance& in
   // The host fell behind: the GPU sat idle waiting for it.
   IdleCause cause = IdleCause::Other;
   Ns best = 0;
-  for (IdleCause c : {IdleCause::Launch, IdleCause::Sync, IdleCause::Other})
+  for (IdleCause c : {IdleCause::Launch, IdleCause::HostBlocked, IdleCause::Communication, IdleCause::CpuCompute, IdleCause::Other})
     if (Ns e = idle_excess(c); e > best) best = e, cause = c;
-  s.cause = cause == IdleCause::Launch ? "CPU-side gap: launch overhead"
-            : cause == IdleCause::Sync ? "CPU-side gap: synchronization"
-                                       : "CPU-side gap";
+  s.cause = cause == IdleCause::Other ? "CPU-side gap" : std::string("CPU-side gap: ") + idle_cause_name(cause);
   s.phase = phase_name(PhaseKind(most_grown_phase(false)));
   s.layer = most_grown(me, mine.layers, other_layers, false, half);
 }

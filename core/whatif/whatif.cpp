@@ -49,6 +49,7 @@ Report what_if(const Graph& g, const std::vector<Scenario>& scenarios, std::stri
     ScenarioResult out;
     out.scenario = s;
     out.changed = sc.changed;
+    out.phases = phase_predictions(g, r.baseline, rr);
     out.notes = std::move(sc.notes);
     for (size_t p = 0; p < rr.parts.size(); ++p) {
       const PartReplay& base = r.baseline.parts[p];
@@ -82,6 +83,11 @@ std::string report_json(const Graph& g, const Report& r) {
     w.begin_object().field("name", s.scenario.name).field("predicted_ns", int64_t(s.predicted)).field("speedup", s.speedup);
     w.field("saving", saving(r.predicted, s.predicted)).field("description", describe(s.scenario));
     w.field("changed_vertices", s.changed);
+    w.key("phases").begin_array();
+    for (const PhasePrediction& p : s.phases)
+      w.begin_object().field("phase", p.phase).field("kind", phase_name(p.kind)).field("measured_ns", int64_t(p.measured))
+          .field("predicted_ns", int64_t(p.predicted)).end_object();
+    w.end_array();
     w.key("notes").begin_array();
     for (const std::string& n : s.notes) w.value(n);
     w.end_array().end_object();

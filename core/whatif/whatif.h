@@ -5,6 +5,7 @@
 #include "core/whatif/graph.h"
 #include "core/whatif/replay.h"
 #include "core/whatif/scenarios.h"
+#include "core/whatif/verdict.h"
 
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@ struct ScenarioResult {
   uint64_t changed = 0; // vertices whose work changed
   std::vector<std::vector<Ns>> iterations;  // per part, per iteration, as replayed
   std::vector<Ns> part_predicted;           // per part: its iteration
+  std::vector<PhasePrediction> phases;      // per phase name, per iteration: unchanged and with the change
   std::vector<std::string> notes;
 };
 
