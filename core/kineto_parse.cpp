@@ -162,6 +162,19 @@ bool read_int(od::value v, int64_t& out) {
   return json::parse_int(v.raw_json_token(), out);
 }
 
+// A `ts` or `dur` in microseconds: a JSON number, or (torch_npu writes them so) a string holding
+// one, read with the same exact rounding. Numbers, by far the most common, are tried first.
+bool read_micros(od::value v, Ns& ns) {
+  std::string_view t = v.raw_json_token();
+  if (t.empty() || t.front() != '"') return json::micros_to_ns(t, ns);
+  t = json::trim_token(t);
+  if (t.size() < 3 || t.back() != '"') return false;
+  t = t.substr(1, t.size() - 2);
+  // Escapes or spaces inside the quotes make it no plain decimal number.
+  if (json::is_ws(t.front()) || json::is_ws(t.back()) || t.find('\\') != std::string_view::npos) return false;
+  return json::micros_to_ns(t, ns);
+}
+
 IntOrString read_int_or_string(od::value v) {
   IntOrString r;
   od::json_type type;
@@ -323,7 +336,7 @@ bool EventParser::read_fields(od::object& obj, Fields& f, size_t at) {
           if (!raw_string(v, f.ph, esc)) f.ph = "?";
         } else if (k == "ts") {
           f.has_ts = true;
-          f.bad_ts = !json::micros_to_ns(v.raw_json_token(), f.ts);
+          f.bad_ts = !read_micros(v, f.ts);
         } else if (k == "id") {
           f.flow_id = read_int_or_string(v);
         } else if (k == "bp") {
@@ -336,7 +349,7 @@ bool EventParser::read_fields(od::object& obj, Fields& f, size_t at) {
           if (!raw_string(v, f.cat, f.cat_escaped)) f.cat = {};
         } else if (k == "dur") {
           f.has_dur = true;
-          f.bad_dur = !json::micros_to_ns(v.raw_json_token(), f.dur);
+          f.bad_dur = !read_micros(v, f.dur);
         } else if (k == "pid") {
           f.pid = read_int_or_string(v);
         } else if (k == "tid") {

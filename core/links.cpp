@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace strata {
 
@@ -231,6 +233,88 @@ void sort_flows(std::vector<FlowRec>& flows) {
   });
 }
 
+// A flow resolved to the slices at its two ends.
+struct FlowPair {
+  EventId src, dst;
+  Ns ts;  // of the flow's start
+  uint8_t cat;
+};
+
+// Resolving launch flows (ac2g, torch_npu's async_npu and HostToDevice: a host event → the GPU
+// op it launched) to the launch call itself.
+class LaunchResolver {
+ public:
+  LaunchResolver(TraceModel& m, const std::vector<FlowPair>& pairs, uint8_t fwdbwd_cat) : m_(m), pairs_(pairs) {
+    const auto& ev = m.ev;
+    // Task queues: a flow from a launch call to a span on another host thread hands that launch
+    // to the span's thread (torch_npu's enqueue → dequeue, async_task_queue): the launch calls
+    // made inside the span are the host side of the queued one.
+    for (const FlowPair& p : pairs) {
+      if (p.cat == fwdbwd_cat || !is_launch_cat(ev.category(p.src)) || is_gpu_cat(ev.category(p.dst))) continue;
+      uint32_t ts = m.track_of(p.src), td = m.track_of(p.dst);
+      if (ts != td && td != kNoTrack && m.tracks[td].kind == TrackKind::CpuThread) queued_by_.emplace(p.dst, p.src);
+    }
+  }
+
+  void link(const FlowPair& p) {
+    auto& ev = m_.ev;
+    // The launch call itself when the flow starts inside the call (or an op under it) …
+    EventId launch = p.src;
+    while (launch != kNoEvent && !is_launch_cat(ev.category(launch))) launch = m_.parent_of(launch);
+    // … else the call the op makes after the flow's start (torch_npu starts the flow at the op).
+    if (launch == kNoEvent) launch = launch_made_by(p.src, p.ts);
+    if (launch == kNoEvent) {
+      link_pair(ev, p.src, p.dst);
+      return;
+    }
+    // A call made on a task queue's thread: the launch is the one queued on the op's thread;
+    // the call keeps its GPU op too.
+    for (int hops = 0; hops < 8 && !queued_by_.empty(); ++hops) {
+      EventId queued = kNoEvent;
+      for (EventId a = m_.parent_of(launch); a != kNoEvent && queued == kNoEvent; a = m_.parent_of(a))
+        if (auto it = queued_by_.find(a); it != queued_by_.end()) queued = it->second;
+      if (queued == kNoEvent) break;
+      if (ev.link[launch] == kNoEvent || ev.start[p.dst] < ev.start[ev.link[launch]]) ev.link[launch] = p.dst;
+      launch = queued;
+    }
+    link_pair(ev, launch, p.dst);
+  }
+
+ private:
+  // The launch call an op makes at or after t: among the launch calls under it that start a
+  // launch or queue flow, the first; else its first launch call. A few events per level are
+  // looked at, not the whole op.
+  EventId launch_made_by(EventId op, Ns t) {
+    const auto& ev = m_.ev;
+    uint32_t tr = m_.track_of(op);
+    if (tr == kNoTrack) return kNoEvent;
+    if (!sources_known_) {  // rarely needed (a flow that starts in no launch call): made the first time
+      sources_known_ = true;
+      for (const FlowPair& p : pairs_)
+        if (is_gpu_op_cat(ev.category(p.dst)) || queued_by_.count(p.dst)) flow_sources_.insert(p.src);
+    }
+    const auto& levels = m_.tracks[tr].levels;
+    EventId first = kNoEvent, flowing = kNoEvent;
+    auto earlier = [&](EventId e, EventId best) { return best == kNoEvent || ev.start[e] < ev.start[best]; };
+    for (size_t d = size_t(ev.depth[op]) + 1; d < levels.size(); ++d) {
+      auto b = ev.start.begin() + levels[d].begin, en = ev.start.begin() + levels[d].end;
+      auto e = EventId(std::lower_bound(b, en, std::max(t, ev.start[op])) - ev.start.begin());
+      for (int seen = 0; e < levels[d].end && ev.start[e] <= ev.end(op) && seen < 32; ++e, ++seen) {
+        if (!is_launch_cat(ev.category(e))) continue;
+        if (earlier(e, first)) first = e;
+        if (flow_sources_.count(e) && earlier(e, flowing)) flowing = e;
+      }
+    }
+    return flowing != kNoEvent ? flowing : first;
+  }
+
+  TraceModel& m_;
+  const std::vector<FlowPair>& pairs_;
+  std::unordered_map<EventId, EventId> queued_by_;  // a task queue's span → the launch queued there
+  bool sources_known_ = false;
+  std::unordered_set<EventId> flow_sources_;        // launch and queue flows start in these
+};
+
 // `flows` sorted by sort_flows().
 void link_flows(TraceModel& m, const std::vector<FlowRec>& flows) {
   auto& ev = m.ev;
@@ -247,10 +331,22 @@ void link_flows(TraceModel& m, const std::vector<FlowRec>& flows) {
   };
   size_t half = flows.size() / 2;
   in_two_threads(flows.size() >= (1u << 16), [&] { bind_range(0, half); }, [&] { bind_range(half, flows.size()); });
-  std::vector<size_t> open;
+  std::vector<size_t> open, early;
+  std::vector<FlowPair> pairs;
+  auto pair = [&](size_t s, size_t f) {
+    EventId src = bound[s], dst = bound[f];
+    ++st.flows_total;
+    if (src == kNoEvent || dst == kNoEvent) {
+      ++st.flow_events_unmatched;
+      return;
+    }
+    ++st.flows_resolved;
+    pairs.push_back({src, dst, flows[s].ts, flows[f].cat});
+  };
   for (size_t i = 0; i < flows.size();) {
     size_t j = i;
     open.clear();
+    early.clear();
     for (; j < flows.size() && flows[j].cat == flows[i].cat && flows[j].id == flows[i].id; ++j) {
       const FlowRec& f = flows[j];
       if (f.phase == EventPhase::FlowStart) {
@@ -259,28 +355,28 @@ void link_flows(TraceModel& m, const std::vector<FlowRec>& flows) {
       }
       if (f.phase != EventPhase::FlowEnd) continue;  // steps carry no binding we use
       if (open.empty()) {
-        ++st.flow_events_unmatched;
+        early.push_back(j);
         continue;
       }
-      EventId src = bound[open.back()], dst = bound[j];
+      pair(open.back(), j);
       open.pop_back();
-      ++st.flows_total;
-      if (src == kNoEvent || dst == kNoEvent) {
-        ++st.flow_events_unmatched;
-        continue;
-      }
-      ++st.flows_resolved;
-      if (is_gpu_op_cat(ev.category(dst))) {
-        // Bind to the launch call itself when the flow starts inside an op that made it.
-        EventId launch = src;
-        while (launch != kNoEvent && !is_launch_cat(ev.category(launch))) launch = m.parent_of(launch);
-        link_pair(ev, launch != kNoEvent ? launch : src, dst);
-      } else if (f.cat == fwdbwd_cat) {
-        record_fwd_bwd(m, src, dst);
-      }
     }
-    st.flow_events_unmatched += open.size();
+    // Ends before their starts: two clocks that disagree (torch_npu's HostToDevice flows start
+    // at the host's call, end at the device's task, and the device's clock can run behind).
+    // Left over in one id, they pair in time order.
+    size_t k = 0;
+    for (; k < early.size() && k < open.size(); ++k) pair(open[k], early[k]);
+    st.flow_events_unmatched += open.size() + early.size() - 2 * k;
     i = j;
+  }
+  // Launches once every flow is bound: a queued launch is known only from its queue's flow.
+  bool launches = false;
+  for (const FlowPair& p : pairs) launches |= is_gpu_op_cat(ev.category(p.dst));
+  std::optional<LaunchResolver> resolver;
+  if (launches) resolver.emplace(m, pairs, fwdbwd_cat);
+  for (const FlowPair& p : pairs) {
+    if (is_gpu_op_cat(ev.category(p.dst))) resolver->link(p);
+    else if (p.cat == fwdbwd_cat) record_fwd_bwd(m, p.src, p.dst);
   }
 }
 

@@ -10,6 +10,7 @@
 #include <charconv>
 #include <map>
 #include <numeric>
+#include <utility>
 
 namespace strata {
 
@@ -36,8 +37,14 @@ void permute(std::vector<T>& col, const std::vector<uint32_t>& perm) {
 // Below this many events a second thread costs more than it saves.
 constexpr size_t kParallelMin = 1 << 16;
 
+// The number after `prefix` (any case) and spaces: "stream 7", "Stream 3"; else -1.
 int64_t number_after(std::string_view s, std::string_view prefix) {
-  if (s.substr(0, prefix.size()) != prefix) return -1;
+  if (s.size() < prefix.size()) return -1;
+  for (size_t i = 0; i < prefix.size(); ++i) {
+    char c = s[i];
+    if (c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
+    if (c != prefix[i]) return -1;
+  }
   s.remove_prefix(prefix.size());
   while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
   int64_t v = -1;
@@ -49,6 +56,19 @@ int64_t number_after(std::string_view s, std::string_view prefix) {
 int64_t device_of(const StringTable& strings, const Process& p) {
   int64_t d = device_number_of_label(strings.view(p.labels));
   return d >= 0 || p.labels != kNoStr ? d : device_number_of_label(strings.view(p.name));
+}
+
+// A process row that is an accelerator by its labels ("NPU", "GPU 0"): its threads are the
+// device's streams, or views derived from them.
+bool is_device_process(const StringTable& strings, const Process& p) {
+  return !device_word_of_label(strings.view(p.labels)).empty();
+}
+
+// A device process's thread that is a stream: named "Stream N" (or its tid so written), or not
+// named at all. Other names ("Computing", "Free" of torch_npu's Overlap Analysis) are views.
+bool is_stream_thread(const StringTable& strings, const Track& t) {
+  if (t.name == kNoStr && t.tid_label == kNoStr) return true;
+  return number_after(strings.view(t.name), "stream") >= 0 || number_after(strings.view(t.tid_label), "stream") >= 0;
 }
 
 // Sorts v (no two elements equal under `less`). Each thread's events come nearly in start
@@ -133,6 +153,9 @@ class ModelBuilder {
  private:
   void merge(std::vector<ChunkOut>& chunks);
   void apply_metadata();
+  void recognise_uncategorised();
+  void count_track_events();
+  void fold_runtime_processes();
   void classify();
   void pair_begin_end();
   void order_and_nest();
@@ -157,6 +180,10 @@ class ModelBuilder {
   std::vector<FlowRec> flows_;
   std::vector<CounterRec> counters_;
   std::vector<PlacedChunk> chunks_;
+  struct TrackCounts {
+    uint32_t all = 0, gpu = 0, host = 0, untyped = 0, launches = 0;  // host: neither GPU work nor Trace
+  };
+  std::vector<TrackCounts> counts_;  // per track, by kind
 };
 
 void ModelBuilder::merge(std::vector<ChunkOut>& chunks) {
@@ -329,28 +356,137 @@ void ModelBuilder::apply_metadata() {
   }
 }
 
-void ModelBuilder::classify() {
-  // A track is a GPU stream when its events are GPU work; its process row is then a GPU.
-  std::vector<uint32_t> gpu_events(m_.tracks.size()), cpu_events(m_.tracks.size());
+void ModelBuilder::recognise_uncategorised() {
+  // Events written without a category whose place says what they are (torch_npu writes its
+  // device tasks and its runtime API calls so): on a device's stream they are its kernels,
+  // copies and sets; `<API>@<call>` on a host thread a runtime call. They take that category
+  // and are counted under it. On a device's other threads (derived views) they stay as they are.
+  auto& per_category = m_.stats.per_category;
+  if (per_category.size() <= size_t(Cat::None) || per_category[size_t(Cat::None)] == 0) return;
+  enum Role : uint8_t { Host, Stream, View };
+  std::vector<uint8_t> role(m_.tracks.size(), Host);
+  for (uint32_t t = 0; t < m_.tracks.size(); ++t)
+    if (is_device_process(m_.strings, m_.processes[m_.tracks[t].process]))
+      role[t] = is_stream_thread(m_.strings, m_.tracks[t]) ? Stream : View;
+  uint8_t runtime = UINT8_MAX;
+  auto runtime_category = [&] {
+    if (runtime != UINT8_MAX) return runtime;
+    auto it = std::find(m_.category_names.begin(), m_.category_names.end(), kPrivateUse1Runtime);
+    if (it == m_.category_names.end() && m_.category_names.size() < 255) {
+      m_.category_names.emplace_back(kPrivateUse1Runtime);
+      per_category.push_back(0);
+      m_.ev.kinds = category_kinds(m_.category_names);
+      it = m_.category_names.end() - 1;
+    }
+    runtime = it != m_.category_names.end() ? uint8_t(it - m_.category_names.begin()) : uint8_t(Cat::CudaRuntime);
+    return runtime;
+  };
+  for (PlacedChunk& ch : chunks_)
+    for (size_t i = 0; i < ch.cat.size(); ++i) {
+      if (ch.cat[i] != uint8_t(Cat::None) || ch.phase[i] != EventPhase::Complete) continue;
+      uint8_t cat;
+      if (role[ch.track[i]] == Stream) cat = uint8_t(device_task_kind(m_.strings.view(ch.name[i])));
+      else if (role[ch.track[i]] == Host && is_runtime_api_call_name(m_.strings.view(ch.name[i]))) cat = runtime_category();
+      else continue;
+      ch.cat[i] = cat;
+      per_category[size_t(Cat::None)]--;
+      per_category[cat]++;
+    }
+}
+
+void ModelBuilder::count_track_events() {
+  counts_.assign(m_.tracks.size(), {});
   for (const PlacedChunk& ch : chunks_)
     for (size_t i = 0; i < ch.track.size(); ++i) {
       Cat c = m_.ev.kinds[ch.cat[i]];
-      if (is_gpu_cat(c)) gpu_events[ch.track[i]]++;
-      else if (c != Cat::Trace) cpu_events[ch.track[i]]++;
+      TrackCounts& n = counts_[ch.track[i]];
+      n.all++;
+      if (is_gpu_cat(c)) n.gpu++;
+      else if (c != Cat::Trace) n.host++;
+      n.untyped += c == Cat::None;
+      n.launches += is_launch_cat(c);
     }
+}
+
+void ModelBuilder::fold_runtime_processes() {
+  // A host process whose events are all runtime calls, on thread ids that another host process
+  // has, is that process's runtime layer written apart (torch_npu's "CANN"): a thread id names
+  // an OS thread, so its threads are the other process's, and its calls nest in the ops (or the
+  // task queue's spans) that made them. Its threads merge into that process's.
+  size_t np = m_.processes.size(), nt = m_.tracks.size();
+  std::vector<uint64_t> p_events(np), p_launches(np);
+  for (uint32_t t = 0; t < nt; ++t) {
+    p_events[m_.tracks[t].process] += counts_[t].all;
+    p_launches[m_.tracks[t].process] += counts_[t].launches;
+  }
+  auto host = [&](uint32_t p) {
+    return !is_device_process(m_.strings, m_.processes[p]) && device_of(m_.strings, m_.processes[p]) < 0;
+  };
+  std::vector<uint32_t> folded;
+  for (uint32_t p = 0; p < np; ++p)
+    if (p_events[p] > 0 && p_launches[p] == p_events[p] && host(p)) folded.push_back(p);
+  if (folded.empty()) return;
+  std::map<std::pair<int64_t, StrId>, std::vector<uint32_t>> by_tid;  // (tid, tid label) → tracks
+  for (uint32_t t = 0; t < nt; ++t)
+    if (m_.tracks[t].overflow_of == kNoTrack) by_tid[{m_.tracks[t].tid, m_.tracks[t].tid_label}].push_back(t);
+  std::vector<uint32_t> remap(nt);
+  std::iota(remap.begin(), remap.end(), 0u);
+  bool any = false;
+  for (uint32_t p : folded) {
+    std::map<uint32_t, uint32_t> shared;  // other host process → threads in common
+    for (uint32_t t = 0; t < nt; ++t) {
+      if (m_.tracks[t].process != p || counts_[t].all == 0) continue;
+      for (uint32_t u : by_tid[{m_.tracks[t].tid, m_.tracks[t].tid_label}]) {
+        uint32_t q = m_.tracks[u].process;
+        if (q != p && host(q) && std::find(folded.begin(), folded.end(), q) == folded.end()) shared[q]++;
+      }
+    }
+    if (shared.empty()) continue;
+    uint32_t into = std::max_element(shared.begin(), shared.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
+    for (uint32_t t = 0; t < nt; ++t) {
+      if (m_.tracks[t].process != p) continue;
+      uint32_t same = kNoTrack;
+      for (uint32_t u : by_tid[{m_.tracks[t].tid, m_.tracks[t].tid_label}])
+        if (m_.tracks[u].process == into) same = u;
+      if (same != kNoTrack) {
+        remap[t] = same;
+        TrackCounts& to = counts_[same];
+        const TrackCounts from = std::exchange(counts_[t], TrackCounts{});
+        to.all += from.all, to.gpu += from.gpu, to.host += from.host, to.untyped += from.untyped, to.launches += from.launches;
+      } else {
+        m_.tracks[t].process = into;  // a thread only the runtime layer wrote: the process's all the same
+      }
+      any = true;
+    }
+  }
+  if (!any) return;
+  for (PlacedChunk& ch : chunks_)
+    for (uint32_t& t : ch.track) t = remap[t];
+  for (FlowRec& f : flows_) f.track = remap[f.track];
+  for (uint32_t& t : m_.memory.track) t = remap[t];
+}
+
+void ModelBuilder::classify() {
+  // A track is a GPU stream when its events are GPU work; its process row is then a GPU.
+  std::vector<bool> to_number(m_.processes.size());  // device processes whose label has no number
   for (uint32_t t = 0; t < m_.tracks.size(); ++t) {
     Track& tr = m_.tracks[t];
     Process& p = m_.processes[tr.process];
     std::string_view tid_label = m_.strings.view(tr.tid_label);
-    if (gpu_events[t] > 0 && gpu_events[t] >= cpu_events[t]) {
+    bool device_process = is_device_process(m_.strings, p);
+    const TrackCounts& n = counts_[t];
+    if (n.gpu > 0 && n.gpu >= n.host) {
       tr.kind = TrackKind::GpuStream;
       tr.stream = track_info_[t].stream >= 0 ? track_info_[t].stream : number_after(tid_label, "stream");
+      if (tr.stream < 0) tr.stream = number_after(m_.strings.view(tr.name), "stream");
       if (tr.stream < 0) tr.stream = tr.tid;
       int64_t dev = device_of(m_.strings, p);
       if (dev < 0) dev = track_info_[t].device;
-      if (dev < 0) dev = p.pid;
-      p.device = int32_t(dev);
-    } else if (cpu_events[t] > 0) {
+      if (dev < 0 && device_process) to_number[tr.process] = true;  // "NPU": numbered below
+      else if (dev < 0) dev = p.pid;
+      if (dev >= 0) p.device = int32_t(dev);
+    } else if (n.host > 0 && !(device_process && n.untyped == n.host)) {
+      // (A device's thread of uncategorised events that are no stream's is a view, not a host.)
       tr.kind = TrackKind::CpuThread;
     }
     if (tr.name == kNoStr) {
@@ -362,6 +498,20 @@ void ModelBuilder::classify() {
   }
   for (Process& p : m_.processes)
     if (p.device < 0) p.device = int32_t(device_of(m_.strings, p));
+  // A device whose label has no number ("NPU") is device 0, or the next number no other
+  // process's label or streams took.
+  std::vector<int64_t> taken;
+  for (const Process& p : m_.processes) {
+    if (p.device >= 0) taken.push_back(p.device);
+    if (int64_t d = device_of(m_.strings, p); d >= 0) taken.push_back(d);
+  }
+  for (uint32_t pi = 0; pi < m_.processes.size(); ++pi) {
+    if (!to_number[pi] || m_.processes[pi].device >= 0) continue;
+    int32_t d = 0;
+    while (std::find(taken.begin(), taken.end(), d) != taken.end()) ++d;
+    m_.processes[pi].device = d;
+    taken.push_back(d);
+  }
 }
 
 void ModelBuilder::pair_begin_end() {
@@ -545,6 +695,9 @@ void ModelBuilder::run(std::vector<ChunkOut>& chunks) {
   merge(chunks);
   if (cancelled()) return;
   apply_metadata();
+  recognise_uncategorised();
+  count_track_events();
+  fold_runtime_processes();
   classify();
   pair_begin_end();
   if (cancelled()) return;

@@ -32,7 +32,10 @@ namespace {
 
 std::string process_title(const TraceModel& m, const Process& p) {
   std::string s = p.pid_label != kNoStr ? std::string(m.strings.view(p.pid_label)) : "pid " + std::to_string(p.pid);
-  if (p.device >= 0) s = "GPU " + std::to_string(p.device) + " (" + s + ")";
+  if (p.device >= 0) {
+    std::string_view word = device_word_of_label(m.strings.view(p.labels));  // "NPU", "MTIA", …
+    s = std::string(word.empty() ? "GPU" : word) + " " + std::to_string(p.device) + " (" + s + ")";
+  }
   if (p.name != kNoStr) s += " " + std::string(m.strings.view(p.name));
   return s;
 }

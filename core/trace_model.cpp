@@ -43,6 +43,9 @@ Cat device_category_kind(std::string_view s) {
       {"hpu_op", Cat::Kernel},                   {"mlu_kernel", Cat::Kernel},
       {"mlu_memcpy", Cat::GpuMemcpy},            {"mlu_memset", Cat::GpuMemset},
       {"mlu_user_annotation", Cat::GpuUserAnnotation},
+      // torch_npu's task queue: an op hands its launch to the queue's thread (`enqueue`, the
+      // launch as the op's thread makes it); that thread's `dequeue` span stays Other.
+      {"enqueue", Cat::CudaRuntime},
   };
   for (const Spelling& k : kinds)
     if (k.name == s) return k.kind;
@@ -67,6 +70,54 @@ int64_t device_number_of_label(std::string_view labels) {
   return r.ec == std::errc() && v >= 0 ? v : -1;
 }
 
+std::string_view device_word_of_label(std::string_view labels) {
+  // The whole label is the word, or the word and a number (as device_number_of_label reads it).
+  size_t w = 0;
+  while (w < labels.size() && labels[w] >= 'A' && labels[w] <= 'Z') ++w;
+  std::string_view word = labels.substr(0, w);
+  if (w < 2 || word == "CPU") return {};
+  return w == labels.size() || device_number_of_label(labels) >= 0 ? word : std::string_view();
+}
+
+namespace {
+
+bool ascii_iequal(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z') x = char(x - 'A' + 'a');
+    if (y >= 'A' && y <= 'Z') y = char(y - 'A' + 'a');
+    if (x != y) return false;
+  }
+  return true;
+}
+
+bool is_alnum(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+}  // namespace
+
+Cat device_task_kind(std::string_view n) {
+  // Words: runs of letters and digits between other characters (`_`, `-`, spaces).
+  for (size_t i = 0; i < n.size();) {
+    while (i < n.size() && !is_alnum(n[i])) ++i;
+    size_t j = i;
+    while (j < n.size() && is_alnum(n[j])) ++j;
+    std::string_view word = n.substr(i, j - i);
+    if (ascii_iequal(word, "memcpy")) return Cat::GpuMemcpy;
+    if (ascii_iequal(word, "memset")) return Cat::GpuMemset;
+    i = j;
+  }
+  return Cat::Kernel;
+}
+
+bool is_runtime_api_call_name(std::string_view n) {
+  // The API layers whose calls are the runtime's: Ascend's ACL (`AscendCL@`).
+  static constexpr std::string_view apis[] = {"AscendCL@"};
+  for (std::string_view a : apis)
+    if (n.size() > a.size() && n.starts_with(a)) return true;
+  return false;
+}
+
 bool is_gpu_cat(Cat c) {
   return c == Cat::Kernel || c == Cat::GpuMemcpy || c == Cat::GpuMemset || c == Cat::GpuUserAnnotation ||
          c == Cat::ProfilerRange;
@@ -83,11 +134,18 @@ void TraceModel::shift_clock(Ns offset) {
 }
 
 HostWait host_wait_of(std::string_view n) {
-  if (n == "cudaDeviceSynchronize" || n == "cuCtxSynchronize" || n == "hipDeviceSynchronize") return HostWait::Device;
-  if (n == "cudaStreamSynchronize" || n == "cuStreamSynchronize" || n == "hipStreamSynchronize") return HostWait::Stream;
-  if (n == "cudaEventSynchronize" || n == "hipEventSynchronize") return HostWait::Event;
-  if (n == "cudaMemcpy" || n == "hipMemcpy") return HostWait::Copy;
-  if (n == "cudaStreamWaitEvent") return HostWait::StreamWaitEvent;
+  if (size_t at = n.rfind('@'); at != std::string_view::npos) n.remove_prefix(at + 1);
+  // After the API's own lower-case prefix (cuda, cu, hip, aclrt): the call.
+  size_t p = 0;
+  while (p < n.size() && n[p] >= 'a' && n[p] <= 'z') ++p;
+  if (p == 0) return HostWait::None;
+  std::string_view call = n.substr(p);
+  if (call.ends_with("WithTimeout")) call.remove_suffix(std::string_view("WithTimeout").size());
+  if (call == "DeviceSynchronize" || call == "CtxSynchronize" || call == "SynchronizeDevice") return HostWait::Device;
+  if (call == "StreamSynchronize" || call == "SynchronizeStream") return HostWait::Stream;
+  if (call == "EventSynchronize" || call == "SynchronizeEvent") return HostWait::Event;
+  if (call == "Memcpy") return HostWait::Copy;
+  if (call == "StreamWaitEvent") return HostWait::StreamWaitEvent;
   return HostWait::None;
 }
 

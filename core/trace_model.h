@@ -67,11 +67,23 @@ inline bool is_cuda_call_cat(Cat c) { return is_launch_cat(c) || c == Cat::CudaS
 // Events whose `id` column holds the CUDA correlation id (GPU side and CUDA calls).
 inline bool carries_correlation(Cat c) { return is_gpu_cat(c) || is_cuda_call_cat(c); }
 
-// What a CUDA (or HIP) call waits for, by its name: the whole device, one stream, one event,
-// its own synchronous copy, or (cudaStreamWaitEvent) nothing on the host: it makes a stream
-// wait for an event.
+// What a device runtime call (CUDA, HIP, Ascend's ACL) waits for, by its name: the whole
+// device, one stream, one event, its own synchronous copy, or (cudaStreamWaitEvent) nothing on
+// the host: it makes a stream wait for an event. Names are read after any `layer@` prefix
+// (`AscendCL@aclrtSynchronizeStream`); `<Thing>Synchronize` (CUDA's order) and
+// `Synchronize<Thing>` (ACL's, with or without `WithTimeout`) both count.
 enum class HostWait : uint8_t { None, Device, Stream, Event, Copy, StreamWaitEvent };
 HostWait host_wait_of(std::string_view call_name);
+
+// Events that a trace writes without a category but whose place says what they are (torch_npu:
+// the "Ascend Hardware" process's tasks, the "CANN" process's API calls). The kind of an
+// uncategorised task on a device's stream, by its name: a copy or a set where a word of the
+// name says so (`MEMCPY_ASYNC`, `trans_TransData_3_MemSet`), else a kernel.
+Cat device_task_kind(std::string_view task_name);
+// A host call into a device runtime's API, written `<API>@<call>` (`AscendCL@aclnnAdd`): it is
+// the category Kineto writes for such a backend's runtime calls (kPrivateUse1Runtime).
+bool is_runtime_api_call_name(std::string_view name);
+inline constexpr std::string_view kPrivateUse1Runtime = "privateuse1_runtime";
 
 // ProfilerStep: the range torch.profiler writes around each step of its schedule,
 // "ProfilerStep#N" (a user_annotation; a cpu_op in older traces, no category in the legacy
@@ -205,8 +217,11 @@ struct LoadStats {
 // The kind of each category spelling (index = category index): Cat names are themselves,
 // the rest device_category_kind.
 std::vector<Cat> category_kinds(const std::vector<std::string>& names);
-// The device number a process label names ("GPU 0", "MTIA 9", "XPU 1"), or -1 ("CPU", none).
+// The device number a process label names ("GPU 0", "MTIA 9", "XPU 1"), or -1 ("CPU", "NPU", none).
 int64_t device_number_of_label(std::string_view labels);
+// The accelerator a process label names, with or without its number: "GPU" of "GPU 0", "NPU"
+// of "NPU"; empty for "CPU", none, or anything else.
+std::string_view device_word_of_label(std::string_view labels);
 
 struct TraceModel {
   std::string path;

@@ -7,6 +7,7 @@ add_executable(strata_core_tests
   test_bad_input.cpp
   test_real_traces.cpp
   test_job.cpp
+  test_npu.cpp
 )
 target_link_libraries(strata_core_tests PRIVATE strata_core strata_warnings simdjson::simdjson doctest::doctest)
 target_compile_definitions(strata_core_tests PRIVATE

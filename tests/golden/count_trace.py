@@ -4,9 +4,11 @@
 For every trace in ../shared/traces/*.gz (next to the repository) and tests/data/torch2/*.gz
 this counts, with nothing but the standard library, what the loader must report:
 traceEvents entries, entries per `ph` and per category (normalised like the loader's
-known_category()), timed events (X and i, minus `[memory]` instants), `[memory]` events,
-ProfilerStep# ranges, deviceProperties, rank/world_size, distinct (pid, tid) among timed
-events, GPU ops, the exact time span in ns, GPU ops with a launch of the same
+known_category(); uncategorised events it recognises by their place, torch_npu's device tasks
+and runtime calls, under the categories it gives them), timed events (X and i, minus `[memory]`
+instants), `[memory]` events, ProfilerStep# ranges, deviceProperties, rank/world_size, distinct
+(pid, tid) among timed events (a runtime-only process folded into the process whose thread ids
+it shares, as the loader merges torch_npu's CANN process into Python's), GPU ops, the exact time span in ns, GPU ops with a launch of the same
 correlation id, and fwdbwd flow pairs.
 
 Regenerate the goldens (after a deliberate change of the counting rules or new traces):
@@ -40,6 +42,10 @@ PHASES = {"X": "X", "i": "i", "I": "i", "n": "i", "C": "C", "s": "s", "t": "t", 
           "B": "B", "E": "E"}
 GPU_OPS = {"kernel", "gpu_memcpy", "gpu_memset"}
 LAUNCHES = {"cuda_runtime", "cuda_driver"}
+# Categories of launch kind (device_category_kind() in core/trace_model.cpp), for folding
+# runtime-only processes below.
+LAUNCH_KINDS = LAUNCHES | {"mtia_runtime", "glow_runtime", "xpu_runtime", "privateuse1_runtime", "mlu_runtime",
+                           "xpu_driver", "privateuse1_driver", "mlu_driver", "enqueue"}
 STEP_CATS = {"user_annotation", "(none)", "cpu_op"}
 INT_RE = re.compile(r"-?[0-9]+\Z")
 INT64 = (-(2**63), 2**63 - 1)
@@ -61,6 +67,109 @@ def row_id(v):
     if isinstance(v, str) and INT_RE.match(v.rstrip(" \t\r\n")) and INT64[0] <= int(v) <= INT64[1]:
         return int(v)
     return (type(v).__name__, str(v))
+
+
+# Events written without a category whose place says what they are (torch_npu), as the loader
+# recognises them (ModelBuilder::recognise_uncategorised in core/model_build.cpp): on a stream
+# of a process labelled as an accelerator ("NPU", "GPU 0") a kernel, or a copy or set where a
+# word of the name says so; on a host process, `AscendCL@<call>` is a runtime call. The loader
+# counts them under those categories.
+DEVICE_LABEL_RE = re.compile(r"([A-Z]{2,})(?:\Z| *[0-9])")
+STREAM_RE = re.compile(r"(?i)stream *[0-9]")
+WORD_RE = re.compile(r"[A-Za-z0-9]+")
+RUNTIME_API_PREFIXES = ("AscendCL@",)
+
+
+def device_label(labels):
+    """device_word_of_label(): the accelerator a process label names, or None."""
+    m = DEVICE_LABEL_RE.match(labels) if isinstance(labels, str) else None
+    return m.group(1) if m and m.group(1) != "CPU" else None
+
+
+def labelled_device_number(label):
+    """device_number_of_label(): "GPU 0" -> 0, else -1."""
+    m = re.match(r"([A-Z]+) *([0-9]+)", label) if isinstance(label, str) else None
+    return int(m.group(2)) if m and m.group(1) != "CPU" else -1
+
+
+def task_category(name):
+    words = [w.lower() for w in WORD_RE.findall(str(name))]
+    return "gpu_memcpy" if "memcpy" in words else "gpu_memset" if "memset" in words else "kernel"
+
+
+class Places:
+    """Process labels and names, thread names, from the metadata (as apply_metadata() keeps them)."""
+
+    def __init__(self, events):
+        self.labels, self.names, self.threads, self.order = {}, {}, {}, {}
+        for ev in events:
+            if not isinstance(ev, dict):
+                continue
+            pid = row_id(ev.get("pid"))
+            self.order.setdefault(pid, len(self.order))
+            if ev.get("ph") != "M":
+                continue
+            text = (ev.get("args") or {}).get("name" if ev.get("name") != "process_labels" else "labels")
+            if not isinstance(text, str):
+                continue
+            if ev.get("name") == "process_labels":
+                self.labels[pid] = text
+            elif ev.get("name") == "process_name":
+                self.names[pid] = text
+            elif ev.get("name") == "thread_name":
+                self.threads.setdefault((pid, row_id(ev.get("tid"))), text)
+
+    def device_process(self, pid):
+        return device_label(self.labels.get(pid)) is not None
+
+    def host_process(self, pid):
+        label = self.labels[pid] if pid in self.labels else self.names.get(pid)
+        return not self.device_process(pid) and labelled_device_number(label) < 0
+
+    def stream_thread(self, pid, tid):
+        name = self.threads.get((pid, tid))
+        if name is None and not isinstance(tid, tuple):
+            return True
+        return any(isinstance(t, str) and STREAM_RE.match(t) for t in (name, tid[1] if isinstance(tid, tuple) else None))
+
+    def category(self, ev):
+        cat = category(ev)
+        if cat != "(none)" or ev.get("ph") != "X":
+            return cat
+        pid, tid = row_id(ev.get("pid")), row_id(ev.get("tid"))
+        if self.device_process(pid):
+            return task_category(ev.get("name", "")) if self.stream_thread(pid, tid) else cat
+        name = ev.get("name")
+        if isinstance(name, str) and any(name.startswith(p) and len(name) > len(p) for p in RUNTIME_API_PREFIXES):
+            return "privateuse1_runtime"
+        return cat
+
+
+def folded_processes(events, places):
+    """fold_runtime_processes(): a host process whose timed events are all runtime calls, sharing
+    thread ids with another host process, is that process's runtime layer; pid -> that pid."""
+    timed, launches, tids = {}, {}, {}
+    for ev in events:
+        if not isinstance(ev, dict):
+            continue
+        pid, tid = row_id(ev.get("pid")), row_id(ev.get("tid"))
+        tids.setdefault(pid, set()).add(tid)
+        if ev.get("ph") not in ("X", "i", "I", "n", "B", "E") or ev.get("name") == "[memory]":
+            continue
+        timed[pid] = timed.get(pid, 0) + 1
+        launches[pid] = launches.get(pid, 0) + (places.category(ev) in LAUNCH_KINDS)
+    folded = [p for p in timed if timed[p] == launches[p] and places.host_process(p)]
+    into = {}
+    for p in folded:
+        shared = {}
+        used = {row_id(ev.get("tid")) for ev in events if isinstance(ev, dict) and row_id(ev.get("pid")) == p
+                and ev.get("ph") in ("X", "i", "I", "n", "B", "E")}
+        for q, qt in tids.items():
+            if q != p and q not in folded and places.host_process(q) and used & qt:
+                shared[q] = len(used & qt)
+        if shared:
+            into[p] = max(sorted(shared, key=lambda q: places.order[q]), key=lambda q: shared[q])
+    return into
 
 
 def to_ns(us):
@@ -85,11 +194,13 @@ def count(path):
     rows, launch_ids, gpu_corr = set(), set(), []
     flow_s, flow_f = set(), set()
     begin = end = None
+    places = Places(events)
+    fold = folded_processes(events, places)
     for ev in events:
         if not isinstance(ev, dict):
             continue
         ph = PHASES.get(ev.get("ph"), "other")
-        cat = category(ev)
+        cat = places.category(ev)
         out["phases"][ph] = out["phases"].get(ph, 0) + 1
         out["categories"][cat] = out["categories"].get(cat, 0) + 1
         if ph in ("s", "f") and ev.get("cat") == "fwdbwd":
@@ -100,7 +211,8 @@ def count(path):
         if ph not in ("X", "i"):
             continue
         out["timed_events"] += 1
-        rows.add((row_id(ev.get("pid")), row_id(ev.get("tid"))))
+        pid = row_id(ev.get("pid"))
+        rows.add((fold.get(pid, pid), row_id(ev.get("tid"))))
         start = to_ns(ev["ts"])
         stop = start + max(0, to_ns(ev["dur"])) if ph == "X" else start
         begin = start if begin is None else min(begin, start)
