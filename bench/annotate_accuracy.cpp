@@ -1,22 +1,37 @@
 // Annotation accuracy against the ground truth a trace itself holds: hid= ranges (Hotline's
 // traces, Strata's corpus) or, without them, its nn.Module frames.
 //
-//   strata_bench_annotate_accuracy [TRACE.json.gz ...]   (default: ../shared/traces/hotline-*
-//                                                         and tests/data/torch2's training traces)
+//   strata_bench_annotate_accuracy [--ways] [--dump] [CORPUS_DIR | TRACE.json.gz ...]
 //
-// For each trace, annotated three ways: "bare" (the truth's ranges, the nn.Module frames and
-// every Python frame stripped: what is inferred), "modules" (the truth's ranges stripped, the
-// nn.Module frames kept) and "visible" (nothing stripped). Prints phase agreement over the
-// iterations' time (- when the truth has no phases), kernel-time phase agreement, the
-// pairwise F1 of forward kernels grouped by their innermost layer (precision, recall), and
-// the F1 of the trivial grouping "every top-level op is its own layer" beside it.
+// With no argument: ../shared/traces/hotline-*, tests/data/torch2's training traces and every
+// model of tests/data/corpus-cpu/manifest.json. A directory is a corpus with a manifest.json
+// (per model: file, family, split, modules with hid, path, class).
+//
+// Each trace is annotated "bare" (the truth's ranges, the nn.Module frames and every Python
+// frame stripped: all inferred) and scored against its truth tree (core/annotate/accuracy.h),
+// one row per model: phase agreement over the truth's phase time (- when the truth has no
+// phases), leaf F1 (pairwise, the forward's outermost ops grouped by innermost module call
+// against innermost inferred layer), the trivial grouping's F1 (every outermost op its own
+// layer: over the leaf ops on CPU traces, over forward kernels grouped by their outermost op
+// when the trace has kernels, where it is compared with the kernels' F1, shown beside it),
+// block recall (repeated non-leaf module calls some layer holds exactly; how many blocks),
+// node precision (layers of two or more ops that are one call or a run of sibling calls; how
+// many layers) and a flag where the compared F1 is below the trivial one. Then, per split,
+// the median and the minimum of each figure and how many models meet each goal. `--ways`
+// adds rows annotated with the nn.Module frames kept ("modules") and with nothing stripped
+// ("visible"). `--dump` prints each trace's first forward, a leaf op a line: the op, its
+// innermost module call, its innermost inferred layer.
 #include "core/annotate/accuracy.h"
 #include "core/loader.h"
 #include "core/text_format.h"
 
+#include <simdjson.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,39 +41,132 @@
 #ifndef STRATA_TORCH2_DIR
 #define STRATA_TORCH2_DIR "tests/data/torch2"
 #endif
+#ifndef STRATA_CORPUS_DIR
+#define STRATA_CORPUS_DIR "tests/data/corpus-cpu"
+#endif
+
+namespace {
+
+struct Entry {
+  std::string name, path, family = "-", split = "-";
+  std::vector<strata::TruthModule> modules;
+};
+
+// The models of a corpus's manifest.json; false (with a message) when it cannot be read.
+bool read_manifest(const std::string& dir, std::vector<Entry>& out) {
+  const std::string path = dir + "/manifest.json";
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (auto err = parser.load(path).get(doc)) {
+    std::fprintf(stderr, "%s: %s\n", path.c_str(), simdjson::error_message(err));
+    return false;
+  }
+  simdjson::dom::array models;
+  if (doc["models"].get(models)) {
+    std::fprintf(stderr, "%s: no models\n", path.c_str());
+    return false;
+  }
+  for (simdjson::dom::element mo : models) {
+    Entry e;
+    std::string_view s;
+    if (mo["file"].get(s)) continue;
+    e.path = dir + "/" + std::string(s);
+    e.name = mo["name"].get(s) ? std::filesystem::path(e.path).filename().string() : std::string(s);
+    if (!mo["family"].get(s)) e.family = s;
+    if (!mo["split"].get(s)) e.split = s;
+    simdjson::dom::array mods;
+    if (!mo["modules"].get(mods))
+      for (simdjson::dom::element md : mods) {
+        strata::TruthModule tm;
+        int64_t hid;
+        if (md["hid"].get(hid)) continue;
+        tm.hid = int32_t(hid);
+        if (!md["path"].get(s)) tm.path = s;
+        if (!md["class"].get(s)) tm.cls = s;
+        e.modules.push_back(std::move(tm));
+      }
+    out.push_back(std::move(e));
+  }
+  return true;
+}
+
+struct Row {
+  std::string split;
+  strata::AccuracyScore s;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// "median 97.10 min 80.00, 30/35 >= 95.00" over the figures that exist (>= 0).
+std::string figure_line(const std::vector<Row>& rows, double (*get)(const strata::AccuracyScore&), double goal) {
+  std::vector<double> v;
+  for (const Row& r : rows)
+    if (double x = get(r.s); x >= 0) v.push_back(x);
+  if (v.empty()) return "-";
+  size_t meet = size_t(std::count_if(v.begin(), v.end(), [&](double x) { return x >= goal - 1e-9; }));
+  return strata::strprintf("median %6.2f min %6.2f, %zu/%zu >= %.0f", 100 * median(v), 100 * *std::min_element(v.begin(), v.end()), meet,
+                           v.size(), 100 * goal);
+}
+
+std::string pct(double x) { return x < 0 ? "-" : strata::strprintf("%.2f", 100 * x); }
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> files;
-  for (int i = 1; i < argc; ++i) files.push_back(argv[i]);
-  if (files.empty()) {
+  const auto t0 = std::chrono::steady_clock::now();
+  bool ways = false, dump = false;
+  std::vector<Entry> entries;
+  int rc = 0;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--ways") {
+      ways = true;
+    } else if (a == "--dump") {
+      dump = true;
+    } else if (std::filesystem::is_directory(a)) {
+      if (!read_manifest(a, entries)) rc = 1;
+    } else {
+      entries.push_back({std::filesystem::path(a).filename().string(), a, "-", "-", {}});
+    }
+  }
+  if (entries.empty() && rc == 0) {
     for (const char* n : {"hotline-resnet50-rtx3090.pt.trace.json.gz", "hotline-transformer-rtx3090.pt.trace.json.gz",
                           "hotline-gnn-rtx3090.pt.trace.json.gz"})
-      files.push_back(std::string(STRATA_TRACES_DIR) + "/" + n);
+      entries.push_back({n, std::string(STRATA_TRACES_DIR) + "/" + n, "hotline", "-", {}});
     for (const char* n : {"resnet18-train-h100.pt.trace.json.gz", "transformer-train-h100.pt.trace.json.gz"})
-      files.push_back(std::string(STRATA_TORCH2_DIR) + "/" + n);
+      entries.push_back({n, std::string(STRATA_TORCH2_DIR) + "/" + n, "torch2", "-", {}});
+    if (!read_manifest(STRATA_CORPUS_DIR, entries)) rc = 1;
   }
-  std::printf("%-44s %-8s %8s %8s %8s %8s %8s %9s %7s\n", "trace", "stripped", "phase%", "kphase%", "layerF1%", "prec%",
-              "recall%", "trivial%", "fwd-k");
-  int rc = 0;
-  for (const std::string& f : files) {
-    strata::LoadResult full = strata::load_trace(f);
+  std::printf("%-42s %-12s %-7s %-7s %7s %7s %7s %-5s %7s %5s %7s %5s %s\n", "model", "family", "split", "way", "phase%", "leafF1",
+              "kernF1", "triv/", "trivial", "", "blocks", "", "nodes");
+  std::printf("%-42s %-12s %-7s %-7s %7s %7s %7s %-5s %7s %5s %7s %5s %s\n", "", "", "", "", "", "", "", "over", "", "n", "recall%", "n",
+              "precision%");
+  std::vector<Row> rows;
+  for (const Entry& en : entries) {
+    strata::LoadResult full = strata::load_trace(en.path);
     if (!full.model) {
       std::fprintf(stderr, "%s\n", full.error.c_str());
       rc = 1;
       continue;
     }
-    const strata::GroundTruth truth = strata::ground_truth(*full.model);
+    const strata::GroundTruth truth = strata::ground_truth(*full.model, en.modules.empty() ? nullptr : &en.modules);
     if (!truth.present()) {
-      std::printf("%-44s no ground truth (hid= ranges or nn.Module frames)\n", std::filesystem::path(f).filename().c_str());
+      std::printf("%-42s %-12s %-7s no ground truth (hid= ranges or nn.Module frames)\n", en.name.c_str(), en.family.c_str(),
+                  en.split.c_str());
       continue;
     }
     struct Way { const char* name; unsigned strip; };
-    for (Way way : {Way{"bare", strata::kStripTruthRanges | strata::kStripModules | strata::kStripStacks},
-                    Way{"modules", strata::kStripTruthRanges}, Way{"visible", 0u}}) {
+    std::vector<Way> list{{"bare", strata::kStripTruthRanges | strata::kStripModules | strata::kStripStacks}};
+    if (ways) list.insert(list.end(), {Way{"modules", strata::kStripTruthRanges}, Way{"visible", 0u}});
+    for (Way way : list) {
       if (truth.source == strata::GroundTruth::Source::Modules && way.strip == strata::kStripTruthRanges) continue;  // = visible
       strata::LoadResult stripped;
       if (way.strip) {
-        stripped = strata::load_trace_bytes(f + " (stripped)", strata::strip_events(*full.model, way.strip));
+        stripped = strata::load_trace_bytes(en.path + " (stripped)", strata::strip_events(*full.model, way.strip));
         if (!stripped.model) {
           std::fprintf(stderr, "%s\n", stripped.error.c_str());
           rc = 1;
@@ -68,11 +176,36 @@ int main(int argc, char** argv) {
       const strata::TraceModel& m = way.strip ? *stripped.model : *full.model;
       strata::Annotation a = strata::annotate(m);
       strata::AccuracyScore s = strata::score_against(m, a, truth);
-      const std::string phase = s.phase_agreement < 0 ? "-" : strata::strprintf("%.2f", 100 * s.phase_agreement);
-      std::printf("%-44s %-8s %8s %8.2f %8.2f %8.2f %8.2f %9.2f %7llu\n", std::filesystem::path(f).filename().c_str(), way.name,
-                  phase.c_str(), 100 * s.kernel_phase_agreement, 100 * s.layer_f1, 100 * s.layer_precision,
-                  100 * s.layer_recall, 100 * s.baseline_f1, static_cast<unsigned long long>(s.forward_kernels));
+      const std::string blocks = s.blocks ? pct(s.block_recall) : "-", nodes = s.nodes ? pct(s.node_precision) : "-";
+      std::printf("%-42s %-12s %-7s %-7s %7s %7s %7s %-5s %7s %5llu %7s %5llu %7s%s\n", en.name.c_str(), en.family.c_str(),
+                  en.split.c_str(), way.name, pct(s.phase_agreement).c_str(), pct(s.leaf_f1).c_str(),
+                  s.baseline_over_kernels ? pct(s.layer_f1).c_str() : "-", s.baseline_over_kernels ? "kern" : "ops",
+                  pct(s.baseline_f1).c_str(), static_cast<unsigned long long>(s.blocks), blocks.c_str(),
+                  static_cast<unsigned long long>(s.nodes), nodes.c_str(), s.below_trivial() ? "  BELOW TRIVIAL" : "");
+      if (dump) std::printf("%s", strata::truth_dump(m, a, truth, 0).c_str());
+      if (s.leaf_ops_unmatched)
+        std::printf("    (%llu of %llu leaf ops not found in the annotated trace)\n", static_cast<unsigned long long>(s.leaf_ops_unmatched),
+                    static_cast<unsigned long long>(s.leaf_ops));
+      if (way.strip == (strata::kStripTruthRanges | strata::kStripModules | strata::kStripStacks)) rows.push_back({en.split, s});
     }
   }
+  // Per split (the bare annotations): each figure's median and minimum, and how many meet its goal.
+  std::map<std::string, std::vector<Row>> splits;
+  for (const Row& r : rows) splits[r.split].push_back(r);
+  for (const char* name : {"tune", "heldout", "-"}) {
+    auto it = splits.find(name);
+    if (it == splits.end()) continue;
+    const std::vector<Row>& v = it->second;
+    size_t below = size_t(std::count_if(v.begin(), v.end(), [](const Row& r) { return r.s.below_trivial(); }));
+    std::printf("\n%s (%zu models, bare):\n", std::string(name) == "-" ? "no split" : name, v.size());
+    std::printf("  phase agreement  %s\n", figure_line(v, [](const strata::AccuracyScore& s) { return s.phase_agreement; }, 0.99).c_str());
+    std::printf("  leaf F1          %s; below trivial: %zu\n",
+                figure_line(v, [](const strata::AccuracyScore& s) { return s.leaf_f1; }, 0.95).c_str(), below);
+    std::printf("  block recall     %s\n",
+                figure_line(v, [](const strata::AccuracyScore& s) { return s.blocks ? s.block_recall : -1.0; }, 0.9).c_str());
+    std::printf("  node precision   %s\n",
+                figure_line(v, [](const strata::AccuracyScore& s) { return s.nodes ? s.node_precision : -1.0; }, 0.9).c_str());
+  }
+  std::printf("\n%.2f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   return rc;
 }
