@@ -361,8 +361,13 @@ void ModelBuilder::recognise_uncategorised() {
   // device tasks and its runtime API calls so): on a device's stream they are its kernels,
   // copies and sets; `<API>@<call>` on a host thread a runtime call. They take that category
   // and are counted under it. On a device's other threads (derived views) they stay as they are.
+  // In a trace with no categories at all (the legacy autograd profiler), an event on a host
+  // thread whose name is not an operator's is a record_function range: a user annotation.
   auto& per_category = m_.stats.per_category;
   if (per_category.size() <= size_t(Cat::None) || per_category[size_t(Cat::None)] == 0) return;
+  uint64_t categorised = 0;
+  for (size_t c = 0; c < per_category.size(); ++c) categorised += c != size_t(Cat::None) ? per_category[c] : 0;
+  const bool legacy = categorised == 0;
   enum Role : uint8_t { Host, Stream, View };
   std::vector<uint8_t> role(m_.tracks.size(), Host);
   for (uint32_t t = 0; t < m_.tracks.size(); ++t)
@@ -387,6 +392,7 @@ void ModelBuilder::recognise_uncategorised() {
       uint8_t cat;
       if (role[ch.track[i]] == Stream) cat = uint8_t(device_task_kind(m_.strings.view(ch.name[i])));
       else if (role[ch.track[i]] == Host && is_runtime_api_call_name(m_.strings.view(ch.name[i]))) cat = runtime_category();
+      else if (role[ch.track[i]] == Host && legacy && !is_legacy_op_name(m_.strings.view(ch.name[i]))) cat = uint8_t(Cat::UserAnnotation);
       else continue;
       ch.cat[i] = cat;
       per_category[size_t(Cat::None)]--;

@@ -118,6 +118,20 @@ bool is_runtime_api_call_name(std::string_view n) {
   return false;
 }
 
+bool is_legacy_op_name(std::string_view n) {
+  if (n.find("::") != std::string_view::npos) return true;
+  // "gloo:send": a lower-case namespace and a colon.
+  if (size_t c = n.find(':'); c != std::string_view::npos && c > 0) {
+    bool ns = true;
+    for (size_t i = 0; i < c && ns; ++i) ns = (n[i] >= 'a' && n[i] <= 'z') || (n[i] >= '0' && n[i] <= '9') || n[i] == '_';
+    if (ns && c + 1 < n.size() && n[c + 1] != ' ') return true;
+  }
+  size_t end = n.size();
+  while (end > 0 && n[end - 1] >= '0' && n[end - 1] <= '9') --end;
+  if (n.substr(0, end).ends_with("Backward") && end > 8) return true;
+  return n == "detach" || n == "detach_";
+}
+
 bool is_gpu_cat(Cat c) {
   return c == Cat::Kernel || c == Cat::GpuMemcpy || c == Cat::GpuMemset || c == Cat::GpuUserAnnotation ||
          c == Cat::ProfilerRange;

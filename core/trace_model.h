@@ -83,6 +83,11 @@ Cat device_task_kind(std::string_view task_name);
 // A host call into a device runtime's API, written `<API>@<call>` (`AscendCL@aclnnAdd`): it is
 // the category Kineto writes for such a backend's runtime calls (kPrivateUse1Runtime).
 bool is_runtime_api_call_name(std::string_view name);
+// An operator's name as the legacy autograd profiler writes it, which gives events no category:
+// namespaced ("aten::add", "c10d::send", "gloo:recv", "autograd::engine::evaluate_function: …"),
+// an autograd node ("AddmmBackward0") or one of the few bare ones ("detach_"). Its other
+// events are record_function ranges ("forward", "ProfilerStep#1", "## sparse_data_dist ##").
+bool is_legacy_op_name(std::string_view name);
 inline constexpr std::string_view kPrivateUse1Runtime = "privateuse1_runtime";
 
 // ProfilerStep: the range torch.profiler writes around each step of its schedule,

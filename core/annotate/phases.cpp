@@ -2,7 +2,8 @@
 // only then from position:
 //   1. What an op is: autograd's backward functions are Backward wherever they run; ops in
 //      an nn.Module frame are Forward (Loss in a loss module); fused and foreach optimizer
-//      kernels are the Optimizer.
+//      kernels are the Optimizer; the host's collectives (a pipeline's send and recv) are
+//      communication, unless a range says what they are part of.
 //   2. The program's ranges: PyTorch's markers (enumerate(DataLoader)#, Optimizer.zero_grad#,
 //      Optimizer.step#, DistributedDataParallel.forward), ranges whose name says a phase
 //      (forward, backward, loss, optimizer, zero_grad, data loading, a pipeline chunk's
@@ -173,6 +174,11 @@ struct PhaseLabeler {
       }
       if (is_optimizer_op(name(i))) {
         lab[i] = P(PhaseKind::Optimizer);
+        continue;
+      }
+      if (is_host_collective(name(i)) && (!in || in->named_only)) {  // a pipeline's send and recv, a collective
+        lab[i] = P(PhaseKind::Other);
+        label[i] = add_label("Communication");
         continue;
       }
       if (in) {

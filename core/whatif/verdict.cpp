@@ -1,6 +1,7 @@
 // Phase verdicts from the replays (verdict.h).
 #include "core/whatif/verdict.h"
 
+#include "core/annotate/markers.h"
 #include "core/text_format.h"
 #include "core/whatif/scenarios.h"
 
@@ -136,6 +137,14 @@ void judge(PhaseVerdict& v, const PhaseFacts& f, Ns iterations) {
       auto [k, t] = f.collectives.top();
       v.detail = strprintf("2x faster collectives would save %.0f%% of it; most in %s", 100 * v.comm_2x, short_name(k).c_str());
     }
+    return;
+  }
+  Ns host_comm = 0;
+  for (auto& [name, time] : f.ops.by)
+    if (is_host_collective(name)) host_comm += time;
+  if (share(host_comm) >= 50) {  // the host in collectives (a pipeline's send and recv)
+    v.bound = Bound::Communication;
+    v.detail = strprintf("%.0f%% of it in the host's collectives, most in %s", share(host_comm), short_name(f.ops.top().first).c_str());
     return;
   }
   auto [op, t] = f.ops.top();

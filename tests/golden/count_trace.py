@@ -97,6 +97,13 @@ def task_category(name):
     return "gpu_memcpy" if "memcpy" in words else "gpu_memset" if "memset" in words else "kernel"
 
 
+def legacy_op_name(n):
+    """is_legacy_op_name(): an operator's name in a trace without categories."""
+    if "::" in n or re.match(r"[a-z0-9_]+:[^ ]", n):
+        return True
+    return bool(re.search(r".Backward\d*$", n)) or n in ("detach", "detach_")
+
+
 class Places:
     """Process labels and names, thread names, from the metadata (as apply_metadata() keeps them)."""
 
@@ -132,7 +139,7 @@ class Places:
             return True
         return any(isinstance(t, str) and STREAM_RE.match(t) for t in (name, tid[1] if isinstance(tid, tuple) else None))
 
-    def category(self, ev):
+    def category(self, ev, legacy=False):
         cat = category(ev)
         if cat != "(none)" or ev.get("ph") != "X":
             return cat
@@ -142,6 +149,8 @@ class Places:
         name = ev.get("name")
         if isinstance(name, str) and any(name.startswith(p) and len(name) > len(p) for p in RUNTIME_API_PREFIXES):
             return "privateuse1_runtime"
+        if legacy and isinstance(name, str) and not legacy_op_name(name):
+            return "user_annotation"  # a record_function range of the legacy autograd profiler
         return cat
 
 
@@ -196,11 +205,12 @@ def count(path):
     begin = end = None
     places = Places(events)
     fold = folded_processes(events, places)
+    legacy = not any(isinstance(ev, dict) and category(ev) != "(none)" for ev in events)
     for ev in events:
         if not isinstance(ev, dict):
             continue
         ph = PHASES.get(ev.get("ph"), "other")
-        cat = places.category(ev)
+        cat = places.category(ev, legacy)
         out["phases"][ph] = out["phases"].get(ph, 0) + 1
         out["categories"][cat] = out["categories"].get(cat, 0) + 1
         if ph in ("s", "f") and ev.get("cat") == "fwdbwd":
