@@ -98,8 +98,9 @@ std::vector<IterWork> by_marker(const Context& c, const std::vector<EventId>& ma
   return out;
 }
 
-// The repeating period of the main thread's top-level sequence, from a name that occurs at
-// a constant stride. Returns the anchor positions (iteration starts), empty if none.
+// The repeating period of the main thread's top-level sequence, from a name that occurs at a
+// nearly constant stride (a repetition may hold an op or two more or less: the profiler drops
+// or merges short events). Returns the anchor positions (iteration starts), empty if none.
 std::vector<size_t> periodic(const Context& c, const std::vector<EventId>& seq) {
   size_t L = seq.size();
   if (L < 4) return {};
@@ -109,11 +110,16 @@ std::vector<size_t> periodic(const Context& c, const std::vector<EventId>& seq) 
   const std::vector<uint32_t>* best = nullptr;
   for (auto& [name, v] : pos) {
     if (v.size() < 2 || v.size() > L / 2) continue;
-    size_t p = v[1] - v[0];
-    bool regular = true;
-    for (size_t i = 2; i < v.size() && regular; ++i) regular = v[i] - v[i - 1] == p;
-    if (!regular || p < 2) continue;
-    size_t cover = p * v.size();
+    std::vector<uint32_t> strides;
+    for (size_t i = 1; i < v.size(); ++i) strides.push_back(v[i] - v[i - 1]);
+    std::vector<uint32_t> sorted = strides;
+    std::nth_element(sorted.begin(), sorted.begin() + long(sorted.size() / 2), sorted.end());
+    const size_t p = sorted[sorted.size() / 2];
+    const size_t tolerance = std::max<size_t>(2, p / 50);
+    bool regular = p >= 2;
+    for (uint32_t d : strides) regular = regular && (d > p ? d - p : p - d) <= tolerance;
+    if (!regular) continue;
+    size_t cover = v.back() - v.front() + p;
     if (cover > best_cover || (cover == best_cover && p > best_p)) {
       best_cover = cover;
       best_p = p;
@@ -121,10 +127,15 @@ std::vector<size_t> periodic(const Context& c, const std::vector<EventId>& seq) 
     }
   }
   if (!best || best_cover * 2 < L) return {};
-  // The sequence must repeat, not only the anchor.
-  size_t b0 = (*best)[0], same = 0, total = 0;
-  for (size_t i = b0; i + best_p < std::min(L, b0 + best_p * (best->size() - 1) + best_p); ++i, ++total)
-    same += c.m.ev.name[seq[i]] == c.m.ev.name[seq[i + best_p]];
+  // The sequence must repeat, not only the anchor: consecutive periods hold mostly the same names.
+  size_t same = 0, total = 0;
+  for (size_t k = 0; k + 2 < best->size() + 1 && k + 1 < best->size(); ++k) {
+    std::unordered_map<StrId, int> count;
+    for (uint32_t i = (*best)[k]; i < (*best)[k + 1]; ++i) ++count[c.m.ev.name[seq[i]]];
+    uint32_t next_end = k + 2 < best->size() ? (*best)[k + 2] : uint32_t(std::min(L, size_t((*best)[k + 1]) + best_p));
+    for (uint32_t i = (*best)[k + 1]; i < next_end; ++i, ++total)
+      if (int& n = count[c.m.ev.name[seq[i]]]; n > 0) --n, ++same;
+  }
   if (total == 0 || same * 10 < total * 8) return {};
   // Rotation: start each iteration at the offset preceded by the longest idle gaps.
   auto& ev = c.m.ev;

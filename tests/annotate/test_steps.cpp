@@ -168,3 +168,47 @@ TEST_CASE("every real trace with a GPU: the phase verdicts agree with the what-i
     }
   }
 }
+
+// What tests/data/cpu-workloads/truth.json says of how the workloads were made.
+TEST_CASE("CPU workloads: unmarked inference, serving steps and a pipeline, as they were made") {
+  const std::string dir = STRATA_WORKLOADS_DIR;
+  if (!exists(dir + "/truth.json")) {
+    MESSAGE("skipped: tests/data/cpu-workloads is not here");
+    return;
+  }
+  {  // five forwards of eight identical blocks, no ranges: five iterations, not forty
+    auto m = load(dir + "/inference-no-steps.json.gz");
+    Annotation a = annotate(*m);
+    CHECK(a.iteration_source == IterationSource::Periodic);
+    CHECK(a.iterations.size() == 5);
+  }
+  for (const char* f : {"serving-like.json.gz", "serving-like-vllm.json.gz"}) {
+    CAPTURE(f);
+    auto m = load(dir + "/" + f);
+    Annotation a = annotate(*m);
+    REQUIRE(a.iterations.size() == 13);
+    if (std::string_view(f) == "serving-like.json.gz") {  // SGLang-style names say which steps prefill
+      std::map<std::string, int> stages;
+      for (NodeId n = 0; n < a.tree.size(); ++n)
+        if (a.tree.kind[n] == NodeKind::Phase && a.tree.phase[n] == PhaseKind::Forward) ++stages[std::string(a.tree.name_of(n))];
+      CHECK(stages["Prefill"] == 2);
+      CHECK(stages["Decode"] == 11);
+    }
+    for (const PhaseVerdict& v : a.verdicts) CHECK(v.kind != PhaseKind::Backward);
+  }
+  {  // DualPipe-like chunks: one segment per chunk, forward and backward interleaved in a step
+    auto m = load(dir + "/pipeline-dualpipe-like-rank0.json.gz");
+    Annotation a = annotate(*m);
+    REQUIRE(a.iterations.size() == 3);
+    std::vector<std::string> seq;
+    for (NodeId c : a.tree.children(a.iterations[1].node)) seq.emplace_back(a.tree.name_of(c));
+    CHECK(std::count(seq.begin(), seq.end(), "attn(F)") == 6);
+    CHECK(std::count(seq.begin(), seq.end(), "mlp(W)") == 6);
+    // F and B chunks of different micro-batches alternate: a backward chunk before the last forward one.
+    auto last_f = std::find(seq.rbegin(), seq.rend(), "mlp(F)");
+    auto first_b = std::find(seq.begin(), seq.end(), "mlp(B)");
+    REQUIRE(last_f != seq.rend());
+    REQUIRE(first_b != seq.end());
+    CHECK(first_b - seq.begin() < seq.rend() - last_f - 1);
+  }
+}
