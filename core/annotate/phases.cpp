@@ -202,15 +202,18 @@ struct PhaseLabeler {
           if (open(k) && name(k) == "aten::ones_like") lab[k] = P(PhaseKind::Backward);
           break;
         }
-    // Forward starts at the first forward-labelled item, else at the first op doing real work.
+    // Forward starts at the first forward-labelled item, else at the model's first op with
+    // weights (a conv, a linear, an embedding, a norm), else at the first op doing real work.
     size_t first_fwd = n;
     for (size_t i = 0; i < n && first_fwd == n; ++i)
       if (lab[i] == P(PhaseKind::Forward)) first_fwd = i;
-    if (first_fwd == n) {
+    for (int pass = 0; pass < 2 && first_fwd == n; ++pass) {
       for (size_t i = 0; i < n; ++i) {
         if (lab[i] == P(PhaseKind::Backward) || lab[i] == P(PhaseKind::Loss)) break;
-        if (open(i) && !is_data_movement(name(i)) && !is_sync_call(name(i)) && name(i) != "aten::zeros" &&
-            name(i) != "aten::zero_") {
+        const bool works = pass == 0 ? is_parametric(name(i))
+                                     : !is_data_movement(name(i)) && !is_sync_call(name(i)) && name(i) != "aten::zeros" &&
+                                           name(i) != "aten::zero_";
+        if (open(i) && works) {
           first_fwd = i;
           lab[i] = P(PhaseKind::Forward);
           break;
