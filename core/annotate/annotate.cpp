@@ -81,6 +81,9 @@ Annotation annotate(const TraceModel& m, const AnnotateOptions& options, Progres
     a.notes.push_back("no forward ops found: no layer tier");
   else if (a.layer_source == LayerSource::Heuristic)
     a.notes.push_back("no nn.Module events or user annotations: layers are grouped from the op sequence");
+  if (a.backward_recompute)
+    a.notes.push_back(std::to_string(a.backward_recompute) +
+                      " backward ops recompute their forward inside them (activation checkpointing): shown as Recompute layers");
   if (a.backward_ops && a.backward_mapped_links == 0 && a.backward_mapped_order > 0)
     a.notes.push_back("no fwdbwd flows or sequence numbers: backward ops matched to forward layers by reverse op order");
   iters.clear();

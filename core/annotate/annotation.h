@@ -334,6 +334,7 @@ struct Annotation {
   uint32_t main_track = kNoTrack;
   std::vector<uint32_t> backward_tracks;
   uint64_t backward_ops = 0, backward_mapped_links = 0, backward_mapped_order = 0;
+  uint64_t backward_recompute = 0;  // backward ops that recompute their forward (activation checkpointing)
   uint64_t gpu_ops = 0, gpu_ops_annotated = 0;
   std::vector<std::string> notes;  // what could not be determined, in words
   ReduceOptions reduce_options;    // what the reduction used (the levels view reduces alike)

@@ -19,6 +19,28 @@ struct FwdOp {
   bool has(std::string_view k) const { return std::find(kinds, kinds + n, k) != kinds + n; }
 };
 
+// A backward op that runs forward work inside it (activation checkpointing's recompute): a
+// module call or one of the forward entry points, which a backward never runs otherwise.
+bool recomputes_forward(const Context& c, EventId r) {
+  static constexpr std::string_view forward_ops[] = {
+      "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::linear", "aten::batch_norm", "aten::layer_norm",
+      "aten::group_norm", "aten::embedding", "aten::lstm", "aten::gru", "aten::scaled_dot_product_attention"};
+  const TraceModel& m = c.m;
+  const Track& tr = m.tracks[m.track_of(r)];
+  auto st = m.ev.start.begin();
+  for (size_t d = size_t(m.ev.depth[r]) + 1; d < tr.levels.size(); ++d) {
+    const IndexRange& lv = tr.levels[d];
+    auto lo = EventId(std::lower_bound(st + lv.begin, st + lv.end, m.ev.start[r]) - st);
+    for (EventId e = lo; e < lv.end && m.ev.start[e] < m.ev.end(r); ++e) {
+      std::string_view n = m.name_of(e);
+      if ((c.cat(e) == Cat::PythonFunction && is_module_frame_name(n)) ||
+          std::find(std::begin(forward_ops), std::end(forward_ops), n) != std::end(forward_ops))
+        return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 void map_backward(Context& c, std::vector<IterWork>& iters, TreeBuilder& b, Annotation& a, std::vector<NodeId>& node_of) {
@@ -103,6 +125,11 @@ void map_backward(Context& c, std::vector<IterWork>& iters, TreeBuilder& b, Anno
           else prev_layer = layer;
         }
         NodeId parent = layer != kNoNode ? mirror_of(layer) : s.node;
+        if (!main_thread || is_backward_name(c.name(r)))
+          if (recomputes_forward(c, r)) {  // shown as such: a Recompute layer around it
+            parent = b.add(NodeKind::Layer, "Recompute (activation checkpointing)", parent, PhaseKind::Backward, m.ev.start[r], m.ev.end(r));
+            ++a.backward_recompute;
+          }
         NodeId op =
             b.add_named(NodeKind::Op, m.ev.name[r], c.name(r), parent, PhaseKind::Backward, m.ev.start[r], m.ev.end(r), r);
         node_of[r] = op;

@@ -196,6 +196,14 @@ TEST_CASE("CPU workloads: unmarked inference, serving steps and a pipeline, as t
     }
     for (const PhaseVerdict& v : a.verdicts) CHECK(v.kind != PhaseKind::Backward);
   }
+  {  // activation checkpointing: the forward recomputed inside backward is shown as such
+    auto m = load(dir + "/activation-checkpointing.json.gz");
+    Annotation a = annotate(*m);
+    CHECK(a.backward_recompute == 18);  // 6 checkpointed blocks, 3 steps
+    CHECK(has_layer(a.tree, "Recompute (activation checkpointing)"));
+    auto plain = load(dir + "/train-optimizer-only.json.gz");
+    CHECK(annotate(*plain).backward_recompute == 0);
+  }
   {  // DualPipe-like chunks: one segment per chunk, forward and backward interleaved in a step
     auto m = load(dir + "/pipeline-dualpipe-like-rank0.json.gz");
     Annotation a = annotate(*m);
