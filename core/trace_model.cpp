@@ -118,6 +118,13 @@ bool is_runtime_api_call_name(std::string_view n) {
   return false;
 }
 
+bool TraceModel::is_blocking_copy(EventId call) const {
+  constexpr Ns kClockTolerance = 2'000;  // host and GPU clocks disagree by this much
+  const EventId op = gpu_op_of(call);
+  return op != kNoEvent && ev.category(op) == Cat::GpuMemcpy && name_of(call).find("Memcpy") != std::string_view::npos &&
+         ev.start[op] + kClockTolerance < ev.end(call);
+}
+
 bool is_legacy_op_name(std::string_view n) {
   if (n.find("::") != std::string_view::npos) return true;
   // "gloo:send": a lower-case namespace and a colon.

@@ -281,6 +281,9 @@ struct TraceModel {
     Cat c = ev.category(e);
     return (c == Cat::UserAnnotation || c == Cat::CpuOp || c == Cat::None) && is_profiler_step_name(name_of(e));
   }
+  // A copy call that returned only once its copy ran (pageable host memory, a staged copy): it
+  // waits for the GPU like a synchronous copy, whatever its name says.
+  bool is_blocking_copy(EventId call) const;
   // Enclosing event one level up on the same track, or kNoEvent.
   EventId parent_of(EventId e) const;
   // The deepest event on `track` whose [start, end] contains t, or kNoEvent.

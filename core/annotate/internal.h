@@ -87,7 +87,7 @@ struct Context {
     if (!is_cuda_call_cat(cat(e))) return false;
     int8_t& s = sync_names[m.ev.name[e]];
     if (s < 0) s = is_sync_call(name(e));
-    return s;
+    return s || m.is_blocking_copy(e);
   }
   // op_kind of an event's name, once per distinct name (not thread-safe: serial passes only).
   std::string_view kind(EventId e) {

@@ -135,7 +135,7 @@ WorkFigures event_work(const TraceModel& m, const Annotation& a, EventId e) {
     if (is_cuda_call_cat(m.ev.category(d))) {
       int8_t& s = sync_names[m.ev.name[d]];
       if (s < 0) s = annot::is_sync_call(m.name_of(d));
-      if (s) w.sync += m.ev.dur[d];
+      if (s || m.is_blocking_copy(d)) w.sync += m.ev.dur[d];
     }
   };
   if (is_time_range(m, e)) {

@@ -110,6 +110,11 @@ void judge(PhaseVerdict& v, const PhaseFacts& f, Ns iterations) {
     auto [call, t] = f.host_waits.top();
     v.bound = Bound::HostBlocked;
     v.detail = strprintf("%.0f%% of it in calls that wait for the GPU, most in %s", 100 * v.host_blocked, short_name(call).c_str());
+    // What the GPU was doing meanwhile, when a faster GPU side would shorten it.
+    if (v.comm_2x >= kSensitive && v.comm_2x >= v.kernels_2x)
+      v.detail += strprintf("; 2x faster collectives would save %.0f%% of it", 100 * v.comm_2x);
+    else if (v.kernels_2x >= kSensitive)
+      v.detail += strprintf("; 2x faster kernels would save %.0f%% of it", 100 * v.kernels_2x);
     return;
   }
   // The scenario that would save the most, each weighed by how strongly it changes its part
