@@ -256,13 +256,16 @@ void run_analyses(Context& c, Annotation& a) {
   // Idle gaps and their causes. Gaps come in time order, so every lookup is a forward cursor.
   PhaseIndex phases(t);
   std::vector<Interval> syncs, launches, collectives;  // on CPU threads, merged
+  std::vector<int8_t> collective_name(m.strings.size(), -1);  // per name: is_host_collective, once
   for (size_t ti = 0; ti < m.tracks.size(); ++ti) {
     if (m.tracks[ti].kind != TrackKind::CpuThread) continue;
     for (EventId e = m.tracks[ti].events.begin; e < m.tracks[ti].events.end; ++e) {
       if (c.is_sync(e)) syncs.push_back({ev.start[e], ev.end(e)});
       else if (m.gpu_op_of(e) != kNoEvent) launches.push_back({ev.start[e], ev.end(e)});
-      if ((c.is_root(e) || ev.category(e) == Cat::UserAnnotation) && is_host_collective(m.name_of(e)))
-        collectives.push_back({ev.start[e], ev.end(e)});
+      if (!c.is_root(e) && ev.category(e) != Cat::UserAnnotation) continue;
+      int8_t& coll = collective_name[ev.name[e]];
+      if (coll < 0) coll = is_host_collective(m.name_of(e));
+      if (coll) collectives.push_back({ev.start[e], ev.end(e)});
     }
   }
   for (auto* v : {&syncs, &launches, &collectives}) merge_intervals(*v);

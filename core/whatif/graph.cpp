@@ -63,16 +63,18 @@ constexpr Ns kWakeLatency = 50'000;
 // enter the graph, where the part's clock offset is added.
 class TraceBuilder {
  public:
-  TraceBuilder(Graph& g, const TraceModel& m, const Annotation& a, int64_t rank, Ns offset)
+  TraceBuilder(Graph& g, const TraceModel& m, const Annotation& a, int64_t rank, Ns offset, IterationRange range = {})
       : g_(g), m_(m), a_(a), off_(offset), part_(uint32_t(g.parts.size())) {
+    first_ = std::min(range.first, a.iterations.size());
+    last_ = first_ + std::min(range.count, a.iterations.size() - first_);
     Part& p = g_.parts.emplace_back();
     p.model = &m;
     p.annotation = &a;
     p.rank = rank;
     p.clock_offset = offset;
     p.whole_trace = a.iterations.empty() || a.iteration_source == IterationSource::WholeTrace;
-    w0_ = a.iterations.empty() ? m.time_begin : a.iterations.front().begin;
-    w1_ = a.iterations.empty() ? m.time_end : a.iterations.back().end;
+    w0_ = first_ == last_ ? m.time_begin : a.iterations[first_].begin;
+    w1_ = first_ == last_ ? m.time_end : a.iterations[last_ - 1].end;
   }
 
   // False when `progress` was cancelled on the way (the graph is then incomplete).
@@ -109,6 +111,7 @@ class TraceBuilder {
   Ns off_;
   uint32_t part_;
   Ns w0_ = 0, w1_ = 0;
+  size_t first_ = 0, last_ = 0;  // the iterations [first_, last_) of the annotation it holds
   std::vector<Ns> cuts_;      // iteration and phase boundaries: CPU work is split there
   std::vector<Span> phases_;  // phase nodes by start
   std::vector<Vertex> call_vertex_;  // per event: the call vertex it is part of
@@ -162,8 +165,8 @@ class TraceBuilder {
         if (x > w0_ && x < w1_) cuts_.push_back(x);
       if (t.kind[n] == NodeKind::Phase) phases_.push_back({t.begin[n], t.end[n], n});
     }
-    for (const Iteration& it : a_.iterations)
-      for (Ns x : {it.begin, it.end})
+    for (size_t i = first_; i < last_; ++i)
+      for (Ns x : {a_.iterations[i].begin, a_.iterations[i].end})
         if (x > w0_ && x < w1_) cuts_.push_back(x);
     std::sort(cuts_.begin(), cuts_.end());
     cuts_.erase(std::unique(cuts_.begin(), cuts_.end()), cuts_.end());
@@ -561,12 +564,13 @@ class TraceBuilder {
       b.gpu_lead = b.gpu_before ? std::max<Ns>(0, gpu_end[b.gpu_before - 1] - (t + off_)) : 0;
       return b;
     };
-    if (a_.iterations.empty()) {
+    if (first_ == last_) {
       p.boundaries.push_back(boundary(w0_));
       p.boundaries.push_back(boundary(w1_));
       p.partial.push_back(0);
     } else {
-      for (const Iteration& it : a_.iterations) {
+      for (size_t i = first_; i < last_; ++i) {
+        const Iteration& it = a_.iterations[i];
         p.boundaries.push_back(boundary(it.begin));
         p.boundaries.push_back(boundary(it.end));
         p.partial.push_back(it.partial);
@@ -574,7 +578,8 @@ class TraceBuilder {
     }
     const AnnotationTree& t = a_.tree;
     for (NodeId n = 0; n < t.size(); ++n)
-      if (t.kind[n] == NodeKind::Phase) p.phases.push_back({n, boundary(t.begin[n]), boundary(t.end[n])});
+      if (t.kind[n] == NodeKind::Phase && t.begin[n] >= w0_ && t.end[n] <= w1_)
+        p.phases.push_back({n, boundary(t.begin[n]), boundary(t.end[n])});
     p.measured_median = a_.analyses.iter_median ? a_.analyses.iter_median : w1_ - w0_;
   }
 };
@@ -756,9 +761,9 @@ void finish(Graph& g) {
 
 }  // namespace
 
-Graph build_graph(const TraceModel& m, const Annotation& a, const Progress* progress) {
+Graph build_graph(const TraceModel& m, const Annotation& a, const Progress* progress, IterationRange range) {
   Graph g;
-  if (!TraceBuilder(g, m, a, m.distributed.rank, 0).build(progress)) {
+  if (!TraceBuilder(g, m, a, m.distributed.rank, 0, range).build(progress)) {
     Graph none;
     none.cancelled = true;
     return none;

@@ -21,6 +21,7 @@
 #include "core/annotate/annotation.h"
 
 #include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -145,10 +146,14 @@ struct Graph {
   Ns measured(Point p) const { return is_end_point(p) ? start[vertex_of(p)] + dur[vertex_of(p)] : start[vertex_of(p)]; }
 };
 
+// Which of the annotation's iterations a graph holds: `count` from `first` (all by default).
+struct IterationRange {
+  size_t first = 0, count = SIZE_MAX;
+};
 // The graph of one trace's iterations (the whole trace when it has none).
 // `progress` (optional) is checked as the build goes: a cancelled build returns an empty graph
 // with `cancelled` set.
-Graph build_graph(const TraceModel& m, const Annotation& a, const Progress* progress = nullptr);
+Graph build_graph(const TraceModel& m, const Annotation& a, const Progress* progress = nullptr, IterationRange range = {});
 // A job's: every rank's graph on the reference clock, collectives coupled across ranks. The
 // job must keep its models (JobOptions::keep_models); ranks without one are left out.
 Graph build_job_graph(const Job& job);

@@ -17,6 +17,9 @@ namespace {
 // A host wait is called bound when the host spends at least this share of a phase in calls
 // that wait for the GPU.
 constexpr double kHostBlocked = 0.3;
+// Phases repeat: they are judged on at most this many iterations from the middle of the trace
+// (the replays of a 750-iteration trace would cost seconds and say the same).
+constexpr size_t kJudgedIterations = 16;
 
 using PhaseKey = std::pair<std::string, PhaseKind>;
 
@@ -57,14 +60,14 @@ std::string short_name(std::string_view n) {
   return n.size() > 60 ? std::string(n.substr(0, 57)) + "..." : std::string(n);
 }
 
-// What the trace says each phase holds: its host waits and launches (from the graph's
-// vertices), its kernels and outermost CPU ops (from the tree).
-std::map<PhaseKey, PhaseFacts> gather_facts(const TraceModel& m, const Annotation& a, const Graph& g) {
+// What the trace says each phase holds in the iterations [w0, w1): its host waits and
+// launches (from the graph's vertices), its kernels and outermost CPU ops (from the tree).
+std::map<PhaseKey, PhaseFacts> gather_facts(const TraceModel& m, const Annotation& a, const Graph& g, Ns w0, Ns w1) {
   std::map<PhaseKey, PhaseFacts> facts;
   const AnnotationTree& t = a.tree;
   auto key_of = [&](NodeId n) -> std::optional<PhaseKey> {
     NodeId ph = n != kNoNode ? t.ancestor(n, NodeKind::Phase) : kNoNode;
-    if (ph == kNoNode) return std::nullopt;
+    if (ph == kNoNode || t.begin[ph] < w0 || t.begin[ph] >= w1) return std::nullopt;
     return PhaseKey{std::string(t.name_of(ph)), t.phase[ph]};
   };
   for (Vertex v = 0; v < g.size(); ++v) {
@@ -79,18 +82,26 @@ std::map<PhaseKey, PhaseFacts> gather_facts(const TraceModel& m, const Annotatio
     EventId op = outer_op(m, g.event[v]);
     facts[*k].host_waits.add(op != kNoEvent ? call + " in " + std::string(m.name_of(op)) : call, g.dur[v]);
   }
-  for (NodeId n = 0; n < t.size(); ++n) {
+  // The window's iterations are one range of nodes (pre-order).
+  NodeId lo = NodeId(t.size()), hi = 0;
+  for (const Iteration& it : a.iterations)
+    if (it.node != kNoNode && it.begin >= w0 && it.begin < w1) lo = std::min(lo, it.node), hi = std::max(hi, t.subtree_end[it.node]);
+  for (NodeId n = lo; n < hi; ++n) {
     if (t.kind[n] != NodeKind::Op || t.event[n] == kNoEvent) continue;
     NodeId p = t.parent[n];
     if (p != kNoNode && t.kind[p] == NodeKind::Op) continue;  // outermost ops only
     if (const std::optional<PhaseKey> k = key_of(n)) facts[*k].ops.add(std::string(t.name_of(n)), t.duration(n));
   }
-  for (EventId e = 0; e < m.ev.size() && e < a.node_of_event.size(); ++e) {
-    if (m.ev.category(e) != Cat::Kernel) continue;
-    const std::optional<PhaseKey> k = key_of(a.node_of_event[e]);
-    if (!k) continue;
-    std::string n(m.name_of(e));
-    (is_communication_kernel(n) ? facts[*k].collectives : facts[*k].kernels).add(n, m.ev.dur[e]);
+  for (const Track& tr : m.tracks) {
+    if (tr.kind != TrackKind::GpuStream) continue;
+    for (EventId e = tr.events.begin; e < tr.events.end && e < a.node_of_event.size(); ++e) {
+      const NodeId n = a.node_of_event[e];
+      if (n < lo || n >= hi || m.ev.category(e) != Cat::Kernel) continue;
+      const std::optional<PhaseKey> k = key_of(n);
+      if (!k) continue;
+      std::string name(m.name_of(e));
+      (is_communication_kernel(name) ? facts[*k].collectives : facts[*k].kernels).add(name, m.ev.dur[e]);
+    }
   }
   return facts;
 }
@@ -165,7 +176,7 @@ std::vector<PhasePrediction> phase_predictions(const Graph& g, const ReplayResul
   for (size_t p = 0; p < g.parts.size() && p < r.parts.size(); ++p) {
     const Part& part = g.parts[p];
     const AnnotationTree& t = part.annotation->tree;
-    iterations += std::max<size_t>(1, part.annotation->iterations.size());
+    iterations += std::max<size_t>(1, part.boundaries.size() / 2);
     for (size_t k = 0; k < part.phases.size() && k < r.parts[p].phases.size(); ++k) {
       NodeId n = part.phases[k].node;
       std::string_view name = t.name_of(n);
@@ -185,13 +196,17 @@ std::vector<PhasePrediction> phase_predictions(const Graph& g, const ReplayResul
 void judge_phases(const TraceModel& m, Annotation& a, const Progress* progress) {
   a.verdicts.clear();
   if (a.iterations.empty()) return;
-  Graph g = build_graph(m, a, progress);
+  IterationRange range;
+  range.count = std::min(kJudgedIterations, a.iterations.size());
+  range.first = (a.iterations.size() - range.count) / 2;
+  const Ns w0 = a.iterations[range.first].begin, w1 = a.iterations[range.first + range.count - 1].end;
+  Graph g = build_graph(m, a, progress, range);
   if (g.cancelled) return;
   const ReplayResult base = replay(g, {}, progress);
   auto under = [&](const char* spec) { return phase_predictions(g, base, replay(g, scenario_scale(g, named(spec)).scale, progress)); };
   const std::vector<PhasePrediction> gpu = under("kernels-2x"), launch = under("no-launch-overhead"), comm = under("comm-2x");
   if (progress && progress->cancelled()) return;
-  const std::map<PhaseKey, PhaseFacts> facts = gather_facts(m, a, g);
+  const std::map<PhaseKey, PhaseFacts> facts = gather_facts(m, a, g, w0, w1);
   auto saving = [](const PhasePrediction& x) { return x.measured > 0 ? 1.0 - double(x.predicted) / double(x.measured) : 0.0; };
   for (size_t i = 0; i < gpu.size(); ++i) {
     PhaseVerdict v;
@@ -204,7 +219,7 @@ void judge_phases(const TraceModel& m, Annotation& a, const Progress* progress) 
     auto f = facts.find({v.phase, v.kind});
     static const PhaseFacts kNone;
     const PhaseFacts& pf = f != facts.end() ? f->second : kNone;
-    const Ns iters = Ns(std::max<size_t>(1, a.iterations.size()));
+    const Ns iters = Ns(range.count);
     v.host_blocked = v.measured > 0 ? double(pf.host_waits.total() / iters) / double(v.measured) : 0.0;
     judge(v, pf, iters);
     a.verdicts.push_back(std::move(v));
