@@ -113,8 +113,10 @@ std::string summary_text(const TraceModel& m, const Annotation& a) {
   o += "  phases (per iteration):\n";
   Ns iter_total = 0;
   for (auto& p : d.phases) iter_total += p.time;
+  int width = 15;
+  for (auto& p : d.phases) width = std::max(width, int(p.name.size()));
   for (auto& p : d.phases)
-    o += strprintf("    %-15s %12s %5.1f%%   GPU busy %12s   %6.1f kernels   bound: %s\n", p.name.c_str(),
+    o += strprintf("    %-*s %12s %5.1f%%   GPU busy %12s   %6.1f kernels   bound: %s\n", width, p.name.c_str(),
              format_duration(p.time / Ns(d.iterations)).c_str(), pct(p.time, iter_total), format_duration(p.gpu_busy / Ns(d.iterations)).c_str(),
              double(p.kernels) / double(d.iterations), bound_name(main_bound(a, p)));
   for (auto& p : d.phases)
