@@ -426,6 +426,9 @@ namespace {
 
 // The leaf ops in a trace (the scored one, perhaps stripped): its outermost ops, found by
 // time and name, in order; `foreign` gets the outermost ops that are no leaf op.
+// How far a child may end after its parent in a trace written in whole microseconds.
+constexpr Ns kRounding = 1'000;
+
 std::vector<EventId> match_leaf_ops(const TraceModel& m, const GroundTruth& truth, std::vector<EventId>* foreign) {
   const size_t nops = truth.ops.size();
   std::unordered_map<OpKey, std::vector<uint32_t>, OpKeyHash> by_key;
@@ -444,7 +447,12 @@ std::vector<EventId> match_leaf_ops(const TraceModel& m, const GroundTruth& trut
     auto it = by_key.find(k);
     size_t& next = taken[k];
     if (it == by_key.end() || next >= it->second.size()) {
-      if (foreign) foreign->push_back(e);
+      // A child of a leaf op that the stripped trace's nesting left outermost (the profiler
+      // rounds to whole µs, so a child can end after its parent) is no op of its own.
+      auto after = std::upper_bound(truth.ops.begin(), truth.ops.end(), m.ev.start[e],
+                                    [](Ns t, const auto& o) { return t < o.begin; });
+      const bool inside = after != truth.ops.begin() && m.ev.end(e) <= std::prev(after)->end + kRounding;
+      if (foreign && !inside) foreign->push_back(e);
       continue;
     }
     if (uint32_t i = it->second[next++]; i < nops) event_of[i] = e;  // else one of the truth's own ops

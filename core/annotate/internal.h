@@ -189,6 +189,12 @@ void compute_metrics(Context& c, AnnotationTree& t, const std::vector<NodeId>& n
 void run_analyses(Context& c, Annotation& a);
 void count_flops(const Context& c, Annotation& a);  // the range profiler's FLOPs (flops.cpp)
 
+// Layers, blocks and the model's root inferred for forward op nodes with no finer structure,
+// under `parent` (infer_layers.cpp); `model_root`: they are the whole forward.
+void infer_layers(Context& c, TreeBuilder& b, NodeId parent, const std::vector<NodeId>& ops, bool model_root);
+// What a unit of that kind is, as a person names it ("BatchNorm"); an activation by its op.
+std::string readable_unit(std::string_view kind, std::string_view op);
+
 // CPU ops one level below `r` on its track, in time order.
 std::vector<EventId> child_ops(const Context& c, EventId r);
 // The outermost nn.Module frame enclosing an event on its track, or kNoEvent.

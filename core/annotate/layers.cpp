@@ -11,26 +11,6 @@ namespace strata::annot {
 
 namespace {
 
-// What a unit of that kind is, as a person names it ("BatchNorm"); an activation by its op.
-std::string readable_kind(std::string_view kind, std::string_view op) {
-  static constexpr std::pair<std::string_view, std::string_view> names[] = {
-      {"conv", "Conv"}, {"batch_norm", "BatchNorm"}, {"layer_norm", "LayerNorm"}, {"group_norm", "GroupNorm"},
-      {"embedding", "Embedding"}, {"attention", "Attention"}, {"loss", "Loss"}, {"softmax", "Softmax"},
-      {"dropout", "Dropout"}, {"pool", "Pool"}, {"bmm", "BMM"}, {"linear", "Linear"}, {"shortcut", "Shortcut"},
-      {"mlp", "MLP"}, {"ops", "Ops"}};
-  if (kind == "activation") {
-    static constexpr std::pair<std::string_view, std::string_view> acts[] = {
-        {"leaky_relu", "LeakyReLU"}, {"relu", "ReLU"}, {"gelu", "GELU"}, {"silu", "SiLU"}, {"sigmoid", "Sigmoid"},
-        {"hardtanh", "Hardtanh"}, {"tanh", "Tanh"}, {"elu", "ELU"}, {"threshold", "ReLU"}};
-    for (auto [k, n] : acts)
-      if (op.find(k) != std::string_view::npos) return std::string(n);
-    return "Activation";
-  }
-  for (auto [k, n] : names)
-    if (k == kind) return std::string(n);
-  return std::string(kind);
-}
-
 bool is_anchor(std::string_view kind) {
   return kind != "reshape" && kind != "other" && kind != "add" && kind != "mul" && kind != "cat" && kind != "reduce";
 }
@@ -121,7 +101,12 @@ struct LayerBuild {
     bool has_add = false;   // one of them is an add (a residual connection)
   };
 
-  void heuristic_units(NodeId parent, const std::vector<NodeId>& ops) {
+  void heuristic_units(NodeId parent, const std::vector<NodeId>& ops, bool model_root) {
+    if (leaf_kinds.empty()) {  // by what PyTorch's modules are (infer_layers.cpp)
+      infer_layers(c, b, parent, ops, model_root);
+      any_heuristic = true;
+      return;
+    }
     // Ops that only prepare (views, in-place counters like BatchNorm's num_batches_tracked,
     // residual adds) join the next anchor op's unit; trailing ones join the last unit.
     std::vector<Unit> us;
@@ -241,13 +226,13 @@ struct LayerBuild {
     std::string_view anchor_op;
     for (NodeId op : u.ops)
       if (c.kind(b.event[op]) == u.kind || anchor_op.empty()) anchor_op = c.name(b.event[op]);
-    std::string name = readable_kind(u.kind, anchor_op);
+    std::string name = readable_unit(u.kind, anchor_op);
     if (u.kind != "shortcut" && u.kind != "mlp") return name;
     std::string parts;
     for (NodeId op : u.ops) {
       std::string_view k = c.kind(b.event[op]);
       if (!is_anchor(k)) continue;
-      std::string r = readable_kind(k, c.name(b.event[op]));
+      std::string r = readable_unit(k, c.name(b.event[op]));
       if (parts.empty() || !parts.ends_with(r)) parts += (parts.empty() ? "" : " → ") + r;
     }
     return name + ": " + parts;
@@ -386,12 +371,16 @@ void build_layers(Context& c, std::vector<IterWork>& iters, TreeBuilder& b, Anno
       }
     }
   }
-  // Only ops directly in the forward phase: a module or a user range is already a layer.
+  // Only ops directly in the forward phase: a module or a user range is already a layer. A
+  // phase with no layer of the program's is the model's whole forward (the root module).
+  std::vector<uint8_t> has_layers(b.size(), 0);
+  for (NodeId n = 0; n < b.size(); ++n)
+    if (b.kind[n] == NodeKind::Layer && b.parent[n] != kNoNode) has_layers[b.parent[n]] = 1;
   for (auto& [parent, ops] : lb.direct_ops)
     if ((b.kind[parent] == NodeKind::Phase ||
          std::find(lb.containers.begin(), lb.containers.end(), parent) != lb.containers.end()) &&
         ops.size() >= 4)
-      lb.heuristic_units(parent, ops);
+      lb.heuristic_units(parent, ops, b.kind[parent] == NodeKind::Phase && !has_layers[parent]);
   a.layer_source = lb.any_module ? LayerSource::Module
                    : lb.any_annotation ? LayerSource::UserAnnotation
                    : lb.any_heuristic ? LayerSource::Heuristic

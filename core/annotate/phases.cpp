@@ -35,6 +35,11 @@ struct Marker {
 };
 
 // Fused and foreach kernels only an optimizer step runs.
+// A copy of the batch to where the model runs (.to(device), pinning), not a view of it.
+bool is_host_copy(std::string_view n) {
+  return n == "aten::to" || n == "aten::_to_copy" || n == "aten::copy_" || n == "aten::pin_memory" || n == "aten::_pin_memory";
+}
+
 bool is_optimizer_op(std::string_view n) {
   return n.starts_with("aten::_foreach_") || n.starts_with("aten::_fused_adam") || n.starts_with("aten::_fused_sgd");
 }
@@ -202,23 +207,24 @@ struct PhaseLabeler {
           if (open(k) && name(k) == "aten::ones_like") lab[k] = P(PhaseKind::Backward);
           break;
         }
-    // Forward starts at the first forward-labelled item, else at the model's first op with
-    // weights (a conv, a linear, an embedding, a norm), else at the first op doing real work.
+    // Forward starts at the first forward-labelled item, else at the first op doing real work
+    // after the data was loaded (its marker, its copies) and at the latest at the model's first
+    // op with weights (a conv, a linear, an embedding, a norm).
     size_t first_fwd = n;
     for (size_t i = 0; i < n && first_fwd == n; ++i)
       if (lab[i] == P(PhaseKind::Forward)) first_fwd = i;
-    for (int pass = 0; pass < 2 && first_fwd == n; ++pass) {
-      for (size_t i = 0; i < n; ++i) {
+    if (first_fwd == n) {
+      size_t weights = n, loaded = 0;
+      for (size_t i = 0; i < n && weights == n; ++i) {
         if (lab[i] == P(PhaseKind::Backward) || lab[i] == P(PhaseKind::Loss)) break;
-        const bool works = pass == 0 ? is_parametric(name(i))
-                                     : !is_data_movement(name(i)) && !is_sync_call(name(i)) && name(i) != "aten::zeros" &&
-                                           name(i) != "aten::zero_";
-        if (open(i) && works) {
-          first_fwd = i;
-          lab[i] = P(PhaseKind::Forward);
-          break;
-        }
+        if (open(i) && is_parametric(name(i))) weights = i;
+        else if (lab[i] == P(PhaseKind::DataLoading) || (open(i) && is_host_copy(name(i)))) loaded = i + 1;
       }
+      for (size_t i = loaded; i < weights && first_fwd == n; ++i)
+        if (open(i) && !is_data_movement(name(i)) && !is_sync_call(name(i)) && name(i) != "aten::zeros" && name(i) != "aten::zero_")
+          first_fwd = i;
+      if (first_fwd == n) first_fwd = weights;
+      if (first_fwd < n) lab[first_fwd] = P(PhaseKind::Forward);
     }
     for (size_t i = 0; i < std::min(first_fwd, n); ++i)
       if (open(i) && is_data_movement(name(i))) lab[i] = P(PhaseKind::DataLoading);

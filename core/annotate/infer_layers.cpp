@@ -1,0 +1,377 @@
+// Layers inferred from the forward's op sequence when the trace has no module frames and no
+// ranges around the ops, by what PyTorch's modules are:
+//   units   the leaf modules: a weight op (conv, linear, embedding, an RNN over all its steps),
+//           a norm (BatchNorm with the counter it bumps first), an activation, a pooling, a
+//           dropout, a resampling; attention as one unit from its in-projection through the
+//           scores, softmax and weighted sum to its out-projection (separate q/k/v projections
+//           are child units of it, a packed one is part of it);
+//   blocks  what a residual connection closes: the ops from where the block's input was made
+//           to the add that joins it back (with the activation or, post-norm, the norm that
+//           follows the add); blocks of one kind that alternate with another (attention, MLP)
+//           pair into a layer; a run of blocks from one that changes the shape (a projection
+//           shortcut) to the next is a stage;
+//   model   the whole forward: the root module that holds the rest.
+// Ops that are none of those (views, residual adds, concatenations, scores outside attention)
+// stay loose in the innermost block around them, as they are in the module that calls them.
+#include "core/annotate/internal.h"
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <unordered_map>
+
+namespace strata::annot {
+
+namespace {
+
+enum class Role : uint8_t { Weight, Norm, Activation, Pool, Dropout, Resample, Score, Softmax, Shape, Add, Merge, Compute };
+
+bool in(std::string_view n, std::initializer_list<std::string_view> names) {
+  return std::find(names.begin(), names.end(), n) != names.end();
+}
+
+Role role_of(std::string_view full) {
+  std::string_view n = strip_prefix(full, "aten::");
+  if (n.ends_with("_") && !n.ends_with("__")) n.remove_suffix(1);  // in-place spellings: relu_, add_
+  if (n.starts_with("conv") || n.starts_with("_conv") || in(n, {"linear", "addmm", "embedding", "embedding_bag", "_embedding_bag",
+                                                                  "lstm", "gru", "rnn_tanh", "rnn_relu", "lstm_cell", "gru_cell",
+                                                                  "rnn_tanh_cell", "rnn_relu_cell", "bilinear", "prelu"}))
+    return Role::Weight;
+  if (in(n, {"batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "local_response_norm", "native_layer_norm"}))
+    return Role::Norm;
+  if (in(n, {"relu", "gelu", "silu", "sigmoid", "tanh", "hardswish", "hardsigmoid", "leaky_relu", "elu", "selu", "celu",
+             "softplus", "mish", "hardtanh", "threshold", "relu6", "glu", "log_sigmoid", "softsign", "tanhshrink"}))
+    return Role::Activation;
+  if (n.find("pool") != std::string_view::npos) return Role::Pool;
+  if (n.find("dropout") != std::string_view::npos) return Role::Dropout;
+  if (n.starts_with("upsample") || in(n, {"interpolate", "pixel_shuffle", "pixel_unshuffle", "grid_sampler"})) return Role::Resample;
+  if (in(n, {"matmul", "bmm", "baddbmm", "mm", "einsum", "scaled_dot_product_attention", "_scaled_dot_product_attention"}))
+    return Role::Score;
+  if (in(n, {"softmax", "_softmax", "log_softmax"})) return Role::Softmax;
+  if (in(n, {"view", "reshape", "transpose", "t", "permute", "contiguous", "as_strided", "expand", "expand_as", "unsqueeze",
+             "squeeze", "flatten", "chunk", "split", "split_with_sizes", "unbind", "select", "slice", "narrow", "unflatten",
+             "view_as", "clone", "detach", "alias", "to", "_to_copy", "type_as", "movedim", "swapaxes", "copy",
+             "_unsafe_view", "unsafe_split", "unsafe_chunk", "repeat", "roll"}))
+    return Role::Shape;
+  if (in(n, {"add", "sub"})) return Role::Add;
+  if (in(n, {"cat", "concat", "stack", "_cat"})) return Role::Merge;
+  return Role::Compute;
+}
+
+bool is_unit_role(Role r) {
+  return r == Role::Weight || r == Role::Norm || r == Role::Activation || r == Role::Pool || r == Role::Dropout ||
+         r == Role::Resample;
+}
+
+// A leaf unit or a loose op, in forward order.
+struct Element {
+  bool unit = false;
+  Role role = Role::Compute;
+  std::string_view kind;     // op_kind of its main op ("conv", "attention")
+  std::string_view op;       // its main op's name
+  std::vector<NodeId> ops;   // its op nodes, in order
+  std::vector<Element> inner;  // attention with separate projections: its child units and loose ops
+  NodeId node = kNoNode;
+};
+
+struct Inference {
+  Context& c;
+  TreeBuilder& b;
+  std::map<std::string, uint32_t> counters;  // per readable kind: how many named so far
+
+  std::string_view name_of(NodeId op) const { return c.name(b.event[op]); }
+
+  // Leaf units over the op nodes: BatchNorm takes the counter it bumps first; attention spans
+  // its projections; the rest are single ops.
+  std::vector<Element> units(const std::vector<NodeId>& ops) {
+    std::vector<Element> els;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      Element e;
+      e.ops = {ops[i]};
+      e.op = name_of(ops[i]);
+      e.role = role_of(e.op);
+      e.kind = c.kind(b.event[ops[i]]);
+      e.unit = is_unit_role(e.role);
+      if (e.role == Role::Norm && e.kind == "batch_norm" && !els.empty() && !els.back().unit && els.back().op == "aten::add_") {
+        e.ops.insert(e.ops.begin(), els.back().ops.front());
+        els.pop_back();
+      }
+      els.push_back(std::move(e));
+    }
+    return attention(std::move(els));
+  }
+
+  // Scores, a softmax, a weighted sum: attention, from its in-projection to its out-projection.
+  std::vector<Element> attention(std::vector<Element> els) {
+    std::vector<Element> out;
+    size_t i = 0;
+    while (i < els.size()) {
+      size_t s1 = i;
+      bool fused = els[i].role == Role::Score && els[i].op.find("scaled_dot_product") != std::string_view::npos;
+      size_t s2 = i, k = i + 1;
+      if (!fused) {
+        if (els[i].role != Role::Score) {
+          out.push_back(std::move(els[i++]));
+          continue;
+        }
+        // softmax within a few ops, then the second product
+        size_t sm = SIZE_MAX;
+        for (; k < els.size() && k < i + 8; ++k) {
+          if (els[k].role == Role::Softmax) { sm = k; break; }
+          if (els[k].unit && els[k].role != Role::Dropout) break;
+        }
+        s2 = SIZE_MAX;
+        for (k = sm == SIZE_MAX ? els.size() : sm + 1; k < els.size() && k < sm + 6; ++k) {
+          if (els[k].role == Role::Score) { s2 = k; break; }
+          if (els[k].unit && els[k].role != Role::Dropout) break;
+        }
+        if (sm == SIZE_MAX || s2 == SIZE_MAX) {
+          out.push_back(std::move(els[i++]));
+          continue;
+        }
+      }
+      // In-projections: back over the linears and views that lead to the scores.
+      size_t lo = s1, linears = 0;
+      while (!out.empty()) {
+        const Element& p = out.back();
+        bool proj = p.role == Role::Weight && p.kind == "linear";
+        if (!(proj || p.role == Role::Shape || (!p.unit && p.role == Role::Compute))) break;
+        linears += proj;
+        els[--lo] = std::move(out.back());
+        out.pop_back();
+      }
+      // Out-projection: views, one linear, views.
+      size_t hi = s2 + 1;
+      while (hi < els.size() && els[hi].role == Role::Shape) ++hi;
+      if (hi < els.size() && els[hi].role == Role::Weight && els[hi].kind == "linear") {
+        ++hi;
+        while (hi < els.size() && els[hi].role == Role::Shape) ++hi;
+      }
+      Element a;
+      a.unit = true;
+      a.role = Role::Weight;
+      a.kind = "attention";
+      a.op = els[s1].op;
+      for (size_t j = lo; j < hi; ++j) {
+        a.ops.insert(a.ops.end(), els[j].ops.begin(), els[j].ops.end());
+        // Separate q, k, v projections are modules of their own inside the attention.
+        if (linears >= 2) a.inner.push_back(std::move(els[j]));
+      }
+      out.push_back(std::move(a));
+      i = hi;
+    }
+    return out;
+  }
+
+  // A signature of what a run of elements is, for repetition: its units' kinds in order.
+  static std::string signature(const std::vector<Element>& els, size_t from, size_t to) {
+    std::string s;
+    for (size_t j = from; j < to; ++j)
+      if (els[j].unit) s += std::string(els[j].kind) + ",";
+    return s;
+  }
+
+  // Residual blocks: [from, to) spans of elements, each closed by an add that joins a branch
+  // holding a weight op back to its input.
+  std::vector<std::pair<size_t, size_t>> residual_blocks(const std::vector<Element>& els) {
+    // Post-norm (the norm right after the add closes the block) unless the first residual
+    // branch starts with a norm (pre-norm: that norm opens the next block).
+    bool pre_norm = false;
+    for (size_t j = 1; j < els.size(); ++j)
+      if (els[j].unit && els[j].kind == "attention") {
+        pre_norm = els[j - 1].role == Role::Norm;
+        break;
+      }
+    std::vector<std::pair<size_t, size_t>> out;
+    size_t start = 0;
+    bool weight = false;
+    for (size_t j = 0; j < els.size(); ++j) {
+      if (els[j].unit && (els[j].role == Role::Weight)) weight = true;
+      if (els[j].unit || els[j].role != Role::Add || !weight) continue;
+      size_t end = j + 1;
+      if (end < els.size() && els[end].unit &&
+          (els[end].role == Role::Activation || (els[end].role == Role::Norm && !pre_norm)))
+        ++end;
+      out.push_back({start, end});
+      start = end;
+      weight = false;
+      j = end - 1;
+    }
+    return out;
+  }
+
+  // A block of a kind seen once that ends like a kind seen several times holds what came
+  // before the first of those (the stem: ResNet's conv, norm and pooling before its first
+  // residual block): only its end is the block.
+  static void split_stem(const std::vector<Element>& els, std::vector<std::pair<size_t, size_t>>& blocks, std::vector<std::string>& sig) {
+    std::map<std::string, int> count;
+    for (auto& s : sig) ++count[s];
+    for (size_t k = 0; k < blocks.size(); ++k) {
+      if (count[sig[k]] != 1) continue;
+      for (auto& [other, n] : count) {
+        if (n < 2 || other.size() >= sig[k].size() || !sig[k].ends_with(other) || sig[k][sig[k].size() - other.size() - 1] != ',')
+          continue;
+        size_t units = size_t(std::count(other.begin(), other.end(), ','));
+        size_t at = blocks[k].second;
+        while (units > 0 && at > blocks[k].first)
+          if (els[--at].unit) --units;
+        while (at > blocks[k].first && !els[at - 1].unit) --at;  // the loose ops before it are the block's
+        blocks.insert(blocks.begin() + long(k) + 1, {at, blocks[k].second});
+        blocks[k].second = at;
+        sig.insert(sig.begin() + long(k) + 1, other);
+        sig[k] = signature(els, blocks[k].first, at);
+        ++count[other];
+        break;
+      }
+    }
+  }
+
+  std::string readable(const Element& e) const { return readable_unit(e.kind, e.op); }
+
+  NodeId make(const std::string& name, NodeId parent, const std::vector<NodeId>& kids) {
+    NodeId first = kids.front();
+    NodeId id = b.add(NodeKind::Layer, name, parent, b.phase[first], b.begin[first], b.end[first]);
+    for (NodeId k : kids) {
+      b.parent[k] = id;
+      b.widen(id, b.begin[k], b.end[k]);
+    }
+    return id;
+  }
+
+  std::string numbered(const std::string& what) { return what + " " + std::to_string(++counters[what]); }
+
+  // Nodes for the units under `parent`; loose ops stay there.
+  void place_units(std::vector<Element>& els, NodeId parent) {
+    for (Element& e : els) {
+      if (!e.unit) {
+        for (NodeId op : e.ops) b.parent[op] = parent;
+        e.node = e.ops.front();
+        continue;
+      }
+      if (!e.inner.empty()) {
+        e.node = b.add(NodeKind::Layer, numbered("Attention"), parent, b.phase[e.ops.front()], b.begin[e.ops.front()],
+                       b.end[e.ops.front()]);
+        place_units(e.inner, e.node);
+        for (NodeId op : e.ops) b.widen(e.node, b.begin[op], b.end[op]);
+        continue;
+      }
+      e.node = make(numbered(readable(e)), parent, e.ops);
+    }
+  }
+
+  // What a block is, in words: "Residual block 3: 2 Conv + 2 BatchNorm + ReLU", "Encoder layer 2:
+  // attention + MLP".
+  std::string block_name(const std::vector<Element>& els, size_t from, size_t to) {
+    bool attn = false, mlp = false;
+    std::vector<std::pair<std::string, uint32_t>> seen;
+    for (size_t j = from; j < to; ++j) {
+      if (!els[j].unit) continue;
+      attn |= els[j].kind == "attention";
+      mlp |= els[j].kind == "linear";
+      std::string r = readable(els[j]);
+      auto it = std::find_if(seen.begin(), seen.end(), [&](auto& x) { return x.first == r; });
+      if (it == seen.end()) seen.push_back({r, 1});
+      else ++it->second;
+    }
+    if (attn && mlp) return numbered("Layer") + ": attention + MLP";
+    std::string name = numbered("Block") + ":";
+    for (size_t k = 0; k < seen.size(); ++k)
+      name += (k ? " + " : " ") + (seen[k].second > 1 ? std::to_string(seen[k].second) + " " : std::string()) + seen[k].first;
+    return name;
+  }
+
+  void run(NodeId parent, const std::vector<NodeId>& ops, bool model_root) {
+    std::vector<Element> els = units(ops);
+    if (model_root && ops.size() >= 2) parent = make("Model", parent, ops);
+    place_units(els, parent);
+    std::vector<std::pair<size_t, size_t>> blocks = residual_blocks(els);
+    std::vector<std::string> sig;
+    for (auto [f, t] : blocks) sig.push_back(signature(els, f, t));
+    split_stem(els, blocks, sig);
+    bool repeats = false;  // blocks of one kind one after another: each block is a module
+    for (size_t k = 1; k < sig.size(); ++k) repeats |= sig[k] == sig[k - 1];
+    // Blocks of two kinds that strictly alternate (attention, MLP) are halves of one layer: the
+    // longest such run, paired from the half that holds attention.
+    size_t r0 = 0, r1 = 0;
+    for (size_t k = 0; k < sig.size() && !repeats;) {
+      size_t e = k + 1;
+      while (e < sig.size() && sig[e] != sig[e - 1] && (e < k + 2 || sig[e] == sig[e - 2])) ++e;
+      if (e - k > r1 - r0) r0 = k, r1 = e;
+      k = std::max(k + 1, e - 1);
+    }
+    std::vector<std::pair<size_t, size_t>> layers;
+    std::map<std::string, int> count;
+    for (auto& s : sig) ++count[s];
+    if (r1 - r0 >= 4) {
+      if (sig[r0].find("attention") == std::string::npos && sig[r0 + 1].find("attention") != std::string::npos) ++r0;
+      for (size_t k = r0; k + 1 < r1; k += 2) layers.push_back({blocks[k].first, blocks[k + 1].second});
+    } else {
+      // Blocks whose kind recurs are modules; a lone one is not told from the stem or head.
+      for (size_t k = 0; k < blocks.size(); ++k)
+        if (count[sig[k]] >= 2) layers.push_back(blocks[k]);
+    }
+    std::vector<NodeId> block_nodes;
+    std::vector<std::string> block_sig;
+    for (auto [f, t] : layers) {
+      std::vector<NodeId> kids;
+      for (size_t j = f; j < t; ++j) kids.push_back(els[j].node);
+      block_nodes.push_back(make(block_name(els, f, t), parent, kids));
+      block_sig.push_back(signature(els, f, t));
+    }
+    stages(parent, layers, block_nodes, block_sig);
+  }
+
+  // Consecutive blocks from one that differs from the common kind (it changes the shape: a
+  // projection shortcut) up to the next such one are a stage; only when there are several.
+  void stages(NodeId parent, const std::vector<std::pair<size_t, size_t>>& layers, const std::vector<NodeId>& nodes,
+              const std::vector<std::string>& sig) {
+    if (nodes.size() < 4) return;
+    std::map<std::string, int> count;
+    for (auto& s : sig) ++count[s];
+    const std::string common = std::max_element(count.begin(), count.end(), [](auto& x, auto& y) { return x.second < y.second; })->first;
+    std::vector<size_t> starts;
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      bool contiguous = k > 0 && layers[k].first == layers[k - 1].second;
+      if (k == 0 || !contiguous || sig[k] != common) starts.push_back(k);
+    }
+    if (starts.size() < 2 || starts.size() == nodes.size()) return;
+    starts.push_back(nodes.size());
+    for (size_t s = 0; s + 1 < starts.size(); ++s) {
+      if (starts[s + 1] - starts[s] < 2) continue;
+      std::vector<NodeId> kids(nodes.begin() + long(starts[s]), nodes.begin() + long(starts[s + 1]));
+      make(numbered("Stage"), parent, kids);
+    }
+  }
+};
+
+}  // namespace
+
+std::string readable_unit(std::string_view kind, std::string_view op) {
+  static constexpr std::pair<std::string_view, std::string_view> names[] = {
+      {"conv", "Conv"}, {"batch_norm", "BatchNorm"}, {"layer_norm", "LayerNorm"}, {"group_norm", "GroupNorm"},
+      {"embedding", "Embedding"}, {"attention", "Attention"}, {"loss", "Loss"}, {"softmax", "Softmax"},
+      {"dropout", "Dropout"}, {"pool", "Pool"}, {"bmm", "BMM"}, {"linear", "Linear"}, {"shortcut", "Shortcut"},
+      {"mlp", "MLP"}, {"ops", "Ops"}};
+  if (kind == "activation") {
+    static constexpr std::pair<std::string_view, std::string_view> acts[] = {
+        {"leaky_relu", "LeakyReLU"}, {"relu", "ReLU"}, {"gelu", "GELU"}, {"silu", "SiLU"}, {"sigmoid", "Sigmoid"},
+        {"hardtanh", "Hardtanh"}, {"tanh", "Tanh"}, {"elu", "ELU"}, {"threshold", "ReLU"}};
+    for (auto [k, n] : acts)
+      if (op.find(k) != std::string_view::npos) return std::string(n);
+    return "Activation";
+  }
+  for (auto [k, n] : names)
+    if (k == kind) return std::string(n);
+  std::string_view bare = strip_prefix(op, "aten::");
+  if (bare.find("lstm") != std::string_view::npos) return "LSTM";
+  if (bare.find("gru") != std::string_view::npos) return "GRU";
+  if (bare.starts_with("upsample")) return "Upsample";
+  return std::string(kind);
+}
+
+void infer_layers(Context& c, TreeBuilder& b, NodeId parent, const std::vector<NodeId>& ops, bool model_root) {
+  Inference inference{c, b, {}};
+  inference.run(parent, ops, model_root);
+}
+
+}  // namespace strata::annot
