@@ -109,9 +109,12 @@ struct Key {
 struct Nested {
   std::vector<uint32_t> kept, per_depth;
   std::vector<Key> overflow;
+  std::vector<std::pair<uint32_t, Ns>> clipped;  // events nested by cutting their end: (event, duration)
 };
 
-Nested nest_track(std::vector<Key> list, std::vector<uint16_t>& depth) {
+// `overhang`: how far an event may end after the one that encloses it and still nest in it
+// (its end is cut there): the rounding of a trace written in whole microseconds.
+Nested nest_track(std::vector<Key> list, std::vector<uint16_t>& depth, Ns overhang = 0) {
   auto by_start = [](const Key& a, const Key& b) {
     if (a.start != b.start) return a.start < b.start;
     if (a.dur != b.dur) return a.dur > b.dur;
@@ -125,6 +128,10 @@ Nested nest_track(std::vector<Key> list, std::vector<uint16_t>& depth) {
   for (const Key& k : list) {
     Ns end = k.start + k.dur;
     while (!stack.empty() && stack.back() <= k.start) stack.pop_back();
+    if (!stack.empty() && end > stack.back() && end - stack.back() <= overhang && stack.size() < kMaxDepth) {
+      end = stack.back();
+      r.clipped.push_back({k.e, end - k.start});
+    }
     if (!stack.empty() && (end > stack.back() || stack.size() >= kMaxDepth)) {
       r.overflow.push_back(k);
       continue;
@@ -172,6 +179,7 @@ class ModelBuilder {
   std::vector<bool> drop_;       // events merged away (B/E pairs)
   std::map<std::pair<int64_t, StrId>, uint32_t> process_index_;
   std::map<GlobalKey, uint32_t> track_index_;
+  bool legacy_ = false;  // the legacy autograd profiler's format: no categories, whole microseconds
   std::vector<GlobalKey> track_keys_;
   std::vector<RawTrackInfo> track_info_;
   std::vector<MetaRec> metas_;
@@ -367,7 +375,7 @@ void ModelBuilder::recognise_uncategorised() {
   if (per_category.size() <= size_t(Cat::None) || per_category[size_t(Cat::None)] == 0) return;
   uint64_t categorised = 0;
   for (size_t c = 0; c < per_category.size(); ++c) categorised += c != size_t(Cat::None) ? per_category[c] : 0;
-  const bool legacy = categorised == 0;
+  const bool legacy = legacy_ = categorised == 0;
   enum Role : uint8_t { Host, Stream, View };
   std::vector<uint8_t> role(m_.tracks.size(), Host);
   for (uint32_t t = 0; t < m_.tracks.size(); ++t)
@@ -589,6 +597,8 @@ void ModelBuilder::gather(std::vector<T> ChunkEvents::*column, std::vector<T>& o
 void ModelBuilder::order_and_nest() {
   auto& ev = m_.ev;
   size_t n = events_;
+  // The legacy autograd profiler writes whole microseconds: a child can end 1 µs after its parent.
+  const Ns overhang = legacy_ ? 1'000 : 0;
   // Events per track, in file order.
   std::vector<std::vector<Key>> lists(m_.tracks.size());
   {
@@ -616,13 +626,15 @@ void ModelBuilder::order_and_nest() {
     std::iota(order.begin(), order.end(), 0u);
     std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return lists[a].size() > lists[b].size(); });
     parallel_for(n >= kParallelMin ? 2 : 1, order.size(),
-                 [&](size_t k) { nested[order[k]] = nest_track(std::move(lists[order[k]]), depth); });
+                 [&](size_t k) { nested[order[k]] = nest_track(std::move(lists[order[k]]), depth, overhang); });
   }
   if (cancelled()) return;
   std::vector<uint32_t> perm;
   reserve_huge(perm, n);
+  std::vector<std::pair<uint32_t, Ns>> clipped;
   for (uint32_t t = 0; t < nested.size(); ++t) {  // `nested` grows as overflow tracks appear
     Nested r = std::move(nested[t]);
+    clipped.insert(clipped.end(), r.clipped.begin(), r.clipped.end());
     // Level by level, each level in start order.
     Track& tr = m_.tracks[t];
     tr.events.begin = uint32_t(perm.size());
@@ -649,7 +661,7 @@ void ModelBuilder::order_and_nest() {
       o.overflow_of = t;
       m_.tracks[t].overflow = uint32_t(m_.tracks.size());
       m_.tracks.push_back(std::move(o));
-      nested.push_back(nest_track(std::move(r.overflow), depth));
+      nested.push_back(nest_track(std::move(r.overflow), depth, overhang));
     }
   }
   if (m_.stats.overlaps)
@@ -679,6 +691,8 @@ void ModelBuilder::order_and_nest() {
                    permute(depth, perm);
                  });
   if (cancelled()) return;
+  for (auto [e, dur] : clipped) ev.dur[new_index[e]] = dur;
+  m_.stats.rounding_clips = clipped.size();
   std::vector<PlacedChunk>().swap(chunks_);
   ev.depth = std::move(depth);
   assign_huge(ev.link, ev.size(), kNoEvent);

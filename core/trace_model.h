@@ -214,6 +214,8 @@ struct LoadStats {
   uint64_t launches_linked = 0, gpu_ops = 0, gpu_ops_linked = 0;
   uint64_t fwdbwd_pairs = 0;
   uint64_t overlaps = 0;       // X events that overlapped without nesting (kept on overflow tracks)
+  uint64_t rounding_clips = 0; // events nested in their parent by cutting an end that overran it by the
+                               // trace's rounding (the legacy format's whole microseconds)
   double seconds_read = 0, seconds_parse = 0, seconds_build = 0, seconds_total = 0;
   size_t model_bytes = 0;
   int64_t peak_rss_bytes = 0;
