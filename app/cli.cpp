@@ -12,7 +12,7 @@
 #include <thread>
 #include <unistd.h>
 
-bool read_model_file(const std::string& path, std::vector<strata::ModelLeaf>& out, std::string& error) {
+bool read_model_file(const std::string& path, strata::AnnotateOptions& out, std::string& error) {
   std::ifstream f(path, std::ios::binary);
   std::stringstream text;
   text << f.rdbuf();
@@ -20,7 +20,7 @@ bool read_model_file(const std::string& path, std::vector<strata::ModelLeaf>& ou
     error = "cannot read " + path;
     return false;
   }
-  if (strata::parse_model_text(text.str(), out, error)) return true;
+  if (strata::set_model_text(out, text.str(), error)) return true;
   error = path + ": " + error + " (--model wants the text print(model) writes)";
   return false;
 }
@@ -40,7 +40,7 @@ int parse_file_args(const ArgSpec& spec, int argc, char** argv, FileArgs& out) {
       out.memory_at = argv[++i];
     } else if (spec.model && a == "--model" && i + 1 < argc) {
       std::string error;
-      if (!read_model_file(argv[++i], out.annotate.model, error)) {
+      if (!read_model_file(argv[++i], out.annotate, error)) {
         std::fprintf(stderr, "strata %s: %s\n", spec.command, error.c_str());
         return 2;
       }

@@ -31,7 +31,7 @@ struct FileArgs {
   std::string range;   // --range: "A:B", milliseconds from the trace's start
   std::string memory_at;  // --memory-at: "peak", or ms from the trace's start
   std::string batch;      // --batch: batch sizes, one per input
-  strata::AnnotateOptions annotate;  // --model: the model's modules name the inferred layers
+  strata::AnnotateOptions annotate;  // --model: the model's modules name the layers
   bool json = false;
   bool merge = false;
   // One trace file (not a job of several or a directory).
@@ -55,8 +55,9 @@ uint32_t memory_event_for(const strata::TraceModel& m, const strata::Annotation&
 
 // Loads a trace with progress on a terminal, and annotates it with `annotate` unless null.
 LoadedTrace load_for_cli(const std::string& path, const char* command, const strata::AnnotateOptions* annotate);
-// `--model FILE`: the modules of a model's print(model) text; false with `error`.
-bool read_model_file(const std::string& path, std::vector<strata::ModelLeaf>& out, std::string& error);
+// `--model FILE`: a model's print(model) text, its module tree and leaves into `out` (which
+// keeps the rest); false with `error` naming the file and the line.
+bool read_model_file(const std::string& path, strata::AnnotateOptions& out, std::string& error);
 
 // Loads a job's ranks (summaries only, to stay within memory) with progress on a terminal;
 // prints why and returns false when it cannot.

@@ -1,6 +1,8 @@
 // Opening files: File ▸ Open with a small ImGui file browser (a click picks an entry, Enter,
 // Open or a double-click enters a directory or opens a file, arrows move the pick; a typed path
-// counts from the directory shown), recent files kept in ~/.config/strata/recent.
+// counts from the directory shown), recent files kept in ~/.config/strata/recent. The same
+// browser serves File ▸ Load model structure (a print(model) text for the open trace); the
+// structure chosen per trace is kept in ~/.config/strata/models ("TRACE<tab>MODEL" lines).
 #include "app/viewer/viewer.h"
 
 #include "render/elide.h"
@@ -14,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 namespace fs = std::filesystem;
 
@@ -21,14 +24,29 @@ namespace strata::viewer {
 
 namespace {
 
-fs::path recent_path() {
+fs::path config_path(const char* name) {
   const char* xdg = std::getenv("XDG_CONFIG_HOME");
   const char* home = std::getenv("HOME");
   fs::path base = xdg && *xdg ? fs::path(xdg) : home ? fs::path(home) / ".config" : fs::path();
-  return base.empty() ? fs::path() : base / "strata" / "recent";
+  return base.empty() ? fs::path() : base / "strata" / name;
+}
+fs::path recent_path() { return config_path("recent"); }
+fs::path models_path() { return config_path("models"); }
+
+// The model structures chosen for the recent files (the others are dropped).
+void save_models(const Viewer& v) {
+  if (v.capture.headless) return;  // tests and screenshots leave the user's choices alone
+  fs::path p = models_path();
+  if (p.empty()) return;
+  std::error_code ec;
+  fs::create_directories(p.parent_path(), ec);
+  std::ofstream out(p, std::ios::trunc);
+  for (const std::string& r : v.recent)
+    if (auto it = v.models.find(r); it != v.models.end()) out << r << "\t" << it->second.file << "\n";
 }
 
 void list_dir(FileBrowser& b) {
+  const bool traces = b.purpose == FileBrowser::Purpose::Trace;
   b.entries.clear();
   b.error.clear();
   b.picked = -1;
@@ -38,7 +56,7 @@ void list_dir(FileBrowser& b) {
     std::string name = it->path().filename().string();
     if (name.empty() || name[0] == '.') continue;
     bool dir = it->is_directory(ec);
-    if (!dir && !(name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".gz"))) continue;
+    if (!dir && traces && !(name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".gz"))) continue;
     b.entries.push_back({name, dir});
   }
   if (ec) b.error = ec.message();
@@ -55,17 +73,50 @@ void pick(FileBrowser& b, int i) {
 
 }  // namespace
 
+std::string absolute_path(const std::string& path) {
+  std::error_code ec;
+  std::string abs = fs::absolute(path, ec).lexically_normal().string();
+  return ec ? path : abs;
+}
+
 void load_recent(Viewer& v) {
   v.recent.clear();
   std::ifstream in(recent_path());
   for (std::string line; std::getline(in, line) && v.recent.size() < 12;)
     if (!line.empty()) v.recent.push_back(line);
+  if (v.capture.headless) return;  // tests and screenshots see no model structure chosen in a person's session
+  std::ifstream models(models_path());
+  for (std::string line; std::getline(models, line);) {
+    const size_t tab = line.find('\t');
+    if (tab == std::string::npos || tab == 0 || tab + 1 == line.size()) continue;
+    Viewer::ModelChoice& c = v.models[line.substr(0, tab)];
+    if (!c.parsed) c.file = line.substr(tab + 1);  // a choice made this session stays
+  }
+}
+
+bool read_model_structure(const std::string& file, std::vector<ModelModule>& tree, std::string& error) {
+  std::ifstream f(file, std::ios::binary);
+  std::stringstream text;
+  text << f.rdbuf();
+  if (!f) {
+    error = "cannot read " + file;
+    return false;
+  }
+  if (parse_model_tree(text.str(), tree, error)) return true;
+  error = file + ": " + error + " (a model structure is the text print(model) writes)";
+  return false;
+}
+
+void set_model_choice(Viewer& v, const std::string& trace_path, const std::string& file, std::vector<ModelModule> tree) {
+  const std::string key = absolute_path(trace_path);
+  if (file.empty()) v.models.erase(key);
+  else v.models[key] = {absolute_path(file), true, std::move(tree)};
+  save_models(v);
 }
 
 void add_recent(Viewer& v, const std::string& path) {
+  const std::string abs = absolute_path(path);
   std::error_code ec;
-  std::string abs = fs::absolute(path, ec).lexically_normal().string();
-  if (ec) abs = path;
   v.recent.erase(std::remove(v.recent.begin(), v.recent.end(), abs), v.recent.end());
   v.recent.insert(v.recent.begin(), abs);
   if (v.recent.size() > 12) v.recent.resize(12);
@@ -77,41 +128,85 @@ void add_recent(Viewer& v, const std::string& path) {
   for (const std::string& r : v.recent) out << r << "\n";
 }
 
+namespace {
+
+const char* browser_title(const FileBrowser& b) {
+  return b.purpose == FileBrowser::Purpose::Model ? "Load model structure" : "Open trace";
+}
+
+}  // namespace
+
 void open_file_browser(Viewer& v) {
   FileBrowser& b = v.browser;
+  std::error_code ec;
+  if (b.purpose != FileBrowser::Purpose::Trace) {
+    b.purpose = FileBrowser::Purpose::Trace;
+    b.dir.clear();
+    b.path_buf[0] = 0;
+  }
   b.open = true;
   if (b.dir.empty()) {
-    std::error_code ec;
     b.dir = v.trace ? fs::absolute(v.trace->model->path, ec).parent_path().string() : fs::current_path(ec).string();
     if (b.dir.empty()) b.dir = "/";
   }
   list_dir(b);
-  ImGui::OpenPopup("Open trace");
+  ImGui::OpenPopup(browser_title(b));
+}
+
+void open_model_browser(Viewer& v) {
+  if (!v.trace || v.job_view.job) return;
+  FileBrowser& b = v.browser;
+  std::error_code ec;
+  b.purpose = FileBrowser::Purpose::Model;
+  b.open = true;
+  b.path_buf[0] = 0;
+  // Where the open trace's model structure is, else the trace's directory.
+  const std::string& from = v.trace->model_file.empty() ? v.trace->model->path : v.trace->model_file;
+  b.dir = fs::absolute(from, ec).parent_path().string();
+  if (b.dir.empty()) b.dir = fs::current_path(ec).string();
+  if (b.dir.empty()) b.dir = "/";
+  list_dir(b);
+  ImGui::OpenPopup(browser_title(b));
 }
 
 void draw_file_browser(Viewer& v) {
   FileBrowser& b = v.browser;
+  const bool model = b.purpose == FileBrowser::Purpose::Model;
+  const char* title = browser_title(b);
   if (b.open) {
-    ImGui::OpenPopup("Open trace");
+    ImGui::OpenPopup(title);
     b.open = false;
   }
   place_dialog(720 * v.scale, 480 * v.scale, 0, 0, true);
-  if (!ImGui::BeginPopupModal("Open trace", nullptr, ImGuiWindowFlags_NoSavedSettings)) return;
-  note_dialog(v, "Open trace");
+  if (!ImGui::BeginPopupModal(title, nullptr, ImGuiWindowFlags_NoSavedSettings)) return;
+  note_dialog(v, title);
+  if (model && !v.trace) {  // the trace went away meanwhile
+    ImGui::CloseCurrentPopup();
+    ImGui::EndPopup();
+    return;
+  }
+  if (model)
+    ImGui::TextWrapped("The text print(model) writes, for the layers of %s to take its attribute paths (layer4.1.conv2)",
+                       fs::path(v.trace->model->path).filename().c_str());
   const std::string shown_dir = render::elide_middle(b.dir, ImGui::GetContentRegionAvail().x, v.metrics);
   ImGui::TextDisabled("%s", shown_dir.c_str());
   std::string go;  // a directory to enter or a file to open
   if (ImGui::Button("Up")) go = fs::path(b.dir).parent_path().string();
   ImGui::SameLine();
   ImGui::SetNextItemWidth(-160 * v.scale);
+  if (model && ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();  // a path is usually typed or pasted
   const bool typed_enter = ImGui::InputTextWithHint("##path", "or type a path", b.path_buf, sizeof b.path_buf,
                                                     ImGuiInputTextFlags_EnterReturnsTrue);
   const bool typing = ImGui::IsItemActive();
   ImGui::SameLine();
-  bool open_path = ImGui::Button("Open") || typed_enter;
+  bool open_path = ImGui::Button(model ? "Load" : "Open") || typed_enter;
   ImGui::SameLine();
   if (ImGui::Button("Cancel")) ImGui::CloseCurrentPopup();
-  if (!b.error.empty()) ImGui::TextColored(ImVec4(1, 0.5f, 0.4f, 1), "%s", b.error.c_str());
+  if (!b.error.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1, 0.5f, 0.4f, 1));
+    ImGui::TextWrapped("%s", b.error.c_str());
+    ImGui::PopStyleColor();
+  }
   // Arrows move through the entries and Enter opens the one picked, as in a file manager.
   const int count = int(b.entries.size());
   int moved = 0;
@@ -148,6 +243,13 @@ void draw_file_browser(Viewer& v) {
       if (b.dir.size() > 1 && b.dir.back() == '/') b.dir.pop_back();
       b.path_buf[0] = 0;
       list_dir(b);
+    } else if (model) {  // parsed here (small), annotated on the worker; a bad text stays in the dialog, said in words
+      std::vector<ModelModule> tree;
+      if (read_model_structure(p.string(), tree, b.error)) {
+        b.error.clear();
+        start_reannotate(v, p.string(), std::move(tree), true);
+        ImGui::CloseCurrentPopup();
+      }
     } else {
       start_load(v, p.string());
       ImGui::CloseCurrentPopup();

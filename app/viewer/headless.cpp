@@ -88,6 +88,7 @@ void write_ui(JsonWriter& j, Viewer& v) {
   j.field("levels_content_h", double(v.panels.levels_content_h)).field("levels_visible_h", double(v.panels.levels_visible_h));
   j.field("levels_scroll_y", double(v.panels.levels_scroll_y));
   j.field("keymap_open", v.panels.show_keymap).field("history", uint64_t(v.timeline.history.size()));
+  j.field("browser_error", std::string_view(v.browser.error));  // File ▸ Open / Load model structure
   const SearchState& s = v.search;
   j.key("search").begin_object();
   j.field("query", std::string_view(s.query)).field("matches", uint64_t(s.matches.size())).field("current", s.current);
@@ -160,6 +161,16 @@ std::string dump_layout(Viewer& v, const ImageStats* img) {
     for (const render::ItemRef& r : v.sel.path) j.value(tl.name_of(r));
     j.end_array();
     j.field("selected", tl.name_of(v.sel.hl.selected));
+    // The model structure the layers are named by, and the first layers' paths (the names the
+    // timeline, the levels and the summary show).
+    j.field("model_structure", std::string_view(v.trace->model_file));
+    j.key("layer_paths").begin_array();
+    if (v.trace->annotation) {
+      const AnnotationTree& t = v.trace->annotation->tree;
+      for (NodeId n = 0, shown = 0; n < t.size() && shown < 64; ++n)
+        if (t.kind[n] == NodeKind::Layer) j.value(t.path(n)), ++shown;
+    }
+    j.end_array();
     j.field("related", uint64_t(v.sel.hl.related.size())).field("flows", uint64_t(v.sel.flows.size()));
     j.key("texts").begin_array();
     for (size_t i = 0; i < fl.texts.size() && i < 400; ++i)

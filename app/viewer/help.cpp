@@ -46,6 +46,7 @@ constexpr KeyRow kSearch[] = {
 };
 constexpr KeyRow kWindow[] = {
     {"Ctrl+O", "open a trace (Enter or double-click opens)"},
+    {"Ctrl+M", "load the model structure (print(model) text): layers named layer4.1.conv2"},
     {"Ctrl+R", "attach to a running job and record it"},
     {"Drag a splitter", "resize the details or the bottom panel"},
     {"Ctrl+Q", "quit"},

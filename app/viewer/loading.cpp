@@ -9,17 +9,26 @@
 
 namespace strata::viewer {
 
+namespace {
+
+// The annotation, the batch estimate and the view of `m` (which `p` owns, or will).
+bool prepare_view(Prepared& p, const TraceModel& m, Progress* progress, const AnnotateOptions& options) {
+  p.annotation = std::make_unique<Annotation>(annotate(m, options, progress));
+  if (p.annotation->cancelled || (progress && progress->cancelled())) return false;
+  BatchPoint point;
+  if (batch_point(m, *p.annotation, -1, point, p.batch_error)) p.batch = predict_batch({point});
+  if (progress) progress->enter(Stage::View);
+  p.timeline.build(m);
+  p.timeline.set_annotation(p.annotation.get());
+  return !(progress && progress->cancelled());
+}
+
+}  // namespace
+
 std::unique_ptr<Prepared> prepare(std::unique_ptr<TraceModel> model, Progress* progress, const AnnotateOptions& options) {
   auto p = std::make_unique<Prepared>();
   p->model = std::move(model);
-  p->annotation = std::make_unique<Annotation>(annotate(*p->model, options, progress));
-  if (p->annotation->cancelled || (progress && progress->cancelled())) return nullptr;
-  BatchPoint point;
-  if (batch_point(*p->model, *p->annotation, -1, point, p->batch_error)) p->batch = predict_batch({point});
-  if (progress) progress->enter(Stage::View);
-  p->timeline.build(*p->model);
-  p->timeline.set_annotation(p->annotation.get());
-  if (progress && progress->cancelled()) return nullptr;
+  if (!prepare_view(*p, *p->model, progress, options)) return nullptr;
   return p;
 }
 
@@ -34,6 +43,7 @@ std::unique_ptr<LoadJob> launch_load(const std::string& path, const AnnotateOpti
     if (r.model && !j->progress.cancelled()) {
       j->result = prepare(std::move(r.model), &j->progress, j->options);
       if (!j->result) j->error = "Loading " + j->path + " was cancelled";
+      else j->result->model_file = j->model_file;
     } else {
       j->error = j->progress.cancelled() ? "Loading " + j->path + " was cancelled" : r.error;
     }
@@ -42,11 +52,64 @@ std::unique_ptr<LoadJob> launch_load(const std::string& path, const AnnotateOpti
   return job;
 }
 
+AnnotateOptions options_for(Viewer& v, const std::string& path, std::string& model_file) {
+  AnnotateOptions o = v.annotate;
+  model_file = v.annotate_model_file;
+  auto it = v.models.find(absolute_path(path));
+  if (it == v.models.end()) return o;
+  Viewer::ModelChoice& c = it->second;
+  if (!c.parsed) {  // chosen in an earlier session: read now
+    std::string error;
+    if (!read_model_structure(c.file, c.tree, error)) {
+      v.error = "The model structure chosen for this trace was not used: " + error;
+      return o;
+    }
+    c.parsed = true;
+  }
+  o.model = model_leaves(c.tree);
+  o.model_tree = c.tree;
+  model_file = c.file;
+  return o;
+}
+
 void start_load(Viewer& v, const std::string& path, bool keep_view) {
   if (v.loading) cancel_load(v);
-  v.loading = launch_load(path, v.annotate);
-  v.loading->keep_view = keep_view;
   v.error.clear();
+  std::string model_file;
+  AnnotateOptions options = options_for(v, path, model_file);
+  v.loading = launch_load(path, options);
+  v.loading->model_file = model_file;
+  v.loading->keep_view = keep_view;
+}
+
+void start_reannotate(Viewer& v, const std::string& model_file, std::vector<ModelModule> tree, bool choose) {
+  if (!v.trace || v.job_view.job) return;
+  if (v.loading) cancel_load(v);
+  v.error.clear();
+  auto job = std::make_unique<LoadJob>();
+  job->path = v.trace->model->path;
+  job->options = v.annotate;
+  job->options.model = model_leaves(tree);
+  job->options.model_tree = std::move(tree);
+  job->model_file = model_file;
+  job->reannotate = v.trace->model.get();
+  job->choose = choose;
+  job->keep_view = true;
+  job->started = std::chrono::steady_clock::now();
+  LoadJob* j = job.get();
+  // The open trace's model is only read (the UI thread reads it too, and keeps it until the
+  // result takes it over): no copy of a trace that may be gigabytes.
+  j->worker = std::thread([j] {
+    auto p = std::make_unique<Prepared>();
+    if (prepare_view(*p, *j->reannotate, &j->progress, j->options)) {
+      p->model_file = j->model_file;
+      j->result = std::move(p);
+    } else {
+      j->error = "Annotating " + j->path + " again was cancelled";
+    }
+    j->done = true;
+  });
+  v.loading = std::move(job);
 }
 
 void cancel_load(Viewer& v) {
@@ -66,6 +129,8 @@ void install(Viewer& v, std::unique_ptr<Prepared> p) {
 }
 
 void show(Viewer& v, std::unique_ptr<Prepared> p) {
+  if (v.loading && v.loading->reannotate && v.trace && v.loading->reannotate == v.trace->model.get())
+    cancel_load(v);  // it reads the model going away
   reset_search(v);
   v.trace = std::move(p);
   v.timeline.rows.resolve(v.trace->timeline);
@@ -101,7 +166,15 @@ void reinstall(Viewer& v, std::unique_ptr<Prepared> p) {
 void poll_load(Viewer& v) {
   if (!v.loading || !v.loading->done) return;
   v.loading->worker.join();
-  if (v.loading->result && (v.loading->job || v.loading->rank_switch)) {
+  if (v.loading->result && v.loading->reannotate) {
+    LoadJob& j = *v.loading;
+    if (v.trace && v.trace->model.get() == j.reannotate) {
+      if (j.choose) set_model_choice(v, j.path, j.model_file, j.options.model_tree);
+      v.trace->whatif.reset();  // its worker reads the model: stopped before the model moves
+      j.result->model = std::move(v.trace->model);
+      reinstall(v, std::move(j.result));
+    }
+  } else if (v.loading->result && (v.loading->job || v.loading->rank_switch)) {
     adopt_job(v, *v.loading);
   } else if (v.loading->result) {
     if (!v.loading->keep_view) close_job(v);

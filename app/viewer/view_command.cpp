@@ -31,7 +31,7 @@ void usage_view(FILE* out) {
              "                   [--tab levels|summary|job|batch|whatif] [--keys \"?,Esc\"]   (keys pressed after the focus)\n"
              "                   [--range A:B]   (a measured range, in ms from the trace's start)\n"
              "                   [--memory-at T|peak]   (what is alive then, in ms from the trace's start)\n"
-             "                   [--model MODEL.txt]   (print(model): inferred layers take its modules' names)\n"
+             "                   [--model MODEL.txt]   (print(model): layers take its modules' attribute paths)\n"
              "                   [--whatif SCENARIO]   (the What-if tab's choice, e.g. kernels-2x; with --tab whatif)\n"
              "                   [--attach PID [--duration S | --iterations N] [-o FILE] [--live-screenshot OUT.png]]\n"
              "                   [--attach-job LAUNCHER_PID ... (every rank under it, into -o DIR)]\n"
@@ -121,7 +121,8 @@ int run_view(int argc, char** argv) {
   auto v = std::make_unique<Viewer>();
   if (!model_file.empty()) {
     std::string error;
-    if (!read_model_file(model_file, v->annotate.model, error)) return std::fprintf(stderr, "strata view: %s\n", error.c_str()), 2;
+    if (!read_model_file(model_file, v->annotate, error)) return std::fprintf(stderr, "strata view: %s\n", error.c_str()), 2;
+    v->annotate_model_file = absolute_path(model_file);
   }
   v->capture.headless = headless;
   v->panels.show_details = !no_details;

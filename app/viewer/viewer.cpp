@@ -46,6 +46,8 @@ void draw_loading(Viewer& v) {
                                        ImGuiWindowFlags_NoSavedSettings);
   const Stage st = j.progress.stage.load();
   ImGui::TextWrapped("%s", j.path.c_str());
+  if (j.reannotate && !j.model_file.empty()) ImGui::TextWrapped("annotated again with the model structure %s", j.model_file.c_str());
+  else if (j.reannotate) ImGui::TextWrapped("annotated again without a model structure");
   float frac = st >= Stage::View ? 1.0f : float(j.progress.fraction());
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - j.started).count();
   char overlay[128];
@@ -67,7 +69,24 @@ void draw_menu(Viewer& v) {
       ImGui::EndMenu();
     }
     if (ImGui::MenuItem("Attach...", "Ctrl+R")) open_attach(v);
+    ImGui::Separator();
+    // The print(model) text the open trace's layers are named by (a single trace: a job's
+    // ranks are annotated without one).
+    const bool single = v.trace && !v.job_view.job;
+    if (ImGui::MenuItem("Load model structure...", "Ctrl+M", false, single)) open_model_browser(v);
+    if (single && !v.trace->model_file.empty()) {
+      const std::string file = v.trace->model_file.substr(v.trace->model_file.find_last_of('/') + 1);
+      const bool chosen = v.models.count(absolute_path(v.trace->model->path)) > 0;
+      if (!chosen) {
+        ImGui::MenuItem(("Model structure: " + file + " (--model)").c_str(), nullptr, false, false);
+      } else if (ImGui::MenuItem(("Forget model structure (" + file + ")").c_str())) {
+        set_model_choice(v, v.trace->model->path, "", {});
+        start_reannotate(v, v.annotate_model_file, v.annotate.model_tree, false);  // --model's, if any
+      }
+    }
+    ImGui::Separator();
     if (ImGui::MenuItem("Close", nullptr, false, v.trace != nullptr)) {
+      if (v.loading && v.loading->reannotate) cancel_load(v);  // it reads the trace
       close_job(v);
       v.trace.reset();
     }
@@ -105,6 +124,7 @@ void draw_ui(Viewer& v) {
   ImGuiIO& io = ImGui::GetIO();
   const float s = v.scale;
   if (io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_O, false)) open_file_browser(v);
+  if (io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_M, false)) open_model_browser(v);
   if (io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_Q, false)) v.quit = true;
   v.panels.dialogs.clear();
   handle_window_keys(v);

@@ -17,7 +17,8 @@
 //   batch.cpp      the Batch size tab: memory at the peak and throughput against the batch
 //   whatif.cpp     the What-if tab: scenarios replayed, an iteration measured above predicted
 //   search.cpp     search over names
-//   files.cpp      File ▸ Open browser, recent files
+//   files.cpp      File ▸ Open and File ▸ Load model structure browsers, recent files and
+//                  the model structure chosen per trace
 //   attach.cpp     File ▸ Attach: record from a running job, the live view while it records
 //   job.cpp        a distributed job: the ranks' overview, one rank's tracks at a time, the job tabs
 //   layout.cpp     splitters between the panels, dialogs kept inside the window
@@ -60,6 +61,7 @@ struct Prepared {
   std::unique_ptr<TraceModel> model;
   std::unique_ptr<Annotation> annotation;
   render::Timeline timeline;
+  std::string model_file;    // the print(model) text the layers are named by (empty: none)
   BatchPrediction batch;     // the batch-size estimate from this trace (the Batch size tab)
   std::string batch_error;   // why there is none
   // The What-if tab's graph and replays, made on first use. Last: it goes (its worker
@@ -76,6 +78,11 @@ struct LoadJob {
   std::thread worker;
   std::chrono::steady_clock::time_point started;
   AnnotateOptions options;
+  std::string model_file;  // where options' model structure came from (empty: none)
+  // Set: the open trace annotated again (another model structure), read from this model, which
+  // the open trace owns; the result takes it over when it is installed.
+  const TraceModel* reannotate = nullptr;
+  bool choose = false;     // with `reannotate`: done, the model structure becomes the trace's choice
   bool keep_view = false;  // a newer version of the open trace (a recording): reinstall, not install
   std::unique_ptr<Job> job;  // a distributed job was opened: `result` is the rank shown first
   uint32_t rank = 0;         // with `job` or `rank_switch`: the index in the job's ranks `result` shows
@@ -129,6 +136,8 @@ struct SearchState {
 };
 
 struct FileBrowser {
+  enum class Purpose : uint8_t { Trace, Model };
+  Purpose purpose = Purpose::Trace;  // File ▸ Open, or File ▸ Load model structure
   bool open = false;
   std::string dir;
   std::vector<std::pair<std::string, bool>> entries;  // name, is directory
@@ -231,6 +240,16 @@ struct Viewer {
   std::unique_ptr<AttachState, AttachStateDelete> attach;  // the Attach dialog and its recording
   std::vector<std::string> recent;
   AnnotateOptions annotate;  // what every trace opened is annotated with (--model)
+  std::string annotate_model_file;  // --model's file
+  // The model structure (print(model) text) chosen per trace (its absolute path) with File ▸
+  // Load model structure: used again whenever that trace is opened, this session and later
+  // ones (kept beside the recent files). A trace with none here takes --model's.
+  struct ModelChoice {
+    std::string file;                // the text's file
+    bool parsed = false;             // `tree` holds it (a choice from an earlier session is read on first use)
+    std::vector<ModelModule> tree;
+  };
+  std::unordered_map<std::string, ModelChoice> models;
 
   JobView job_view;
   TimelineState timeline;
@@ -253,6 +272,13 @@ int run_view(int argc, char** argv);  // cmd_view's body
 
 // loading.cpp
 void start_load(Viewer& v, const std::string& path, bool keep_view = false);
+// The options a trace is annotated with: --model's, or the model structure chosen for it
+// (`model_file` says which file; a chosen file that cannot be read is said in v.error).
+AnnotateOptions options_for(Viewer& v, const std::string& path, std::string& model_file);
+// Annotates the open trace again on the worker with `tree` (empty: no model structure), with
+// progress and cancel as a load; it replaces the open trace's annotation and view when done,
+// keeping the visible range and the selection, and (`choose`) becomes the trace's choice.
+void start_reannotate(Viewer& v, const std::string& model_file, std::vector<ModelModule> tree, bool choose);
 std::unique_ptr<LoadJob> launch_load(const std::string& path, const AnnotateOptions& options = {});  // the worker alone, for the caller to poll
 void poll_load(Viewer& v);       // installs a finished load
 void cancel_load(Viewer& v);
@@ -327,9 +353,16 @@ void draw_flows(Viewer& v, EventId e);  // the details panel's flows of an event
 // Selects `r` and brings it into view, keeping the zoom unless it is wider than the view.
 void reveal(Viewer& v, render::ItemRef r);
 // files.cpp
-void load_recent(Viewer& v);
+void load_recent(Viewer& v);  // and the model structures chosen per trace
 void add_recent(Viewer& v, const std::string& path);
 void open_file_browser(Viewer& v);
+void open_model_browser(Viewer& v);  // File ▸ Load model structure (a single trace open)
+std::string absolute_path(const std::string& path);  // the key of recent files and model choices
+// Reads and parses a print(model) file; false with `error` naming the file and the line.
+bool read_model_structure(const std::string& file, std::vector<ModelModule>& tree, std::string& error);
+// The per-trace model choice: set (its text parsed) and kept beside the recent files, or
+// forgotten (`file` empty).
+void set_model_choice(Viewer& v, const std::string& trace_path, const std::string& file, std::vector<ModelModule> tree);
 void draw_file_browser(Viewer& v);
 // job.cpp
 // A directory or several files; keep_view: the same job read again (a recording that grew).

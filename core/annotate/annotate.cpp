@@ -84,11 +84,12 @@ Annotation annotate(const TraceModel& m, const AnnotateOptions& options, Progres
   if (a.backward_recompute)
     a.notes.push_back(std::to_string(a.backward_recompute) +
                       " backward ops recompute their forward inside them (activation checkpointing): shown as Recompute layers");
-  if (a.backward_ops && a.backward_mapped_links == 0 && a.backward_mapped_order > 0)
+  if (a.backward_ops && a.backward_mapped_links == 0 && a.backward_mapped_order > a.backward_no_forward)
     a.notes.push_back("no fwdbwd flows or sequence numbers: backward ops matched to forward layers by reverse op order");
   iters.clear();
   annot::finalize_tree(c, b, a, node_of);
   a.node_of_event = std::move(node_of);
+  if (!options.model_tree.empty()) name_module_layers(m, options.model_tree, a);  // --model: attribute paths
 
   if (!stage(Stage::Metrics)) return finish();
   annot::compute_metrics(c, a.tree, a.node_of_event);

@@ -50,7 +50,7 @@ struct AnnotationTree {
   std::vector<PhaseKind> phase;     // the phase a node is in (Other above the phase tier)
   std::vector<Ns> begin, end;       // CPU span
   std::vector<EventId> event;       // op nodes: the CPU op; layer nodes: the module / annotation event
-  std::vector<NodeId> mirror;       // backward layer nodes: the forward layer they differentiate
+  std::vector<NodeId> mirror;       // backward layer nodes: the forward layer they differentiate (a Loss layer: the Loss phase)
   std::vector<uint32_t> members;    // group nodes: how many siblings they merged (else 1)
   std::vector<NodeId> origin;       // reduced trees: the original node (a group's first member)
   // Metrics (filled by compute_metrics).
@@ -115,13 +115,39 @@ struct ModelLeaf {
 };
 bool parse_model_text(std::string_view text, std::vector<ModelLeaf>& out, std::string& error);
 
+// The whole module tree of the same text: every module in definition order (pre-order), the
+// root first, with its attribute path ("layer3.1.conv2", "" for the root), its type and its
+// children in definition order. Folded repeats are unfolded. False, with `error`, as above.
+struct ModelModule {
+  std::string path, type;
+  int32_t parent = -1;
+  std::vector<int32_t> children;
+};
+bool parse_model_tree(std::string_view text, std::vector<ModelModule>& out, std::string& error);
+std::vector<ModelLeaf> model_leaves(const std::vector<ModelModule>& tree);  // its leaves, in order
+
+// Layers made from nn.Module frames ("nn.Module: Conv2d_3") renamed by the model's attribute
+// paths: each forward's module calls are matched against the model's tree by class and order
+// (the first instance of class C called under a module is its first child of class C, the
+// second its second, …; calls of one instance again are that module again), a layer taking its
+// module's full path ("layer4.1.conv2") and the root the model's type ("ResNet"); backward
+// layers take their forward layer's name. Modules the model does not list keep their names.
+// Adds a note saying what matched. Returns how many layer nodes were renamed.
+size_t name_module_layers(const TraceModel& m, const std::vector<ModelModule>& model, Annotation& a);
+
 struct AnnotateOptions {
   unsigned threads = 0;  // 0: hardware concurrency (at most 8)
   std::vector<ModelLeaf> model;  // inferred layers take these modules' names where their ops align
+  std::vector<ModelModule> model_tree;  // layers from nn.Module frames take these modules' paths
   ReduceOptions reduce;
   bool user_annotations_as_layers = true;  // record_function / NVTX ranges inside forward
   bool module_events_as_layers = true;     // nn.Module python_function events
 };
+
+// Parses print(model) text into both: `model_tree` and its leaves as `model`. False, with
+// `error` naming the line, on other text (the options are left as they were then).
+bool set_model_text(AnnotateOptions& o, std::string_view text, std::string& error);
+
 
 struct Iteration {
   NodeId node = kNoNode;
@@ -333,7 +359,11 @@ struct Annotation {
   LayerSource layer_source = LayerSource::None;
   uint32_t main_track = kNoTrack;
   std::vector<uint32_t> backward_tracks;
-  uint64_t backward_ops = 0, backward_mapped_links = 0, backward_mapped_order = 0;
+  // Backward op roots; of them, mapped to a forward layer (or the loss) through fwdbwd flows or
+  // sequence numbers, and by op order: reverse op-order matching where a segment has no link,
+  // plus ops with no forward op (AccumulateGrad, the engine's own) placed with the backward op
+  // before them on their thread, `backward_no_forward` of them. The rest are unmapped.
+  uint64_t backward_ops = 0, backward_mapped_links = 0, backward_mapped_order = 0, backward_no_forward = 0;
   uint64_t backward_recompute = 0;  // backward ops that recompute their forward (activation checkpointing)
   uint64_t gpu_ops = 0, gpu_ops_annotated = 0;
   std::vector<std::string> notes;  // what could not be determined, in words

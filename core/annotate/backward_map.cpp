@@ -1,7 +1,16 @@
-// Backward ops (and so their kernels) belong to the forward layer they differentiate:
-// through fwdbwd flows or Sequence number + Fwd thread id (the model's fwd_to_bwd maps),
-// else by matching backward ops to forward ops in reverse order by op kind. Ops with no
-// forward op (AccumulateGrad, …) follow the backward op before them.
+// Backward ops (and so their kernels) belong to the forward layer they differentiate.
+//
+// Links first: fwdbwd flows or Sequence number + Fwd thread id (the model's bwd_to_fwd map)
+// tie a backward event to a forward op. A backward op root takes the links of its whole
+// subtree; each forward op maps to the innermost forward layer holding it (the layer of the
+// node of its op root, or of the op inside a compiled graph's container), the loss's forward
+// ops to a "Loss" layer; of several, the deepest layer wins. With no link in a backward
+// segment, backward ops are matched to forward ops in reverse order by op kind.
+//
+// Ops with no forward op (AccumulateGrad: a gradient added into a parameter; the engine's own
+// ops; DDP's bucket copies) follow the backward op before them on the same thread, and count
+// as mapped by op order (backward_no_forward of them). The rest are unmapped: they stay with
+// the op before them, or in the phase.
 #include "core/annotate/internal.h"
 
 #include <algorithm>
@@ -13,8 +22,9 @@ namespace strata::annot {
 namespace {
 
 struct FwdOp {
-  NodeId layer;  // the op node's parent when it is a layer, else kNoNode
+  NodeId layer;  // its forward node (see forward_node)
   uint32_t n = 0;
+  uint32_t used = 0;  // backward ops matched to it by order
   std::string_view kinds[6];  // of the root and its direct children (inline: one per forward op)
   bool has(std::string_view k) const { return std::find(kinds, kinds + n, k) != kinds + n; }
 };
@@ -41,25 +51,62 @@ bool recomputes_forward(const Context& c, EventId r) {
   return false;
 }
 
+// A forward op in no layer, directly in the forward phase: its backward op's place is the
+// backward phase itself.
+constexpr NodeId kInPhase = kNoNode - 1;
+
+// Whether a backward root runs an autograd node made by a forward op ("XxxBackward0", also under
+// the engine's "evaluate_function: "), not work with no forward op: AccumulateGrad, the
+// engine's other nodes (torch::autograd::…) and ops, DDP's bucket copies.
+bool has_forward_op(std::string_view n) {
+  n = strip_prefix(n, "autograd::engine::evaluate_function: ");
+  return !n.starts_with("torch::autograd::") && is_backward_name(n);
+}
+
 }  // namespace
 
 void map_backward(Context& c, std::vector<IterWork>& iters, TreeBuilder& b, Annotation& a, std::vector<NodeId>& node_of) {
   const TraceModel& m = c.m;
-  // Backward root → a forward event it differentiates.
-  std::unordered_map<EventId, EventId> root_to_fwd;
+  // The forward node a forward event belongs to: the innermost layer holding it, found from the
+  // first event at or above it that has a node (its op root, or an op in a compiled graph's
+  // container); for the loss's ops outside any layer, their phase node (mirrored as "Loss");
+  // for other forward ops in no layer, kInPhase (their backward ops go in the backward phase
+  // itself); else kNoNode.
+  auto forward_node = [&](EventId f) -> NodeId {
+    NodeId n = kNoNode;
+    for (EventId e = f; e != kNoEvent && n == kNoNode; e = c.parent[e]) n = node_of[e];
+    while (n != kNoNode && b.kind[n] != NodeKind::Layer && b.kind[n] != NodeKind::Phase) n = b.parent[n];
+    if (n == kNoNode) return kNoNode;
+    if (b.kind[n] == NodeKind::Layer) return b.phase[n] == PhaseKind::Backward ? kNoNode : n;
+    EventId r = c.op_root(f) != kNoEvent ? c.op_root(f) : f;
+    if (b.phase[n] == PhaseKind::Loss || is_loss_op(c.name(r))) return n;
+    return b.phase[n] == PhaseKind::Forward ? kInPhase : kNoNode;
+  };
+  auto layer_depth = [&](NodeId n) {
+    int d = 0;
+    for (; n != kNoNode && n != kInPhase && b.kind[n] == NodeKind::Layer; n = b.parent[n]) ++d;
+    return d;
+  };
+  // Backward op root → the forward node it maps to (kNoNode: linked, but to no layer). Made
+  // before any backward node exists: a forward op recomputed inside a backward op has none.
+  struct Target {
+    NodeId node = kNoNode;
+    int depth = -1;
+    EventId fwd = kNoEvent;
+  };
+  std::unordered_map<EventId, Target> target;
+  target.reserve(m.bwd_to_fwd.size());
   for (auto& [bwd, fwd] : m.bwd_to_fwd) {
     EventId r = c.op_root(bwd) != kNoEvent ? c.op_root(bwd) : bwd;
-    auto it = root_to_fwd.find(r);
-    if (it == root_to_fwd.end()) root_to_fwd.emplace(r, fwd);
-    else if (m.ev.depth[fwd] > m.ev.depth[it->second]) it->second = fwd;
+    NodeId n = forward_node(fwd);
+    int d = n == kNoNode ? -1 : layer_depth(n);
+    Target& t = target[r];
+    // The deepest layer; then the deepest forward event; then the first (a stable order).
+    bool better = t.fwd == kNoEvent || d > t.depth ||
+                  (d == t.depth && (m.ev.depth[fwd] > m.ev.depth[t.fwd] ||
+                                    (m.ev.depth[fwd] == m.ev.depth[t.fwd] && fwd < t.fwd)));
+    if (better) t = {n, d, fwd};
   }
-  auto layer_of_op = [&](EventId fwd) -> NodeId {
-    EventId r = c.op_root(fwd) != kNoEvent ? c.op_root(fwd) : fwd;
-    NodeId op = node_of[r];
-    if (op == kNoNode || b.kind[op] != NodeKind::Op || b.phase[op] != PhaseKind::Forward) return kNoNode;
-    NodeId p = b.parent[op];
-    return b.kind[p] == NodeKind::Layer ? p : kNoNode;
-  };
   for (auto& w : iters) {
     if (c.cancelled()) return;  // the caller drops the partial tree
     // Forward ops of this iteration in reverse, for the order fallback.
@@ -69,7 +116,7 @@ void map_backward(Context& c, std::vector<IterWork>& iters, TreeBuilder& b, Anno
       for (EventId r : s.items) {
         if (!c.is_root(r) || node_of[r] == kNoNode) continue;
         FwdOp& f = fwd.emplace_back();
-        f.layer = layer_of_op(r);
+        f.layer = forward_node(r);
         f.kinds[f.n++] = c.kind(r);
         // Direct children of the root (aten::linear → aten::t, aten::addmm).
         for (EventId e : child_ops(c, r)) {
@@ -83,46 +130,65 @@ void map_backward(Context& c, std::vector<IterWork>& iters, TreeBuilder& b, Anno
     for (Segment& s : w.segments) {
       if (s.phase != PhaseKind::Backward) continue;
       mirror.clear();
+      // A forward layer's backward twin (its parents' twins around it); a phase node stands for
+      // the loss: a "Loss" layer, the twin of a Loss phase.
       std::function<NodeId(NodeId)> mirror_of = [&](NodeId l) -> NodeId {
         auto it = mirror.find(l);
         if (it != mirror.end()) return it->second;
-        NodeId fp = b.parent[l];
-        NodeId parent = b.kind[fp] == NodeKind::Layer ? mirror_of(fp) : s.node;
-        NodeId id = b.add_id(NodeKind::Layer, b.name[l], parent, PhaseKind::Backward, INT64_MAX, INT64_MIN);
-        b.mirror[id] = l;
+        NodeId id;
+        if (l == kInPhase) {
+          id = s.node;
+        } else if (b.kind[l] == NodeKind::Phase) {
+          bool loss_phase = b.phase[l] == PhaseKind::Loss;
+          id = loss_phase ? b.add_id(NodeKind::Layer, b.name[l], s.node, PhaseKind::Backward, INT64_MAX, INT64_MIN)
+                          : b.add(NodeKind::Layer, "Loss", s.node, PhaseKind::Backward, INT64_MAX, INT64_MIN);
+          if (loss_phase) b.mirror[id] = l;
+        } else {
+          NodeId fp = b.parent[l];
+          NodeId parent = b.kind[fp] == NodeKind::Layer ? mirror_of(fp) : s.node;
+          id = b.add_id(NodeKind::Layer, b.name[l], parent, PhaseKind::Backward, INT64_MAX, INT64_MIN);
+          b.mirror[id] = l;
+        }
         mirror.emplace(l, id);
         return id;
       };
       size_t links_here = 0;
       for (EventId r : s.items)
-        if (c.is_root(r) && root_to_fwd.count(r)) ++links_here;
+        if (c.is_root(r) && target.count(r)) ++links_here;
       bool by_order = links_here == 0 && !fwd.empty();
       size_t j = 0;
-      NodeId prev_layer = kNoNode;
+      std::unordered_map<uint32_t, NodeId> prev_layer;  // per thread: the last backward op's layer
       for (EventId r : s.items) {
         if (!c.is_root(r)) continue;
         NodeId layer = kNoNode;
         bool main_thread = c.on_main(r);
         if (!main_thread || is_backward_name(c.name(r))) {
           ++a.backward_ops;
-          auto it = root_to_fwd.find(r);
-          if (it != root_to_fwd.end()) {
-            layer = layer_of_op(it->second);
+          NodeId& prev = prev_layer.try_emplace(m.track_of(r), kNoNode).first->second;
+          auto it = target.find(r);
+          bool forward_op = has_forward_op(c.name(r));
+          if (it != target.end()) {
+            layer = it->second.node;
             if (layer != kNoNode) ++a.backward_mapped_links;
-          } else if (by_order) {
+          } else if (by_order && forward_op) {
             std::string_view k = c.kind(r);
             if (k != "accumulate_grad" && k != "other") {
               for (size_t q = j; q < fwd.size() && q < j + 12; ++q) {
-                if (!fwd[q].has(k)) continue;
+                // A forward op makes at most one autograd node per op it runs (its root and
+                // direct children): past that, matching moves on.
+                if (!fwd[q].has(k) || fwd[q].used >= fwd[q].n) continue;
                 layer = fwd[q].layer;
-                j = q;
+                j = ++fwd[q].used < fwd[q].n ? q : q + 1;
                 if (layer != kNoNode) ++a.backward_mapped_order;
                 break;
               }
             }
+          } else if (!forward_op && prev != kNoNode) {  // AccumulateGrad, the engine's own: with the op before
+            ++a.backward_mapped_order;
+            ++a.backward_no_forward;
           }
-          if (layer == kNoNode) layer = prev_layer;
-          else prev_layer = layer;
+          if (layer == kNoNode) layer = prev;
+          else prev = layer;
         }
         NodeId parent = layer != kNoNode ? mirror_of(layer) : s.node;
         if (!main_thread || is_backward_name(c.name(r)))

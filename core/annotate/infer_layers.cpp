@@ -92,7 +92,11 @@ struct Inference {
       e.role = role_of(e.op);
       e.kind = c.kind(b.event[ops[i]]);
       e.unit = is_unit_role(e.role);
-      if (e.role == Role::Norm && e.kind == "batch_norm" && !els.empty() && !els.back().unit && els.back().op == "aten::add_") {
+      // What a module does before its main op: BatchNorm bumps its batch counter, an RNN
+      // makes its zero initial state.
+      const bool rnn = e.op == "aten::lstm" || e.op == "aten::gru" || e.op.starts_with("aten::rnn_");
+      if (!els.empty() && !els.back().unit &&
+          ((e.kind == "batch_norm" && els.back().op == "aten::add_") || (rnn && els.back().op == "aten::zeros"))) {
         e.ops.insert(e.ops.begin(), els.back().ops.front());
         els.pop_back();
       }
@@ -171,8 +175,10 @@ struct Inference {
     return s;
   }
 
-  // Residual blocks: [from, to) spans of elements, each closed by an add that joins a branch
-  // holding a weight op back to its input.
+  // Blocks: [from, to) spans of elements, each where branches join: closed by an add that joins
+  // a branch holding a weight op back to its input, or by a concatenation of branches holding
+  // weight ops (an Inception or Fire module); a concatenation that a norm follows opens the
+  // block instead (DenseNet's layers concatenate the features before them).
   std::vector<std::pair<size_t, size_t>> residual_blocks(const std::vector<Element>& els) {
     // Post-norm (the norm right after the add closes the block) unless the first residual
     // branch starts with a norm (pre-norm: that norm opens the next block).
@@ -183,18 +189,28 @@ struct Inference {
         break;
       }
     std::vector<std::pair<size_t, size_t>> out;
-    size_t start = 0;
-    bool weight = false;
+    size_t start = 0, weights = 0;
     for (size_t j = 0; j < els.size(); ++j) {
-      if (els[j].unit && (els[j].role == Role::Weight)) weight = true;
-      if (els[j].unit || els[j].role != Role::Add || !weight) continue;
+      if (els[j].unit && els[j].role == Role::Weight) ++weights;
+      if (els[j].unit || weights == 0) continue;
+      const bool merge = els[j].role == Role::Merge, add = els[j].role == Role::Add;
+      if (!add && !merge) continue;
+      size_t next = j + 1;
+      while (next < els.size() && !els[next].unit && els[next].role == Role::Shape) ++next;
+      if (merge && next < els.size() && els[next].role == Role::Norm) {  // opens the next block
+        if (j > start) out.push_back({start, j});
+        start = j;
+        weights = 0;
+        continue;
+      }
+      if (merge && weights < 2) continue;  // one branch: a concatenation inside a block
       size_t end = j + 1;
-      if (end < els.size() && els[end].unit &&
-          (els[end].role == Role::Activation || (els[end].role == Role::Norm && !pre_norm)))
+      if (merge) end = next;  // the branches' join is reshaped in the block (ShuffleNet's channel shuffle)
+      else if (end < els.size() && els[end].unit && (els[end].role == Role::Activation || (els[end].role == Role::Norm && !pre_norm)))
         ++end;
       out.push_back({start, end});
       start = end;
-      weight = false;
+      weights = 0;
       j = end - 1;
     }
     return out;

@@ -1,6 +1,8 @@
-// `--model FILE`: a model's `print(model)` text, its leaf modules in definition order, and
-// their alignment with the layer units inferred from a forward pass's ops, so that inferred
-// layers carry the model's own names ("layer3.1.conv2") as Hotline's torchinfo summaries do.
+// `--model FILE`: a model's `print(model)` text as its module tree (every module's attribute
+// path, type and children in definition order) and its leaf modules, and the leaves'
+// alignment with the layer units inferred from a forward pass's ops, so that inferred layers
+// carry the model's own names ("layer3.1.conv2") as Hotline's torchinfo summaries do. Layers
+// from nn.Module frames are renamed by the tree in module_paths.cpp.
 #include "core/annotate/internal.h"
 
 #include <algorithm>
@@ -57,20 +59,43 @@ bool parse_line(std::string_view line, ModuleLine& out) {
 
 }  // namespace
 
-bool parse_model_text(std::string_view text, std::vector<ModelLeaf>& out, std::string& error) {
+bool parse_model_tree(std::string_view text, std::vector<ModelModule>& out, std::string& error) {
   out.clear();
   // The open modules. A ranged one ("(0-2): 3 x Block(") is written once, as its first index:
-  // its leaves are repeated for the others when it closes.
-  struct Open { std::string parent, path; int first = 0, last = 0; bool ranged = false; std::vector<ModelLeaf> leaves; };
+  // its subtree is copied for the others when it closes.
+  struct Open { int32_t node; int first = 0, last = 0; bool ranged = false, implicit = false; };
   std::vector<Open> stack;
   size_t line_no = 0;
-  bool root_seen = false;
   auto join = [](const std::string& a, std::string_view b) { return a.empty() ? std::string(b) : a + "." + std::string(b); };
-  auto add = [&](ModelLeaf l) { (stack.empty() ? out : stack.back().leaves).push_back(std::move(l)); };
   auto fail = [&](const std::string& why) {
     error = "line " + std::to_string(line_no) + ": " + why;
+    out.clear();
     return false;
   };
+  auto add = [&](int32_t parent, std::string path, std::string_view type) {
+    const auto id = int32_t(out.size());
+    out.push_back({std::move(path), std::string(type), parent, {}});
+    if (parent >= 0) out[size_t(parent)].children.push_back(id);
+    return id;
+  };
+  // Copies the subtree of `node`, [node, end) (the last one added under its parent), as
+  // sibling index `index`, after everything added so far.
+  auto copy_as = [&](int32_t node, size_t end, int index) {
+    const auto from = size_t(node);
+    const int32_t parent = out[from].parent;
+    const std::string old_path = out[from].path;
+    const std::string new_path = join(parent >= 0 ? out[size_t(parent)].path : std::string(), std::to_string(index));
+    const auto shift = int32_t(out.size() - from);
+    if (parent >= 0) out[size_t(parent)].children.push_back(int32_t(out.size()));
+    for (size_t k = from; k < end; ++k) {
+      ModelModule c = out[k];
+      c.path = new_path + c.path.substr(old_path.size());
+      c.parent = k == from ? parent : c.parent + shift;
+      for (int32_t& ch : c.children) ch += shift;
+      out.push_back(std::move(c));
+    }
+  };
+  bool root_seen = false;
   while (!text.empty()) {
     size_t nl = text.find('\n');
     std::string_view s = trim(text.substr(0, nl));
@@ -78,18 +103,12 @@ bool parse_model_text(std::string_view text, std::vector<ModelLeaf>& out, std::s
     ++line_no;
     if (s.empty()) continue;
     if (s == ")") {
-      if (stack.empty()) return fail("')' closes nothing");
-      Open o = std::move(stack.back());
+      if (stack.empty() || stack.back().implicit) return fail("')' closes nothing");
+      const Open o = stack.back();
       stack.pop_back();
-      for (int i = o.first; i <= o.last; ++i)
-        for (const ModelLeaf& l : o.leaves) {
-          if (!o.ranged || i == o.first) {
-            add(l);
-            continue;
-          }
-          const std::string to = join(o.parent, std::to_string(i));
-          add({to + l.path.substr(o.path.size()), l.type});
-        }
+      const size_t end = out.size();
+      if (o.ranged)
+        for (int i = o.first + 1; i <= o.last; ++i) copy_as(o.node, end, i);
       continue;
     }
     ModuleLine ml;
@@ -97,22 +116,52 @@ bool parse_model_text(std::string_view text, std::vector<ModelLeaf>& out, std::s
     if (ml.name.empty()) {  // the root's line
       if (root_seen || !stack.empty()) return fail("a second model");
       root_seen = true;
-      if (ml.opens) stack.push_back({});
-      else out.push_back({"", std::string(ml.type)});
+      const int32_t root = add(-1, std::string(), ml.type);
+      if (ml.opens) stack.push_back({root});
       continue;
     }
-    const std::string parent = stack.empty() ? std::string() : stack.back().path;
-    const std::string path = join(parent, ml.ranged ? std::to_string(ml.first) : std::string(ml.name));
+    if (stack.empty() && root_seen) return fail("a module after the model's closing ')'");
+    if (stack.empty()) {  // a fragment without the model's line: a root of no type holds it
+      root_seen = true;
+      stack.push_back({add(-1, std::string(), std::string_view()), 0, 0, false, true});
+    }
+    const int32_t parent = stack.back().node;
+    const std::string parent_path = out[size_t(parent)].path;
     if (ml.opens) {
-      stack.push_back({parent, path, ml.ranged ? ml.first : 0, ml.ranged ? ml.last : 0, ml.ranged, {}});
+      const int32_t id = add(parent, join(parent_path, ml.ranged ? std::to_string(ml.first) : std::string(ml.name)), ml.type);
+      stack.push_back({id, ml.first, ml.last, ml.ranged});
     } else if (ml.ranged) {
-      for (int i = ml.first; i <= ml.last; ++i) add({join(parent, std::to_string(i)), std::string(ml.type)});
+      for (int i = ml.first; i <= ml.last; ++i) add(parent, join(parent_path, std::to_string(i)), ml.type);
     } else {
-      add({path, std::string(ml.type)});
+      add(parent, join(parent_path, ml.name), ml.type);
     }
   }
+  if (stack.size() == 1 && stack.back().implicit) stack.clear();
   if (!stack.empty()) return fail("the text ends with " + std::to_string(stack.size()) + " module(s) still open");
   if (out.empty()) return fail("no modules");
+  return true;
+}
+
+std::vector<ModelLeaf> model_leaves(const std::vector<ModelModule>& tree) {
+  std::vector<ModelLeaf> out;
+  for (const ModelModule& mm : tree)
+    if (mm.children.empty()) out.push_back({mm.path, mm.type});
+  return out;
+}
+
+bool parse_model_text(std::string_view text, std::vector<ModelLeaf>& out, std::string& error) {
+  std::vector<ModelModule> tree;
+  out.clear();
+  if (!parse_model_tree(text, tree, error)) return false;
+  out = model_leaves(tree);
+  return true;
+}
+
+bool set_model_text(AnnotateOptions& o, std::string_view text, std::string& error) {
+  std::vector<ModelModule> tree;
+  if (!parse_model_tree(text, tree, error)) return false;
+  o.model = model_leaves(tree);
+  o.model_tree = std::move(tree);
   return true;
 }
 

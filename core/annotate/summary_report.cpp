@@ -129,9 +129,13 @@ std::string summary_text(const TraceModel& m, const Annotation& a) {
              format_duration(l.time / Ns(d.iterations)).c_str(), format_duration(l.gpu_busy / Ns(d.iterations)).c_str(),
              double(l.kernels) / double(d.iterations), bound_name(l.bound));
   }
-  if (a.backward_ops)
-    o += strprintf("  backward ops: %" PRIu64 ", mapped to forward layers via links %" PRIu64 ", by op order %" PRIu64 "\n",
-             a.backward_ops, a.backward_mapped_links, a.backward_mapped_order);
+  if (a.backward_ops) {
+    const uint64_t mapped = a.backward_mapped_links + a.backward_mapped_order;
+    o += strprintf("  backward ops: %" PRIu64 ", mapped to forward layers %.1f%%: via links %" PRIu64 ", by op order %" PRIu64
+                   " (%" PRIu64 " with no forward op, after the op before them); unmapped %" PRIu64 "\n",
+                   a.backward_ops, 100.0 * double(mapped) / double(a.backward_ops), a.backward_mapped_links,
+                   a.backward_mapped_order, a.backward_no_forward, a.backward_ops - mapped);
+  }
   o += "  top GPU ops:\n";
   for (size_t i = 0; i < r.kernels.size() && i < 10; ++i) {
     auto& k = r.kernels[i];
@@ -274,8 +278,11 @@ void write_summary_fields(JsonWriter& w, const TraceModel& m, const Annotation& 
     w.end_object();
   }
   w.end_array().end_object();
+  const uint64_t bwd_mapped = a.backward_mapped_links + a.backward_mapped_order;
   w.key("backward").begin_object().field("ops", a.backward_ops).field("mapped_by_links", a.backward_mapped_links)
-      .field("mapped_by_order", a.backward_mapped_order).end_object();
+      .field("mapped_by_order", a.backward_mapped_order).field("no_forward_op", a.backward_no_forward)
+      .field("mapped_share", a.backward_ops ? double(bwd_mapped) / double(a.backward_ops) : 0.0)
+      .field("unmapped", a.backward_ops - bwd_mapped).end_object();
   w.key("annotation").begin_object().field("nodes", uint64_t(a.tree.size())).field("reduced_nodes", uint64_t(a.reduced.size()))
       .field("gpu_ops", a.gpu_ops).field("gpu_ops_annotated", a.gpu_ops_annotated).field("seconds", a.seconds).end_object();
   w.key("notes").begin_array();
