@@ -95,8 +95,9 @@ struct Inference {
       // What a module does before its main op: BatchNorm bumps its batch counter, an RNN
       // makes its zero initial state.
       const bool rnn = e.op == "aten::lstm" || e.op == "aten::gru" || e.op.starts_with("aten::rnn_");
-      if (!els.empty() && !els.back().unit &&
-          ((e.kind == "batch_norm" && els.back().op == "aten::add_") || (rnn && els.back().op == "aten::zeros"))) {
+      auto makes_state = [](std::string_view n) { return n == "aten::zeros" || n == "aten::zero_" || n == "aten::empty"; };
+      while (!els.empty() && !els.back().unit &&
+             ((e.kind == "batch_norm" && els.back().op == "aten::add_" && e.ops.size() == 1) || (rnn && makes_state(els.back().op)))) {
         e.ops.insert(e.ops.begin(), els.back().ops.front());
         els.pop_back();
       }
