@@ -217,16 +217,17 @@ struct Inference {
     return out;
   }
 
-  // A block of a kind seen once that ends like a kind seen several times holds what came
-  // before the first of those (the stem: ResNet's conv, norm and pooling before its first
-  // residual block): only its end is the block.
+  // A block of a kind seen once that ends like another block (of two units or more) holds what
+  // came before the first of those (the stem: ResNet's conv, norm and pooling before its first
+  // residual block, a transformer's embeddings before its first layer): only its end is the block.
   static void split_stem(const std::vector<Element>& els, std::vector<std::pair<size_t, size_t>>& blocks, std::vector<std::string>& sig) {
     std::map<std::string, int> count;
     for (auto& s : sig) ++count[s];
     for (size_t k = 0; k < blocks.size(); ++k) {
       if (count[sig[k]] != 1) continue;
       for (auto& [other, n] : count) {
-        if (n < 2 || other.size() >= sig[k].size() || !sig[k].ends_with(other) || sig[k][sig[k].size() - other.size() - 1] != ',')
+        if (std::count(other.begin(), other.end(), ',') < 2 || other.size() >= sig[k].size() || !sig[k].ends_with(other) ||
+            sig[k][sig[k].size() - other.size() - 1] != ',')
           continue;
         size_t units = size_t(std::count(other.begin(), other.end(), ','));
         size_t at = blocks[k].second;
