@@ -121,12 +121,12 @@ struct Inference {
         }
         // softmax within a few ops, then the second product
         size_t sm = SIZE_MAX;
-        for (; k < els.size() && k < i + 8; ++k) {
+        for (; k < els.size() && k < i + 16; ++k) {  // a bias and a mask may come between
           if (els[k].role == Role::Softmax) { sm = k; break; }
           if (els[k].unit && els[k].role != Role::Dropout) break;
         }
         s2 = SIZE_MAX;
-        for (k = sm == SIZE_MAX ? els.size() : sm + 1; k < els.size() && k < sm + 6; ++k) {
+        for (k = sm == SIZE_MAX ? els.size() : sm + 1; k < els.size() && k < sm + 8; ++k) {
           if (els[k].role == Role::Score) { s2 = k; break; }
           if (els[k].unit && els[k].role != Role::Dropout) break;
         }
@@ -145,12 +145,17 @@ struct Inference {
         els[--lo] = std::move(out.back());
         out.pop_back();
       }
-      // Out-projection: views, one linear, views.
+      // Out-projection: views, one linear, views; a dropout the windows' views follow is the
+      // attention's own (Swin's), not a module after it.
       size_t hi = s2 + 1;
-      while (hi < els.size() && els[hi].role == Role::Shape) ++hi;
+      auto views = [&](size_t j) {
+        while (j < els.size() && els[j].role == Role::Shape) ++j;
+        return j;
+      };
+      hi = views(hi);
       if (hi < els.size() && els[hi].role == Role::Weight && els[hi].kind == "linear") {
-        ++hi;
-        while (hi < els.size() && els[hi].role == Role::Shape) ++hi;
+        hi = views(hi + 1);
+        if (hi < els.size() && els[hi].role == Role::Dropout && views(hi + 1) >= hi + 3) hi = views(hi + 1);
       }
       Element a;
       a.unit = true;
