@@ -1,0 +1,243 @@
+// Backward attribution: backward ops map to the forward layer the trace links them to.
+#include "helpers.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+using namespace strata;
+using namespace strata::test;
+
+namespace {
+
+// Every trace file under the shared traces (rank folders too) and the torch2 set.
+std::vector<std::string> all_traces() {
+  std::vector<std::string> out;
+  for (const char* dir : {STRATA_TRACES_DIR, STRATA_TORCH2_DIR}) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) continue;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir, ec)) {
+      const std::string p = e.path().string();
+      if (e.is_regular_file() && (p.ends_with(".json.gz") || p.ends_with(".trace.json"))) out.push_back(p);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+double mapped_share(const Annotation& a) {
+  return a.backward_ops ? double(a.backward_mapped_links + a.backward_mapped_order) / double(a.backward_ops) : 1.0;
+}
+
+// The leaf layer (no layer below it) holding the largest share of its backward phase's kernels,
+// over the backward phases with at least 20 kernels.
+struct Largest {
+  NodeId layer = kNoNode;
+  double share = 0, forward_share = -1;  // forward_share: its forward twin's share of its phase
+};
+Largest largest_backward_layer(const AnnotationTree& t) {
+  Largest best;
+  for (NodeId p = 0; p < t.size(); ++p) {
+    if (t.kind[p] != NodeKind::Phase || t.phase[p] != PhaseKind::Backward || t.kernels[p] < 20) continue;
+    for (NodeId l = p + 1; l < t.subtree_end[p]; ++l) {
+      if (t.kind[l] != NodeKind::Layer) continue;
+      bool leaf = true;
+      for (NodeId q = l + 1; q < t.subtree_end[l] && leaf; ++q) leaf = t.kind[q] != NodeKind::Layer;
+      double s = double(t.kernels[l]) / double(t.kernels[p]);
+      if (leaf && s > best.share) best = {l, s, -1};
+    }
+  }
+  if (best.layer != kNoNode && t.mirror[best.layer] != kNoNode) {
+    NodeId f = t.mirror[best.layer], fp = t.ancestor(f, NodeKind::Phase);
+    if (fp != kNoNode && t.kernels[fp]) best.forward_share = double(t.kernels[f]) / double(t.kernels[fp]);
+  }
+  return best;
+}
+
+// A trace built in the test: Chrome-trace events on process 1.
+struct Json {
+  std::string s = R"({"traceEvents": [)";
+  void add(const std::string& e) { s += e + ",\n"; }
+  void x(const char* cat, const std::string& name, int tid, int ts, int dur) {
+    add(R"({"ph": "X", "cat": ")" + std::string(cat) + R"(", "name": ")" + name + R"(", "pid": 1, "tid": )" +
+        std::to_string(tid) + R"(, "ts": )" + std::to_string(ts) + R"(, "dur": )" + std::to_string(dur) + "}");
+  }
+  // A fwdbwd flow from the forward op starting at `fwd_ts` (tid 1) to the backward event at `bwd_ts` (tid 2).
+  void fwdbwd(int id, int fwd_ts, int bwd_ts) {
+    add(R"({"ph": "s", "cat": "fwdbwd", "name": "fwdbwd", "id": )" + std::to_string(id) + R"(, "pid": 1, "tid": 1, "ts": )" +
+        std::to_string(fwd_ts) + "}");
+    add(R"({"ph": "f", "cat": "fwdbwd", "name": "fwdbwd", "bp": "e", "id": )" + std::to_string(id) +
+        R"(, "pid": 1, "tid": 2, "ts": )" + std::to_string(bwd_ts) + "}");
+  }
+  std::unique_ptr<TraceModel> load() {
+    s += R"({"ph": "i", "name": "end", "pid": 1, "tid": 1, "ts": 0, "s": "t"}]})";
+    LoadResult r = load_trace_bytes("backward.json", s);
+    INFO(r.error);
+    REQUIRE(r.model);
+    return std::move(r.model);
+  }
+};
+
+// The annotation path of the node an event went to, without the iteration.
+std::string path_of(const Annotation& a, EventId e) {
+  REQUIRE(e != kNoEvent);
+  NodeId n = a.node_of_event[e];
+  REQUIRE(n != kNoNode);
+  std::string p = a.tree.path(n);
+  return p.substr(p.find('/') + 1);
+}
+
+std::vector<EventId> events_named(const TraceModel& m, std::string_view name) {
+  std::vector<EventId> out;
+  for (EventId e = 0; e < m.ev.size(); ++e)
+    if (m.name_of(e) == name) out.push_back(e);
+  std::sort(out.begin(), out.end(), [&](EventId x, EventId y) { return m.ev.start[x] < m.ev.start[y]; });
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("backward ops map to forward layers on every trace with fwdbwd links or sequence numbers") {
+  std::vector<std::string> traces = all_traces();
+  if (traces.empty()) {
+    MESSAGE("no shared traces or torch2 traces: skipped");
+    return;
+  }
+  size_t linked = 0;
+  for (const std::string& p : traces) {
+    LoadResult r = load_trace(p);
+    if (!r.model || r.model->bwd_to_fwd.empty()) continue;
+    ++linked;
+    CAPTURE(p);
+    Annotation a = annotate(*r.model);
+    Largest big = largest_backward_layer(a.tree);
+    char twin[32] = "none";
+    if (big.forward_share >= 0) std::snprintf(twin, sizeof twin, "%.1f%%", 100 * big.forward_share);
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "%s: backward ops %llu, by links %llu, by order %llu (%llu no forward op), mapped %.1f%%; largest "
+                  "backward layer %.1f%% of its phase's kernels (forward twin %s)",
+                  std::filesystem::path(p).filename().string().c_str(), (unsigned long long)a.backward_ops,
+                  (unsigned long long)a.backward_mapped_links, (unsigned long long)a.backward_mapped_order,
+                  (unsigned long long)a.backward_no_forward, 100 * mapped_share(a), 100 * big.share, twin);
+    MESSAGE(line);
+    CHECK(a.backward_mapped_links + a.backward_mapped_order <= a.backward_ops);
+    CHECK(a.backward_no_forward <= a.backward_mapped_order);
+    CHECK(mapped_share(a) >= 0.95);
+    // A backward layer holds most of its phase's kernels only where its forward twin is as big.
+    if (big.share > 0.5) CHECK(big.forward_share > 0.25);
+  }
+  if (linked == 0) MESSAGE("no trace with fwdbwd links or sequence numbers found: skipped");
+}
+
+// Model_0 holds Linear_0 then Linear_1 (an aten::linear each, its aten::addmm linked by a
+// fwdbwd flow to its AddmmBackward0), then the loss. The backward runs Linear_0's first: the
+// reverse order alone would give it to Linear_1. An AccumulateGrad follows each.
+TEST_CASE("hand-made trace: fwdbwd flows map each backward op to its forward layer's twin") {
+  Json j;
+  j.x("user_annotation", "ProfilerStep#1", 1, 0, 1000);
+  j.x("python_function", "nn.Module: Model_0", 1, 10, 290);
+  j.x("python_function", "nn.Module: Linear_0", 1, 20, 100);
+  j.x("cpu_op", "aten::linear", 1, 30, 80);
+  j.x("cpu_op", "aten::t", 1, 32, 5);
+  j.x("cpu_op", "aten::addmm", 1, 40, 60);
+  j.x("python_function", "nn.Module: Linear_1", 1, 130, 100);
+  j.x("cpu_op", "aten::linear", 1, 140, 80);
+  j.x("cpu_op", "aten::t", 1, 142, 5);
+  j.x("cpu_op", "aten::addmm", 1, 150, 60);
+  j.x("cpu_op", "aten::mse_loss", 1, 320, 40);
+  j.x("cpu_op", "aten::ones_like", 1, 380, 10);
+  // The autograd thread.
+  j.x("cpu_op", "autograd::engine::evaluate_function: MseLossBackward0", 2, 400, 30);
+  j.x("cpu_op", "MseLossBackward0", 2, 401, 28);
+  j.x("cpu_op", "autograd::engine::evaluate_function: AddmmBackward0", 2, 450, 50);
+  j.x("cpu_op", "AddmmBackward0", 2, 451, 48);
+  j.x("cpu_op", "aten::mm", 2, 455, 20);
+  j.x("cpu_op", "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", 2, 505, 10);
+  j.x("cpu_op", "torch::autograd::AccumulateGrad", 2, 506, 8);
+  j.x("cpu_op", "autograd::engine::evaluate_function: AddmmBackward0", 2, 520, 50);
+  j.x("cpu_op", "AddmmBackward0", 2, 521, 48);
+  j.x("cpu_op", "aten::mm", 2, 525, 20);
+  j.x("cpu_op", "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", 2, 575, 10);
+  j.x("cpu_op", "torch::autograd::AccumulateGrad", 2, 576, 8);
+  j.x("user_annotation", "Optimizer.step#SGD.step", 1, 700, 100);
+  j.x("cpu_op", "aten::_foreach_add_", 1, 710, 50);
+  j.fwdbwd(1, 40, 451);   // Linear_0's addmm → the first AddmmBackward0
+  j.fwdbwd(2, 150, 521);  // Linear_1's addmm → the second
+  j.fwdbwd(3, 320, 401);  // the loss
+  auto m = j.load();
+  REQUIRE(m->bwd_to_fwd.size() == 3);
+  Annotation a = annotate(*m);
+  check_tree(a.tree);
+  REQUIRE(a.iterations.size() == 1);
+  CHECK(a.layer_source == LayerSource::Module);
+
+  auto addmm = events_named(*m, "autograd::engine::evaluate_function: AddmmBackward0");
+  auto acc = events_named(*m, "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad");
+  auto loss = events_named(*m, "autograd::engine::evaluate_function: MseLossBackward0");
+  REQUIRE(addmm.size() == 2);
+  REQUIRE(acc.size() == 2);
+  REQUIRE(loss.size() == 1);
+  CHECK(path_of(a, addmm[0]) == "Backward/Model_0/Linear_0/autograd::engine::evaluate_function: AddmmBackward0");
+  CHECK(path_of(a, addmm[1]) == "Backward/Model_0/Linear_1/autograd::engine::evaluate_function: AddmmBackward0");
+  // AccumulateGrad (no forward op) follows the backward op right before it on its thread.
+  CHECK(path_of(a, acc[0]) == "Backward/Model_0/Linear_0/autograd::engine::evaluate_function: torch::autograd::AccumulateGrad");
+  CHECK(path_of(a, acc[1]) == "Backward/Model_0/Linear_1/autograd::engine::evaluate_function: torch::autograd::AccumulateGrad");
+  CHECK(path_of(a, loss[0]).ends_with("/autograd::engine::evaluate_function: MseLossBackward0"));
+  CHECK(path_of(a, loss[0]).starts_with("Backward/Loss/"));
+
+  // Each backward layer's twin is the forward layer of the same name.
+  const AnnotationTree& t = a.tree;
+  size_t twins = 0;
+  for (NodeId i = 0; i < t.size(); ++i) {
+    if (t.kind[i] != NodeKind::Layer || t.phase[i] != PhaseKind::Backward || t.mirror[i] == kNoNode) continue;
+    ++twins;
+    CHECK(t.name_of(t.mirror[i]) == t.name_of(i));
+    CHECK(t.phase[t.mirror[i]] != PhaseKind::Backward);
+  }
+  CHECK(twins == 4);  // Model_0, Linear_0, Linear_1, the loss
+
+  CHECK(a.backward_ops == 5);
+  CHECK(a.backward_mapped_links == 3);
+  CHECK(a.backward_mapped_order == 2);
+  CHECK(a.backward_no_forward == 2);
+  std::string json = summary_json(*m, a);
+  CHECK(json.find(R"("backward":{"ops":5,"mapped_by_links":3,"mapped_by_order":2,"no_forward_op":2,"mapped_share":1)") !=
+        std::string::npos);
+  CHECK(json.find(R"("unmapped":0})") != std::string::npos);
+}
+
+// Without links the backward ops are matched to forward ops in reverse order, and an
+// AccumulateGrad still follows the op before it.
+TEST_CASE("hand-made trace without links: reverse op order, AccumulateGrad after its op") {
+  Json j;
+  j.x("user_annotation", "ProfilerStep#1", 1, 0, 1000);
+  j.x("python_function", "nn.Module: Model_0", 1, 10, 290);
+  j.x("python_function", "nn.Module: Conv2d_0", 1, 20, 100);
+  j.x("cpu_op", "aten::conv2d", 1, 30, 80);
+  j.x("python_function", "nn.Module: ReLU_0", 1, 130, 100);
+  j.x("cpu_op", "aten::relu", 1, 140, 80);
+  j.x("cpu_op", "autograd::engine::evaluate_function: ReluBackward0", 2, 450, 50);
+  j.x("cpu_op", "autograd::engine::evaluate_function: ConvolutionBackward0", 2, 520, 50);
+  j.x("cpu_op", "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", 2, 575, 10);
+  j.x("user_annotation", "Optimizer.step#SGD.step", 1, 700, 100);
+  j.x("cpu_op", "aten::_foreach_add_", 1, 710, 50);
+  auto m = j.load();
+  REQUIRE(m->bwd_to_fwd.empty());
+  Annotation a = annotate(*m);
+  check_tree(a.tree);
+  CHECK(path_of(a, events_named(*m, "autograd::engine::evaluate_function: ReluBackward0").at(0)) ==
+        "Backward/Model_0/ReLU_0/autograd::engine::evaluate_function: ReluBackward0");
+  CHECK(path_of(a, events_named(*m, "autograd::engine::evaluate_function: ConvolutionBackward0").at(0)) ==
+        "Backward/Model_0/Conv2d_0/autograd::engine::evaluate_function: ConvolutionBackward0");
+  CHECK(path_of(a, events_named(*m, "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad").at(0)) ==
+        "Backward/Model_0/Conv2d_0/autograd::engine::evaluate_function: torch::autograd::AccumulateGrad");
+  CHECK(a.backward_ops == 3);
+  CHECK(a.backward_mapped_links == 0);
+  CHECK(a.backward_mapped_order == 3);
+  CHECK(a.backward_no_forward == 1);
+}
