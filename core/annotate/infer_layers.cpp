@@ -121,9 +121,9 @@ struct Inference {
         }
         // softmax within a few ops, then the second product
         size_t sm = SIZE_MAX;
-        for (; k < els.size() && k < i + 16; ++k) {  // a bias and a mask may come between
+        for (; k < els.size(); ++k) {  // a bias and a mask (a shifted window's) may come between
           if (els[k].role == Role::Softmax) { sm = k; break; }
-          if (els[k].unit && els[k].role != Role::Dropout) break;
+          if ((els[k].unit && els[k].role != Role::Dropout) || els[k].role == Role::Score) break;
         }
         s2 = SIZE_MAX;
         for (k = sm == SIZE_MAX ? els.size() : sm + 1; k < els.size() && k < sm + 8; ++k) {
