@@ -174,10 +174,12 @@ struct Inference {
   }
 
   // A signature of what a run of elements is, for repetition: its units' kinds in order.
+  // Transposes count: they tell a token-mixing half from a channel-mixing one.
   static std::string signature(const std::vector<Element>& els, size_t from, size_t to) {
     std::string s;
     for (size_t j = from; j < to; ++j)
       if (els[j].unit) s += std::string(els[j].kind) + ",";
+      else if (els[j].op == "aten::transpose" || els[j].op == "aten::permute") s += "T;";
     return s;
   }
 
@@ -222,14 +224,14 @@ struct Inference {
     return out;
   }
 
-  // A block of a kind seen once that ends like another block (of two units or more) holds what
-  // came before the first of those (the stem: ResNet's conv, norm and pooling before its first
-  // residual block, a transformer's embeddings before its first layer): only its end is the block.
+  // A block that ends like another block (of two units or more) holds what came before that
+  // one (the stem: ResNet's conv, norm and pooling before its first residual block, a
+  // transformer's embeddings before its first layer; ConvNeXt's downsampling before each
+  // stage's first block): only its end is the block.
   static void split_stem(const std::vector<Element>& els, std::vector<std::pair<size_t, size_t>>& blocks, std::vector<std::string>& sig) {
     std::map<std::string, int> count;
     for (auto& s : sig) ++count[s];
     for (size_t k = 0; k < blocks.size(); ++k) {
-      if (count[sig[k]] != 1) continue;
       for (auto& [other, n] : count) {
         if (std::count(other.begin(), other.end(), ',') < 2 || other.size() >= sig[k].size() || !sig[k].ends_with(other) ||
             sig[k][sig[k].size() - other.size() - 1] != ',')
