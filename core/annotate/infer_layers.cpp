@@ -162,10 +162,13 @@ struct Inference {
       a.role = Role::Weight;
       a.kind = "attention";
       a.op = els[s1].op;
+      // nn.MultiheadAttention's own function multiplies with bmm / baddbmm and projects with
+      // F.linear: one module. Attention written by hand multiplies with matmul (@) and calls
+      // its projections and dropout as modules of their own, children of the attention.
+      const bool own_function = els[s1].op == "aten::bmm" || els[s1].op == "aten::baddbmm";
       for (size_t j = lo; j < hi; ++j) {
         a.ops.insert(a.ops.end(), els[j].ops.begin(), els[j].ops.end());
-        // Separate q, k, v projections are modules of their own inside the attention.
-        if (linears >= 2) a.inner.push_back(std::move(els[j]));
+        if (!own_function || linears >= 2) a.inner.push_back(std::move(els[j]));
       }
       out.push_back(std::move(a));
       i = hi;
