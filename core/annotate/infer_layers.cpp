@@ -51,7 +51,7 @@ Role role_of(std::string_view full) {
   if (in(n, {"view", "reshape", "transpose", "t", "permute", "contiguous", "as_strided", "expand", "expand_as", "unsqueeze",
              "squeeze", "flatten", "chunk", "split", "split_with_sizes", "unbind", "select", "slice", "narrow", "unflatten",
              "view_as", "clone", "detach", "alias", "to", "_to_copy", "type_as", "movedim", "swapaxes", "copy",
-             "_unsafe_view", "unsafe_split", "unsafe_chunk", "repeat", "roll"}))
+             "_unsafe_view", "unsafe_split", "unsafe_chunk", "repeat", "roll", "pad", "constant_pad_nd"}))
     return Role::Shape;
   if (in(n, {"add", "sub"})) return Role::Add;
   if (in(n, {"cat", "concat", "stack", "_cat"})) return Role::Merge;
@@ -70,7 +70,9 @@ struct Element {
   std::string_view kind;     // op_kind of its main op ("conv", "attention")
   std::string_view op;       // its main op's name
   std::vector<NodeId> ops;   // its op nodes, in order
-  std::vector<Element> inner;  // attention with separate projections: its child units and loose ops
+  std::vector<Element> inner;  // attention: what it is made of, in order
+  bool one_module = false;     // attention: its parts are one module's ops, not child modules
+  size_t lead = 0;             // attention: its parts before its first projection
   NodeId node = kNoNode;
 };
 
@@ -135,13 +137,20 @@ struct Inference {
           continue;
         }
       }
-      // In-projections: back over the linears and views that lead to the scores.
-      size_t lo = s1, linears = 0;
-      while (!out.empty()) {
-        const Element& p = out.back();
+      // In-projections: back over the linears and views that lead to the scores, and what is
+      // computed with them (a window's partition).
+      size_t back = out.size(), first_linear = SIZE_MAX;
+      while (back > 0) {
+        const Element& p = out[back - 1];
         bool proj = p.role == Role::Weight && p.kind == "linear";
         if (!(proj || p.role == Role::Shape || (!p.unit && p.role == Role::Compute))) break;
-        linears += proj;
+        if (proj) first_linear = back - 1;
+        --back;
+      }
+      const size_t lead = first_linear != SIZE_MAX ? first_linear - back : 0;
+      size_t lo = s1, linears = 0;
+      while (out.size() > back) {
+        linears += out.back().role == Role::Weight && out.back().kind == "linear";
         els[--lo] = std::move(out.back());
         out.pop_back();
       }
@@ -166,14 +175,38 @@ struct Inference {
       // F.linear: one module. Attention written by hand multiplies with matmul (@) and calls
       // its projections and dropout as modules of their own, children of the attention.
       const bool own_function = els[s1].op == "aten::bmm" || els[s1].op == "aten::baddbmm";
+      a.one_module = own_function && linears < 2;
+      a.lead = lead;
       for (size_t j = lo; j < hi; ++j) {
         a.ops.insert(a.ops.end(), els[j].ops.begin(), els[j].ops.end());
-        if (!own_function || linears >= 2) a.inner.push_back(std::move(els[j]));
+        a.inner.push_back(std::move(els[j]));
       }
       out.push_back(std::move(a));
       i = hi;
     }
+    first_attention(out);
     return out;
+  }
+
+  // What the first attention has before its projections that the others do not was computed
+  // once before it (a mask for all layers), not by it: it goes back out.
+  static void first_attention(std::vector<Element>& els) {
+    size_t first = SIZE_MAX, least = SIZE_MAX;
+    for (size_t j = 0; j < els.size(); ++j)
+      if (els[j].unit && els[j].kind == "attention") {
+        if (first == SIZE_MAX) first = j;
+        else least = std::min(least, els[j].lead);
+      }
+    if (first == SIZE_MAX || least == SIZE_MAX || els[first].lead <= least) return;
+    Element& a = els[first];
+    const size_t extra = a.lead - least;
+    std::vector<Element> out(std::make_move_iterator(a.inner.begin()), std::make_move_iterator(a.inner.begin() + long(extra)));
+    a.inner.erase(a.inner.begin(), a.inner.begin() + long(extra));
+    size_t moved = 0;
+    for (const Element& e : out) moved += e.ops.size();
+    a.ops.erase(a.ops.begin(), a.ops.begin() + long(moved));
+    a.lead = least;
+    els.insert(els.begin() + long(first), std::make_move_iterator(out.begin()), std::make_move_iterator(out.end()));
   }
 
   // A signature of what a run of elements is, for repetition: its units' kinds in order.
@@ -196,7 +229,9 @@ struct Inference {
     bool pre_norm = false;
     for (size_t j = 1; j < els.size(); ++j)
       if (els[j].unit && els[j].kind == "attention") {
-        pre_norm = els[j - 1].role == Role::Norm;
+        size_t k = j;
+        while (k > 0 && !els[k - 1].unit) --k;  // the unit before it, past views and the like
+        pre_norm = k > 0 && els[k - 1].role == Role::Norm;
         break;
       }
     std::vector<std::pair<size_t, size_t>> out;
@@ -276,7 +311,7 @@ struct Inference {
         e.node = e.ops.front();
         continue;
       }
-      if (!e.inner.empty()) {
+      if (!e.inner.empty() && !e.one_module) {
         e.node = b.add(NodeKind::Layer, numbered("Attention"), parent, b.phase[e.ops.front()], b.begin[e.ops.front()],
                        b.end[e.ops.front()]);
         place_units(e.inner, e.node);
