@@ -34,8 +34,9 @@ std::string resnet18_text() {
 }
 
 // A hand-made trace shaped like a with_modules one: Net_0 runs layer1 (two Blocks, each
-// fc1, act, fc2, act again: one ReLU instance called twice), an Identity the model does not
-// list, and head; then a CrossEntropyLoss module; then backward on the autograd thread, each
+// fc1, act, fc2, act again: one ReLU instance called twice; the second Block inside an
+// activation-checkpointing wrapper the model does not list), an Identity it does not list
+// either, and head; then a CrossEntropyLoss module; then backward on the autograd thread, each
 // op tied to its forward op by Sequence number.
 struct TraceText {
   std::string s = R"({"traceEvents": [)";
@@ -62,6 +63,7 @@ struct TraceText {
     int lin = 0;
     for (int b = 0; b < 2; ++b) {
       const int bt = t + 20 + b * 680;
+      if (b == 1) x("python_function", "nn.Module: CheckpointWrapper_0", 1, bt - 5, 680);
       x("python_function", "nn.Module: Block_" + std::to_string(b), 1, bt, 670);
       const std::string relu = "ReLU_" + std::to_string(b);
       module("Linear_" + std::to_string(lin++), "aten::linear", "AddmmBackward0", bt + 10);
@@ -214,7 +216,7 @@ TEST_CASE("--model: layers from nn.Module frames take the model's attribute path
     check_tree(a.tree);
     const AnnotationTree& t = a.tree;
     for (const char* path : {"Iteration 1/Forward/Net/layer1/layer1.0/layer1.0.fc1", "Iteration 1/Forward/Net/layer1/layer1.0/layer1.0.act",
-                             "Iteration 1/Forward/Net/layer1/layer1.0/layer1.0.fc2", "Iteration 1/Forward/Net/layer1/layer1.1/layer1.1.fc2",
+                             "Iteration 1/Forward/Net/layer1/layer1.0/layer1.0.fc2", "Iteration 1/Forward/Net/layer1/CheckpointWrapper_0/layer1.1/layer1.1.fc2",
                              "Iteration 1/Forward/Net/head"}) {
       CAPTURE(path);
       const NodeId n = find_node(t, path);
@@ -225,8 +227,9 @@ TEST_CASE("--model: layers from nn.Module frames take the model's attribute path
     const NodeId block0 = find_node(t, "Iteration 1/Forward/Net/layer1/layer1.0");
     REQUIRE(block0 != kNoNode);
     CHECK(child_names(t, block0) == std::vector<std::string>{"layer1.0.fc1", "layer1.0.act", "layer1.0.fc2", "layer1.0.act"});
-    // A module the model does not list keeps its name.
+    // Modules the model does not list keep their names; a wrapper's modules are its holder's.
     CHECK(find_node(t, "Iteration 1/Forward/Net/Identity_0") != kNoNode);
+    CHECK(find_node(t, "Iteration 1/Forward/Net/layer1/CheckpointWrapper_0/layer1.1") != kNoNode);
     CHECK_FALSE(has_layer(t, "Linear_0"));
     CHECK_FALSE(has_layer(t, "Block_1"));
     // Backward layers mirror the forward ones, with their names.
@@ -237,7 +240,7 @@ TEST_CASE("--model: layers from nn.Module frames take the model's attribute path
         CHECK(t.name_of(i) == t.name_of(t.mirror[i]));
       }
     CHECK(mirrored >= 8);
-    CHECK(find_node(t, "Iteration 1/Backward/Net/layer1/layer1.1/layer1.1.fc1") != kNoNode);
+    CHECK(find_node(t, "Iteration 1/Backward/Net/layer1/CheckpointWrapper_0/layer1.1/layer1.1.fc1") != kNoNode);
     CHECK(find_node(t, "Iteration 1/Backward/Net/head") != kNoNode);
     CHECK(std::any_of(a.notes.begin(), a.notes.end(), [](const std::string& n) {
       return n.find("attribute paths") != std::string::npos && n.find("Identity_0") != std::string::npos;
