@@ -3,9 +3,10 @@
 //
 //   strata_bench_annotate_accuracy [--ways] [--dump] [CORPUS_DIR | TRACE.json.gz ...]
 //
-// With no argument: ../shared/traces/hotline-*, tests/data/torch2's training traces and every
-// model of tests/data/corpus-cpu/manifest.json. A directory is a corpus with a manifest.json
-// (per model: file, family, split, modules with hid, path, class).
+// With no argument: ../shared/traces/hotline-*, tests/data/torch2's training traces, every
+// model of tests/data/corpus-cpu/manifest.json and of tests/data/corpus-cpu-heldout (models no
+// rule was tuned on). A directory is a corpus with a manifest.json (per model: file, family,
+// split, modules with hid, path, class); splits are reported per corpus.
 //
 // Each trace is annotated "bare" (the truth's ranges, the nn.Module frames and every Python
 // frame stripped: all inferred) and scored against its truth tree (core/annotate/accuracy.h),
@@ -73,7 +74,9 @@ bool read_manifest(const std::string& dir, std::vector<Entry>& out) {
     e.path = dir + "/" + std::string(s);
     e.name = mo["name"].get(s) ? std::filesystem::path(e.path).filename().string() : std::string(s);
     if (!mo["family"].get(s)) e.family = s;
-    if (!mo["split"].get(s)) e.split = s;
+    // Splits are per corpus: tests/data/corpus-cpu's "tune" and "heldout", and the fresh models
+    // of tests/data/corpus-cpu-heldout, which no rule was tuned on.
+    if (!mo["split"].get(s)) e.split = std::filesystem::path(dir).filename().string() + ":" + std::string(s);
     simdjson::dom::array mods;
     if (!mo["modules"].get(mods))
       for (simdjson::dom::element md : mods) {
@@ -140,6 +143,7 @@ int main(int argc, char** argv) {
     for (const char* n : {"resnet18-train-h100.pt.trace.json.gz", "transformer-train-h100.pt.trace.json.gz"})
       entries.push_back({n, std::string(STRATA_TORCH2_DIR) + "/" + n, "torch2", "-", {}});
     if (!read_manifest(STRATA_CORPUS_DIR, entries)) rc = 1;
+    if (std::filesystem::is_directory(STRATA_CORPUS_DIR "-heldout") && !read_manifest(STRATA_CORPUS_DIR "-heldout", entries)) rc = 1;
   }
   std::printf("%-42s %-12s %-7s %-7s %7s %7s %7s %-5s %7s %5s %7s %5s %s\n", "model", "family", "split", "way", "phase%", "leafF1",
               "kernF1", "triv/", "trivial", "", "blocks", "", "nodes");
@@ -192,12 +196,9 @@ int main(int argc, char** argv) {
   // Per split (the bare annotations): each figure's median and minimum, and how many meet its goal.
   std::map<std::string, std::vector<Row>> splits;
   for (const Row& r : rows) splits[r.split].push_back(r);
-  for (const char* name : {"tune", "heldout", "-"}) {
-    auto it = splits.find(name);
-    if (it == splits.end()) continue;
-    const std::vector<Row>& v = it->second;
+  for (const auto& [name, v] : splits) {
     size_t below = size_t(std::count_if(v.begin(), v.end(), [](const Row& r) { return r.s.below_trivial(); }));
-    std::printf("\n%s (%zu models, bare):\n", std::string(name) == "-" ? "no split" : name, v.size());
+    std::printf("\n%s (%zu models, bare):\n", name == "-" ? "no split" : name.c_str(), v.size());
     std::printf("  phase agreement  %s\n", figure_line(v, [](const strata::AccuracyScore& s) { return s.phase_agreement; }, 0.99).c_str());
     std::printf("  leaf F1          %s; below trivial: %zu\n",
                 figure_line(v, [](const strata::AccuracyScore& s) { return s.leaf_f1; }, 0.95).c_str(), below);

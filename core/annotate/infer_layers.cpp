@@ -432,6 +432,22 @@ std::string readable_unit(std::string_view kind, std::string_view op) {
   return std::string(kind);
 }
 
+std::vector<InferredUnit> infer_units(Context& c, TreeBuilder& b, NodeId parent, const std::vector<NodeId>& ops) {
+  Inference inference{c, b, {}};
+  std::vector<Element> els = inference.units(ops);
+  inference.place_units(els, parent);
+  std::vector<InferredUnit> out;
+  auto add = [&](const Element& e) { out.push_back({e.node, e.kind, inference.readable(e)}); };
+  for (const Element& e : els) {
+    if (!e.unit) continue;
+    if (e.inner.empty() || e.one_module) add(e);
+    else
+      for (const Element& in : e.inner)
+        if (in.unit) add(in);
+  }
+  return out;
+}
+
 void infer_layers(Context& c, TreeBuilder& b, NodeId parent, const std::vector<NodeId>& ops, bool model_root) {
   Inference inference{c, b, {}};
   inference.run(parent, ops, model_root);

@@ -192,6 +192,13 @@ void count_flops(const Context& c, Annotation& a);  // the range profiler's FLOP
 // Layers, blocks and the model's root inferred for forward op nodes with no finer structure,
 // under `parent` (infer_layers.cpp); `model_root`: they are the whole forward.
 void infer_layers(Context& c, TreeBuilder& b, NodeId parent, const std::vector<NodeId>& ops, bool model_root);
+// The leaf units alone, as nodes under `parent`, for naming by the model's modules.
+struct InferredUnit {
+  NodeId node = kNoNode;
+  std::string_view kind;  // op_kind of its main op
+  std::string label;      // what it is ("Conv", "BatchNorm")
+};
+std::vector<InferredUnit> infer_units(Context& c, TreeBuilder& b, NodeId parent, const std::vector<NodeId>& ops);
 // What a unit of that kind is, as a person names it ("BatchNorm"); an activation by its op.
 std::string readable_unit(std::string_view kind, std::string_view op);
 

@@ -11,9 +11,6 @@ namespace strata::annot {
 
 namespace {
 
-bool is_anchor(std::string_view kind) {
-  return kind != "reshape" && kind != "other" && kind != "add" && kind != "mul" && kind != "cat" && kind != "reduce";
-}
 
 struct LayerBuild {
   Context& c;
@@ -93,92 +90,28 @@ struct LayerBuild {
     }
   }
 
-  // Layer-like units for runs of ops that have no finer structure.
-  struct Unit {
-    std::string_view kind;
-    std::vector<NodeId> ops;
-    bool lead = false;      // has ops before its anchor (views, residual adds, counters)
-    bool has_add = false;   // one of them is an add (a residual connection)
-  };
-
+  // Layer-like units for runs of ops that have no finer structure (infer_layers.cpp): without
+  // the model's text, units, blocks and the model's root by what PyTorch's modules are; with
+  // it, the units take its modules' names and its module tree groups them.
   void heuristic_units(NodeId parent, const std::vector<NodeId>& ops, bool model_root) {
-    if (leaf_kinds.empty()) {  // by what PyTorch's modules are (infer_layers.cpp)
-      infer_layers(c, b, parent, ops, model_root);
-      any_heuristic = true;
-      return;
-    }
-    // Ops that only prepare (views, in-place counters like BatchNorm's num_batches_tracked,
-    // residual adds) join the next anchor op's unit; trailing ones join the last unit.
-    std::vector<Unit> us;
-    std::vector<NodeId> pending;
-    bool pending_add = false;
-    for (NodeId op : ops) {
-      std::string_view k = c.kind(b.event[op]);
-      if (!is_anchor(k)) {
-        pending.push_back(op);
-        pending_add |= k == "add";
-        continue;
-      }
-      Unit u{k, pending, !pending.empty(), pending_add};
-      u.ops.push_back(op);
-      us.push_back(std::move(u));
-      pending.clear();
-      pending_add = false;
-    }
-    if (!pending.empty()) {
-      if (us.empty()) us.push_back({"ops", {}, true, pending_add});
-      us.back().ops.insert(us.back().ops.end(), pending.begin(), pending.end());
-    }
-    // Structural merges: a projection shortcut (a conv right after a norm, its norm, then
-    // the residual add and activation) is one unit; so is an MLP block (linear directly
-    // followed by its norm, activation, dropout).
-    std::vector<Unit> merged;
-    for (size_t i = 0; i < us.size(); ++i) {
-      Unit u = us[i];
-      if (u.kind == "conv" && !merged.empty() && merged.back().kind == "batch_norm" && i + 2 < us.size() &&
-          us[i + 1].kind == "batch_norm" && us[i + 2].kind == "activation" && us[i + 2].has_add) {
-        for (size_t k = 1; k <= 2; ++k) u.ops.insert(u.ops.end(), us[i + k].ops.begin(), us[i + k].ops.end());
-        u.kind = "shortcut";
-        i += 2;
-      } else if (u.kind == "linear" && i + 1 < us.size() && !us[i + 1].lead &&
-                 (us[i + 1].kind == "layer_norm" || us[i + 1].kind == "batch_norm")) {
-        size_t j = i + 1;
-        u.ops.insert(u.ops.end(), us[j].ops.begin(), us[j].ops.end());
-        while (j + 1 < us.size() && !us[j + 1].lead && (us[j + 1].kind == "activation" || us[j + 1].kind == "dropout")) {
-          ++j;
-          u.ops.insert(u.ops.end(), us[j].ops.begin(), us[j].ops.end());
-        }
-        u.kind = "mlp";
-        i = j;
-      }
-      merged.push_back(std::move(u));
-    }
-    std::vector<NodeId> units;
-    std::vector<std::string_view> kinds;
-    std::vector<std::string> labels;
-    for (const Unit& u : merged) labels.push_back(readable(u));
-    std::vector<std::string> names = unit_names(merged, labels);
-    for (size_t i = 0; i < merged.size(); ++i) {
-      Unit& u = merged[i];
-      NodeId first = u.ops.front();
-      NodeId id = b.add(NodeKind::Layer, names[i], parent, b.phase[first], b.begin[first], b.end[first]);
-      for (NodeId op : u.ops) {
-        b.parent[op] = id;
-        b.widen(id, b.begin[op], b.end[op]);
-      }
-      units.push_back(id);
-      kinds.push_back(u.kind);
-    }
     any_heuristic = true;
     if (leaf_kinds.empty()) {
-      blocks(parent, units, kinds, names, labels);
+      infer_layers(c, b, parent, ops, model_root);
       return;
+    }
+    std::vector<InferredUnit> us = infer_units(c, b, parent, ops);
+    std::vector<NodeId> units;
+    std::vector<std::string> names = unit_names(us);
+    for (size_t i = 0; i < us.size(); ++i) {
+      b.name[us[i].node] = b.strings.intern(names[i]);
+      units.push_back(us[i].node);
     }
     // With the model's names, its module tree groups the units.
     std::vector<std::string> scopes(units.size());
-    for (size_t i = 0; i < units.size(); ++i)
-      if (names[i].find('.') != std::string::npos && names[i].find(' ') == std::string::npos)
-        scopes[i] = names[i].substr(0, names[i].rfind('.'));
+    for (size_t i = 0; i < units.size(); ++i) {
+      const std::string path = names[i].substr(0, names[i].find(" #"));  // "layer4.0.relu #2": the relu called again
+      if (path.find('.') != std::string::npos && path.find(' ') == std::string::npos) scopes[i] = path.substr(0, path.rfind('.'));
+    }
     for (size_t i = 0; i < units.size(); ++i) {  // a unit left unnamed between two of one module is in it
       if (!scopes[i].empty()) continue;
       size_t next = i + 1;
@@ -221,34 +154,14 @@ struct LayerBuild {
     }
   }
 
-  // What a unit is: its kind ("Conv"), a merged unit by what it merges ("MLP: Linear → LayerNorm → ReLU").
-  std::string readable(const Unit& u) {
-    std::string_view anchor_op;
-    for (NodeId op : u.ops)
-      if (c.kind(b.event[op]) == u.kind || anchor_op.empty()) anchor_op = c.name(b.event[op]);
-    std::string name = readable_unit(u.kind, anchor_op);
-    if (u.kind != "shortcut" && u.kind != "mlp") return name;
-    std::string parts;
-    for (NodeId op : u.ops) {
-      std::string_view k = c.kind(b.event[op]);
-      if (!is_anchor(k)) continue;
-      std::string r = readable_unit(k, c.name(b.event[op]));
-      if (parts.empty() || !parts.ends_with(r)) parts += (parts.empty() ? "" : " → ") + r;
-    }
-    return name + ": " + parts;
-  }
-
   // The model's module a unit aligns with (--model), else what it is ("Conv 3"). A unit left
   // over after the alignment whose module holds a leaf of its kind is that leaf called again
   // (one ReLU applied twice in a block). Names are unique among the siblings.
-  std::vector<std::string> unit_names(const std::vector<Unit>& us, const std::vector<std::string>& labels) {
+  std::vector<std::string> unit_names(const std::vector<InferredUnit>& us) {
     const std::vector<ModelLeaf>& leaves = c.opt.model;
-    std::vector<int32_t> leaf;
-    if (!leaf_kinds.empty()) {
-      std::vector<std::string_view> kinds;
-      for (const Unit& u : us) kinds.push_back(u.kind == "shortcut" ? "conv" : u.kind == "mlp" ? "linear" : u.kind);
-      leaf = align_to_model(kinds, leaf_kinds);
-    }
+    std::vector<std::string_view> kinds;
+    for (const InferredUnit& u : us) kinds.push_back(u.kind);
+    const std::vector<int32_t> leaf = align_to_model(kinds, leaf_kinds);
     auto scope_of = [](std::string_view path) { return path.substr(0, std::min(path.size(), path.rfind('.'))); };
     auto leaf_name = [&](size_t j) { return leaves[j].path.empty() ? leaves[j].type : leaves[j].path; };
     std::vector<std::string> names(us.size());
@@ -267,80 +180,13 @@ struct LayerBuild {
           if (s.empty()) break;
         }
       }
-      if (nm.empty()) {  // "Conv 3", "MLP 1: Linear → LayerNorm → ReLU"
-        const size_t colon = std::min(labels[i].size(), labels[i].find(':'));
-        nm = labels[i].substr(0, colon) + " " + std::to_string(++counter[us[i].kind]) + labels[i].substr(colon);
-      }
+      if (nm.empty()) nm = us[i].label + " " + std::to_string(++counter[us[i].kind]);  // "Conv 3"
       if (uint32_t k = used[nm]++; k) nm += " #" + std::to_string(k + 1);
       names[i] = std::move(nm);
     }
     return names;
   }
 
-  // Tandem repeats of unit kinds: blocks of P units repeated at least twice in a row.
-  // "Block 2: 2 Conv + 2 BatchNorm + ReLU + Shortcut": what its units are, in order, counted
-  // (no commas: scenario specs and lists are comma-separated).
-  static std::string block_name(uint32_t n, const std::vector<std::string>& labels, size_t from, size_t count) {
-    std::vector<std::pair<std::string_view, uint32_t>> seen;
-    for (size_t k = from; k < from + count; ++k) {
-      std::string_view r = labels[k];
-      r = r.substr(0, r.find(':'));  // "MLP: Linear → …" counts as MLP
-      auto it = std::find_if(seen.begin(), seen.end(), [&](auto& x) { return x.first == r; });
-      if (it == seen.end()) seen.push_back({r, 1});
-      else ++it->second;
-    }
-    std::string name = "Block " + std::to_string(n) + ":";
-    for (size_t k = 0; k < seen.size(); ++k)
-      name += (k ? " + " : " ") + (seen[k].second > 1 ? std::to_string(seen[k].second) + " " : std::string()) + std::string(seen[k].first);
-    return name;
-  }
-
-  // A block is named after the module holding all its units when they carry the model's names.
-  void blocks(NodeId parent, const std::vector<NodeId>& units, const std::vector<std::string_view>& kinds,
-              const std::vector<std::string>& names, const std::vector<std::string>& labels) {
-    size_t n = units.size(), i = 0;
-    uint32_t count = 0;
-    while (i + 4 <= n) {
-      size_t best_p = 0, best_r = 0;
-      size_t max_p = std::min<size_t>(64, (n - i) / 2);
-      for (size_t p = 3; p <= max_p; ++p) {
-        size_t r = 1;
-        while (i + (r + 1) * p <= n) {
-          bool same = true;
-          for (size_t k = 0; k < p && same; ++k) same = kinds[i + k] == kinds[i + r * p + k];
-          if (!same) break;
-          ++r;
-        }
-        if (r >= 2 && p * r > best_p * best_r) {
-          best_p = p;
-          best_r = r;
-        }
-      }
-      if (best_r < 2) {
-        ++i;
-        continue;
-      }
-      for (size_t r = 0; r < best_r; ++r) {
-        NodeId first = units[i + r * best_p];
-        std::string_view common = leaf_kinds.empty() ? std::string_view() : std::string_view(names[i + r * best_p]);
-        for (size_t k = 1; k < best_p; ++k) {
-          std::string_view other = names[i + r * best_p + k];
-          size_t len = 0;
-          while (len < common.size() && len < other.size() && common[len] == other[len]) ++len;
-          common = common.substr(0, len);
-        }
-        common = common.substr(0, common.rfind('.') == std::string_view::npos ? 0 : common.rfind('.'));
-        NodeId blk = b.add(NodeKind::Layer, common.empty() ? block_name(++count, labels, i + r * best_p, best_p) : std::string(common),
-                           parent, b.phase[first], b.begin[first], b.end[first]);
-        for (size_t k = 0; k < best_p; ++k) {
-          NodeId u = units[i + r * best_p + k];
-          b.parent[u] = blk;
-          b.widen(blk, b.begin[u], b.end[u]);
-        }
-      }
-      i += best_p * best_r;
-    }
-  }
 };
 
 }  // namespace
