@@ -296,6 +296,9 @@ void run_analyses(Context& c, Annotation& a) {
         if (ev.category(next) == Cat::Kernel && is_communication_kernel(m.name_of(next)))
           return IdleCause::Communication;  // a collective waiting for its peers
         if (len <= kLaunchLatency) return IdleCause::Launch;  // the GPU's own latency between queued ops
+        // A second stage still submitting it (torch_npu's task queue: the op enqueued, a
+        // runtime call on the queue's thread launches), or the host busy launching others.
+        if (in_launch * 2 >= len) return IdleCause::Launch;
         return IdleCause::Other;  // a wait the trace does not show
       }
       // The GPU waited for the host to issue its next op (or the trace does not link it, or

@@ -220,3 +220,18 @@ TEST_CASE("CPU workloads: unmarked inference, serving steps and a pipeline, as t
     CHECK(first_b - seq.begin() < seq.rend() - last_f - 1);
   }
 }
+
+// GPU idle gaps are put in the verdicts' classes; what none explains stays under a tenth.
+TEST_CASE("every real trace with a GPU: idle causes leave under 10% of the idle time unexplained" * doctest::timeout(600)) {
+  for (const StepGolden& g : read_steps()) {
+    CAPTURE(g.file);
+    auto m = load(g.file);
+    Annotation a = annotate(*m);
+    const IdleGaps& idle = a.analyses.idle;
+    if (idle.total == 0) continue;
+    Ns sum = 0;
+    for (Ns t : idle.by_cause) sum += t;
+    CHECK(sum == idle.total);
+    CHECK(idle.of(IdleCause::Other) * 10 < idle.total);
+  }
+}
