@@ -26,6 +26,14 @@ const char* kAssumptions[] = {
 
 double saving(Ns base, Ns x) { return base > 0 ? 1.0 - double(x) / double(base) : 0; }
 
+// The inferred waits' time over the replayed span of all iterations (all ranks'): how much of
+// the prediction rests on delays the trace does not explain.
+double inferred_wait_share(const Graph& g, const Report& r) {
+  Ns window = 0;
+  for (const PartReplay& p : r.baseline.parts) window += p.window;
+  return window > 0 ? double(g.stats.inferred_wait_time) / double(window) : 0.0;
+}
+
 std::string percent(double f) { return strprintf("%.0f%%", f * 100); }
 
 }  // namespace
@@ -130,6 +138,7 @@ std::string report_json(const Graph& g, const Report& r) {
   w.key("stream_waits").begin_object().field("resolved", st.stream_waits_resolved).field("guessed", st.stream_waits_guessed);
   w.field("unresolved", st.stream_waits_unresolved).end_object();
   w.field("inferred_waits", st.inferred_waits).field("inferred_wait_ns", int64_t(st.inferred_wait_time));
+  w.field("inferred_wait_share", inferred_wait_share(g, r)).field("inferred_dependencies", st.inferred_dependencies);
   w.field("idle_stretches", st.idle_stretches).field("wakes", st.wakes);
   w.field("dropped_edges", st.dropped_edges).field("collectives_coupled", st.collectives_coupled);
   w.field("cycles_broken", st.cycles_broken);
@@ -166,10 +175,11 @@ std::string report_text(const Graph& g, const Report& r) {
   uint64_t waits = 0;
   for (uint64_t x : st.host_waits) waits += x;
   o += strprintf("  graph: %zu vertices, %zu edges; %llu CPU threads, %llu GPU streams; %llu host waits, %llu stream waits, "
-                 "%llu inferred waits (%s)\n",
+                 "%llu inferred waits (%s, %.1f%% of the replayed iterations), %llu inferred dependencies\n",
                  g.size(), g.edges.size(), (unsigned long long)cpu, (unsigned long long)gpu, (unsigned long long)waits,
                  (unsigned long long)(st.stream_waits_resolved + st.stream_waits_guessed), (unsigned long long)st.inferred_waits,
-                 format_duration(st.inferred_wait_time).c_str());
+                 format_duration(st.inferred_wait_time).c_str(), 100 * inferred_wait_share(g, r),
+                 (unsigned long long)st.inferred_dependencies);
   // Ranked, largest saving first.
   std::vector<const ScenarioResult*> ranked;
   for (const ScenarioResult& s : r.scenarios) ranked.push_back(&s);
