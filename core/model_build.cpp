@@ -154,7 +154,7 @@ struct PlacedChunk : ChunkEvents {
 
 class ModelBuilder {
  public:
-  ModelBuilder(TraceModel& m, Progress* progress) : m_(m), progress_(progress) {}
+  ModelBuilder(TraceModel& m, Progress* progress, bool legacy) : m_(m), progress_(progress), legacy_(legacy) {}
   void run(std::vector<ChunkOut>& chunks);
 
  private:
@@ -179,7 +179,7 @@ class ModelBuilder {
   std::vector<bool> drop_;       // events merged away (B/E pairs)
   std::map<std::pair<int64_t, StrId>, uint32_t> process_index_;
   std::map<GlobalKey, uint32_t> track_index_;
-  bool legacy_ = false;  // the legacy autograd profiler's format: no categories, whole microseconds
+  const bool legacy_;  // the legacy autograd profiler's export: no categories, whole microseconds
   std::vector<GlobalKey> track_keys_;
   std::vector<RawTrackInfo> track_info_;
   std::vector<MetaRec> metas_;
@@ -369,13 +369,11 @@ void ModelBuilder::recognise_uncategorised() {
   // device tasks and its runtime API calls so): on a device's stream they are its kernels,
   // copies and sets; `<API>@<call>` on a host thread a runtime call. They take that category
   // and are counted under it. On a device's other threads (derived views) they stay as they are.
-  // In a trace with no categories at all (the legacy autograd profiler), an event on a host
+  // In the legacy autograd profiler's export, which writes no categories, an event on a host
   // thread whose name is not an operator's is a record_function range: a user annotation.
   auto& per_category = m_.stats.per_category;
   if (per_category.size() <= size_t(Cat::None) || per_category[size_t(Cat::None)] == 0) return;
-  uint64_t categorised = 0;
-  for (size_t c = 0; c < per_category.size(); ++c) categorised += c != size_t(Cat::None) ? per_category[c] : 0;
-  const bool legacy = legacy_ = categorised == 0;
+  const bool legacy = legacy_;
   enum Role : uint8_t { Host, Stream, View };
   std::vector<uint8_t> role(m_.tracks.size(), Host);
   for (uint32_t t = 0; t < m_.tracks.size(); ++t)
@@ -780,8 +778,8 @@ void complete_memory_events(MemoryEvents& m) {
   for (int64_t& v : m.total_reserved) v = std::max<int64_t>(v, 0);
 }
 
-void build_model(std::vector<ChunkOut>& chunks, TraceModel& model, Progress* progress) {
-  ModelBuilder(model, progress).run(chunks);
+void build_model(std::vector<ChunkOut>& chunks, TraceModel& model, Progress* progress, bool legacy_autograd) {
+  ModelBuilder(model, progress, legacy_autograd).run(chunks);
 }
 
 }  // namespace strata

@@ -53,6 +53,7 @@ std::string info_text(const TraceModel& m) {
   std::string out;
   out += m.path + "\n";
   size_t used_tracks = std::count_if(m.tracks.begin(), m.tracks.end(), [](const Track& t) { return !t.events.empty(); });
+  if (!st.importer.empty()) out += "  read as " + std::string(st.importer) + "\n";
   out += strprintf("  %" PRIu64 " traceEvents entries, %zu timed events on %zu tracks, span %s\n", st.trace_events,
                 m.ev.size(), used_tracks, format_duration(m.time_end - m.time_begin).c_str());
   out += "  phases:";
@@ -115,7 +116,7 @@ std::string info_json(const TraceModel& m) {
   const LoadStats& st = m.stats;
   JsonWriter w;
   w.begin_object();
-  w.field("file", m.path).field("trace_events", st.trace_events).field("timed_events", uint64_t(m.ev.size()));
+  w.field("file", m.path).field("importer", st.importer).field("trace_events", st.trace_events).field("timed_events", uint64_t(m.ev.size()));
   w.field("time_begin_ns", m.time_begin).field("time_end_ns", m.time_end).field("span_ns", m.time_end - m.time_begin);
   w.field("schema_version", m.schema_version).field("display_time_unit", m.display_time_unit);
   w.field("base_time_ns", m.base_time_ns);

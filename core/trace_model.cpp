@@ -241,6 +241,11 @@ EventId TraceModel::event_at(uint32_t track, Ns t) const {
   return kNoEvent;
 }
 
+const EventArgs& TraceModel::args() const {
+  static const NoEventArgs none;
+  return event_args ? *event_args : none;
+}
+
 std::string_view TraceModel::source_of(EventId e) const {
   if (!source || e >= ev.size()) return {};
   uint64_t off = ev.source_offset[e];

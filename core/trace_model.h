@@ -6,6 +6,7 @@
 // rest is read on demand from the event's bytes in the source (see `source_offset`).
 #pragma once
 
+#include "core/event_args.h"
 #include "core/source.h"
 #include "core/strings.h"
 
@@ -18,8 +19,6 @@
 
 namespace strata {
 
-using Ns = int64_t;  // nanoseconds
-using EventId = uint32_t;
 inline constexpr EventId kNoEvent = UINT32_MAX;
 inline constexpr uint32_t kNoTrack = UINT32_MAX;
 
@@ -204,6 +203,7 @@ struct DistributedInfo {
 };
 
 struct LoadStats {
+  std::string_view importer;   // the importer that read it (import/importer.h): "kineto", …
   uint64_t file_bytes = 0;     // as stored (compressed when .gz)
   uint64_t json_bytes = 0;     // decompressed JSON
   uint64_t trace_events = 0;   // entries of traceEvents
@@ -250,6 +250,10 @@ struct TraceModel {
   std::string schema_version, trace_name, display_time_unit;
   int64_t base_time_ns = 0;
   Ns time_begin = 0, time_end = 0;  // over all timed events
+
+  // The events' arguments analyses read (set by the importer); args() is never null.
+  std::unique_ptr<const EventArgs> event_args;
+  const EventArgs& args() const;
 
   uint64_t warning_count = 0;
   std::vector<std::string> warnings;  // the first few, each naming the event and byte offset

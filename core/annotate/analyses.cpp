@@ -66,41 +66,15 @@ namespace {
 // the what-if graph's kInferredMin: a longer delay is a wait the trace does not show).
 constexpr Ns kLaunchLatency = 5'000;
 
-// The shape of input `which` from an op's "Input Dims"; empty when not recorded.
-std::vector<int64_t> input_shape(std::string_view src, int which) {
-  size_t p = src.find("\"Input Dims\"");
-  if (p == std::string_view::npos) return {};
-  p = src.find('[', p);
-  if (p == std::string_view::npos) return {};
-  ++p;
-  for (int k = 0;; ++k) {
-    while (p < src.size() && src[p] != '[' && src[p] != ']') ++p;
-    if (p >= src.size() || src[p] == ']') return {};  // fewer inputs
-    size_t close = src.find(']', p);
-    if (close == std::string_view::npos) return {};
-    if (k == which) {
-      std::vector<int64_t> dims;
-      for (size_t q = p + 1; q < close;) {
-        while (q < close && (src[q] == ' ' || src[q] == ',')) ++q;
-        int64_t v = -1;
-        auto r = std::from_chars(src.data() + q, src.data() + close, v);
-        if (r.ec != std::errc()) break;
-        dims.push_back(v);
-        q = size_t(r.ptr - src.data());
-      }
-      return dims;
-    }
-    p = close + 1;
-  }
-}
 
 // The batch size an op's inputs show, or -1. Most parametric ops take the batch first in
 // their first input; aten::embedding takes its indices second, batch first unless they were
 // flattened. Fused lookups (embedding_bag, fbgemm's tables) take flat index lists: no batch.
-int64_t batch_of(std::string_view name, std::string_view src) {
+int64_t batch_of(const TraceModel& m, EventId e) {
+  std::string_view name = m.name_of(e);
   bool embedding = name.find("embedding") != std::string_view::npos;
   if (embedding && name != "aten::embedding") return -1;
-  std::vector<int64_t> dims = input_shape(src, embedding ? 1 : 0);
+  std::vector<int64_t> dims = m.args().input_shape(e, embedding ? 1 : 0);
   if (dims.empty() || (embedding && dims.size() < 2)) return -1;
   return dims[0] > 0 ? dims[0] : -1;
 }
@@ -354,9 +328,8 @@ void run_analyses(Context& c, Annotation& a) {
     if (t.kind[i] != NodeKind::Op || t.phase[i] != PhaseKind::Forward || t.event[i] == kNoEvent) continue;
     std::string_view nm = m.name_of(t.event[i]);
     if (!is_parametric(nm)) continue;
-    std::string_view src = m.source_of(t.event[i]);
-    if (src.find("\"Input Dims\"") == std::string_view::npos) break;  // no shapes recorded
-    r.batch_size = batch_of(nm, src);
+    if (m.args().input_shape(t.event[i], 0).empty()) break;  // no shapes recorded
+    r.batch_size = batch_of(m, t.event[i]);
   }
   if (r.batch_size > 0 && r.iter_mean > 0) r.samples_per_s = double(r.batch_size) * 1e9 / double(r.iter_mean);
 

@@ -279,16 +279,6 @@ void write_memory_fields(JsonWriter& w, const MemoryUse& mu);
 std::string live_memory_text(const TraceModel& m, const LiveMemory& l);
 void write_live_memory_fields(JsonWriter& w, const TraceModel& m, const LiveMemory& l);
 
-// The hardware counters of one cuda_profiler_range event. FLOPs = Σ over p ∈ {d, f, h} of
-// add_p + mul_p + 2·fma_p, from smsp__sass_thread_inst_executed_op_{p}{add,mul,fma}_pred_on.sum
-// (those present; a fused multiply-add is two operations).
-struct ProfilerRangeCounters {
-  double flops = 0;
-  bool has_flop_counters = false;  // at least one of the nine
-  Ns measured = -1;                // gpu__time_duration.sum (ns); -1 when not recorded
-};
-ProfilerRangeCounters profiler_range_counters(std::string_view event_json);
-
 // FLOPs of range-profiler ranges grouped by a name (a kernel, a layer path). Achieved FLOP/s
 // only from ranges with a measured duration counter, never from the made-up event duration.
 struct FlopStat {

@@ -13,20 +13,6 @@ namespace strata {
 
 namespace {
 
-// The number after `"key":` in an event's JSON (a string holding one counts too), or -1.
-double number_at(std::string_view src, std::string_view key) {
-  size_t p = src.find(key);
-  if (p == std::string_view::npos || p == 0 || src[p - 1] != '"' || p + key.size() >= src.size() ||
-      src[p + key.size()] != '"')
-    return -1;
-  size_t i = json::skip_ws(src.data(), p + key.size() + 1, src.size());
-  if (i >= src.size() || src[i] != ':') return -1;
-  i = json::skip_ws(src.data(), i + 1, src.size());
-  if (i < src.size() && src[i] == '"') ++i;
-  double v = -1;
-  auto r = std::from_chars(src.data() + i, src.data() + src.size(), v);
-  return r.ec == std::errc() && v >= 0 ? v : -1;
-}
 
 // "Iteration 3/Forward/model/fc" → "Forward/model/fc": a layer's path across iterations.
 std::string path_across_iterations(const AnnotationTree& t, NodeId n) {
@@ -43,27 +29,6 @@ void sort_by_flops(std::vector<FlopStat>& v) {
 
 }  // namespace
 
-ProfilerRangeCounters profiler_range_counters(std::string_view src) {
-  // Per precision (double, single, half): add, mul, fma.
-  static constexpr std::string_view kOps[3][3] = {
-      {"smsp__sass_thread_inst_executed_op_dadd_pred_on.sum", "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum",
-       "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum"},
-      {"smsp__sass_thread_inst_executed_op_fadd_pred_on.sum", "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
-       "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"},
-      {"smsp__sass_thread_inst_executed_op_hadd_pred_on.sum", "smsp__sass_thread_inst_executed_op_hmul_pred_on.sum",
-       "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum"}};
-  ProfilerRangeCounters r;
-  for (const auto& precision : kOps)
-    for (int op = 0; op < 3; ++op) {
-      double v = number_at(src, precision[op]);
-      if (v < 0) continue;
-      r.has_flop_counters = true;
-      r.flops += op == 2 ? 2 * v : v;
-    }
-  double ns = number_at(src, "gpu__time_duration.sum");
-  if (ns > 0 && ns < 9e18) r.measured = Ns(ns);
-  return r;
-}
 
 void FlopStat::add(const ProfilerRangeCounters& r) {
   ++ranges;
@@ -97,7 +62,7 @@ void count_flops(const Context& c, Annotation& a) {
   std::vector<uint32_t> kidx(m.strings.size(), UINT32_MAX);  // name → index into f.kernels
   std::map<std::string, FlopStat> layers;
   for (EventId e : c.profiler_ranges) {
-    ProfilerRangeCounters r = profiler_range_counters(m.source_of(e));
+    ProfilerRangeCounters r = m.args().counters(e);
     f.total.add(r);
     f.with_counters += r.has_flop_counters;
     uint32_t& ki = kidx[m.ev.name[e]];

@@ -95,7 +95,7 @@ WorkFigures node_work(const TraceModel& m, const Annotation& a, NodeId n) {
       if (x < n || x >= t.subtree_end[n]) continue;
       Cat k = m.ev.category(g);
       if (is_gpu_op_cat(k)) w.gpu_ops.push_back(g);
-      else if (k == Cat::ProfilerRange) w.flops.add(profiler_range_counters(m.source_of(g)));
+      else if (k == Cat::ProfilerRange) w.flops.add(m.args().counters(g));
     }
   }
   measure_gpu_ops(m, w);
@@ -124,7 +124,7 @@ WorkFigures event_work(const TraceModel& m, const Annotation& a, EventId e) {
   const Cat cat = m.ev.category(e);
   if (is_gpu_cat(cat)) {  // GPU work is its own work: no bound, no parent of the host's clock
     if (is_gpu_op_cat(cat)) w.gpu_ops.push_back(e);
-    if (cat == Cat::ProfilerRange) w.flops.add(profiler_range_counters(m.source_of(e)));
+    if (cat == Cat::ProfilerRange) w.flops.add(m.args().counters(e));
     measure_gpu_ops(m, w);
     measure_communication(m, a, w);
     return w;

@@ -72,8 +72,8 @@ struct RankData {
 
 // A trace's collective kernels (NCCL / RCCL), by start: `RankData::collectives` in order.
 std::vector<EventId> collective_kernels(const TraceModel& m);
-// A collective's input bytes from its kernel's JSON ("In msg nelems" × the dtype's size), or -1.
-int64_t collective_bytes(std::string_view kernel_json);
+// A collective's input bytes (its input message's elements × the dtype's size), or -1.
+int64_t collective_bytes(const TraceModel& m, EventId kernel);
 
 // The rank's data from its model and annotation (`rank` is the job's rank number for it).
 RankData rank_data(const TraceModel& m, const Annotation& a, int64_t rank);

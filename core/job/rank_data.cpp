@@ -26,8 +26,9 @@ std::string lower_alnum(std::string_view s) {
 // The collective a kernel runs: the trace's "Collective name" when it has one, else the
 // kernel's name ("ncclKernel_AllReduce_RING_LL_Sum_float" → "allreduce",
 // "ncclDevKernel_SendRecv" → "sendrecv").
-std::string collective_kind(std::string_view kernel, std::string_view src) {
-  if (std::string_view c = arg_text(src, "Collective name"); !c.empty()) return lower_alnum(c);
+std::string collective_kind(const TraceModel& m, EventId g) {
+  const std::string_view kernel = m.name_of(g);
+  if (std::string_view c = m.args().text(g, Arg::CollectiveName); !c.empty()) return lower_alnum(c);
   for (std::string_view prefix : {"ncclKernel_", "ncclDevKernel_", "rcclKernel_"}) {
     size_t p = kernel.find(prefix);
     if (p == std::string_view::npos) continue;
@@ -102,8 +103,8 @@ std::vector<EventId> collective_kernels(const TraceModel& m) {
   return comms;
 }
 
-int64_t collective_bytes(std::string_view src) {
-  int64_t nelems = arg_int(src, "In msg nelems"), size = dtype_bytes(arg_text(src, "dtype"));
+int64_t collective_bytes(const TraceModel& m, EventId kernel) {
+  int64_t nelems = m.args().integer(kernel, Arg::InMsgNelems), size = dtype_bytes(m.args().text(kernel, Arg::Dtype));
   return nelems >= 0 && size > 0 ? nelems * size : -1;
 }
 
@@ -186,11 +187,10 @@ RankData rank_data(const TraceModel& m, const Annotation& a, int64_t rank) {
   std::unordered_map<uint64_t, uint32_t> next_index;  // (group, step) → next index
   for (EventId g : comms) {
     RankData::Collective c;
-    std::string_view src = m.source_of(g);
-    c.kind = id_of(collective_kind(m.name_of(g), src));
-    std::string_view group = arg_text(src, "Process Group Name");
+    c.kind = id_of(collective_kind(m, g));
+    std::string_view group = m.args().text(g, Arg::ProcessGroupName);
     c.group = id_of(group.empty() ? "default" : group);
-    int64_t gs = arg_int(src, "Group size");
+    int64_t gs = m.args().integer(g, Arg::GroupSize);
     c.group_size = uint32_t(gs > 0 ? gs : std::max<int64_t>(m.distributed.world_size, 0));
     EventId launch = m.launch_of(g);
     c.launch = launch != kNoEvent ? m.ev.start[launch] : m.ev.start[g];
@@ -199,7 +199,7 @@ RankData rank_data(const TraceModel& m, const Annotation& a, int64_t rank) {
     int64_t it = iteration_at(c.launch);
     c.step = it < 0 ? -1 : r.iterations[size_t(it)].step;
     c.index = next_index[uint64_t(c.group) << 32 | uint32_t(c.step + 1)]++;
-    c.bytes = collective_bytes(src);
+    c.bytes = collective_bytes(m, g);
     NodeId n = launch != kNoEvent ? node_of(launch) : node_of(g);
     c.phase = n != kNoNode ? t.phase[n] : PhaseKind::Other;
     c.exposed = (c.end - c.start) - busy_within(c.start, c.end);

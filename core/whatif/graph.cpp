@@ -451,10 +451,10 @@ class TraceBuilder {
     SyncRecord r;
     auto it = sync_events_.find(m_.ev.id[call]);
     if (it == sync_events_.end()) return r;
-    std::string_view src = m_.source_of(it->second);
-    r.stream = arg_int(src, "stream");
-    r.wait_on_stream = arg_int(src, "wait_on_stream");
-    auto rec = record_calls_.find(arg_int(src, "wait_on_cuda_event_record_corr_id"));
+    const EventArgs& args = m_.args();
+    r.stream = args.integer(it->second, Arg::Stream);
+    r.wait_on_stream = args.integer(it->second, Arg::WaitOnStream);
+    auto rec = record_calls_.find(args.integer(it->second, Arg::WaitOnEventRecordCorrelation));
     if (rec != record_calls_.end()) r.recorded = m_.ev.start[rec->second];
     return r;
   }

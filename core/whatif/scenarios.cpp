@@ -260,8 +260,7 @@ ScenarioScale scenario_scale(const Graph& g, const Scenario& s) {
           break;
         case Effect::Kind::Bandwidth:
           if (comm()) {
-            std::string_view src = m.source_of(ev);
-            int64_t bytes = cat == Cat::Kernel ? collective_bytes(src) : arg_int(src, "bytes");
+            int64_t bytes = cat == Cat::Kernel ? collective_bytes(m, ev) : m.args().integer(ev, Arg::Bytes);
             if (bytes <= 0 || g.work[v] <= 0) {
               ++unsized;
             } else {

@@ -1,6 +1,7 @@
 // Other devices' traces (MTIA, XPU, PrivateUse1 backends) and CUPTI's range profiler, from
 // small hand-written traces shaped like real ones.
 #include "core/trace_info.h"
+#include "core/import/json_args.h"
 #include "helpers.h"
 
 #include <doctest/doctest.h>
@@ -210,16 +211,16 @@ const FlopStat* stat(const std::vector<FlopStat>& v, std::string_view name) {
 }  // namespace
 
 TEST_CASE("range profiler: FLOPs = Σ add + mul + 2·fma per precision, FLOP/s only from the duration counter") {
-  ProfilerRangeCounters c = profiler_range_counters(
+  ProfilerRangeCounters c = profiler_range_counters_json(
       "{\"args\": {" + counter(kFfma, 1000) + ", " + counter(kFadd, 10) + ", \"gpu__time_duration.sum\": 400}}");
   CHECK(c.has_flop_counters);
   CHECK(c.flops == 2010);
   CHECK(c.measured == 400);
-  ProfilerRangeCounters none = profiler_range_counters(R"({"args": {"other": 5, "gpu__time_duration.sum": "x"}})");
+  ProfilerRangeCounters none = profiler_range_counters_json(R"({"args": {"other": 5, "gpu__time_duration.sum": "x"}})");
   CHECK_FALSE(none.has_flop_counters);
   CHECK(none.flops == 0);
   CHECK(none.measured == -1);
-  CHECK(profiler_range_counters("{\"" + std::string(kFfma)).flops == 0);  // cut short: nothing read
+  CHECK(profiler_range_counters_json("{\"" + std::string(kFfma)).flops == 0);  // cut short: nothing read
 
   auto m = range_trace(2).load();
   EventId gemm = find_event(*m, "gemm");

@@ -1,0 +1,128 @@
+// Event arguments from the JSON source (json_args.h).
+#include "core/import/json_args.h"
+
+#include "core/json_scan.h"
+#include "core/trace_model.h"
+
+#include <charconv>
+#include <string>
+
+namespace strata {
+
+namespace {
+
+// How each argument is spelled in Kineto's JSON.
+std::string_view key_of(Arg a) {
+  switch (a) {
+    case Arg::Stream: return "stream";
+    case Arg::WaitOnStream: return "wait_on_stream";
+    case Arg::WaitOnEventRecordCorrelation: return "wait_on_cuda_event_record_corr_id";
+    case Arg::CollectiveName: return "Collective name";
+    case Arg::InMsgNelems: return "In msg nelems";
+    case Arg::Dtype: return "dtype";
+    case Arg::ProcessGroupName: return "Process Group Name";
+    case Arg::GroupSize: return "Group size";
+    case Arg::Bytes: return "bytes";
+  }
+  return {};
+}
+
+// The number after `"key":` in an event's JSON (a string holding one counts too), or -1.
+double number_at(std::string_view src, std::string_view key) {
+  size_t p = src.find(key);
+  if (p == std::string_view::npos || p == 0 || src[p - 1] != '"' || p + key.size() >= src.size() ||
+      src[p + key.size()] != '"')
+    return -1;
+  size_t i = json::skip_ws(src.data(), p + key.size() + 1, src.size());
+  if (i >= src.size() || src[i] != ':') return -1;
+  i = json::skip_ws(src.data(), i + 1, src.size());
+  if (i < src.size() && src[i] == '"') ++i;
+  double v = -1;
+  auto r = std::from_chars(src.data() + i, src.data() + src.size(), v);
+  return r.ec == std::errc() && v >= 0 ? v : -1;
+}
+
+}  // namespace
+
+std::string_view arg_text(std::string_view src, std::string_view key) {
+  std::string quoted = "\"" + std::string(key) + "\"";
+  size_t p = src.find(quoted);
+  if (p == std::string_view::npos) return {};
+  p = src.find(':', p + quoted.size());
+  if (p == std::string_view::npos) return {};
+  ++p;
+  while (p < src.size() && (src[p] == ' ' || src[p] == '\t' || src[p] == '\n' || src[p] == '\r')) ++p;
+  if (p >= src.size()) return {};
+  if (src[p] == '"') {
+    size_t e = src.find('"', p + 1);
+    return e == std::string_view::npos ? std::string_view() : src.substr(p + 1, e - p - 1);
+  }
+  size_t e = p;
+  while (e < src.size() && src[e] != ',' && src[e] != '}' && src[e] != ']') ++e;
+  return src.substr(p, e - p);
+}
+
+int64_t arg_int(std::string_view src, std::string_view key) {
+  std::string_view t = arg_text(src, key);
+  int64_t v = -1;
+  auto r = std::from_chars(t.data(), t.data() + t.size(), v);
+  return r.ec == std::errc() ? v : -1;
+}
+
+
+// The shape of input `which` from an op's "Input Dims"; empty when not recorded.
+std::vector<int64_t> input_shape_json(std::string_view src, int which) {
+  size_t p = src.find("\"Input Dims\"");
+  if (p == std::string_view::npos) return {};
+  p = src.find('[', p);
+  if (p == std::string_view::npos) return {};
+  ++p;
+  for (int k = 0;; ++k) {
+    while (p < src.size() && src[p] != '[' && src[p] != ']') ++p;
+    if (p >= src.size() || src[p] == ']') return {};  // fewer inputs
+    size_t close = src.find(']', p);
+    if (close == std::string_view::npos) return {};
+    if (k == which) {
+      std::vector<int64_t> dims;
+      for (size_t q = p + 1; q < close;) {
+        while (q < close && (src[q] == ' ' || src[q] == ',')) ++q;
+        int64_t v = -1;
+        auto r = std::from_chars(src.data() + q, src.data() + close, v);
+        if (r.ec != std::errc()) break;
+        dims.push_back(v);
+        q = size_t(r.ptr - src.data());
+      }
+      return dims;
+    }
+    p = close + 1;
+  }
+}
+
+ProfilerRangeCounters profiler_range_counters_json(std::string_view src) {
+  // Per precision (double, single, half): add, mul, fma.
+  static constexpr std::string_view kOps[3][3] = {
+      {"smsp__sass_thread_inst_executed_op_dadd_pred_on.sum", "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum",
+       "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum"},
+      {"smsp__sass_thread_inst_executed_op_fadd_pred_on.sum", "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
+       "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"},
+      {"smsp__sass_thread_inst_executed_op_hadd_pred_on.sum", "smsp__sass_thread_inst_executed_op_hmul_pred_on.sum",
+       "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum"}};
+  ProfilerRangeCounters r;
+  for (const auto& precision : kOps)
+    for (int op = 0; op < 3; ++op) {
+      double v = number_at(src, precision[op]);
+      if (v < 0) continue;
+      r.has_flop_counters = true;
+      r.flops += op == 2 ? 2 * v : v;
+    }
+  double ns = number_at(src, "gpu__time_duration.sum");
+  if (ns > 0 && ns < 9e18) r.measured = Ns(ns);
+  return r;
+}
+
+int64_t JsonEventArgs::integer(EventId e, Arg a) const { return arg_int(m_.source_of(e), key_of(a)); }
+std::string_view JsonEventArgs::text(EventId e, Arg a) const { return arg_text(m_.source_of(e), key_of(a)); }
+std::vector<int64_t> JsonEventArgs::input_shape(EventId e, int which) const { return input_shape_json(m_.source_of(e), which); }
+ProfilerRangeCounters JsonEventArgs::counters(EventId e) const { return profiler_range_counters_json(m_.source_of(e)); }
+
+}  // namespace strata
