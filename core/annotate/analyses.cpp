@@ -81,96 +81,124 @@ int64_t batch_of(const TraceModel& m, EventId e) {
 
 }  // namespace
 
-void run_analyses(Context& c, Annotation& a) {
-  const TraceModel& m = c.m;
-  const auto& ev = m.ev;
-  const AnnotationTree& t = a.tree;
-  Analyses& r = a.analyses;
-  r.window_begin = a.iterations.empty() ? m.time_begin : a.iterations.front().begin;
-  r.window_end = a.iterations.empty() ? m.time_end : a.iterations.back().end;
-  if (r.window_end <= r.window_begin) {
-    r.window_begin = m.time_begin;
-    r.window_end = m.time_end;
-  }
-  Ns W0 = r.window_begin, W1 = r.window_end;
+namespace {
 
-  // Busy time per device and per stream (overflow tracks count as their stream), as running
-  // unions: the GPU ops are in start order, so no per-op interval lists are kept.
-  struct Lane {
-    int32_t device;
-    int64_t stream;  // -1: the whole device
-    IntervalUnion busy;
-    uint64_t ops = 0;          // in the window
-    std::vector<EventId> all;  // device lanes: every GPU op, in start order (when there are several)
-  };
-  auto lane = [](std::vector<Lane>& v, int32_t d, int64_t s) {
-    for (size_t i = 0; i < v.size(); ++i)
-      if (v[i].device == d && v[i].stream == s) return uint32_t(i);
-    v.push_back({d, s, {}, 0, {}});
-    return uint32_t(v.size() - 1);
-  };
+// Busy time of one device or one stream (overflow tracks count as their stream), as a running
+// union: the GPU ops come in start order, so no per-op interval lists are kept.
+struct Lane {
+  int32_t device;
+  int64_t stream;  // -1: the whole device
+  IntervalUnion busy;
+  uint64_t ops = 0;          // in the window
+  std::vector<EventId> all;  // device lanes: every GPU op, in start order (when there are several)
+};
+
+// The whole-trace analyses, one function per figure; what several share (the lanes, the GPU's
+// merged busy time) is computed once, by the first that needs it.
+struct Analyzer {
+  Context& c;
+  Annotation& a;
+  const TraceModel& m;
+  Analyses& r;
+  Ns W0 = 0, W1 = 0;
   std::vector<Lane> devs, streams;
-  std::vector<EventId> first_ev;            // GPU tracks' first events, to find an op's track
-  std::vector<uint32_t> dev_of, stream_of;  // per GPU track: its lanes
-  for (const Track& tr : m.tracks) {
-    if (tr.kind != TrackKind::GpuStream || tr.events.empty()) continue;
-    const Track& base = tr.overflow_of != kNoTrack ? m.tracks[tr.overflow_of] : tr;
-    int32_t d = m.processes[base.process].device;
-    first_ev.push_back(tr.events.begin);
-    dev_of.push_back(lane(devs, d, -1));
-    stream_of.push_back(lane(streams, d, base.stream >= 0 ? base.stream : base.tid));
-  }
-  // Compute-communication overlap is |compute| + |comm| - |compute ∪ comm|.
-  IntervalUnion compute, comm, memops, compute_or_comm;
   std::vector<Interval> busy_all;  // every GPU op's busy time (any device), merged, in the window
-  std::vector<uint32_t> kidx(m.strings.size(), UINT32_MAX);  // name → index into r.kernels
-  for (EventId g : c.gpu_ops) {
-    size_t tk = size_t(std::upper_bound(first_ev.begin(), first_ev.end(), g) - first_ev.begin()) - 1;
-    Lane& dl = devs[dev_of[tk]];
-    if (devs.size() > 1) dl.all.push_back(g);
-    Ns s = ev.start[g], e = ev.end(g);
-    Cat k = ev.category(g);
-    // Kernel statistics cover the whole trace.
-    uint32_t& ki = kidx[ev.name[g]];
-    if (ki == UINT32_MAX) {
-      std::string_view nm = m.name_of(g);
-      ki = uint32_t(r.kernels.size());
-      NameStat ks;
-      ks.name = nm;
-      ks.kind = k != Cat::Kernel ? GpuWork::Memory : is_communication_kernel(nm) ? GpuWork::Communication : GpuWork::Compute;
-      ks.tensor_core = k == Cat::Kernel && is_tensor_core_kernel(nm);
-      r.kernels.push_back(std::move(ks));
+
+  Analyzer(Context& cx, Annotation& ax) : c(cx), a(ax), m(cx.m), r(ax.analyses) {
+    r.window_begin = a.iterations.empty() ? m.time_begin : a.iterations.front().begin;
+    r.window_end = a.iterations.empty() ? m.time_end : a.iterations.back().end;
+    if (r.window_end <= r.window_begin) {
+      r.window_begin = m.time_begin;
+      r.window_end = m.time_end;
     }
-    NameStat& ks = r.kernels[ki];
-    ++ks.count;
-    ks.total += ev.dur[g];
-    if (ks.longest == kNoEvent || ev.dur[g] > ks.max) ks.longest = g;
-    ks.max = std::max(ks.max, ev.dur[g]);
-    r.gpu_op_total += ev.dur[g];
-    if (k == Cat::Kernel) {
-      r.kernel_total += ev.dur[g];
-      if (ks.tensor_core) r.tensor_core += ev.dur[g];
-    }
-    s = std::max(s, W0);
-    e = std::min(e, W1);
-    if (e <= s) continue;
-    dl.busy.add(s, e);
-    ++dl.ops;
-    Lane& sl = streams[stream_of[tk]];
-    sl.busy.add(s, e);
-    ++sl.ops;
-    (ks.kind == GpuWork::Memory ? memops : ks.kind == GpuWork::Communication ? comm : compute).add(s, e);
-    if (ks.kind != GpuWork::Memory) compute_or_comm.add(s, e);
-    if (!busy_all.empty() && s <= busy_all.back().second) busy_all.back().second = std::max(busy_all.back().second, e);
-    else busy_all.push_back({s, e});
+    W0 = r.window_begin;
+    W1 = r.window_end;
   }
-  std::sort(r.kernels.begin(), r.kernels.end(), [](auto& x, auto& y) { return x.total != y.total ? x.total > y.total : x.name < y.name; });
-  r.compute = compute.total();
-  r.communication = comm.total();
-  r.memory_ops = memops.total();
-  r.compute_comm_overlap = r.compute + r.communication - compute_or_comm.total();
+
+  void run() {
+    gpu_work();
+    exposed_communication();
+    iteration_gpu_busy();
+    top_cpu_ops();
+    utilization();
+    idle_gaps();
+    iteration_times();
+    batch_size();
+    analyze_memory(m, a);
+  }
+
+  // Per device and stream: busy time; per kernel name: its time; compute, communication and
+  // memory work and their overlap (|compute| + |comm| - |compute ∪ comm|).
+  void gpu_work() {
+    const auto& ev = m.ev;
+    auto lane = [](std::vector<Lane>& v, int32_t d, int64_t s) {
+      for (size_t i = 0; i < v.size(); ++i)
+        if (v[i].device == d && v[i].stream == s) return uint32_t(i);
+      v.push_back({d, s, {}, 0, {}});
+      return uint32_t(v.size() - 1);
+    };
+    std::vector<EventId> first_ev;            // GPU tracks' first events, to find an op's track
+    std::vector<uint32_t> dev_of, stream_of;  // per GPU track: its lanes
+    for (const Track& tr : m.tracks) {
+      if (tr.kind != TrackKind::GpuStream || tr.events.empty()) continue;
+      const Track& base = tr.overflow_of != kNoTrack ? m.tracks[tr.overflow_of] : tr;
+      int32_t d = m.processes[base.process].device;
+      first_ev.push_back(tr.events.begin);
+      dev_of.push_back(lane(devs, d, -1));
+      stream_of.push_back(lane(streams, d, base.stream >= 0 ? base.stream : base.tid));
+    }
+    IntervalUnion compute, comm, memops, compute_or_comm;
+    std::vector<uint32_t> kidx(m.strings.size(), UINT32_MAX);  // name → index into r.kernels
+    for (EventId g : c.gpu_ops) {
+      size_t tk = size_t(std::upper_bound(first_ev.begin(), first_ev.end(), g) - first_ev.begin()) - 1;
+      Lane& dl = devs[dev_of[tk]];
+      if (devs.size() > 1) dl.all.push_back(g);
+      Ns s = ev.start[g], e = ev.end(g);
+      Cat k = ev.category(g);
+      // Kernel statistics cover the whole trace.
+      uint32_t& ki = kidx[ev.name[g]];
+      if (ki == UINT32_MAX) {
+        std::string_view nm = m.name_of(g);
+        ki = uint32_t(r.kernels.size());
+        NameStat ks;
+        ks.name = nm;
+        ks.kind = k != Cat::Kernel ? GpuWork::Memory : is_communication_kernel(nm) ? GpuWork::Communication : GpuWork::Compute;
+        ks.tensor_core = k == Cat::Kernel && is_tensor_core_kernel(nm);
+        r.kernels.push_back(std::move(ks));
+      }
+      NameStat& ks = r.kernels[ki];
+      ++ks.count;
+      ks.total += ev.dur[g];
+      if (ks.longest == kNoEvent || ev.dur[g] > ks.max) ks.longest = g;
+      ks.max = std::max(ks.max, ev.dur[g]);
+      r.gpu_op_total += ev.dur[g];
+      if (k == Cat::Kernel) {
+        r.kernel_total += ev.dur[g];
+        if (ks.tensor_core) r.tensor_core += ev.dur[g];
+      }
+      s = std::max(s, W0);
+      e = std::min(e, W1);
+      if (e <= s) continue;
+      dl.busy.add(s, e);
+      ++dl.ops;
+      Lane& sl = streams[stream_of[tk]];
+      sl.busy.add(s, e);
+      ++sl.ops;
+      (ks.kind == GpuWork::Memory ? memops : ks.kind == GpuWork::Communication ? comm : compute).add(s, e);
+      if (ks.kind != GpuWork::Memory) compute_or_comm.add(s, e);
+      if (!busy_all.empty() && s <= busy_all.back().second) busy_all.back().second = std::max(busy_all.back().second, e);
+      else busy_all.push_back({s, e});
+    }
+    std::sort(r.kernels.begin(), r.kernels.end(), [](auto& x, auto& y) { return x.total != y.total ? x.total > y.total : x.name < y.name; });
+    r.compute = compute.total();
+    r.communication = comm.total();
+    r.memory_ops = memops.total();
+    r.compute_comm_overlap = r.compute + r.communication - compute_or_comm.total();
+  }
+
   // Communication not hidden behind compute, over the whole trace.
-  {
+  void exposed_communication() {
+    const auto& ev = m.ev;
     std::vector<Interval> comp, com;
     for (EventId g : c.gpu_ops) {
       if (ev.category(g) != Cat::Kernel) continue;
@@ -188,46 +216,94 @@ void run_analyses(Context& c, Annotation& a) {
       if (s < e) r.exposed_communication.push_back({s, e});
     }
   }
+
   // GPU busy within each iteration (iterations are in time order and do not overlap).
-  r.iteration_gpu_busy.assign(a.iterations.size(), 0);
-  for (size_t i = 0, j = 0; i < a.iterations.size(); ++i) {
-    const Iteration& it = a.iterations[i];
-    while (j < busy_all.size() && busy_all[j].second <= it.begin) ++j;
-    for (size_t k = j; k < busy_all.size() && busy_all[k].first < it.end; ++k)
-      r.iteration_gpu_busy[i] += std::min(busy_all[k].second, it.end) - std::max(busy_all[k].first, it.begin);
-  }
-  // Outermost CPU ops that start in the window, per name.
-  std::vector<uint32_t> oidx(m.strings.size(), UINT32_MAX);
-  for (const Track& tr : m.tracks) {
-    if (tr.kind != TrackKind::CpuThread || tr.levels.empty()) continue;
-    for (const IndexRange& level : tr.levels) {
-      auto st = ev.start.begin();
-      for (auto e = EventId(std::lower_bound(st + level.begin, st + level.end, W0) - st); e < level.end && ev.start[e] < W1; ++e) {
-        if (!c.is_root(e)) continue;
-        uint32_t& oi = oidx[ev.name[e]];
-        if (oi == UINT32_MAX) {
-          oi = uint32_t(r.cpu_ops.size());
-          r.cpu_ops.push_back({std::string(m.name_of(e))});
-        }
-        NameStat& os = r.cpu_ops[oi];
-        ++os.count;
-        os.total += ev.dur[e];
-        if (os.longest == kNoEvent || ev.dur[e] > os.max) os.longest = e;
-        os.max = std::max(os.max, ev.dur[e]);
-      }
+  void iteration_gpu_busy() {
+    r.iteration_gpu_busy.assign(a.iterations.size(), 0);
+    for (size_t i = 0, j = 0; i < a.iterations.size(); ++i) {
+      const Iteration& it = a.iterations[i];
+      while (j < busy_all.size() && busy_all[j].second <= it.begin) ++j;
+      for (size_t k = j; k < busy_all.size() && busy_all[k].first < it.end; ++k)
+        r.iteration_gpu_busy[i] += std::min(busy_all[k].second, it.end) - std::max(busy_all[k].first, it.begin);
     }
   }
-  std::sort(r.cpu_ops.begin(), r.cpu_ops.end(), [](auto& x, auto& y) { return x.total != y.total ? x.total > y.total : x.name < y.name; });
-  if (r.cpu_ops.size() > 50) r.cpu_ops.resize(50);
-  // Lanes with work in the window, by device then stream.
-  auto by_key = [](const Lane& x, const Lane& y) { return std::pair(x.device, x.stream) < std::pair(y.device, y.stream); };
-  std::sort(devs.begin(), devs.end(), by_key);
-  std::sort(streams.begin(), streams.end(), by_key);
-  for (auto* v : {&devs, &streams})
-    for (const Lane& l : *v)
-      if (l.ops) r.utilization.push_back({l.device, l.stream, l.busy.total(), W1 - W0, l.ops});
 
-  // Idle gaps and their causes. Gaps come in time order, so every lookup is a forward cursor.
+  // Outermost CPU ops that start in the window, per name.
+  void top_cpu_ops() {
+    const auto& ev = m.ev;
+    std::vector<uint32_t> oidx(m.strings.size(), UINT32_MAX);
+    for (const Track& tr : m.tracks) {
+      if (tr.kind != TrackKind::CpuThread || tr.levels.empty()) continue;
+      for (const IndexRange& level : tr.levels) {
+        auto st = ev.start.begin();
+        for (auto e = EventId(std::lower_bound(st + level.begin, st + level.end, W0) - st); e < level.end && ev.start[e] < W1; ++e) {
+          if (!c.is_root(e)) continue;
+          uint32_t& oi = oidx[ev.name[e]];
+          if (oi == UINT32_MAX) {
+            oi = uint32_t(r.cpu_ops.size());
+            r.cpu_ops.push_back({std::string(m.name_of(e))});
+          }
+          NameStat& os = r.cpu_ops[oi];
+          ++os.count;
+          os.total += ev.dur[e];
+          if (os.longest == kNoEvent || ev.dur[e] > os.max) os.longest = e;
+          os.max = std::max(os.max, ev.dur[e]);
+        }
+      }
+    }
+    std::sort(r.cpu_ops.begin(), r.cpu_ops.end(), [](auto& x, auto& y) { return x.total != y.total ? x.total > y.total : x.name < y.name; });
+    if (r.cpu_ops.size() > 50) r.cpu_ops.resize(50);
+  }
+
+  // Lanes with work in the window, by device then stream.
+  void utilization() {
+    auto by_key = [](const Lane& x, const Lane& y) { return std::pair(x.device, x.stream) < std::pair(y.device, y.stream); };
+    std::sort(devs.begin(), devs.end(), by_key);
+    std::sort(streams.begin(), streams.end(), by_key);
+    for (auto* v : {&devs, &streams})
+      for (const Lane& l : *v)
+        if (l.ops) r.utilization.push_back({l.device, l.stream, l.busy.total(), W1 - W0, l.ops});
+  }
+
+  // Idle gaps and their causes (the phase verdicts' classes).
+  void idle_gaps();
+
+  // Iteration times (complete iterations when there are any).
+  void iteration_times() {
+    std::vector<Ns> times;
+    for (auto& it : a.iterations)
+      if (!it.partial) times.push_back(it.end - it.begin);
+    if (times.empty())
+      for (auto& it : a.iterations) times.push_back(it.end - it.begin);
+    if (times.empty()) return;
+    std::sort(times.begin(), times.end());
+    Ns sum = 0;
+    for (Ns x : times) sum += x;
+    r.iter_mean = sum / Ns(times.size());
+    size_t mid = times.size() / 2;
+    r.iter_median = times.size() % 2 ? times[mid] : (times[mid - 1] + times[mid]) / 2;
+    r.iter_p95 = times[std::min(times.size() - 1, size_t(double(times.size()) * 0.95))];
+    r.iter_min = times.front();
+    r.iter_max = times.back();
+  }
+
+  // Batch size from the first forward op's input shapes (record_shapes), and the throughput.
+  void batch_size() {
+    const AnnotationTree& t = a.tree;
+    for (NodeId i = 0; i < t.size() && r.batch_size < 0; ++i) {
+      if (t.kind[i] != NodeKind::Op || t.phase[i] != PhaseKind::Forward || t.event[i] == kNoEvent) continue;
+      if (!is_parametric(m.name_of(t.event[i]))) continue;
+      if (m.args().input_shape(t.event[i], 0).empty()) break;  // no shapes recorded
+      r.batch_size = batch_of(m, t.event[i]);
+    }
+    if (r.batch_size > 0 && r.iter_mean > 0) r.samples_per_s = double(r.batch_size) * 1e9 / double(r.iter_mean);
+  }
+};
+
+void Analyzer::idle_gaps() {
+  const auto& ev = m.ev;
+  const AnnotationTree& t = a.tree;
+  // Gaps come in time order, so every lookup is a forward cursor.
   PhaseIndex phases(t);
   std::vector<Interval> syncs, launches, collectives;  // on CPU threads, merged
   std::vector<int8_t> collective_name(m.strings.size(), -1);  // per name: is_host_collective, once
@@ -306,35 +382,11 @@ void run_analyses(Context& c, Annotation& a) {
     if (open) prev = std::max(prev, cur_e);
     gap(prev, W1);
   }
-  // Iteration times (complete iterations when there are any).
-  std::vector<Ns> times;
-  for (auto& it : a.iterations)
-    if (!it.partial) times.push_back(it.end - it.begin);
-  if (times.empty())
-    for (auto& it : a.iterations) times.push_back(it.end - it.begin);
-  if (!times.empty()) {
-    std::sort(times.begin(), times.end());
-    Ns sum = 0;
-    for (Ns x : times) sum += x;
-    r.iter_mean = sum / Ns(times.size());
-    size_t mid = times.size() / 2;
-    r.iter_median = times.size() % 2 ? times[mid] : (times[mid - 1] + times[mid]) / 2;
-    r.iter_p95 = times[std::min(times.size() - 1, size_t(double(times.size()) * 0.95))];
-    r.iter_min = times.front();
-    r.iter_max = times.back();
-  }
-  // Batch size from the first forward op's input shapes (record_shapes).
-  for (NodeId i = 0; i < t.size() && r.batch_size < 0; ++i) {
-    if (t.kind[i] != NodeKind::Op || t.phase[i] != PhaseKind::Forward || t.event[i] == kNoEvent) continue;
-    std::string_view nm = m.name_of(t.event[i]);
-    if (!is_parametric(nm)) continue;
-    if (m.args().input_shape(t.event[i], 0).empty()) break;  // no shapes recorded
-    r.batch_size = batch_of(m, t.event[i]);
-  }
-  if (r.batch_size > 0 && r.iter_mean > 0) r.samples_per_s = double(r.batch_size) * 1e9 / double(r.iter_mean);
-
-  analyze_memory(m, a);
 }
+
+}  // namespace
+
+void run_analyses(Context& c, Annotation& a) { Analyzer(c, a).run(); }
 
 }  // namespace annot
 
