@@ -185,6 +185,36 @@ struct Inference {
       i = hi;
     }
     first_attention(out);
+    return squeeze_excitation(std::move(out));
+  }
+
+  // Squeeze and excitation: a global pooling, two weight ops with an activation between, a
+  // gate, and the product that scales the input by it: one module.
+  static std::vector<Element> squeeze_excitation(std::vector<Element> els) {
+    auto at = [&](size_t j, Role role) { return j < els.size() && els[j].unit && els[j].role == role; };
+    auto gate = [&](size_t j) {
+      return at(j, Role::Activation) && (els[j].op.find("sigmoid") != std::string_view::npos);
+    };
+    std::vector<Element> out;
+    for (size_t i = 0; i < els.size();) {
+      const bool global_pool = at(i, Role::Pool) && els[i].op.find("adaptive") != std::string_view::npos;
+      if (global_pool && at(i + 1, Role::Weight) && at(i + 2, Role::Activation) && at(i + 3, Role::Weight) && gate(i + 4) &&
+          i + 5 < els.size() && !els[i + 5].unit && els[i + 5].op.starts_with("aten::mul")) {
+        Element se;
+        se.unit = true;
+        se.role = Role::Weight;
+        se.kind = "squeeze_excitation";
+        se.op = els[i].op;
+        for (size_t j = i; j <= i + 5; ++j) {
+          se.ops.insert(se.ops.end(), els[j].ops.begin(), els[j].ops.end());
+          se.inner.push_back(std::move(els[j]));
+        }
+        out.push_back(std::move(se));
+        i += 6;
+        continue;
+      }
+      out.push_back(std::move(els[i++]));
+    }
     return out;
   }
 
@@ -312,7 +342,7 @@ struct Inference {
         continue;
       }
       if (!e.inner.empty() && !e.one_module) {
-        e.node = b.add(NodeKind::Layer, numbered("Attention"), parent, b.phase[e.ops.front()], b.begin[e.ops.front()],
+        e.node = b.add(NodeKind::Layer, numbered(readable(e)), parent, b.phase[e.ops.front()], b.begin[e.ops.front()],
                        b.end[e.ops.front()]);
         place_units(e.inner, e.node);
         for (NodeId op : e.ops) b.widen(e.node, b.begin[op], b.end[op]);
@@ -414,7 +444,7 @@ std::string readable_unit(std::string_view kind, std::string_view op) {
       {"conv", "Conv"}, {"batch_norm", "BatchNorm"}, {"layer_norm", "LayerNorm"}, {"group_norm", "GroupNorm"},
       {"embedding", "Embedding"}, {"attention", "Attention"}, {"loss", "Loss"}, {"softmax", "Softmax"},
       {"dropout", "Dropout"}, {"pool", "Pool"}, {"bmm", "BMM"}, {"linear", "Linear"}, {"shortcut", "Shortcut"},
-      {"mlp", "MLP"}, {"ops", "Ops"}};
+      {"mlp", "MLP"}, {"ops", "Ops"}, {"squeeze_excitation", "SqueezeExcitation"}};
   if (kind == "activation") {
     static constexpr std::pair<std::string_view, std::string_view> acts[] = {
         {"leaky_relu", "LeakyReLU"}, {"relu", "ReLU"}, {"gelu", "GELU"}, {"silu", "SiLU"}, {"sigmoid", "Sigmoid"},
