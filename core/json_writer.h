@@ -1,6 +1,7 @@
 // A minimal streaming JSON writer for reports (commas and escaping handled here).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -32,6 +33,7 @@ class JsonWriter {
   JsonWriter& value(unsigned v) { return raw(std::to_string(v)); }
   JsonWriter& value(double v);
   JsonWriter& value(bool v) { return raw(v ? "true" : "false"); }
+  JsonWriter& value(std::nullptr_t) { return raw("null"); }
   template <class T>
   JsonWriter& field(std::string_view k, T v) {
     key(k);
