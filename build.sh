@@ -9,7 +9,7 @@ ROOT=$(pwd)
 JOBS=${JOBS:-$(nproc)}
 
 PACKAGES=(cmake ninja-build g++ clang libclang-rt-14-dev pkg-config python3 zlib1g-dev
-  libsimdjson-dev doctest-dev libimgui-dev libglfw3-dev libgl-dev libstb-dev
+  libsimdjson-dev libcli11-dev doctest-dev libimgui-dev libglfw3-dev libgl-dev libstb-dev
   xvfb xauth libgl1-mesa-dri fonts-dejavu-core)
 
 install_deps() {

@@ -25,44 +25,30 @@ bool read_model_file(const std::string& path, strata::AnnotateOptions& out, std:
   return false;
 }
 
-int parse_file_args(const ArgSpec& spec, int argc, char** argv, FileArgs& out) {
-  for (int i = 1; i < argc; ++i) {
-    std::string_view a = argv[i];
-    if (spec.json && a == "--json") {
-      out.json = true;
-    } else if (spec.output && (a == "-o" || a == "--output") && i + 1 < argc) {
-      out.output = argv[++i];
-    } else if (spec.item && a == "--item" && i + 1 < argc) {
-      out.item = argv[++i];
-    } else if (spec.range && a == "--range" && i + 1 < argc) {
-      out.range = argv[++i];
-    } else if (spec.memory_at && a == "--memory-at" && i + 1 < argc) {
-      out.memory_at = argv[++i];
-    } else if (spec.model && a == "--model" && i + 1 < argc) {
-      std::string error;
-      if (!read_model_file(argv[++i], out.annotate, error)) {
-        std::fprintf(stderr, "strata %s: %s\n", spec.command, error.c_str());
-        return 2;
-      }
-    } else if (spec.batch && a == "--batch" && i + 1 < argc) {
-      out.batch = argv[++i];
-    } else if (spec.merge && a == "--merge") {
-      out.merge = true;
-    } else if (a.starts_with("-")) {
-      std::fprintf(stderr, "strata %s: unknown option '%s'\nusage: %s\n", spec.command, argv[i], spec.usage);
-      return 2;
-    } else {
-      out.inputs.emplace_back(a);
-    }
-  }
-  if (out.inputs.empty() || (spec.output && out.output.empty())) {
-    std::fprintf(stderr, "usage: %s\n", spec.usage);
-    return 2;
-  }
-  return 0;
+CLI::Option* add_inputs(CLI::App& sub, std::vector<std::string>& inputs, bool required) {
+  CLI::Option* o = sub.add_option("FILE|DIR", inputs,
+                                  "a trace (Kineto JSON, or .gz), or a job: a directory of one trace\n"
+                                  "per rank, or several files")
+                       ->type_name("");
+  if (required) o->required();
+  return o;
 }
 
-bool FileArgs::single_file() const {
+CLI::Option* add_model_option(CLI::App& sub, std::string& path) {
+  return sub.add_option("--model", path, "the text print(model) writes: layers take its modules'\n"
+                                        "attribute paths")
+      ->type_name("MODEL.txt");
+}
+
+bool apply_model_option(const CLI::App& sub, const std::string& path, strata::AnnotateOptions& out) {
+  if (path.empty()) return true;
+  std::string error;
+  if (read_model_file(path, out, error)) return true;
+  std::fprintf(stderr, "strata %s: %s\n", sub.get_name().c_str(), error.c_str());
+  return false;
+}
+
+bool single_file(const std::vector<std::string>& inputs) {
   std::error_code ec;
   return inputs.size() == 1 && !std::filesystem::is_directory(inputs[0], ec);
 }

@@ -1,4 +1,4 @@
-// Shared by the headless subcommands: argument parsing and loading (and annotating) on a
+// Shared by the headless subcommands: their inputs and options, and loading (and annotating) on a
 // worker thread with progress on a terminal for long runs.
 #pragma once
 
@@ -6,41 +6,21 @@
 #include "core/job/job.h"
 #include "core/loader.h"
 
+#include <CLI/CLI.hpp>
+
 #include <memory>
 #include <string>
 #include <vector>
 
-// What a subcommand accepts besides its inputs (one or more files and directories: a job).
-struct ArgSpec {
-  const char* command;  // "summary"
-  const char* usage;    // "strata summary FILE [--json]"
-  bool json = false;    // --json
-  bool output = false;  // -o OUT (required)
-  bool item = false;    // --item PATH
-  bool merge = false;   // --merge: the inputs are per-rank summaries
-  bool range = false;   // --range A:B
-  bool memory_at = false;  // --memory-at T|peak
-  bool batch = false;      // --batch N,N,...
-  bool model = false;      // --model FILE (print(model) text)
-};
+// Whether `inputs` name one trace file (not a job: a directory, or several files).
+bool single_file(const std::vector<std::string>& inputs);
 
-struct FileArgs {
-  std::vector<std::string> inputs;  // files and directories, as given
-  std::string output;  // -o, for commands that write a file (a directory for a job)
-  std::string item;    // --item: an annotation node's path ("Iteration 3/Backward")
-  std::string range;   // --range: "A:B", milliseconds from the trace's start
-  std::string memory_at;  // --memory-at: "peak", or ms from the trace's start
-  std::string batch;      // --batch: batch sizes, one per input
-  strata::AnnotateOptions annotate;  // --model: the model's modules name the layers
-  bool json = false;
-  bool merge = false;
-  // One trace file (not a job of several or a directory).
-  bool single_file() const;
-};
-
-// Parses the command line as `spec` allows; on a bad one prints why and returns the exit
-// code to use (2), else returns 0.
-int parse_file_args(const ArgSpec& spec, int argc, char** argv, FileArgs& out);
+// `FILE|DIR ...`: the traces a subcommand reads (`required`: at least one).
+CLI::Option* add_inputs(CLI::App& sub, std::vector<std::string>& inputs, bool required = true);
+// `--model MODEL.txt`: the text print(model) writes (layers take its modules' attribute paths).
+CLI::Option* add_model_option(CLI::App& sub, std::string& path);
+// Reads `--model`'s file into `out` (when `path` is set); false (having said why) when it cannot.
+bool apply_model_option(const CLI::App& sub, const std::string& path, strata::AnnotateOptions& out);
 
 struct LoadedTrace {
   std::unique_ptr<strata::TraceModel> model;

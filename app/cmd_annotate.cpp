@@ -26,15 +26,16 @@ int annotate_one(const std::string& in, const std::string& out, const strata::An
   return 0;
 }
 
-}  // namespace
+struct AnnotateArgs {
+  std::vector<std::string> inputs;
+  std::string output;  // a file for one trace, a directory for a job
+  std::string model;
+  strata::AnnotateOptions annotate;
+};
 
-int cmd_annotate(int argc, char** argv) {
-  FileArgs args;
-  const char* usage = "strata annotate FILE -o OUT.json[.gz] [--model MODEL.txt] | strata annotate DIR|FILES... -o OUT_DIR";
-  ArgSpec spec{"annotate", usage, false, true};
-  spec.model = true;
-  if (int rc = parse_file_args(spec, argc, argv, args)) return rc;
-  if (args.single_file()) return annotate_one(args.inputs[0], args.output, args.annotate);
+int run_annotate(const CLI::App& sub, AnnotateArgs& args) {
+  if (!apply_model_option(sub, args.model, args.annotate)) return 1;
+  if (single_file(args.inputs)) return annotate_one(args.inputs[0], args.output, args.annotate);
   std::string error;
   std::vector<strata::JobFile> files = strata::job_files(args.inputs, error);
   if (files.empty()) {
@@ -43,10 +44,7 @@ int cmd_annotate(int argc, char** argv) {
   }
   std::error_code ec;
   std::filesystem::create_directories(args.output, ec);
-  if (!std::filesystem::is_directory(args.output, ec)) {
-    std::fprintf(stderr, "strata annotate: -o %s must be a directory for a job\n", args.output.c_str());
-    return 2;
-  }
+  if (!std::filesystem::is_directory(args.output, ec)) return usage_error(sub, "-o " + args.output + " must be a directory for a job");
   int rc = 0;
   for (const strata::JobFile& f : files) {
     std::string name = std::filesystem::path(f.path).filename().string();
@@ -54,4 +52,20 @@ int cmd_annotate(int argc, char** argv) {
     rc |= annotate_one(f.path, (std::filesystem::path(args.output) / (name + ".gz")).string(), args.annotate);
   }
   return rc;
+}
+
+}  // namespace
+
+Command add_annotate(CLI::App& strata) {
+  auto args = std::make_shared<AnnotateArgs>();
+  CLI::App* sub = add_subcommand(strata, "annotate",
+                                 "the trace plus iteration/phase/layer tracks, for Perfetto",
+                                 "strata annotate FILE -o OUT.json[.gz] [--model MODEL.txt]\n"
+                                 "strata annotate DIR | FILE1 FILE2 ... -o OUT_DIR   (a job: each rank's trace, annotated)");
+  add_inputs(*sub, args->inputs);
+  sub->add_option("-o,--output", args->output, "where to write (.gz: gzipped); a directory for a job")
+      ->type_name("OUT")
+      ->required();
+  add_model_option(*sub, args->model);
+  return {sub, [sub, args] { return run_annotate(*sub, *args); }};
 }

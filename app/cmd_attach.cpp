@@ -22,28 +22,6 @@ namespace sc = strata::collector;
 std::atomic<bool> g_cancel{false};
 void on_interrupt(int) { g_cancel.store(true); }
 
-void usage(FILE* out) {
-  std::fputs(
-      "usage: strata attach                        list jobs running with the agent, each agent with its rank\n"
-      "       strata attach PID [--duration S | --iterations N] [--delay S] [--pattern GLOB]\n"
-      "                         [--profiler-range] [--kinds LIST] [--metrics LIST [--kernels GLOB]] [-o FILE]\n"
-      "                         [--gzip] [--open]\n"
-      "       strata attach --job PID [...the same] [-o DIR]\n"
-      "       strata attach PID --status | --stop | --detach\n"
-      "       strata attach --kineto PID [--duration S | --iterations N] [-o FILE] [--timeout S] [--open]\n"
-      "Records from a job started with `strata record --dormant` (default: 2 seconds; Ctrl-C stops early).\n"
-      "--kineto asks a PyTorch job started with KINETO_USE_DAEMON=1 (and ENABLE_IPC_FABRIC=true in its Kineto\n"
-      "config) to write a Kineto trace, speaking dynolog's ipcfabric protocol.\n"
-      "--job PID records every agent that is PID or its descendant (a launcher: torchrun, mpirun, a shell)\n"
-      "together into DIR/rank-R.pt.trace.json (default ./strata-job-PID-YYYYmmdd-HHMMSS/): the start requests\n"
-      "go out back to back; with --iterations each rank starts at its own next iteration, so ranks in\n"
-      "lockstep record the same iterations (collector/README.md).\n"
-      "--metrics LIST [--kernels GLOB] adds hardware counters of the kernels matching GLOB (CUPTI's range\n"
-      "profiler; each profiled kernel is serialized and replayed once per pass), as `strata record` does.\n"
-      "--open opens the trace (a job: its directory) in the viewer when it is written.\n",
-      out);
-}
-
 // "3/8", "3" without a world size, "-" without a rank.
 std::string rank_text(const sc::AgentInfo& a) {
   if (a.rank < 0) return "-";
@@ -182,57 +160,30 @@ bool parse_pid(const char* text, pid_t& pid) {
   return true;
 }
 
-}  // namespace
+struct AttachArgs {
+  RecordingArgs recording;
+  std::string pid, job, timeout;
+  bool kineto = false, open = false, status = false, stop = false, detach = false;
+};
 
-int cmd_attach(int argc, char** argv) {
-  if (argc < 2) return list();
+int run_attach(const CLI::App& sub, const AttachArgs& args) {
+  if (sub.count_all() == sub.count()) return list();  // `strata attach` alone: no PID, no option
   sc::RecordOptions opt;
   pid_t pid = 0;
   pid_t job = 0;
-  bool use_kineto = false;
-  bool open = false;
-  const char* verb = nullptr;
   uint64_t timeout_ms = 30000;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    std::string error;
-    if (a == "-h" || a == "--help") {
-      usage(stdout);
-      return 0;
-    } else if (a == "--kineto") {
-      use_kineto = true;
-    } else if (a == "--job") {
-      if (i + 1 >= argc || !parse_pid(argv[++i], job)) error = "--job takes the pid of the job's launcher";
-    } else if (a == "--open") {
-      open = true;
-    } else if (a == "--status" || a == "--stop" || a == "--detach") {
-      verb = argv[i] + 2;
-    } else if (a == "--timeout") {
-      if (i + 1 >= argc || !sc::parse_seconds(argv[++i], timeout_ms) || timeout_ms > 86400000)
-        error = "--timeout takes seconds (at most a day)";
-    } else if (sc::parse_record_option(argc, argv, i, opt, error)) {
-    } else if (pid == 0 && parse_pid(argv[i], pid)) {
-    } else {
-      error = "unexpected argument " + a;
-    }
-    if (!error.empty()) {
-      std::fprintf(stderr, "strata attach: %s\n", error.c_str());
-      usage(stderr);
-      return 2;
-    }
-  }
-  if ((pid == 0) == (job == 0) || (job != 0 && (use_kineto || verb != nullptr))) {
-    std::fputs("strata attach: give one PID, or --job PID (`strata attach` lists them)\n", stderr);
-    return 2;
-  }
-  if (const std::string why = sc::check_record_options(opt); !why.empty()) {
-    std::fprintf(stderr, "strata attach: %s\n", why.c_str());
-    return 2;
-  }
-  if (use_kineto && !opt.metrics.empty()) {
-    std::fputs("strata attach: --metrics is the Strata agent's (Kineto's own range profiler is not driven from here)\n", stderr);
-    return 2;
-  }
+  std::string error;
+  if (!args.pid.empty() && !parse_pid(args.pid.c_str(), pid)) return usage_error(sub, "unexpected argument " + args.pid);
+  if (!args.job.empty() && !parse_pid(args.job.c_str(), job)) return usage_error(sub, "--job takes the pid of the job's launcher");
+  if (!args.timeout.empty() && (!sc::parse_seconds(args.timeout, timeout_ms) || timeout_ms > 86400000))
+    return usage_error(sub, "--timeout takes seconds (at most a day)");
+  if (!apply_recording_options(args.recording, opt, error)) return usage_error(sub, error);
+  const char* verb = args.status ? "status" : args.stop ? "stop" : args.detach ? "detach" : nullptr;
+  const bool use_kineto = args.kineto, open = args.open;
+  if ((pid == 0) == (job == 0) || (job != 0 && (use_kineto || verb != nullptr)))
+    return usage_error(sub, "give one PID, or --job PID (`strata attach` lists them)");
+  if (use_kineto && !opt.metrics.empty())
+    return usage_error(sub, "--metrics is the Strata agent's (Kineto's own range profiler is not driven from here)");
   if (use_kineto) return kineto(pid, opt, static_cast<int>(timeout_ms), open);
   if (verb != nullptr) return simple_command(pid, verb);
   if (opt.duration_ms == 0 && opt.iterations == 0) opt.duration_ms = 2000;
@@ -242,7 +193,6 @@ int cmd_attach(int argc, char** argv) {
   if (job != 0) return record_job(job, opt, open);
   if (opt.output.empty()) opt.output = sc::timestamped_name("strata", ".pt.trace.json");
   if (opt.gzip && !opt.output.ends_with(".gz")) opt.output += ".gz";
-  std::string error;
   auto progress = [](const std::string& line) { std::fprintf(stderr, "strata attach: %s\n", line.c_str()); };
   auto result = sc::record_from_agent(pid, opt, &g_cancel, progress, &error);
   if (!result) {
@@ -253,3 +203,46 @@ int cmd_attach(int argc, char** argv) {
   std::printf("%s\n", result->output.c_str());
   return open ? open_in_viewer(result->output) : 0;
 }
+
+}  // namespace
+
+Command add_attach(CLI::App& strata) {
+  auto args = std::make_shared<AttachArgs>();
+  CLI::App* sub = add_subcommand(
+      strata, "attach",
+      "list jobs running with the agent, record from one (--job: all its\n"
+      "ranks; --kineto: a PyTorch job with KINETO_USE_DAEMON=1)",
+      "strata attach                        list jobs running with the agent, each agent with its rank\n"
+      "strata attach PID [--duration S | --iterations N] [--delay S] [--pattern GLOB]\n"
+      "                  [--profiler-range] [--kinds LIST] [--metrics LIST [--kernels GLOB]] [-o FILE]\n"
+      "                  [--gzip] [--open]\n"
+      "strata attach --job PID [...the same] [-o DIR]\n"
+      "strata attach PID --status | --stop | --detach\n"
+      "strata attach --kineto PID [--duration S | --iterations N] [-o FILE] [--timeout S] [--open]");
+  sub->add_option("PID", args->pid, "the process to record from (started with `strata record --dormant`)")
+      ->type_name("");
+  sub->add_option("--job", args->job,
+                  "record every agent that is PID or under it (a launcher: torchrun,\n"
+                  "mpirun, a shell) together into DIR/rank-R.pt.trace.json (-o DIR;\n"
+                  "default ./strata-job-PID-YYYYmmdd-HHMMSS/)")
+      ->type_name("PID");
+  add_recording_options(*sub, args->recording);
+  sub->add_flag("--open", args->open, "open the trace (a job: its directory) in the viewer when it is written");
+  CLI::Option* status = sub->add_flag("--status", args->status, "the agent's state and counters");
+  CLI::Option* stop = sub->add_flag("--stop", args->stop, "stop the recording in progress")->excludes(status);
+  sub->add_flag("--detach", args->detach, "end any recording and detach the agent from CUPTI (the job runs on)")->excludes(status)->excludes(stop);
+  sub->add_flag("--kineto", args->kineto,
+                "ask a PyTorch job started with KINETO_USE_DAEMON=1 (and\n"
+                "ENABLE_IPC_FABRIC=true in its Kineto config) for a Kineto trace,\n"
+                "speaking dynolog's ipcfabric protocol");
+  sub->add_option("--timeout", args->timeout, "--kineto: how long to wait for the job to poll (default 30)")->type_name("S");
+  sub->footer(
+      "Records from a job started with `strata record --dormant` (default: 2 seconds; Ctrl-C stops early).\n"
+      "With --job and --iterations each rank starts at its own next iteration, so ranks in lockstep record\n"
+      "the same iterations (collector/README.md). --metrics LIST [--kernels GLOB] adds hardware counters of\n"
+      "the kernels matching GLOB (CUPTI's range profiler; each profiled kernel is serialized and replayed\n"
+      "once per pass), as `strata record` does.");
+  return {sub, [sub, args] { return run_attach(*sub, *args); }};
+}
+
+int cmd_attach(int argc, char** argv) { return run_one_command(add_attach, argc, argv); }

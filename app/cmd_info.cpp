@@ -5,9 +5,14 @@
 
 #include <cstdio>
 
-int cmd_info(int argc, char** argv) {
-  FileArgs args;
-  if (int rc = parse_file_args({"info", "strata info FILE|DIR ... [--json]", true}, argc, argv, args)) return rc;
+namespace {
+
+struct InfoArgs {
+  std::vector<std::string> inputs;
+  bool json = false;
+};
+
+int run_info(const InfoArgs& args) {
   std::string error;
   std::vector<strata::JobFile> files = strata::job_files(args.inputs, error);
   if (files.empty()) {
@@ -30,4 +35,17 @@ int cmd_info(int argc, char** argv) {
   }
   if (several && args.json) std::fputs("]\n", stdout);
   return rc;
+}
+
+}  // namespace
+
+Command add_info(CLI::App& strata) {
+  auto args = std::make_shared<InfoArgs>();
+  CLI::App* sub = add_subcommand(strata, "info",
+                                 "what a trace holds: events per category and phase, tracks, steps,\n"
+                                 "devices, rank, flows, warnings, load figures (docs/info-json.md)",
+                                 "strata info FILE|DIR ... [--json]   (several: a JSON array, one object per trace)");
+  add_inputs(*sub, args->inputs);
+  sub->add_flag("--json", args->json, "JSON (docs/info-json.md) instead of text");
+  return {sub, [args] { return run_info(*args); }};
 }

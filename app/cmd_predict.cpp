@@ -11,10 +11,6 @@
 
 namespace {
 
-const char* kUsage =
-    "strata predict FILE... [--batch N,N,...] [--json]   (traces of one model at different batch sizes; "
-    "--batch gives each file's when the traces record no input shapes)";
-
 // "8,16,32" → {8, 16, 32}; false on anything else.
 bool parse_batches(const std::string& s, std::vector<int64_t>& out) {
   const char* p = s.c_str();
@@ -30,19 +26,20 @@ bool parse_batches(const std::string& s, std::vector<int64_t>& out) {
   return !out.empty();
 }
 
-}  // namespace
+struct PredictArgs {
+  std::vector<std::string> inputs;
+  std::string batch;  // --batch: batch sizes, one per input
+  std::string model;
+  strata::AnnotateOptions annotate;
+  bool json = false;
+};
 
-int cmd_predict(int argc, char** argv) {
-  FileArgs args;
-  ArgSpec spec{"predict", kUsage, true};
-  spec.batch = true;
-  spec.model = true;
-  if (int rc = parse_file_args(spec, argc, argv, args)) return rc;
+int run_predict(const CLI::App& sub, PredictArgs& args) {
   std::vector<int64_t> batches;
-  if (!args.batch.empty() && (!parse_batches(args.batch, batches) || batches.size() != args.inputs.size())) {
-    std::fprintf(stderr, "strata predict: --batch wants one batch size per file, comma-separated (%zu files)\n", args.inputs.size());
-    return 2;
-  }
+  if (!args.batch.empty() && (!parse_batches(args.batch, batches) || batches.size() != args.inputs.size()))
+    return usage_error(sub, "--batch wants one batch size per file, comma-separated (" + std::to_string(args.inputs.size()) +
+                                " files)");
+  if (!apply_model_option(sub, args.model, args.annotate)) return 1;
   std::vector<strata::BatchPoint> points;
   for (size_t i = 0; i < args.inputs.size(); ++i) {
     LoadedTrace r = load_for_cli(args.inputs[i], "predict", &args.annotate);
@@ -70,4 +67,21 @@ int cmd_predict(int argc, char** argv) {
   w.end_object();
   std::printf("%s\n", w.str().c_str());
   return 0;
+}
+
+}  // namespace
+
+Command add_predict(CLI::App& strata) {
+  auto args = std::make_shared<PredictArgs>();
+  CLI::App* sub = add_subcommand(strata, "predict",
+                                 "memory at the peak and iteration time against the batch size, the\n"
+                                 "largest batch that fits, samples/s (docs/predict.md)",
+                                 "strata predict FILE... [--batch N,N,...] [--json] [--model MODEL.txt]\n"
+                                 "                     (one trace: an estimate from it alone)");
+  sub->add_option("FILE", args->inputs, "traces of one model, one per batch size")->type_name("")->required();
+  sub->add_option("--batch", args->batch, "each file's batch size, when the traces record no input shapes")
+      ->type_name("N,N,...");
+  sub->add_flag("--json", args->json, "JSON (docs/predict.md) instead of text");
+  add_model_option(*sub, args->model);
+  return {sub, [sub, args] { return run_predict(*sub, *args); }};
 }

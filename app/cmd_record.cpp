@@ -16,52 +16,26 @@
 
 namespace {
 
-void usage(FILE* out) {
-  std::fputs(
-      "usage: strata record [--duration S | --iterations N] [--delay S] [--pattern GLOB] [--profiler-range]\n"
-      "                     [--kinds LIST] [--metrics LIST [--kernels GLOB]] [-o FILE | -o DIR/] [--gzip]\n"
-      "                     -- CMD ARGS...\n"
-      "       strata record --dormant -- CMD ARGS...\n"
-      "Runs CMD with Strata's CUPTI agent and writes a Kineto-compatible trace (FILE.gz: gzipped).\n"
-      "  -o DIR/           a directory (one that exists, or a name ending in /): every process of a\n"
-      "                    distributed job (torchrun, mpirun, srun) writes DIR/rank-R.pt.trace.json,\n"
-      "                    R from its RANK (OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID, LOCAL_RANK;\n"
-      "                    pid-P without one); open them as one job with `strata DIR`\n"
-      "  --gzip            write .json.gz\n"
-      "  --duration S      record S seconds from the first CUDA call (after --delay)\n"
-      "  --iterations N    record N iterations, counted from NVTX ranges matching --pattern\n"
-      "                    (default *iteration*), or from cudaProfilerStart/Stop with --profiler-range\n"
-      "  --kinds LIST      what to record (default: all): kernel, memcpy, memset, runtime-all (runtime\n"
-      "                    APIs but noisy queries), runtime (launches/copies/syncs/allocations only),\n"
-      "                    driver, sync, nvtx, overhead, external; or edits of the default: -sync,-nvtx\n"
-      "  --metrics LIST    hardware counters per kernel (CUPTI range profiler, comma-separated metric\n"
-      "                    names, e.g. smsp__sass_thread_inst_executed_op_ffma_pred_on.sum,gpu__time_duration.sum):\n"
-      "                    each profiled kernel is serialized and replayed once per pass -- slow\n"
-      "  --kernels GLOB    which kernels --metrics profiles, by name (default: *)\n"
-      "  --dormant         load the agent idle; record later with `strata attach PID`\n"
-      "Without --duration or --iterations it records until the job exits.\n",
-      out);
-}
-
 void ignore_signal(int) {}  // the job gets Ctrl-C; we stay to report where the trace is
 
-// Where the job's traces went, or why there are none.
-void report(const strata::collector::RecordOptions& opt) {
+// Where the job's traces went, or why there are none; false when none was written.
+bool report(const strata::collector::RecordOptions& opt) {
   if (opt.output_dir.empty()) {
     struct stat st {};
-    if (::stat(opt.output.c_str(), &st) == 0)
-      std::fprintf(stderr, "strata record: trace written to %s (%lld KiB)\n", opt.output.c_str(),
-                   static_cast<long long>(st.st_size / 1024));
-    else
+    if (::stat(opt.output.c_str(), &st) != 0) {
       std::fprintf(stderr, "strata record: no trace was written: the job never initialized CUDA, or the agent "
                            "reported why above\n");
-    return;
+      return false;
+    }
+    std::fprintf(stderr, "strata record: trace written to %s (%lld KiB)\n", opt.output.c_str(),
+                 static_cast<long long>(st.st_size / 1024));
+    return true;
   }
   const auto files = strata::collector::rank_files(opt.output_dir);
   if (files.empty()) {
     std::fprintf(stderr, "strata record: no trace was written to %s: no process of the job initialized CUDA, or the "
                          "agent reported why above\n", opt.output_dir.c_str());
-    return;
+    return false;
   }
   long long bytes = 0;
   for (const std::string& f : files)
@@ -70,52 +44,26 @@ void report(const strata::collector::RecordOptions& opt) {
   std::fprintf(stderr, "strata record: %zu trace%s written to %s (%s, %lld KiB)\n", files.size(),
                files.size() == 1 ? "" : "s", opt.output_dir.c_str(), names.c_str(), bytes / 1024);
   std::fprintf(stderr, "strata record: %s\n", strata::collector::open_job_hint(opt.output_dir).c_str());
+  return true;
 }
 
-}  // namespace
-
-int cmd_record(int argc, char** argv) {
-  strata::collector::RecordOptions opt;
+struct RecordArgs {
+  RecordingArgs recording;
   bool dormant = false;
-  int i = 1;
-  for (; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--") {
-      ++i;
-      break;
-    }
-    if (a == "-h" || a == "--help") {
-      usage(stdout);
-      return 0;
-    }
-    if (a == "--dormant") {
-      dormant = true;
-      continue;
-    }
-    std::string error;
-    if (strata::collector::parse_record_option(argc, argv, i, opt, error)) {
-      if (!error.empty()) {
-        std::fprintf(stderr, "strata record: %s\n", error.c_str());
-        return 2;
-      }
-      continue;
-    }
-    if (!a.empty() && a[0] == '-') {
-      std::fprintf(stderr, "strata record: unknown option %s\n", a.c_str());
-      usage(stderr);
-      return 2;
-    }
-    break;  // the command starts here ("--" is optional)
-  }
-  if (const std::string why = strata::collector::check_record_options(opt); !why.empty()) {
-    std::fprintf(stderr, "strata record: %s\n", why.c_str());
-    return 2;
-  }
-  if (i >= argc) {
-    std::fputs("strata record: no command given\n", stderr);
-    usage(stderr);
-    return 2;
-  }
+  std::vector<std::string> program;  // after "--"
+};
+
+int run_record(const CLI::App& sub, const RecordArgs& args) {
+  strata::collector::RecordOptions opt;
+  if (std::string why; !apply_recording_options(args.recording, opt, why)) return usage_error(sub, why);
+  const bool dormant = args.dormant;
+  // Without "--", the command is what the parser left from its first word on.
+  const std::vector<std::string> rest = sub.remaining();
+  if (!rest.empty() && !rest.front().empty() && rest.front()[0] == '-') return usage_error(sub, "unknown option " + rest.front());
+  std::vector<std::string> command = rest;
+  if (!rest.empty() && !args.program.empty()) command.push_back("--");  // the command's own "--" (it began before)
+  command.insert(command.end(), args.program.begin(), args.program.end());
+  if (command.empty()) return usage_error(sub, "no command given (strata record [OPTIONS] -- CMD ARGS...)");
   std::string error;
   const std::string agent = strata::collector::find_agent(&error);
   if (agent.empty()) {
@@ -144,11 +92,10 @@ int cmd_record(int argc, char** argv) {
     request = strata::collector::encode_message(msg);
     request.pop_back();  // no newline in an environment variable
   }
-  const std::vector<std::string> command(argv + i, argv + argc);
   const pid_t pid = strata::collector::launch_with_agent(command, agent, request, &error);
   if (pid < 0) {
     std::fprintf(stderr, "strata record: %s\n", error.c_str());
-    return 127;
+    return 1;
   }
   struct sigaction sa {};
   sa.sa_handler = ignore_signal;
@@ -158,6 +105,88 @@ int cmd_record(int argc, char** argv) {
     std::fprintf(stderr, "strata record: pid %d runs with the agent dormant; record with `strata attach %d --duration S`\n",
                  pid, pid);
   const int status = strata::collector::wait_child(pid);
-  if (!dormant) report(opt);
+  if (!dormant && !report(opt)) return 1;
   return status;
 }
+
+}  // namespace
+
+// Applies them one by one as the collector parses them (the same checks, the same messages).
+bool apply_recording_options(const RecordingArgs& a, strata::collector::RecordOptions& opt, std::string& error) {
+  std::vector<std::string> words;
+  auto value = [&](const char* name, const std::string& v) {
+    if (!v.empty()) words.insert(words.end(), {name, v});
+  };
+  value("--duration", a.duration);
+  value("--iterations", a.iterations);
+  value("--delay", a.delay);
+  value("--pattern", a.pattern);
+  value("--kinds", a.kinds);
+  value("--metrics", a.metrics);
+  value("--kernels", a.kernels);
+  value("-o", a.output);
+  if (a.profiler_range) words.emplace_back("--profiler-range");
+  if (a.gzip) words.emplace_back("--gzip");
+  std::vector<char*> argv;
+  for (std::string& w : words) argv.push_back(w.data());
+  const int argc = static_cast<int>(argv.size());
+  for (int i = 0; i < argc; ++i)
+    if (!strata::collector::parse_record_option(argc, argv.data(), i, opt, error) || !error.empty()) return false;
+  error = strata::collector::check_record_options(opt);
+  return error.empty();
+}
+
+void add_recording_options(CLI::App& sub, RecordingArgs& a) {
+  CLI::Option* duration =
+      sub.add_option("--duration", a.duration, "record S seconds (after --delay)")->type_name("S");
+  sub.add_option("--iterations", a.iterations,
+                 "record N iterations, counted from NVTX ranges matching --pattern\n"
+                 "(default *iteration*), or cudaProfilerStart/Stop (--profiler-range)")
+      ->type_name("N")
+      ->excludes(duration);
+  sub.add_option("--delay", a.delay, "wait S seconds before recording")->type_name("S");
+  sub.add_option("--pattern", a.pattern, "the NVTX ranges that are iterations (default *iteration*)")->type_name("GLOB");
+  sub.add_flag("--profiler-range", a.profiler_range, "iterations are cudaProfilerStart/Stop ranges");
+  sub.add_option("--kinds", a.kinds,
+                 "what to record (default: all): kernel, memcpy, memset, runtime-all\n"
+                 "(runtime APIs but noisy queries), runtime (launches, copies, syncs,\n"
+                 "allocations only), driver, sync, nvtx, overhead, external; or edits\n"
+                 "of the default: -sync,-nvtx")
+      ->type_name("LIST");
+  sub.add_option("--metrics", a.metrics,
+                 "hardware counters per kernel (CUPTI range profiler; comma-separated\n"
+                 "metric names, e.g. smsp__sass_thread_inst_executed_op_ffma_pred_on.sum,\n"
+                 "gpu__time_duration.sum): each profiled kernel is serialized and\n"
+                 "replayed once per pass -- slow")
+      ->type_name("LIST");
+  sub.add_option("--kernels", a.kernels, "which kernels --metrics profiles, by name (default: *)")->type_name("GLOB");
+  sub.add_option("-o", a.output,
+                 "the trace (FILE.gz: gzipped); a directory (one that exists, or a\n"
+                 "name ending in /): each process of a job writes DIR/rank-R.pt.trace.json")
+      ->type_name("FILE|DIR/");
+  sub.add_flag("--gzip", a.gzip, "write .json.gz");
+}
+
+Command add_record(CLI::App& strata) {
+  auto args = std::make_shared<RecordArgs>();
+  CLI::App* sub = add_subcommand(
+      strata, "record",
+      "record a CUDA job with Strata's CUPTI agent (collector/README.md);\n"
+      "--metrics LIST: hardware counters (FLOPs) per kernel",
+      "strata record [--duration S | --iterations N] [--delay S] [--pattern GLOB] [--profiler-range]\n"
+      "              [--kinds LIST] [--metrics LIST [--kernels GLOB]] [-o FILE | -o DIR/] [--gzip]\n"
+      "              -- CMD ARGS...\n"
+      "strata record --dormant -- CMD ARGS...");
+  add_recording_options(*sub, args->recording);
+  sub->add_flag("--dormant", args->dormant, "load the agent idle; record later with `strata attach PID`");
+  sub->prefix_command();  // "--" is optional: the command's first word ends strata's options
+  sub->footer(
+      "Runs CMD with Strata's CUPTI agent and writes a Kineto-compatible trace. With -o DIR/, each\n"
+      "process of a distributed job (torchrun, mpirun, srun) writes DIR/rank-R.pt.trace.json, R from its\n"
+      "RANK (OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID, LOCAL_RANK; pid-P without one); open them\n"
+      "as one job with `strata DIR`. Without --duration or --iterations it records until the job exits.\n"
+      "Exits 1 when no trace was written, else with the job's exit status; 2 on a bad command line.");
+  return {sub, [sub, args] { return run_record(*sub, *args); }, &args->program};
+}
+
+int cmd_record(int argc, char** argv) { return run_one_command(add_record, argc, argv); }

@@ -12,15 +12,27 @@
 
 namespace {
 
-const char* kUsage =
-    "strata summary FILE [--json] [--model MODEL.txt] [--item \"Iteration 3/Backward\" | --range A:B | --memory-at T|peak]\n"
-    "                                                      (times: ms from the trace's start; MODEL.txt: print(model))\n"
-    "       strata summary DIR | FILE1 FILE2 ... [--json]         (a job: one trace per rank)\n"
-    "       strata summary --merge RANK.json ... [--json]         (per-rank `strata summary FILE --json` outputs)";
+// --range A:B, checked before the trace loads.
+std::string range_check(const std::string& v) {
+  double from = 0, to = 0;
+  if (std::sscanf(v.c_str(), "%lf:%lf", &from, &to) == 2 && to > from) return {};
+  return "wants two times in ms, A < B (from the trace's start), not '" + v + "'";
+}
+
+struct SummaryArgs {
+  std::vector<std::string> inputs;
+  std::string item;       // --item: an annotation node's path ("Iteration 3/Backward")
+  std::string range;      // --range: "A:B", milliseconds from the trace's start
+  std::string memory_at;  // --memory-at: "peak", or ms from the trace's start
+  std::string model;      // --model: print(model) text
+  strata::AnnotateOptions annotate;
+  bool json = false;
+  bool merge = false;  // the inputs are per-rank summaries
+};
 
 void print(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); }
 
-int summarize_trace(const FileArgs& args) {
+int summarize_trace(const CLI::App& sub, const SummaryArgs& args) {
   const std::string& path = args.inputs[0];
   LoadedTrace r = load_for_cli(path, "summary", &args.annotate);
   if (!r.model) {
@@ -32,8 +44,7 @@ int summarize_trace(const FileArgs& args) {
     // What falls inside a stretch of time, as the viewer's measured range shows it.
     double from = 0, to = 0;
     if (std::sscanf(args.range.c_str(), "%lf:%lf", &from, &to) != 2 || !(to > from)) {
-      std::fprintf(stderr, "strata summary: --range A:B wants two times in ms, A < B (from the trace's start)\n");
-      return 2;
+      return usage_error(sub, "--range A:B wants two times in ms, A < B (from the trace's start)");
     }
     const strata::Ns origin = r.model->time_begin;
     strata::RangeFigures rf = strata::range_figures(*r.model, a, origin + strata::Ns(from * 1e6), origin + strata::Ns(to * 1e6));
@@ -81,7 +92,7 @@ int summarize_trace(const FileArgs& args) {
   return 0;
 }
 
-int merge_summaries(const FileArgs& args) {
+int merge_summaries(const SummaryArgs& args) {
   std::vector<strata::RankData> ranks;
   for (const std::string& path : args.inputs) {
     std::ifstream f(path, std::ios::binary);
@@ -111,21 +122,48 @@ int merge_summaries(const FileArgs& args) {
   return 0;
 }
 
-}  // namespace
-
-int cmd_summary(int argc, char** argv) {
-  FileArgs args;
-  ArgSpec spec{"summary", kUsage, true, false, true, true, true, true};
-  spec.model = true;
-  if (int rc = parse_file_args(spec, argc, argv, args)) return rc;
+int run_summary(const CLI::App& sub, SummaryArgs& args) {
   if (args.merge) return merge_summaries(args);
-  if (args.single_file()) return summarize_trace(args);
-  if (!args.item.empty() || !args.range.empty() || !args.memory_at.empty()) {
-    std::fprintf(stderr, "strata summary: --item, --range and --memory-at take one trace, not a job\n");
-    return 2;
-  }
+  if (!apply_model_option(sub, args.model, args.annotate)) return 1;
+  if (single_file(args.inputs)) return summarize_trace(sub, args);
+  if (!args.item.empty() || !args.range.empty() || !args.memory_at.empty())
+    return usage_error(sub, "--item, --range and --memory-at take one trace, not a job");
   strata::Job job;
   if (!load_job_for_cli(args.inputs, "summary", false, job)) return 1;
   print(args.json ? strata::job_summary_json(job.data, job.analysis) : strata::job_summary_text(job.data, job.analysis));
   return 0;
+}
+
+}  // namespace
+
+Command add_summary(CLI::App& strata) {
+  auto args = std::make_shared<SummaryArgs>();
+  CLI::App* sub = add_subcommand(
+      strata, "summary",
+      "iterations, phases, top layers and ops, utilisation, idle causes,\n"
+      "memory; a job's, with stragglers; --merge: from per-rank summaries",
+      "strata summary FILE [--json] [--model MODEL.txt] [--item PATH | --range A:B | --memory-at T|peak]\n"
+      "strata summary DIR | FILE1 FILE2 ... [--json]      (a job: one trace per rank)\n"
+      "strata summary --merge RANK.json ... [--json]      (per-rank `strata summary FILE --json`)");
+  add_inputs(*sub, args->inputs);
+  sub->add_flag("--json", args->json, "JSON (docs/summary-json.md) instead of text");
+  CLI::Option* item = sub->add_option("--item", args->item, "one item's figures, as the viewer's details panel shows them")
+                          ->type_name("PATH");
+  CLI::Option* range = sub->add_option("--range", args->range, "what falls between A and B (ms from the trace's start)")
+                           ->type_name("A:B")
+                           ->check(range_check);
+  CLI::Option* memory_at =
+      sub->add_option("--memory-at", args->memory_at, "what is allocated then (ms from the trace's start, or the peak),\n"
+                                                      "by category, layer and op")
+          ->type_name("T|peak");
+  item->excludes(range)->excludes(memory_at);
+  range->excludes(memory_at);
+  add_model_option(*sub, args->model);
+  sub->add_flag("--merge", args->merge,
+                "the inputs are per-rank `strata summary FILE --json` outputs,\n"
+                "made anywhere (a Slurm array, xargs): the job's summary (docs/jobs.md)")
+      ->excludes(item)
+      ->excludes(range)
+      ->excludes(memory_at);
+  return {sub, [sub, args] { return run_summary(*sub, *args); }};
 }

@@ -11,72 +11,40 @@
 
 namespace {
 
-const char* kUsage =
-    "strata whatif FILE | DIR | FILE1 FILE2 ... [--scale SPEC]... [--bandwidth GB/s] [--amp-factor F] [--json]\n"
-    "  SPEC: kernels-2x | no-launch-overhead | no-data-loading | comm-2x | amp | fused-optimizer\n"
-    "        | kernel:GLOB=F | layer:PATH=F | phase:NAME=F   (F: speed-up, 2 = twice as fast, inf = no time;\n"
-    "        several joined by ',' make one scenario). Without --scale or --bandwidth: kernels-2x,\n"
-    "        no-launch-overhead, no-data-loading, comm-2x";
-
-bool positive(const char* s, double& v) {
-  char* end = nullptr;
-  v = std::strtod(s, &end);
-  return end && end != s && *end == 0 && v > 0;
-}
-
-}  // namespace
-
-int cmd_whatif(int argc, char** argv) {
-  std::vector<std::string> inputs, specs;
-  std::vector<double> bandwidths;
+struct WhatifArgs {
+  std::vector<std::string> inputs, specs;  // specs: --scale, in order
+  std::vector<double> bandwidths;          // --bandwidth GB/s, in order
   double amp_factor = 2;
   bool json = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view a = argv[i];
-    double v = 0;
-    if (a == "--json") {
-      json = true;
-    } else if (a == "--scale" && i + 1 < argc) {
-      specs.emplace_back(argv[++i]);
-    } else if (a == "--bandwidth" && i + 1 < argc) {
-      if (!positive(argv[++i], v)) {
-        std::fprintf(stderr, "strata whatif: --bandwidth wants GB/s above 0, not '%s'\n", argv[i]);
-        return 2;
-      }
-      bandwidths.push_back(v);
-    } else if (a == "--amp-factor" && i + 1 < argc) {
-      if (!positive(argv[++i], amp_factor)) {
-        std::fprintf(stderr, "strata whatif: --amp-factor wants a speed-up above 0, not '%s'\n", argv[i]);
-        return 2;
-      }
-    } else if (a.starts_with("-")) {
-      std::fprintf(stderr, "strata whatif: unknown option '%s'\nusage: %s\n", argv[i], kUsage);
-      return 2;
-    } else {
-      inputs.emplace_back(a);
-    }
-  }
-  if (inputs.empty()) {
-    std::fprintf(stderr, "usage: %s\n", kUsage);
-    return 2;
-  }
+};
+
+// A CLI11 check: a number above 0 ("inf" too), else why not.
+CLI::Validator above_zero(const char* wants) {
+  return CLI::Validator(
+      [wants](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (end && end != text.c_str() && *end == 0 && v > 0) return {};
+        return std::string(wants) + " above 0, not '" + text + "'";
+      },
+      "");
+}
+
+int run_whatif(const CLI::App& sub, const WhatifArgs& args) {
+  const std::vector<std::string>& inputs = args.inputs;
+  const bool json = args.json;
   std::vector<strata::whatif::Scenario> scenarios;
-  for (const std::string& spec : specs) {
+  for (const std::string& spec : args.specs) {
     strata::whatif::Scenario s;
     std::string error;
-    if (!strata::whatif::parse_scenario(spec, amp_factor, s, error)) {
-      std::fprintf(stderr, "strata whatif: %s\n", error.c_str());
-      return 2;
-    }
+    if (!strata::whatif::parse_scenario(spec, args.amp_factor, s, error)) return usage_error(sub, error);
     scenarios.push_back(std::move(s));
   }
-  for (double b : bandwidths) scenarios.push_back(strata::whatif::bandwidth_scenario(b));
+  for (double b : args.bandwidths) scenarios.push_back(strata::whatif::bandwidth_scenario(b));
   if (scenarios.empty()) scenarios = strata::whatif::default_scenarios();
 
-  FileArgs files;
-  files.inputs = inputs;
   std::string out;
-  if (files.single_file()) {
+  if (single_file(inputs)) {
     const strata::AnnotateOptions options;
     LoadedTrace r = load_for_cli(inputs[0], "whatif", &options);
     if (!r.model) {
@@ -99,4 +67,33 @@ int cmd_whatif(int argc, char** argv) {
   }
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;
+}
+
+}  // namespace
+
+Command add_whatif(CLI::App& strata) {
+  auto args = std::make_shared<WhatifArgs>();
+  CLI::App* sub = add_subcommand(
+      strata, "whatif",
+      "predict the iteration time with faster kernels, no launch overhead,\n"
+      "hidden data loading, a faster network, ... (docs/whatif.md)",
+      "strata whatif FILE | DIR | FILE1 FILE2 ... [--scale SPEC]... [--bandwidth GB/s]...\n"
+      "              [--amp-factor F] [--json]\n"
+      "  SPEC: kernels-2x | no-launch-overhead | no-data-loading | comm-2x | amp | fused-optimizer\n"
+      "        | kernel:GLOB=F | layer:PATH=F | phase:NAME=F   (F: speed-up, 2 = twice as fast, inf = no time;\n"
+      "        several joined by ',' make one scenario). Without --scale or --bandwidth: kernels-2x,\n"
+      "        no-launch-overhead, no-data-loading, comm-2x");
+  add_inputs(*sub, args->inputs);
+  sub->add_option("--scale", args->specs, "a scenario (SPEC above); repeat for several")
+      ->type_name("SPEC")
+      ->allow_extra_args(false);
+  sub->add_option("--bandwidth", args->bandwidths, "a scenario: the network at this many GB/s; repeat for several")
+      ->type_name("GB/s")
+      ->allow_extra_args(false)
+      ->check(above_zero("wants GB/s"));
+  sub->add_option("--amp-factor", args->amp_factor, "the speed-up amp gives the ops it makes faster (default 2)")
+      ->type_name("F")
+      ->check(above_zero("wants a speed-up"));
+  sub->add_flag("--json", args->json, "JSON (docs/whatif.md) instead of text");
+  return {sub, [sub, args] { return run_whatif(*sub, *args); }};
 }

@@ -1,54 +1,85 @@
-// strata: a profiler for deep-learning training traces.
+// strata: a profiler for deep-learning training traces. The command line is one CLI11 app whose
+// subcommands are declared next to what they do (app/commands.h): `strata --help` lists them
+// all, `strata SUB --help` prints one's usage, `strata --version` the version.
 #include "app/commands.h"
 
 #include <cstdio>
-#include <cstring>
-#include <string_view>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#ifndef STRATA_VERSION
+#error "STRATA_VERSION comes from CMake's project(VERSION)"
+#endif
+
+#ifndef STRATA_HAVE_VIEWER
+// Built without the viewer (STRATA_BUILD_VIEWER=OFF, or its libraries missing): `strata view`
+// is still a subcommand, and says so.
+Command add_view(CLI::App& strata) {
+  CLI::App* sub = add_subcommand(strata, "view", "the viewer (this strata was built without it)", "strata view ...");
+  sub->allow_extras();
+  return {sub, [] {
+            std::fputs("strata view: this strata was built without the viewer (GLFW, OpenGL, Dear ImGui); "
+                       "`strata summary` and `strata info` print what it would show\n",
+                       stderr);
+            return 1;
+          }};
+}
+#endif
 
 namespace {
 
-void usage(FILE* out) {
-  std::fputs(
-      "usage: strata [FILE]                 open a trace in the viewer (prints its summary without a display)\n"
-      "       strata view [FILE] [--screenshot OUT.png] [--size WxH] [--focus PATH] [--bench-frames N]\n"
-      "                                     the viewer; headless: render, save a PNG (or time frames), exit\n"
-      "       strata info FILE [--json]     what a trace holds: events, tracks, steps, devices, load figures\n"
-      "       strata summary FILE [--json] [--item PATH | --range A:B | --memory-at T|peak] [--model MODEL.txt]\n"
-      "                                     iterations, phases, top layers, GPU and CPU ops, utilization, idle causes,\n"
-      "                                     memory; --item: one annotation item's figures; --memory-at: what is alive\n"
-      "       strata annotate FILE -o OUT.json[.gz]  the trace plus iteration/phase/layer tiers (opens in Perfetto)\n"
-      "       strata predict FILE... [--batch N,...] [--json]  memory and throughput against the batch size\n"
-      "       strata whatif FILE|DIR [--scale SPEC]... [--json]  predicted iteration time with faster kernels, no launch\n"
-      "                                     overhead (CUDA graphs), hidden data loading, faster communication, …\n",
-      out);
-}
+const char* kUsage =
+    "strata FILE | DIR | FILE1 FILE2 ... [view's options]\n"
+    "strata SUBCOMMAND [OPTIONS] ...   (strata SUBCOMMAND --help: its usage and options)\n"
+    "strata --version";
+
+const char* kFooter =
+    "strata FILE opens a trace in the viewer (without a display: what `strata info FILE` prints).\n"
+    "strata DIR, or strata FILE1 FILE2 ..., opens a distributed job, one trace per rank: clocks aligned,\n"
+    "stragglers and where their time went, communication per layer (docs/jobs.md); view, info, summary,\n"
+    "annotate and whatif take a job too, and `strata summary --merge RANK.json ...` merges per-rank\n"
+    "summaries made anywhere. Exit status: 0 done, 1 failed, 2 a bad command line.";
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    usage(stderr);
+  CLI::App strata("strata " STRATA_VERSION ": a profiler for deep-learning training traces", "strata");
+  strata.formatter(std::make_shared<UsageFormatter>(kUsage));
+  strata.set_help_flag("-h,--help", "print this help and exit");  // the subcommands' too
+  strata.set_version_flag("--version", "strata " STRATA_VERSION, "print strata's version and exit");
+  const std::vector<Command> commands = {add_view(strata),    add_info(strata),    add_summary(strata),
+                                         add_annotate(strata), add_predict(strata), add_whatif(strata),
+                                         add_diff(strata),     add_record(strata),  add_attach(strata)};
+  strata.footer(kFooter);  // after the subcommands, which would copy it
+
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::fputs(strata.help().c_str(), stderr);
     return 2;
   }
-  std::string_view cmd = argv[1];
-  if (cmd == "-h" || cmd == "--help" || cmd == "help") {
-    usage(stdout);
-    return 0;
+  if (args[0] == "help") {  // `strata help [SUB]`
+    args.erase(args.begin());
+    args.insert(args.begin() + (args.empty() ? 0 : 1), "--help");
   }
-  if (cmd == "info") return cmd_info(argc - 1, argv + 1);
-  if (cmd == "record") return cmd_record(argc - 1, argv + 1);
-  if (cmd == "attach") return cmd_attach(argc - 1, argv + 1);
-  if (cmd == "summary") return cmd_summary(argc - 1, argv + 1);
-  if (cmd == "annotate") return cmd_annotate(argc - 1, argv + 1);
-  if (cmd == "predict") return cmd_predict(argc - 1, argv + 1);
-  if (cmd == "whatif") return cmd_whatif(argc - 1, argv + 1);
+  bool subcommand = false;
+  for (const Command& c : commands) subcommand = subcommand || c.app->check_name(args[0]);
+  if (!subcommand && !args[0].starts_with("-")) {
+    // `strata FILE | DIR | FILE1 FILE2 ...`: the viewer (without a display: `strata info`).
+    // A word that names no file and does not look like a path is a mistyped subcommand.
+    std::error_code ec;
+    if (!std::filesystem::exists(args[0], ec) && args[0].find_first_of("/.") == std::string::npos) {
+      std::fprintf(stderr,
+                   "strata: '%s' is neither a subcommand nor a trace file or directory\n"
+                   "Run 'strata --help' for the subcommands.\n",
+                   args[0].c_str());
+      return 2;
+    }
 #ifdef STRATA_HAVE_VIEWER
-  if (cmd == "view") return cmd_view(argc - 1, argv + 1);
-  if (!cmd.empty() && cmd[0] != '-' && viewer_display_available()) return cmd_view(argc, argv);
+    args.insert(args.begin(), viewer_display_available() ? "view" : "info");
+#else
+    args.insert(args.begin(), "info");
 #endif
-  // A bare file argument opens it.
-  if (!cmd.empty() && cmd[0] != '-') return cmd_info(argc, argv);
-  std::fprintf(stderr, "strata: unknown command '%s'\n", argv[1]);
-  usage(stderr);
-  return 2;
+  }
+  return run_command_line(strata, commands, std::move(args));
 }

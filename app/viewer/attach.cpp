@@ -411,7 +411,8 @@ int run_attach_headless(Viewer& v, const AttachRequest& r, const HeadlessRun& ou
     if (!focused && a.shown) {
       const render::ItemRef item = render::resolve_focus(v.trace->timeline, out.focus);
       if (item.valid()) focus_on(v, item);
-      else std::fprintf(stderr, "strata view: --focus '%s' matched nothing\n", out.focus.c_str());
+      else std::fprintf(stderr, "strata view: --focus '%s' matched nothing: no item on the timeline has that name or path\n",
+                        out.focus.c_str()), ok = false;
       focused = true;
     }
     // Mid-recording: once a live read is shown and half the time has passed.

@@ -1,4 +1,5 @@
-// `strata view`: its options, and the interactive main loop (headless runs: headless.cpp).
+// `strata view`: its options (a CLI11 subcommand: app/commands.h), and the interactive main loop
+// (headless runs: headless.cpp).
 #include "app/cli.h"
 #include "app/viewer/viewer.h"
 
@@ -25,109 +26,68 @@ bool parse_size(std::string_view s, int& w, int& h) {
   return w >= 200 && h >= 150 && w <= 16384 && h <= 16384;
 }
 
-void usage_view(FILE* out) {
-  std::fputs("usage: strata view [FILE] [--screenshot OUT.png] [--size WxH] [--focus \"Iteration 3/...\"]\n"
-             "                   [--dump-layout OUT.json] [--bench-frames N] [--no-details] [--no-levels]\n"
-             "                   [--tab levels|summary|job|batch|whatif] [--keys \"?,Esc\"]   (keys pressed after the focus)\n"
-             "                   [--range A:B]   (a measured range, in ms from the trace's start)\n"
-             "                   [--memory-at T|peak]   (what is alive then, in ms from the trace's start)\n"
-             "                   [--model MODEL.txt]   (print(model): layers take its modules' attribute paths)\n"
-             "                   [--whatif SCENARIO]   (the What-if tab's choice, e.g. kernels-2x; with --tab whatif)\n"
-             "                   [--attach PID [--duration S | --iterations N] [-o FILE] [--live-screenshot OUT.png]]\n"
-             "                   [--attach-job LAUNCHER_PID ... (every rank under it, into -o DIR)]\n"
-             "                   [--attach-dialog]   (File > Attach, scripted)\n"
-             "       strata view DIR | FILE1 FILE2 ... [the options above]   (a job: one trace per rank)\n",
-             out);
-}
-
-}  // namespace
-
-int run_view(int argc, char** argv) {
+// What `strata view` was given.
+struct ViewArgs {
   std::vector<std::string> inputs;  // one trace, or a job: a directory or several files
   HeadlessRun run;
-  int width = 1600, height = 1000;
+  std::string size;  // --size WxH
   bool no_details = false, no_levels = false;
   std::string model_file;
-  int tab = 0;
+  std::string tab;
+  std::string compare;  // --compare B
+  // --attach and its recording (parse_attach_option reads them).
+  std::string attach_pid, attach_job, live_shot, duration, iterations, output;
+  bool attach_dialog = false;
+};
+
+// The attach options as parse_attach_option takes them; false with `error` when one is bad.
+bool attach_request(const ViewArgs& a, AttachRequest& attach, std::string& error) {
+  std::vector<std::string> words;
+  auto value = [&](const char* name, const std::string& v) {
+    if (!v.empty()) words.insert(words.end(), {name, v});
+  };
+  // --live-screenshot before --attach/--attach-job: parse_attach_option sets `job` on each of the three.
+  value("--live-screenshot", a.live_shot);
+  value("--attach", a.attach_pid);
+  value("--attach-job", a.attach_job);
+  value("--duration", a.duration);
+  value("--iterations", a.iterations);
+  value("-o", a.output);
+  if (a.attach_dialog) words.emplace_back("--attach-dialog");
+  std::vector<char*> argv;
+  for (std::string& w : words) argv.push_back(w.data());
+  const int argc = static_cast<int>(argv.size());
+  for (int i = 0; i < argc; ++i)
+    if (!parse_attach_option(argc, argv.data(), i, attach, error) || !error.empty()) return false;
+  return true;
+}
+
+int run_view_args(const CLI::App& sub, ViewArgs& args) {
+  const std::vector<std::string>& inputs = args.inputs;
+  HeadlessRun& run = args.run;
+  int width = 1600, height = 1000;
+  if (!args.size.empty() && !parse_size(args.size, width, height)) return usage_error(sub, "--size WxH, e.g. 1920x1080");
+  const std::string_view t = args.tab;
+  const int tab = t == "summary" ? 1 : t == "job" ? 2 : t == "batch" ? 3 : t == "whatif" ? 4 : 0;
+  const bool no_details = args.no_details, no_levels = args.no_levels;
+  const std::string& model_file = args.model_file;
   AttachRequest attach;
-  std::string attach_error;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view a = argv[i];
-    auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
-    if (a == "--screenshot") {
-      const char* p = next();
-      if (!p) return usage_view(stderr), 2;
-      run.shot = p;
-    } else if (a == "--dump-layout") {
-      const char* p = next();
-      if (!p) return usage_view(stderr), 2;
-      run.dump = p;
-    } else if (a == "--size") {
-      const char* p = next();
-      if (!p || !parse_size(p, width, height)) return std::fprintf(stderr, "strata view: --size WxH, e.g. 1920x1080\n"), 2;
-    } else if (a == "--range") {
-      const char* p = next();
-      if (!p) return usage_view(stderr), 2;
-      run.range = p;
-    } else if (a == "--whatif") {
-      const char* p = next();
-      if (!p) return usage_view(stderr), 2;
-      run.whatif = p;
-    } else if (a == "--model") {
-      const char* p = next();
-      if (!p) return usage_view(stderr), 2;
-      model_file = p;
-    } else if (a == "--memory-at") {
-      const char* p = next();
-      if (!p) return usage_view(stderr), 2;
-      run.memory_at = p;
-    } else if (a == "--focus") {
-      const char* p = next();
-      if (!p) return usage_view(stderr), 2;
-      run.focus = p;
-    } else if (a == "--keys") {
-      const char* p = next();
-      if (!p) return usage_view(stderr), 2;
-      run.keys = p;
-    } else if (a == "--bench-frames") {
-      const char* p = next();
-      if (!p || (run.bench_frames = std::atoi(p)) <= 0) return std::fprintf(stderr, "strata view: --bench-frames N\n"), 2;
-    } else if (a == "--no-details") {
-      no_details = true;
-    } else if (a == "--no-levels") {
-      no_levels = true;
-    } else if (a == "--tab") {
-      const char* p = next();
-      const std::string_view t = p ? p : "";
-      tab = t == "summary" ? 1 : t == "job" ? 2 : t == "batch" ? 3 : t == "whatif" ? 4 : 0;
-    } else if (parse_attach_option(argc, argv, i, attach, attach_error)) {
-      if (!attach_error.empty()) return std::fprintf(stderr, "strata view: %s\n", attach_error.c_str()), 2;
-    } else if (a == "-h" || a == "--help") {
-      usage_view(stdout);
-      return 0;
-    } else if (a.starts_with("-")) {
-      std::fprintf(stderr, "strata view: unknown option '%s'\n", argv[i]);
-      usage_view(stderr);
-      return 2;
-    } else {
-      inputs.emplace_back(a);
-    }
-  }
+  if (std::string error; !attach_request(args, attach, error)) return usage_error(sub, error);
   const bool headless = !run.shot.empty() || !run.dump.empty() || run.bench_frames > 0;
-  if (headless && inputs.empty() && !attach.wanted()) {
-    std::fprintf(stderr, "strata view: --screenshot, --dump-layout and --bench-frames need a FILE (or --attach)\n");
-    return 2;
-  }
+  if (headless && inputs.empty() && !attach.wanted())
+    return usage_error(sub, "--screenshot, --dump-layout and --bench-frames need a FILE (or --attach)");
+  if (!args.compare.empty() && inputs.empty()) return usage_error(sub, "--compare B needs a FILE (A) to compare it with");
   auto v = std::make_unique<Viewer>();
   if (!model_file.empty()) {
     std::string error;
-    if (!read_model_file(model_file, v->annotate, error)) return std::fprintf(stderr, "strata view: %s\n", error.c_str()), 2;
+    if (!read_model_file(model_file, v->annotate, error)) return std::fprintf(stderr, "strata view: %s\n", error.c_str()), 1;
     v->annotate_model_file = absolute_path(model_file);
   }
   v->capture.headless = headless;
   v->panels.show_details = !no_details;
   v->panels.show_levels = !no_levels;
   v->panels.bottom_tab = tab > 0 ? tab : -1;
+  v->compare_next = args.compare;  // the Compare tab comes to the front when it is ready
   if (!init_window(*v, width, height, true)) {
     std::fprintf(stderr, "strata: cannot open a window (no display, or no OpenGL 3.3)%s\n",
                  headless ? "; run under xvfb-run for headless use" : "");
@@ -159,7 +119,63 @@ int run_view(int argc, char** argv) {
   return rc;
 }
 
+}  // namespace
+
 }  // namespace strata::viewer
+
+Command add_view(CLI::App& strata) {
+  using namespace strata::viewer;
+  auto args = std::make_shared<ViewArgs>();
+  CLI::App* sub = add_subcommand(
+      strata, "view",
+      "the viewer (what `strata FILE` opens); headless: save a PNG, dump\n"
+      "the layout, time frames; --attach: record a running job, shown live",
+      "strata view [FILE | DIR | FILE1 FILE2 ...] [OPTIONS]   (a DIR, several files: a job)\n"
+      "strata view FILE --screenshot OUT.png [--size WxH] [--focus PATH] [--keys KEYS]\n"
+      "strata view --attach PID [--duration S | --iterations N] [--live-screenshot MID.png]\n"
+      "            [--screenshot END.png]");
+  add_inputs(*sub, args->inputs, false);
+  sub->add_option("--screenshot", args->run.shot, "render headless, save a PNG and exit")->type_name("OUT.png");
+  sub->add_option("--size", args->size, "the window's size (default 1600x1000)")->type_name("WxH");
+  sub->add_option("--dump-layout", args->run.dump, "headless: what was laid out, and the panels' figures, as JSON")
+      ->type_name("OUT.json");
+  sub->add_option("--bench-frames", args->run.bench_frames, "headless: time N frames zooming from the whole trace to a kernel")
+      ->type_name("N")
+      ->check(CLI::Validator(CLI::PositiveNumber).description(""));
+  sub->add_option("--focus", args->run.focus, "select and zoom to an item (a name, or a path of names);\n"
+                                              "one that matches nothing is an error")
+      ->type_name("PATH");
+  sub->add_option("--keys", args->run.keys, "keys pressed after the focus, as a person would:\n"
+                                            "\"?,Esc\", \"/,conv,Enter\"")
+      ->type_name("KEYS");
+  sub->add_option("--tab", args->tab, "the bottom panel's tab")
+      ->type_name("levels|summary|job|batch|whatif|compare")
+      ->check(CLI::IsMember({"levels", "summary", "job", "batch", "whatif", "compare"}).description(""));
+  sub->add_option("--compare", args->compare, "another run (B) compared with FILE (A), as File > Compare does")
+      ->type_name("B");
+  sub->add_flag("--no-details", args->no_details, "hide the details panel");
+  sub->add_flag("--no-levels", args->no_levels, "hide the levels panel");
+  sub->add_option("--range", args->run.range, "a measured range, in ms from the trace's start")->type_name("A:B");
+  sub->add_option("--memory-at", args->run.memory_at, "what is alive then (ms from the trace's start, or the peak)")
+      ->type_name("T|peak");
+  add_model_option(*sub, args->model_file);
+  sub->add_option("--whatif", args->run.whatif, "the What-if tab's scenario, e.g. kernels-2x (with --tab whatif)")
+      ->type_name("SCENARIO");
+  CLI::Option* pid = sub->add_option("--attach", args->attach_pid, "record from a running job as File > Attach does, shown live")
+                         ->type_name("PID");
+  sub->add_option("--attach-job", args->attach_job, "every rank under a launcher, together (into -o DIR)")
+      ->type_name("LAUNCHER_PID")
+      ->excludes(pid);
+  sub->add_option("--duration", args->duration, "--attach: record S seconds (default 2)")->type_name("S");
+  sub->add_option("--iterations", args->iterations, "--attach: record N iterations")->type_name("N");
+  sub->add_option("-o", args->output, "--attach: where the recording goes")->type_name("FILE|DIR");
+  sub->add_option("--live-screenshot", args->live_shot, "--attach: a PNG of the live view while it records")
+      ->type_name("MID.png");
+  sub->add_flag("--attach-dialog", args->attach_dialog, "open File > Attach (scripted)");
+  return {sub, [sub, args] { return run_view_args(*sub, *args); }};
+}
+
+int strata::viewer::run_view(int argc, char** argv) { return run_one_command(add_view, argc, argv); }
 
 bool viewer_display_available() {
   const char* d = std::getenv("DISPLAY");
@@ -167,4 +183,3 @@ bool viewer_display_available() {
   return (d && *d) || (w && *w);
 }
 
-int cmd_view(int argc, char** argv) { return strata::viewer::run_view(argc, argv); }
