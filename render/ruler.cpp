@@ -26,22 +26,6 @@ Unit unit_for(double magnitude) {
 
 }  // namespace
 
-std::string format_duration(double ns) {
-  char buf[64];
-  double a = std::fabs(ns);
-  if (a < 1) {
-    std::snprintf(buf, sizeof buf, "%.2f ns", ns);
-    return buf;
-  }
-  Unit u = unit_for(a);
-  double v = ns / u.scale;
-  double av = std::fabs(v);
-  int decimals = av >= 100 ? 0 : av >= 10 ? 1 : 2;
-  if (u.scale == 1) decimals = 0;
-  std::snprintf(buf, sizeof buf, "%.*f %s", decimals, v, u.name);
-  return buf;
-}
-
 namespace {
 
 // `ns` in unit `u`, with the decimals it takes to tell multiples of `step` apart.

@@ -1,4 +1,5 @@
-// Time ruler ticks with adaptive units (ns, µs, ms, s) and duration formatting.
+// Time ruler ticks with adaptive units (ns, µs, ms, s). Durations are written by
+// core/text_format.h's format_duration, the one the CLI uses too.
 #pragma once
 
 #include "render/time_view.h"
@@ -28,8 +29,6 @@ struct Ruler {
 // Labels give time since `origin` (the trace start) in the unit that suits the step.
 Ruler make_ruler(const TimeView& v, double origin, float min_major_px = 90.0f);
 
-// "1.25 ms", "830 ns", "2.004 s": three significant digits, adaptive unit.
-std::string format_duration(double ns);
 // A time offset in the unit its size needs, with enough decimals to tell ticks `step` apart
 // ("12.35 ms", "1.5 µs").
 std::string format_time(double ns, double step);

@@ -73,7 +73,7 @@ void draw_batch_tab(Viewer& v) {
   const float s = v.scale;
   const BatchPoint& m = p.points.front();
   ImGui::Text("Measured: batch %lld, %s per iteration, %.1f samples/s, peak %s allocated.", (long long)m.batch,
-              render::format_duration(double(m.iteration)).c_str(), double(m.batch) * 1e9 / double(std::max<Ns>(m.iteration, 1)),
+              format_duration(m.iteration).c_str(), double(m.batch) * 1e9 / double(std::max<Ns>(m.iteration, 1)),
               format_bytes(double(m.peak_allocated)).c_str());
   ImGui::SameLine();
   if (p.largest_batch == INT64_MAX) ImGui::Text("Memory does not limit the batch.");
@@ -109,7 +109,7 @@ void draw_batch_tab(Viewer& v) {
       if (std::abs(c->x(double(r.batch)) - mouse.x) < std::abs(c->x(double(near->batch)) - mouse.x)) near = &r;
     ImGui::SetTooltip("batch %lld%s: peak %s allocated, %s reserved\n%s per iteration, %.1f samples/s%s", (long long)near->batch,
                       near->measured ? " (measured)" : "", format_bytes(double(near->peak_allocated)).c_str(),
-                      format_bytes(double(near->peak_reserved)).c_str(), render::format_duration(double(near->iteration)).c_str(),
+                      format_bytes(double(near->peak_reserved)).c_str(), format_duration(near->iteration).c_str(),
                       near->samples_per_s, near->fits ? "" : "\ndoes not fit the device");
   }
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));

@@ -42,7 +42,7 @@ void draw_details(Viewer& v) {
     ImGui::Spacing();
     ImGui::TextUnformatted(m.path.c_str());
     ImGui::Text("%zu events on %zu tracks, %s", m.ev.size(), m.tracks.size(),
-                render::format_duration(double(m.time_end - m.time_begin)).c_str());
+                format_duration(m.time_end - m.time_begin).c_str());
     ImGui::Spacing();
     ImGui::TextDisabled("Press ? for the keys and what the colours mean.");
     ImGui::PopTextWrapPos();
@@ -73,25 +73,25 @@ void draw_details(Viewer& v) {
       row("Tier", tl.tiers().tiers[sel.tier].title);
     }
     row("Start", fmt_time(v, double(start)));
-    row("Duration", render::format_duration(double(dur)));
+    row("Duration", format_duration(dur));
     if (!w.parent.empty()) row("Share of parent", pct(double(w.share), 1.0) + " of " + w.parent.substr(0, 60));
     if (gpu) {
       if (host != kNoEvent) {
-        row("Launch to start", render::format_duration(double(start - m.ev.start[host])));
+        row("Launch to start", format_duration(start - m.ev.start[host]));
         EventId op = m.parent_of(host);
         if (op != kNoEvent) row("CPU op", std::string(m.name_of(op).substr(0, 120)));
       }
     } else if (!w.gpu_ops.empty()) {
-      row("CPU time", render::format_duration(double(dur)));
-      row("GPU time", render::format_duration(double(w.gpu_time)) + " in " + std::to_string(w.gpu_ops.size()) + " ops (busy " +
-                          render::format_duration(double(w.gpu_busy)) + ")");
-      row("GPU span", render::format_duration(double(w.gpu_end - w.gpu_begin)) + ", ends " +
-                          render::format_duration(double(std::abs(w.gpu_end - end))) +
+      row("CPU time", format_duration(dur));
+      row("GPU time", format_duration(w.gpu_time) + " in " + std::to_string(w.gpu_ops.size()) + " ops (busy " +
+                          format_duration(w.gpu_busy) + ")");
+      row("GPU span", format_duration(w.gpu_end - w.gpu_begin) + ", ends " +
+                          format_duration(std::abs(w.gpu_end - end)) +
                           (w.gpu_end > end ? " after the CPU side" : " before the CPU side"));
-      if (w.sync > 0) row("Waiting", render::format_duration(double(w.sync)) + " in calls that wait for the GPU");
+      if (w.sync > 0) row("Waiting", format_duration(w.sync) + " in calls that wait for the GPU");
       if (w.communication > 0)
-        row("Communication", render::format_duration(double(w.communication)) + ", " +
-                                 render::format_duration(double(w.comm_exposed)) + " exposed (" +
+        row("Communication", format_duration(w.communication) + ", " +
+                                 format_duration(w.comm_exposed) + " exposed (" +
                                  pct(double(w.communication - w.comm_exposed), double(w.communication)) + " hidden behind compute)");
       row("Bound by", bound_reason(w));
     } else if (sel.kind == ItemRef::Event) {
@@ -186,7 +186,7 @@ void draw_details(Viewer& v) {
           }
           if (ImGui::IsItemHovered()) ImGui::SetTooltip("%.*s", int(std::min<size_t>(kn.size(), 400)), kn.data());
           ImGui::TableNextColumn();
-          ImGui::TextUnformatted(render::format_duration(double(m.ev.dur[k])).c_str());
+          ImGui::TextUnformatted(format_duration(m.ev.dur[k]).c_str());
           ImGui::TableNextColumn();
           ImGui::TextUnformatted(pct(double(m.ev.dur[k]), double(w.gpu_time)).c_str());
           if (!with_start) continue;

@@ -47,7 +47,7 @@ void draw_flows(Viewer& v, EventId e) {
     const std::string label = render::elide_middle(std::string(f.preceding ? "\xE2\x86\x90 " : "\xE2\x86\x92 ") +
                                                        render::flow_kind_name(f.kind) + "  " + std::string(render::short_name(name).substr(0, 200)),
                                                    ImGui::GetContentRegionAvail().x, v.metrics);
-    const std::string when = render::format_duration(double(m.ev.dur[f.other])) + " at " + fmt_time(v, double(m.ev.start[f.other]));
+    const std::string when = format_duration(m.ev.dur[f.other]) + " at " + fmt_time(v, double(m.ev.start[f.other]));
     // One line when it fits, else the time under the name.
     const ImGuiStyle& st = ImGui::GetStyle();
     const bool one_line = ImGui::CalcTextSize(label.c_str()).x + st.ItemSpacing.x + ImGui::CalcTextSize(when.c_str()).x <=

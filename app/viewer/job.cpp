@@ -299,13 +299,13 @@ float draw_job_overview(Viewer& v, float x, float y, float w, float max_h) {
       ImGui::Text("%s #%u of group %s, step %" PRId64, inst.kind.c_str(), inst.index, inst.group.c_str(), inst.step);
       for (const auto& mb : inst.members)
         ImGui::Text("rank %" PRId64 ": arrived %s, waited %s", job.data[mb.rank].rank,
-                    fmt_time(v, double(mb.arrival)).c_str(), render::format_duration(double(mb.wait)).c_str());
+                    fmt_time(v, double(mb.arrival)).c_str(), format_duration(mb.wait).c_str());
       ImGui::TextDisabled("click: show it on every rank");
     } else if (hover_step != INT64_MIN) {
       const JobAnalysis::StepWait* sw = an.step_wait(uint32_t(hover_rank), hover_step);
       ImGui::Text("rank %" PRId64 ", step %" PRId64, r.rank, hover_step);
-      if (sw) ImGui::Text("waited %s for others; made them wait %s", render::format_duration(double(sw->waited)).c_str(),
-                          render::format_duration(double(sw->caused)).c_str());
+      if (sw) ImGui::Text("waited %s for others; made them wait %s", format_duration(sw->waited).c_str(),
+                          format_duration(sw->caused).c_str());
       ImGui::TextDisabled("click: show this rank's tracks");
     } else {
       ImGui::Text("rank %" PRId64 " (%s)", r.rank, r.file.c_str());
@@ -345,7 +345,7 @@ void draw_job_tab(Viewer& v) {
     const JobAnalysis::Straggler& st = an.stragglers[k];
     char line[512];
     std::snprintf(line, sizeof line, "rank %" PRId64 ", step %" PRId64 ": the others waited %s; its time went to %s%s%s%s%s##st%zu",
-                  st.rank, st.step, render::format_duration(double(st.delay)).c_str(), st.cause.c_str(),
+                  st.rank, st.step, format_duration(st.delay).c_str(), st.cause.c_str(),
                   st.phase.empty() ? "" : " in ", st.phase.c_str(), st.layer.empty() ? "" : ", layer ", st.layer.c_str(), k);
     if (ImGui::Selectable(line)) {
       jv.instance = int(st.instance);
@@ -371,12 +371,12 @@ void draw_job_tab(Viewer& v) {
       std::snprintf(name, sizeof name, "%" PRId64 "##rank%zu", r.rank, i);
       if (ImGui::Selectable(name, job.data_rank[i] == jv.shown, ImGuiSelectableFlags_SpanAllColumns)) show_rank(v, job.data_rank[i]);
       ImGui::TableNextColumn();
-      ImGui::TextUnformatted(render::format_duration(double(r.iter_median)).c_str());
+      ImGui::TextUnformatted(format_duration(r.iter_median).c_str());
       ImGui::TableNextColumn();
       ImGui::Text("%.1f%%", 100 * r.utilization);
       for (Ns t : {r.compute, r.communication, r.overlap, an.clock_offset[i]}) {
         ImGui::TableNextColumn();
-        ImGui::TextUnformatted(render::format_duration(double(t)).c_str());
+        ImGui::TextUnformatted(format_duration(t).c_str());
       }
     }
     ImGui::EndTable();
@@ -384,12 +384,12 @@ void draw_job_tab(Viewer& v) {
   ImGui::Spacing();
   heading("Communication per rank");
   for (const JobAnalysis::Comm& c : an.comm_kinds)
-    ImGui::Text("%s x%llu: %s, exposed %s", c.name.c_str(), (unsigned long long)c.count, render::format_duration(double(c.time)).c_str(),
-                render::format_duration(double(c.exposed)).c_str());
+    ImGui::Text("%s x%llu: %s, exposed %s", c.name.c_str(), (unsigned long long)c.count, format_duration(c.time).c_str(),
+                format_duration(c.exposed).c_str());
   for (size_t k = 0; k < an.comm_layers.size() && k < 8; ++k) {
     const JobAnalysis::Comm& c = an.comm_layers[k];
-    ImGui::BulletText("%s: %s, exposed %s", c.name.c_str(), render::format_duration(double(c.time)).c_str(),
-                      render::format_duration(double(c.exposed)).c_str());
+    ImGui::BulletText("%s: %s, exposed %s", c.name.c_str(), format_duration(c.time).c_str(),
+                      format_duration(c.exposed).c_str());
   }
   for (const std::string& n : an.notes) ImGui::TextDisabled("%s", n.c_str());
 }
@@ -430,7 +430,7 @@ void draw_ranks_tab(Viewer& v) {
       if (x.step == jv.compare_step) it = &x;
     const JobAnalysis::StepWait* sw = job.analysis.step_wait(uint32_t(i), jv.compare_step);
     char label[96];
-    std::snprintf(label, sizeof label, "rank %" PRId64 "  %s", r.rank, it ? render::format_duration(double(it->end - it->begin)).c_str() : "-");
+    std::snprintf(label, sizeof label, "rank %" PRId64 "  %s", r.rank, it ? format_duration(it->end - it->begin).c_str() : "-");
     dl->AddText(ImVec2(origin.x, y0 + 2 * s), sw && sw->caused > 0 ? IM_COL32(240, 120, 100, 255) : IM_COL32(200, 200, 205, 255), label);
     if (!it) continue;
     for (const RankData::PhaseSpan& p : r.phases) {

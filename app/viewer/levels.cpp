@@ -159,11 +159,11 @@ void draw_levels(Viewer& v) {
       std::string name = b.kind == SiblingBlock::Group      ? std::to_string(b.merged) + " small items"
                          : b.kind == SiblingBlock::SameName ? std::string(tl.name_of(b.ref).substr(0, 200)) + " \u00d7" + std::to_string(b.merged)
                                                             : std::string(tl.name_of(b.ref).substr(0, 200));
-      std::string sub = render::format_duration(double(b.end - b.start)) + "  " + std::to_string(int(share + 0.5)) + "%";
+      std::string sub = format_duration(b.end - b.start) + "  " + std::to_string(int(share + 0.5)) + "%";
       if (share < 1 && share > 0) {
         char buf[16];
         std::snprintf(buf, sizeof buf, "%.1f%%", share);
-        sub = render::format_duration(double(b.end - b.start)) + "  " + buf;
+        sub = format_duration(b.end - b.start) + "  " + buf;
       }
       render::Rgba tc = render::text_on(c);
       auto put = [&](const std::string& t, float ty, render::Rgba colour) {
@@ -180,7 +180,7 @@ void draw_levels(Viewer& v) {
       if (hovered) {
         ImGui::BeginTooltip();
         ImGui::Text("%s", name.c_str());
-        ImGui::Text("%s, %.1f%% of %.*s", render::format_duration(double(b.end - b.start)).c_str(), share, int(parent_name.size()),
+        ImGui::Text("%s, %.1f%% of %.*s", format_duration(b.end - b.start).c_str(), share, int(parent_name.size()),
                     parent_name.data());
         if (b.kind == SiblingBlock::Group)
           ImGui::TextDisabled("merged: each under %.0f%% of the parent (click to zoom the timeline)",

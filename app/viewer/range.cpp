@@ -73,7 +73,7 @@ void draw_range_overlay(Viewer& v, float area_x, float area_w, float ruler_y, fl
     dl->AddRectFilled(ImVec2(a, rows_y), ImVec2(b, bottom), IM_COL32(120, 170, 255, 40));
     dl->AddLine(ImVec2(a, ruler_y), ImVec2(a, bottom), IM_COL32(120, 170, 255, 200), 1.5f * s);
     dl->AddLine(ImVec2(b, ruler_y), ImVec2(b, bottom), IM_COL32(120, 170, 255, 200), 1.5f * s);
-    const std::string d = render::format_duration(r.t1 - r.t0);
+    const std::string d = format_duration(r.t1 - r.t0);
     const ImVec2 ts = ImGui::CalcTextSize(d.c_str());
     const float mx = std::clamp((a + b - ts.x) * 0.5f, area_x + 2 * s, area_x + area_w - ts.x - 2 * s);
     dl->AddRectFilled(ImVec2(mx - 3 * s, rows_y + 2 * s), ImVec2(mx + ts.x + 3 * s, rows_y + 4 * s + ts.y), IM_COL32(30, 50, 90, 235));
@@ -85,7 +85,7 @@ void draw_range_overlay(Viewer& v, float area_x, float area_w, float ruler_y, fl
     dl->AddTriangleFilled(ImVec2(x, ruler_y), ImVec2(x + 8 * s, ruler_y + 4 * s), ImVec2(x, ruler_y + 8 * s), IM_COL32(255, 200, 60, 255));
     if (i == 0) continue;
     const float px = area_x + view.x_of(r.flags[i - 1]);
-    const std::string d = "\xCE\x94 " + render::format_duration(r.flags[i] - r.flags[i - 1]);  // Δ
+    const std::string d = "\xCE\x94 " + format_duration(r.flags[i] - r.flags[i - 1]);  // Δ
     const ImVec2 ts = ImGui::CalcTextSize(d.c_str());
     if (x - px > ts.x + 8 * s)
       dl->AddText(ImVec2((px + x - ts.x) * 0.5f, ruler_y + (rows_y - ruler_y - ts.y) * 0.5f), IM_COL32(255, 215, 120, 255), d.c_str());
@@ -97,7 +97,7 @@ void draw_range_details(Viewer& v) {
   const RangeState& r = v.timeline.range;
   const RangeFigures& f = r.figures;
   ImGui::PushFont(v.font_bold);
-  ImGui::Text("Range of %s", render::format_duration(r.t1 - r.t0).c_str());
+  ImGui::Text("Range of %s", format_duration(r.t1 - r.t0).c_str());
   ImGui::PopFont();
   ImGui::TextDisabled("%s to %s", fmt_time(v, r.t0).c_str(), fmt_time(v, r.t1).c_str());
   if (ImGui::SmallButton("Zoom to it")) animate_to(v, r.t0, r.t1);
@@ -107,7 +107,7 @@ void draw_range_details(Viewer& v) {
     return;
   }
   for (const DeviceUtil& u : f.utilization)
-    ImGui::Text("GPU %d busy %s (%.1f%%)", u.device, render::format_duration(double(u.busy)).c_str(),
+    ImGui::Text("GPU %d busy %s (%.1f%%)", u.device, format_duration(u.busy).c_str(),
                 u.elapsed ? 100.0 * double(u.busy) / double(u.elapsed) : 0.0);
   auto list = [&](const char* title, const std::vector<NameStat>& items) {
     if (items.empty() || !ImGui::CollapsingHeader(title, ImGuiTreeNodeFlags_DefaultOpen)) return;
@@ -126,7 +126,7 @@ void draw_range_details(Viewer& v) {
         focus_on(v, render::ItemRef::event(items[i].longest));
       if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s\nclick: the longest one", items[i].name.c_str());
       ImGui::TableNextColumn();
-      ImGui::TextUnformatted(render::format_duration(double(items[i].total)).c_str());
+      ImGui::TextUnformatted(format_duration(items[i].total).c_str());
       ImGui::TableNextColumn();
       ImGui::Text("%llu", (unsigned long long)items[i].count);
     }

@@ -243,7 +243,7 @@ void draw_search_list(Viewer& v) {
         ImGui::TableNextColumn();
         ImGui::Text("%u", n.count);
         ImGui::TableNextColumn();
-        ImGui::TextUnformatted(render::format_duration(double(n.total)).c_str());
+        ImGui::TextUnformatted(format_duration(n.total).c_str());
       }
     }
     ImGui::EndTable();

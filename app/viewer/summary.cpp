@@ -59,7 +59,7 @@ void draw_summary(Viewer& v) {
   // Utilisation per GPU over the iterations' window, and why the GPUs sat idle.
   heading("GPU utilisation");
   ImGui::TextDisabled("over %s (%s)", an.iterations.empty() ? "the trace" : "the iterations",
-                      render::format_duration(double(window)).c_str());
+                      format_duration(window).c_str());
   bool any_device = false;
   for (const DeviceUtil& d : r.utilization) {
     if (d.stream >= 0) continue;
@@ -87,23 +87,23 @@ void draw_summary(Viewer& v) {
       x += w;
     }
     ImGui::Dummy(ImVec2(cw, h));
-    ImGui::Text("GPU idle %s in %llu gaps:", render::format_duration(double(r.idle.total)).c_str(), (unsigned long long)r.idle.count);
+    ImGui::Text("GPU idle %s in %llu gaps:", format_duration(r.idle.total).c_str(), (unsigned long long)r.idle.count);
     for (const Part& pt : parts) {
       ImGui::ColorButton(pt.what, ImGui::ColorConvertU32ToFloat4(ImU32(pt.c)), ImGuiColorEditFlags_NoTooltip, ImVec2(8 * s, 8 * s));
       ImGui::SameLine();
-      ImGui::Text("%s %s (%.0f%%)", pt.what, render::format_duration(double(pt.ns)).c_str(),
+      ImGui::Text("%s %s (%.0f%%)", pt.what, format_duration(pt.ns).c_str(),
                   100.0 * double(pt.ns) / double(r.idle.total));
     }
   }
   if (r.kernel_total > 0) {
     ImGui::Spacing();
     heading("GPU work");
-    ImGui::Text("compute %s, communication %s", render::format_duration(double(r.compute)).c_str(),
-                render::format_duration(double(r.communication)).c_str());
+    ImGui::Text("compute %s, communication %s", format_duration(r.compute).c_str(),
+                format_duration(r.communication).c_str());
     if (r.communication > 0)
-      ImGui::Text("communication overlapped with compute: %s (%.0f%%)", render::format_duration(double(r.compute_comm_overlap)).c_str(),
+      ImGui::Text("communication overlapped with compute: %s (%.0f%%)", format_duration(r.compute_comm_overlap).c_str(),
                   100.0 * double(r.compute_comm_overlap) / double(r.communication));
-    ImGui::Text("memory ops %s; tensor-core kernels %.1f%% of kernel time", render::format_duration(double(r.memory_ops)).c_str(),
+    ImGui::Text("memory ops %s; tensor-core kernels %.1f%% of kernel time", format_duration(r.memory_ops).c_str(),
                 100.0 * double(r.tensor_core) / double(r.kernel_total));
   }
   ImGui::Spacing();
@@ -127,7 +127,7 @@ void draw_summary(Viewer& v) {
       ImGui::PopID();
     }
   }
-  ImGui::Text("Trace span %s, %zu events", render::format_duration(double(v.trace->model->time_end - v.trace->model->time_begin)).c_str(),
+  ImGui::Text("Trace span %s, %zu events", format_duration(v.trace->model->time_end - v.trace->model->time_begin).c_str(),
               v.trace->model->ev.size());
 
   // Iterations: bars of duration, GPU-busy part filled.
@@ -142,7 +142,7 @@ void draw_summary(Viewer& v) {
     ImGui::TextDisabled("No iterations found.");
   } else {
     ImGui::Text("%zu iteration%s (from %s), median %s", an.iterations.size(), an.iterations.size() == 1 ? "" : "s",
-                iteration_source_name(an.iteration_source), render::format_duration(double(r.iter_median)).c_str());
+                iteration_source_name(an.iteration_source), format_duration(r.iter_median).c_str());
     Ns maxd = 1;
     for (const Iteration& it : an.iterations) maxd = std::max(maxd, it.end - it.begin);
     float h = 90 * s;
@@ -166,8 +166,8 @@ void draw_summary(Viewer& v) {
     if (hovered >= 0 && ImGui::IsItemHovered()) {
       const Iteration& it = an.iterations[size_t(hovered)];
       const Ns dur = it.end - it.begin, busy = size_t(hovered) < r.iteration_gpu_busy.size() ? r.iteration_gpu_busy[size_t(hovered)] : 0;
-      ImGui::SetTooltip("%s: %s, GPU busy %s (%.0f%%)%s", it.name.c_str(), render::format_duration(double(dur)).c_str(),
-                        render::format_duration(double(busy)).c_str(), 100.0 * double(busy) / double(std::max<Ns>(dur, 1)),
+      ImGui::SetTooltip("%s: %s, GPU busy %s (%.0f%%)%s", it.name.c_str(), format_duration(dur).c_str(),
+                        format_duration(busy).c_str(), 100.0 * double(busy) / double(std::max<Ns>(dur, 1)),
                         it.partial ? "\npartial: cut by the trace's edge" : "");
       if (ImGui::IsItemClicked() && iter_tier) {
         uint32_t span = iter_tier->span_at(0, it.begin);
@@ -195,7 +195,7 @@ void draw_summary(Viewer& v) {
       const NameStat& k = list[i];
       std::string label = std::string(shown[i].substr(0, 120)) + "##" + title + std::to_string(i);
       char val[64];
-      std::snprintf(val, sizeof val, "%s  %.0f%%  x%llu", render::format_duration(double(k.total)).c_str(),
+      std::snprintf(val, sizeof val, "%s  %.0f%%  x%llu", format_duration(k.total).c_str(),
                     denom > 0 ? 100.0 * double(k.total) / double(denom) : 0.0, (unsigned long long)k.count);
       if (bar(v, label, val, double(k.total) / double(top), render::darken(render::base_colour(hue), 0.25f), cw) && k.longest != kNoEvent)
         focus_on(v, render::ItemRef::event(k.longest));

@@ -16,7 +16,7 @@ using render::ItemRef;
 
 std::string fmt_time(const Viewer& v, double ns) {
   double origin = time_origin(v);
-  return render::format_duration(ns - origin);
+  return format_duration(ns - origin);
 }
 
 void update_metrics(Viewer& v) {
@@ -139,7 +139,7 @@ void draw_tooltip(Viewer& v, ItemRef r, uint32_t fold) {
     std::string_view n = tl.name_of(r);
     ImGui::TextUnformatted(n.data(), n.data() + std::min<size_t>(n.size(), 400));
     ImGui::Separator();
-    ImGui::Text("Duration  %s", render::format_duration(double(tl.end_of(r) - tl.start_of(r))).c_str());
+    ImGui::Text("Duration  %s", format_duration(tl.end_of(r) - tl.start_of(r)).c_str());
     ImGui::Text("Start     %s", fmt_time(v, double(tl.start_of(r))).c_str());
     if (r.kind == ItemRef::Event) {
       ImGui::Text("Category  %s", m.category_names[m.ev.cat[r.index]].c_str());
@@ -329,7 +329,7 @@ void draw_timeline(Viewer& v, float x, float y, float w, float h) {
   }
   dl->PopClipRect();
   {
-    std::string span = ruler.base_label.empty() ? "view " + render::format_duration(v.timeline.view.span()) : ruler.base_label + " +";
+    std::string span = ruler.base_label.empty() ? "view " + format_duration(v.timeline.view.span()) : ruler.base_label + " +";
     dl->AddText(ImVec2(x + 6 * s, y + 5 * s), IM_COL32(150, 152, 160, 255), span.c_str());
   }
 

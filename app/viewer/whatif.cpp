@@ -1,12 +1,14 @@
 // The What-if tab: core's replay (core/whatif) of the open trace's dependency graph under
 // scenarios a person picks: each scenario's predicted iteration and speed-up, and for the one
 // chosen, an iteration's timeline as measured above the same iteration as predicted, on one
-// time scale, each with its critical path drawn bright. The graph is built and replayed on a
-// worker thread; the tab shows progress meanwhile.
+// time scale, each with its critical path drawn bright (laid out by render/whatif_layout; this
+// file asks and shows). The graph is built and replayed on a worker thread; the tab shows
+// progress meanwhile.
 #include "app/viewer/viewer.h"
 
 #include "core/json_writer.h"
 #include "core/whatif/whatif.h"
+#include "render/whatif_layout.h"
 
 #include <imgui.h>
 
@@ -25,6 +27,7 @@ struct WhatIfView {
   // and per vertex whether it is on the measured or the predicted critical path.
   std::vector<Ns> measured_end;
   std::vector<uint8_t> critical_measured, critical_predicted;
+  render::WhatIfLayout layout;  // the last frame's picture (its buffers kept)
   std::string error;
   // The UI's.
   int chosen = 0;
@@ -71,61 +74,6 @@ void start_replay(Prepared& p, bool report) {
   });
 }
 
-ImU32 kind_colour(whatif::VertexKind k, bool bright) {
-  using K = whatif::VertexKind;
-  render::Rgba c = k == K::GpuOp      ? render::base_colour(render::Hue::Kernel)
-                   : k == K::Launch   ? render::rgba(86, 140, 200)
-                   : k == K::HostWait ? render::rgba(230, 159, 0)
-                   : k == K::Call     ? render::rgba(120, 130, 150)
-                                      : render::rgba(90, 92, 100);
-  return ImU32(bright ? c : render::with_alpha(render::darken(c, 0.45f), 255));
-}
-
-// One iteration's lanes: vertices between t0 and t1 (their own clock), shifted to x0.
-void draw_iteration(Viewer& v, const whatif::Graph& g, const std::vector<Ns>& start, const std::vector<Ns>& end, Ns t0, Ns t1,
-                    const std::vector<uint8_t>& critical, ImVec2 origin, float width, float px_per_ns, const char* title,
-                    whatif::Vertex& hovered) {
-  const float s = v.scale, row = ImGui::GetTextLineHeight() + 2 * s, label_w = 150 * s;
-  ImDrawList* dl = ImGui::GetWindowDrawList();
-  dl->AddText(origin, IM_COL32(235, 235, 240, 255), title);
-  float y = origin.y + row;
-  const ImVec2 mouse = ImGui::GetIO().MousePos;
-  for (uint32_t li = 0; li < g.lanes.size(); ++li) {
-    const whatif::Lane& lane = g.lanes[li];
-    if (lane.part != 0) continue;
-    const std::string name = lane.gpu ? strprintf("GPU %d stream %lld", lane.device, (long long)lane.id)
-                                      : strprintf("thread %lld", (long long)shown_thread_id(lane.id));
-    dl->AddText(ImVec2(origin.x, y), IM_COL32(170, 172, 180, 255), name.c_str());
-    dl->AddRectFilled(ImVec2(origin.x + label_w, y), ImVec2(origin.x + label_w + width, y + row - 2 * s), IM_COL32(34, 35, 39, 255));
-    float run_x0 = -1, run_x1 = -1;
-    ImU32 run_c = 0;
-    auto flush = [&] {
-      if (run_x1 > run_x0) dl->AddRectFilled(ImVec2(run_x0, y), ImVec2(run_x1, y + row - 2 * s), run_c);
-    };
-    // A lane's vertices run one after another (program or stream order): the iteration's are
-    // a contiguous run, found by binary search.
-    auto first = std::partition_point(lane.vertices.begin(), lane.vertices.end(), [&](whatif::Vertex x) { return end[x] <= t0; });
-    for (auto it = first; it != lane.vertices.end() && start[*it] < t1; ++it) {
-      const whatif::Vertex vx = *it;
-      if (end[vx] <= t0) continue;
-      const bool idle = g.kind[vx] == whatif::VertexKind::CpuWork && g.event[vx] == kNoEvent && g.node[vx] == kNoNode;
-      if (idle && !critical[vx]) continue;
-      const float x0 = origin.x + label_w + float(double(std::max(start[vx], t0) - t0) * px_per_ns);
-      const float x1 = std::max(x0 + 1.0f, origin.x + label_w + float(double(std::min(end[vx], t1) - t0) * px_per_ns));
-      const ImU32 c = kind_colour(g.kind[vx], critical[vx]);
-      if (c == run_c && x0 <= run_x1 + 0.5f) {  // runs under a pixel apart: one rect
-        run_x1 = std::max(run_x1, x1);
-      } else {
-        flush();
-        run_x0 = x0, run_x1 = x1, run_c = c;
-      }
-      if (mouse.y >= y && mouse.y < y + row && mouse.x >= x0 && mouse.x < x1) hovered = vx;
-    }
-    flush();
-    y += row;
-  }
-}
-
 // The tab's state for the open trace, made (and its first replay started) on first use.
 WhatIfView& ensure_whatif(Prepared& p) {
   if (!p.whatif) {
@@ -164,7 +112,7 @@ void draw_whatif_tab(Viewer& v) {
   const whatif::Graph& g = *w.graph;
   const whatif::Report& r = w.report;
   ImGui::Text("Measured median iteration %s; the graph replayed unchanged gives %s (%+.2f%%).",
-              render::format_duration(double(r.measured)).c_str(), render::format_duration(double(r.predicted)).c_str(),
+              format_duration(r.measured).c_str(), format_duration(r.predicted).c_str(),
               r.measured ? 100.0 * double(r.predicted - r.measured) / double(r.measured) : 0.0);
   ImGui::SameLine();
   ImGui::TextDisabled("(%zu vertices; %llu inferred waits)", g.size(), (unsigned long long)g.stats.inferred_waits);
@@ -181,7 +129,7 @@ void draw_whatif_tab(Viewer& v) {
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", whatif::describe(sc.scenario).c_str());
     ImGui::SameLine(200 * s);
     const double saving = r.predicted > 0 ? 1.0 - double(sc.predicted) / double(r.predicted) : 0;
-    ImGui::Text("%10s  %.2fx", render::format_duration(double(sc.predicted)).c_str(), sc.speedup);
+    ImGui::Text("%s  %.2fx", right_column(format_duration(sc.predicted), 10).c_str(), sc.speedup);
     ImGui::SameLine();
     const ImVec2 q = ImGui::GetCursorScreenPos();
     const float bw = 80 * s, h = ImGui::GetTextLineHeight();
@@ -217,43 +165,36 @@ void draw_whatif_tab(Viewer& v) {
     return;
   }
 
-  // The chosen scenario: one iteration, measured above predicted, one scale.
+  // The chosen scenario: one iteration, measured above predicted, one scale (render/whatif_layout).
   ImGui::SameLine();
   ImGui::BeginChild("whatif_timeline", ImVec2(0, 0), false);
-  const whatif::Part& part = g.parts.front();
-  const std::vector<Iteration>& its = p.annotation->iterations;
-  // The first complete iteration (its start and end are boundaries 2·it and 2·it + 1).
-  size_t it = 0;
-  while (it + 1 < part.partial.size() && part.partial[it]) ++it;
-  auto boundary_time = [&](const std::vector<Ns>& start, size_t i) {
-    const whatif::Boundary& b = part.boundaries[std::min(i, part.boundaries.size() - 1)];
-    return b.vertex == whatif::kNoVertex ? Ns(0) : start[b.vertex] + b.offset;
-  };
-  const Ns m0 = boundary_time(g.start, 2 * it), m1 = boundary_time(g.start, 2 * it + 1);
-  const Ns p0 = boundary_time(w.replayed.start, 2 * it), p1 = boundary_time(w.replayed.start, 2 * it + 1);
-  const float width = std::max(100 * s, ImGui::GetContentRegionAvail().x - 160 * s);
-  const double span = double(std::max<Ns>({m1 - m0, p1 - p0, 1}));
-  const float px = float(double(width) / span);
-  const std::string name = w.chosen >= 0 && size_t(w.chosen) < r.scenarios.size() ? r.scenarios[size_t(w.chosen)].scenario.name : "unchanged";
-  whatif::Vertex hovered = whatif::kNoVertex;
-  ImVec2 o = ImGui::GetCursorScreenPos();
-  const std::string it_name = it < its.size() ? its[it].name : "the trace";
-  draw_iteration(v, g, g.start, w.measured_end, m0, m1, w.critical_measured, o, width, px,
-                 strprintf("%s as measured: %s (bright: its critical path)", it_name.c_str(), render::format_duration(double(m1 - m0)).c_str()).c_str(),
-                 hovered);
-  size_t lanes = 0;
-  for (const whatif::Lane& l : g.lanes) lanes += l.part == 0;
-  const float block_h = float(lanes + 1) * (ImGui::GetTextLineHeight() + 2 * s) + 6 * s;
-  o.y += block_h;
-  draw_iteration(v, g, w.replayed.start, w.replayed.end, p0, p1, w.critical_predicted, o, width, px,
-                 strprintf("predicted with %s: %s", name.c_str(), render::format_duration(double(p1 - p0)).c_str()).c_str(), hovered);
-  ImGui::Dummy(ImVec2(width + 150 * s, 2 * block_h));
+  render::WhatIfInput in;
+  in.graph = &g;
+  in.measured = {&g.start, &w.measured_end, &w.critical_measured};
+  in.predicted = {&w.replayed.start, &w.replayed.end, &w.critical_predicted};
+  in.iterations = &p.annotation->iterations;
+  in.scenario = w.chosen >= 0 && size_t(w.chosen) < r.scenarios.size() ? r.scenarios[size_t(w.chosen)].scenario.name : "unchanged";
+  render::WhatIfStyle style;
+  style.row_h = ImGui::GetTextLineHeight() + 2 * s;
+  style.bar_gap = 2 * s;
+  style.label_w = 150 * s;
+  style.block_gap = 6 * s;
+  style.width = std::max(100 * s, ImGui::GetContentRegionAvail().x - 160 * s);
+  render::WhatIfLayout& lay = w.layout;
+  render::layout_whatif(in, style, lay);
+  const ImVec2 o = ImGui::GetCursorScreenPos();
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  for (const render::WhatIfText& t : lay.texts) dl->AddText(ImVec2(o.x + t.x, o.y + t.y), ImU32(t.colour), t.text.c_str());
+  for (const render::DrawRect& rc : lay.rects) dl->AddRectFilled(ImVec2(o.x + rc.x0, o.y + rc.y0), ImVec2(o.x + rc.x1, o.y + rc.y1), ImU32(rc.fill));
+  ImGui::Dummy(ImVec2(lay.width, lay.height));
+  const ImVec2 mouse = ImGui::GetIO().MousePos;
+  const whatif::Vertex hovered = lay.hit(mouse.x - o.x, mouse.y - o.y);
   if (hovered != whatif::kNoVertex) {
     const EventId e = g.event[hovered];
     ImGui::SetTooltip("%s%s\nmeasured %s, predicted %s%s", whatif::vertex_kind_name(g.kind[hovered]),
                       e == kNoEvent ? "" : (": " + std::string(p.model->name_of(e).substr(0, 120))).c_str(),
-                      render::format_duration(double(g.dur[hovered])).c_str(),
-                      render::format_duration(double(w.replayed.end[hovered] - w.replayed.start[hovered])).c_str(),
+                      format_duration(g.dur[hovered]).c_str(),
+                      format_duration(w.replayed.end[hovered] - w.replayed.start[hovered]).c_str(),
                       w.critical_predicted[hovered] ? "\non the predicted critical path" : "");
     if (e != kNoEvent && ImGui::IsMouseClicked(ImGuiMouseButton_Left)) focus_on(v, render::ItemRef::event(e));
   }

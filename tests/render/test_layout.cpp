@@ -1,5 +1,6 @@
 // The GUI-free layout: view math, ruler, level of detail (visible range, folding), labels,
 // hit testing, colours.
+#include "core/text_format.h"
 #include "render/labels.h"
 #include "render/level_layout.h"
 #include "render/palette.h"
@@ -101,15 +102,49 @@ TEST_CASE("ruler: 1-2-5 steps, labels spaced, adaptive units") {
         CHECK(u == unit);
       }
   }
-  CHECK(format_duration(830) == "830 ns");
-  CHECK(format_duration(1.25e6) == "1.25 ms");
-  CHECK(format_duration(2.004e9) == "2.00 s");
   // Deep in a long trace labels become offsets from a base.
   TimeView deep = view(45e9, 45e9 + 5000, 1000);
   Ruler r = make_ruler(deep, 0, 90);
   CHECK_FALSE(r.base_label.empty());
   for (const Tick& t : r.ticks)
     if (t.major) CHECK(t.label.size() < 12);
+}
+
+TEST_CASE("durations: one formatter for the CLI and the viewer, four significant digits, µs") {
+  using strata::format_duration;
+  using strata::Ns;
+  CHECK(format_duration(Ns(0)) == "0 ns");
+  CHECK(format_duration(Ns(17)) == "17 ns");
+  CHECK(format_duration(Ns(830)) == "830 ns");
+  CHECK(format_duration(Ns(830'100)) == "830.1 \xC2\xB5s");
+  CHECK(format_duration(Ns(1'500)) == "1.500 \xC2\xB5s");
+  CHECK(format_duration(Ns(1'250'000)) == "1.250 ms");
+  CHECK(format_duration(Ns(12'345'678)) == "12.35 ms");
+  CHECK(format_duration(Ns(76'846'000)) == "76.85 ms");
+  CHECK(format_duration(Ns(2'004'000'000)) == "2.004 s");
+  CHECK(format_duration(Ns(3'600'000'000'000)) == "3600 s");
+  CHECK(format_duration(Ns(-1'500)) == "-1.500 \xC2\xB5s");
+  // Rounding that carries keeps four digits, into the next unit if need be.
+  CHECK(format_duration(Ns(999'960)) == "1.000 ms");
+  CHECK(format_duration(Ns(9'999'600)) == "10.00 ms");
+  CHECK(format_duration(Ns(999)) == "999 ns");
+  // Fractions of a nanosecond (a view's span at the deepest zoom), and the same text for a
+  // double as for the integer it holds.
+  CHECK(format_duration(0.25) == "0.25 ns");
+  CHECK(format_duration(1.25e6) == format_duration(Ns(1'250'000)));
+  // Right-aligned in columns, "µs" counting one.
+  CHECK(strata::right_column("1.500 \xC2\xB5s", 10) == "  1.500 \xC2\xB5s");
+  CHECK(strata::right_column("12.35 ms", 4) == "12.35 ms");
+  // The CLI's text tables (printf widths) count columns too.
+  using strata::strprintf;
+  CHECK(strprintf("[%10s]", "830.1 \xC2\xB5s") == "[  830.1 \xC2\xB5s]");
+  CHECK(strprintf("[%10s]", "12.35 ms") == "[  12.35 ms]");
+  CHECK(strprintf("[%-4s|%3d|%s]", "\xC2\xB5s", 42, "x") == "[\xC2\xB5s  | 42|x]");
+  CHECK(strprintf("%lld %zu %.2f %c [%6s] %5.1f%% [%-3s]", 1LL, size_t(2), 3.0, 'c', "\xE2\x80\xA6" "ab", 4.25, "\xC2\xB5") ==
+        "1 2 3.00 c [   \xE2\x80\xA6" "ab]   4.2% [\xC2\xB5  ]");
+  CHECK(strprintf("[%.*s|%4s]", 3, "abcdef", "\xC2\xB5") == "[abc|   \xC2\xB5]");
+  CHECK(strprintf("[%*s]", 4, "ab") == "[  ab]");  // '*' widths stay as printf has them
+  CHECK(strprintf("100%% [%3s]", "\xC2\xB5") == "100% [  \xC2\xB5]");
 }
 
 TEST_CASE("level layout: visible range by binary search") {
