@@ -2,7 +2,8 @@
 // Open or a double-click enters a directory or opens a file, arrows move the pick; a typed path
 // counts from the directory shown), recent files kept in ~/.config/strata/recent. The same
 // browser serves File ▸ Load model structure (a print(model) text for the open trace); the
-// structure chosen per trace is kept in ~/.config/strata/models ("TRACE<tab>MODEL" lines).
+// structure chosen per trace is kept in ~/.config/strata/models ("TRACE<tab>MODEL" lines), and
+// File ▸ Compare… (a second trace, compared with the open one).
 #include "app/viewer/viewer.h"
 
 #include "render/elide.h"
@@ -46,7 +47,7 @@ void save_models(const Viewer& v) {
 }
 
 void list_dir(FileBrowser& b) {
-  const bool traces = b.purpose == FileBrowser::Purpose::Trace;
+  const bool traces = b.purpose != FileBrowser::Purpose::Model;
   b.entries.clear();
   b.error.clear();
   b.picked = -1;
@@ -131,7 +132,12 @@ void add_recent(Viewer& v, const std::string& path) {
 namespace {
 
 const char* browser_title(const FileBrowser& b) {
-  return b.purpose == FileBrowser::Purpose::Model ? "Load model structure" : "Open trace";
+  switch (b.purpose) {
+    case FileBrowser::Purpose::Model: return "Load model structure";
+    case FileBrowser::Purpose::Compare: return "Compare with another run";
+    case FileBrowser::Purpose::Trace: break;
+  }
+  return "Open trace";
 }
 
 }  // namespace
@@ -169,9 +175,25 @@ void open_model_browser(Viewer& v) {
   ImGui::OpenPopup(browser_title(b));
 }
 
+void open_compare_browser(Viewer& v) {
+  if (!v.trace) return;
+  FileBrowser& b = v.browser;
+  std::error_code ec;
+  if (b.purpose != FileBrowser::Purpose::Compare) {  // B is usually beside A: start in A's directory
+    b.purpose = FileBrowser::Purpose::Compare;
+    b.dir = fs::absolute(v.trace->model->path, ec).parent_path().string();
+    b.path_buf[0] = 0;
+  }
+  if (b.dir.empty()) b.dir = fs::current_path(ec).string();
+  if (b.dir.empty()) b.dir = "/";
+  b.open = true;
+  list_dir(b);
+  ImGui::OpenPopup(browser_title(b));
+}
+
 void draw_file_browser(Viewer& v) {
   FileBrowser& b = v.browser;
-  const bool model = b.purpose == FileBrowser::Purpose::Model;
+  const bool model = b.purpose == FileBrowser::Purpose::Model, compare = b.purpose == FileBrowser::Purpose::Compare;
   const char* title = browser_title(b);
   if (b.open) {
     ImGui::OpenPopup(title);
@@ -180,7 +202,7 @@ void draw_file_browser(Viewer& v) {
   place_dialog(720 * v.scale, 480 * v.scale, 0, 0, true);
   if (!ImGui::BeginPopupModal(title, nullptr, ImGuiWindowFlags_NoSavedSettings)) return;
   note_dialog(v, title);
-  if (model && !v.trace) {  // the trace went away meanwhile
+  if ((model || compare) && !v.trace) {  // the trace went away meanwhile
     ImGui::CloseCurrentPopup();
     ImGui::EndPopup();
     return;
@@ -188,6 +210,7 @@ void draw_file_browser(Viewer& v) {
   if (model)
     ImGui::TextWrapped("The text print(model) writes, for the layers of %s to take its attribute paths (layer4.1.conv2)",
                        fs::path(v.trace->model->path).filename().c_str());
+  if (compare) ImGui::TextWrapped("Run B, compared with the open trace (A): %s", fs::path(v.trace->model->path).filename().c_str());
   const std::string shown_dir = render::elide_middle(b.dir, ImGui::GetContentRegionAvail().x, v.metrics);
   ImGui::TextDisabled("%s", shown_dir.c_str());
   std::string go;  // a directory to enter or a file to open
@@ -199,7 +222,7 @@ void draw_file_browser(Viewer& v) {
                                                     ImGuiInputTextFlags_EnterReturnsTrue);
   const bool typing = ImGui::IsItemActive();
   ImGui::SameLine();
-  bool open_path = ImGui::Button(model ? "Load" : "Open") || typed_enter;
+  bool open_path = ImGui::Button(model ? "Load" : compare ? "Compare" : "Open") || typed_enter;
   ImGui::SameLine();
   if (ImGui::Button("Cancel")) ImGui::CloseCurrentPopup();
   if (!b.error.empty()) {
@@ -251,7 +274,8 @@ void draw_file_browser(Viewer& v) {
         ImGui::CloseCurrentPopup();
       }
     } else {
-      start_load(v, p.string());
+      if (compare) start_compare(v, p.string());
+      else start_load(v, p.string());
       ImGui::CloseCurrentPopup();
     }
   }

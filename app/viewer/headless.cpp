@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <thread>
+#include <utility>
 
 namespace strata::viewer {
 
@@ -87,6 +88,11 @@ void write_ui(JsonWriter& j, Viewer& v) {
   j.field("crumbs_w", double(v.panels.crumbs_w));
   j.field("levels_content_h", double(v.panels.levels_content_h)).field("levels_visible_h", double(v.panels.levels_visible_h));
   j.field("levels_scroll_y", double(v.panels.levels_scroll_y));
+  j.key("tabs").begin_array();  // the bottom panel's tabs shown, and the one in front
+  for (const BottomTab& t : bottom_tabs())
+    if (t.available(v)) j.value(std::string_view(t.name));
+  j.end_array();
+  j.field("tab", std::string_view(v.panels.shown_tab));
   j.field("keymap_open", v.panels.show_keymap).field("history", uint64_t(v.timeline.history.size()));
   j.field("browser_error", std::string_view(v.browser.error));  // File ▸ Open / Load model structure
   const SearchState& s = v.search;
@@ -182,6 +188,9 @@ std::string dump_layout(Viewer& v, const ImageStats* img) {
                                    : 0.0);
     write_panels(j, v);
     write_ui(j, v);
+    j.key("compare").begin_object();  // File ▸ Compare… (--compare): the Compare tab's figures
+    write_compare_fields(j, v);
+    j.end_object();
     if (v.job_view.job) write_job(j, v);
   }
   j.end_object();
@@ -222,6 +231,13 @@ int run_headless(Viewer& v, const HeadlessRun& run) {
   if (v.loading->job) adopt_job(v, *v.loading);
   else install(v, std::move(v.loading->result));
   v.loading.reset();
+  bool compared = true;
+  if (!v.compare_next.empty()) {  // --compare: run B read and compared as File ▸ Compare… would
+    start_compare(v, std::exchange(v.compare_next, {}));
+    while (v.loading && !v.loading->done) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    poll_load(v);  // shows it, or says why not (v.error, stderr)
+    compared = has_comparison(v);
+  }
   frame(v);  // settles the layout (panel sizes, fonts)
   if (run.bench_frames > 0)
     std::printf("first frame %.2f s after the load began%s\n",
@@ -229,8 +245,12 @@ int run_headless(Viewer& v, const HeadlessRun& run) {
                 v.job_view.job ? " (the job's overview and its first rank's tracks)" : "");
   if (!run.focus.empty()) {
     render::ItemRef r = render::resolve_focus(v.trace->timeline, run.focus);
-    if (!r.valid()) std::fprintf(stderr, "strata view: --focus '%s' matched nothing\n", run.focus.c_str());
-    else focus_on(v, r);
+    if (!r.valid()) {
+      std::fprintf(stderr, "strata view: --focus '%s' matched nothing: no item on the timeline has that name or path\n",
+                   run.focus.c_str());
+      return 1;
+    }
+    focus_on(v, r);
   }
   double from = 0, to = 0;
   if (!run.range.empty() && std::sscanf(run.range.c_str(), "%lf:%lf", &from, &to) == 2)
@@ -286,12 +306,12 @@ int run_headless(Viewer& v, const HeadlessRun& run) {
       frame_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
       layout_ms.push_back(v.timeline.layout_ms);
       if (verbose)
-        std::printf("frame %3d span %-10s scroll %6.0f layout %6.3f ms frame %7.3f ms (ui %.3f gl %.3f swap %.3f) items %zu rects %zu texts %zu\n",
-                    i, render::format_duration(span).c_str(), double(v.timeline.scroll_y), v.timeline.layout_ms, frame_ms.back(), v.capture.ui_ms, v.capture.gl_ms,
+        std::printf("frame %3d span %s scroll %6.0f layout %6.3f ms frame %7.3f ms (ui %.3f gl %.3f swap %.3f) items %zu rects %zu texts %zu\n",
+                    i, fit_column(format_duration(span), 10).c_str(), double(v.timeline.scroll_y), v.timeline.layout_ms, frame_ms.back(), v.capture.ui_ms, v.capture.gl_ms,
                     v.capture.swap_ms, v.timeline.frame.items.size(), v.timeline.frame.rects.size(), v.timeline.frame.texts.size());
     }
-    std::printf("frames %d at %dx%d, zoom from %s to %s\n", run.bench_frames, int(v.timeline.view.width_px), int(ImGui::GetIO().DisplaySize.y), render::format_duration(a1 - a0).c_str(),
-                render::format_duration(b1 - b0).c_str());
+    std::printf("frames %d at %dx%d, zoom from %s to %s\n", run.bench_frames, int(v.timeline.view.width_px), int(ImGui::GetIO().DisplaySize.y), format_duration(a1 - a0).c_str(),
+                format_duration(b1 - b0).c_str());
     std::printf("timeline layout ms: p50 %.3f  p90 %.3f  p99 %.3f  max %.3f\n", percentile(layout_ms, 50),
                 percentile(layout_ms, 90), percentile(layout_ms, 99), percentile(layout_ms, 100));
     std::printf("whole frame ms:     p50 %.3f  p90 %.3f  p99 %.3f  max %.3f\n", percentile(frame_ms, 50),
@@ -310,7 +330,7 @@ int run_headless(Viewer& v, const HeadlessRun& run) {
     if (whatif_busy(v)) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   frame(v);
-  return save_outputs(v, run) ? 0 : 1;
+  return save_outputs(v, run) && compared ? 0 : 1;
 }
 
 }  // namespace strata::viewer

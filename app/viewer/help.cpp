@@ -1,9 +1,10 @@
 // The key map and the colour legend (`?`, or Help ▸ Keys and colours), over everything as
 // Perfetto shows its keys: every key the viewer answers to, and what each colour means (the
-// phases, the kinds of work on the tracks, the outlines, the Summary's idle causes). Esc, `?`
-// or its close button put it away.
+// phases, the kinds of work on the tracks, the outlines, the Summary's idle causes, the Compare
+// tab's changes). Esc, `?` or its close button put it away.
 #include "app/viewer/viewer.h"
 
+#include "render/compare_layout.h"
 #include "render/legend.h"
 
 #include <imgui.h>
@@ -46,6 +47,7 @@ constexpr KeyRow kSearch[] = {
 };
 constexpr KeyRow kWindow[] = {
     {"Ctrl+O", "open a trace (Enter or double-click opens)"},
+    {"Ctrl+Shift+O", "compare the open trace (A) with another run (B): the Compare tab"},
     {"Ctrl+M", "load the model structure (print(model) text): layers named layer4.1.conv2"},
     {"Ctrl+R", "attach to a running job and record it"},
     {"Drag a splitter", "resize the details or the bottom panel"},
@@ -75,8 +77,14 @@ void keys(Viewer& v, const char* title, std::span<const KeyRow> rows) {
   ImGui::EndTable();
 }
 
-// A colour chip and what it means.
-void chip(Viewer& v, render::Rgba colour, const std::string& what) {
+void colours(Viewer& v, const char* title, const std::vector<render::LegendEntry>& entries) {
+  heading(v, title);
+  for (const render::LegendEntry& e : entries) colour_chip(v, e.colour, e.what);
+}
+
+}  // namespace
+
+void colour_chip(Viewer& v, render::Rgba colour, const std::string& what) {
   const float side = ImGui::GetTextLineHeight();
   const ImVec2 p = ImGui::GetCursorScreenPos();
   ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(p.x, p.y + 2 * v.scale), ImVec2(p.x + side * 1.6f, p.y + side - 2 * v.scale), ImU32(colour));
@@ -84,13 +92,6 @@ void chip(Viewer& v, render::Rgba colour, const std::string& what) {
   ImGui::SameLine();
   ImGui::TextWrapped("%s", what.c_str());
 }
-
-void colours(Viewer& v, const char* title, const std::vector<render::LegendEntry>& entries) {
-  heading(v, title);
-  for (const render::LegendEntry& e : entries) chip(v, e.colour, e.what);
-}
-
-}  // namespace
 
 void draw_keymap(Viewer& v) {
   const float s = v.scale;
@@ -116,10 +117,10 @@ void draw_keymap(Viewer& v) {
     if (cols > 1) ImGui::TableNextColumn();
     colours(v, "Phases", render::phase_legend());
     heading(v, "Iterations and layers");
-    chip(v, render::base_colour(render::Hue::Iteration), "iterations (two shades, one after the other)");
+    colour_chip(v, render::base_colour(render::Hue::Iteration), "iterations (two shades, one after the other)");
     const uint64_t layer = render::name_hash("layer");
-    chip(v, render::layer_colour(layer, false), "a layer's forward work: one colour per layer name");
-    chip(v, render::layer_colour(layer, true), "the same layer's backward work, a step darker");
+    colour_chip(v, render::layer_colour(layer, false), "a layer's forward work: one colour per layer name");
+    colour_chip(v, render::layer_colour(layer, true), "the same layer's backward work, a step darker");
     colours(v, "Tracks", render::track_legend());
     heading(v, "Outlines");
     ImGui::TextWrapped("White: the selection. Yellow, with arrows: what belongs to it (its launches and GPU ops, "
@@ -128,6 +129,7 @@ void draw_keymap(Viewer& v) {
     ImGui::TextWrapped("Levels view: grey blocks stand for small items merged (each under %.0f%% of the parent); "
                        "\"name \xC3\x97N\" for N same-name items in a row.", 100.0 * reduce.tiny_share);
     colours(v, "GPU idle causes (Summary)", render::idle_cause_legend());
+    colours(v, "Layers compared, B against A (Compare)", render::change_legend());
     ImGui::EndTable();
   }
   ImGui::EndPopup();

@@ -6,6 +6,7 @@
 #include <imgui.h>
 
 #include <cstdio>
+#include <utility>
 
 namespace strata::viewer {
 
@@ -129,8 +130,9 @@ void install(Viewer& v, std::unique_ptr<Prepared> p) {
 }
 
 void show(Viewer& v, std::unique_ptr<Prepared> p) {
-  if (v.loading && v.loading->reannotate && v.trace && v.loading->reannotate == v.trace->model.get())
-    cancel_load(v);  // it reads the model going away
+  if (v.loading && v.trace &&
+      ((v.loading->reannotate && v.loading->reannotate == v.trace->model.get()) || v.loading->compare_with == v.trace.get()))
+    cancel_load(v);  // it reads the trace going away
   reset_search(v);
   v.trace = std::move(p);
   v.timeline.rows.resolve(v.trace->timeline);
@@ -166,7 +168,9 @@ void reinstall(Viewer& v, std::unique_ptr<Prepared> p) {
 void poll_load(Viewer& v) {
   if (!v.loading || !v.loading->done) return;
   v.loading->worker.join();
-  if (v.loading->result && v.loading->reannotate) {
+  if (v.loading->comparison) {
+    adopt_comparison(v, *v.loading);
+  } else if (v.loading->result && v.loading->reannotate) {
     LoadJob& j = *v.loading;
     if (v.trace && v.trace->model.get() == j.reannotate) {
       if (j.choose) set_model_choice(v, j.path, j.model_file, j.options.model_tree);
@@ -186,6 +190,10 @@ void poll_load(Viewer& v) {
     std::fprintf(stderr, "strata: %s\n", v.error.c_str());
   }
   v.loading.reset();
+  if (!v.compare_next.empty()) {  // --compare, once the trace it compares with is open
+    const std::string b = std::exchange(v.compare_next, {});
+    if (v.trace) start_compare(v, b);
+  }
 }
 
 }  // namespace strata::viewer

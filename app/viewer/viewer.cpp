@@ -10,9 +10,69 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <iterator>
+#include <span>
 #include <string>
 
 namespace strata::viewer {
+
+namespace {
+
+bool always(const Viewer&) { return true; }
+bool single_trace(const Viewer& v) { return !v.job_view.job; }
+bool whole_job(const Viewer& v) { return v.job_view.job != nullptr; }
+
+// The bottom panel's tabs, in the order shown. A tab is added here and nowhere else.
+constexpr BottomTab kBottomTabs[] = {
+    {"levels", "Levels", "levels_scroll", draw_levels, always},
+    {"summary", "Summary", "summary_scroll", draw_summary, always},
+    {"batch", "Batch size", "batch_scroll", draw_batch_tab, always},
+    {"whatif", "What-if", "whatif_scroll", draw_whatif_tab, single_trace},
+    {"job", "Job", "job_scroll", draw_job_tab, whole_job},
+    {"ranks", "Ranks", "ranks_scroll", draw_ranks_tab, whole_job},
+    {"compare", "Compare", "compare_scroll", draw_compare_tab, has_comparison},
+};
+
+// The tabs available now, the one asked for (`--tab`) brought to the front the first time
+// they are drawn.
+void draw_bottom_tabs(Viewer& v) {
+  if (!ImGui::BeginTabBar("tabs")) return;
+  const std::string asked = std::move(v.panels.bottom_tab.name);
+  v.panels.bottom_tab.name.clear();
+  v.panels.shown_tab.clear();
+  for (const BottomTab& t : kBottomTabs) {
+    if (!t.available(v)) continue;
+    const ImGuiTabItemFlags flags = asked == t.name ? ImGuiTabItemFlags_SetSelected : 0;
+    if (!ImGui::BeginTabItem(t.title, nullptr, flags)) continue;
+    v.panels.shown_tab = t.name;
+    ImGui::BeginChild(t.scroll_id);
+    t.draw(v);
+    ImGui::EndChild();
+    ImGui::EndTabItem();
+  }
+  ImGui::EndTabBar();
+}
+
+}  // namespace
+
+std::span<const BottomTab> bottom_tabs() { return kBottomTabs; }
+
+const BottomTab* find_bottom_tab(std::string_view name) {
+  for (const BottomTab& t : kBottomTabs)
+    if (name == t.name) return &t;
+  return nullptr;
+}
+
+TabRequest& TabRequest::operator=(std::string_view tab_name) {
+  name = tab_name;
+  return *this;
+}
+
+TabRequest& TabRequest::operator=(int position) {
+  static constexpr const char* kCliOrder[] = {"levels", "summary", "job", "batch", "whatif"};
+  name = position >= 0 && size_t(position) < std::size(kCliOrder) ? kCliOrder[position] : "";
+  return *this;
+}
 
 namespace {
 
@@ -48,6 +108,7 @@ void draw_loading(Viewer& v) {
   ImGui::TextWrapped("%s", j.path.c_str());
   if (j.reannotate && !j.model_file.empty()) ImGui::TextWrapped("annotated again with the model structure %s", j.model_file.c_str());
   else if (j.reannotate) ImGui::TextWrapped("annotated again without a model structure");
+  if (j.compare_with) ImGui::TextWrapped("to compare with %s", j.compare_with->model->path.c_str());
   float frac = st >= Stage::View ? 1.0f : float(j.progress.fraction());
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - j.started).count();
   char overlay[128];
@@ -70,6 +131,10 @@ void draw_menu(Viewer& v) {
     }
     if (ImGui::MenuItem("Attach...", "Ctrl+R")) open_attach(v);
     ImGui::Separator();
+    // Another run against the open one: the Compare tab.
+    if (ImGui::MenuItem("Compare...", "Ctrl+Shift+O", false, v.trace != nullptr)) open_compare_browser(v);
+    if (ImGui::MenuItem("Close comparison", nullptr, false, has_comparison(v))) close_comparison(v);
+    ImGui::Separator();
     // The print(model) text the open trace's layers are named by (a single trace: a job's
     // ranks are annotated without one).
     const bool single = v.trace && !v.job_view.job;
@@ -86,7 +151,7 @@ void draw_menu(Viewer& v) {
     }
     ImGui::Separator();
     if (ImGui::MenuItem("Close", nullptr, false, v.trace != nullptr)) {
-      if (v.loading && v.loading->reannotate) cancel_load(v);  // it reads the trace
+      if (v.loading && (v.loading->reannotate || v.loading->compare_with)) cancel_load(v);  // it reads the trace
       close_job(v);
       v.trace.reset();
     }
@@ -123,7 +188,10 @@ void draw_menu(Viewer& v) {
 void draw_ui(Viewer& v) {
   ImGuiIO& io = ImGui::GetIO();
   const float s = v.scale;
-  if (io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_O, false)) open_file_browser(v);
+  if (io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_O, false)) {
+    if (io.KeyShift) open_compare_browser(v);
+    else open_file_browser(v);
+  }
   if (io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_M, false)) open_model_browser(v);
   if (io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_Q, false)) v.quit = true;
   v.panels.dialogs.clear();
@@ -196,50 +264,7 @@ void draw_ui(Viewer& v) {
       ImGui::SetCursorPos(ImVec2(origin.x, origin.y + tl_h + gap_y));
       ImGui::BeginChild("bottom", ImVec2(avail.x, bottom_h), true);
       v.panels.bottom_box = {ImGui::GetWindowPos().x, ImGui::GetWindowPos().y, avail.x, bottom_h};
-      if (ImGui::BeginTabBar("tabs")) {
-        if (ImGui::BeginTabItem("Levels")) {
-          ImGui::BeginChild("levels_scroll");
-          draw_levels(v);
-          ImGui::EndChild();
-          ImGui::EndTabItem();
-        }
-        ImGuiTabItemFlags sum_flags = v.panels.bottom_tab == 1 ? ImGuiTabItemFlags_SetSelected : 0;
-        ImGuiTabItemFlags job_flags = v.panels.bottom_tab == 2 ? ImGuiTabItemFlags_SetSelected : 0;
-        ImGuiTabItemFlags batch_flags = v.panels.bottom_tab == 3 ? ImGuiTabItemFlags_SetSelected : 0;
-        ImGuiTabItemFlags whatif_flags = v.panels.bottom_tab == 4 ? ImGuiTabItemFlags_SetSelected : 0;
-        v.panels.bottom_tab = -1;
-        if (ImGui::BeginTabItem("Summary", nullptr, sum_flags)) {
-          ImGui::BeginChild("summary_scroll");
-          draw_summary(v);
-          ImGui::EndChild();
-          ImGui::EndTabItem();
-        }
-        if (ImGui::BeginTabItem("Batch size", nullptr, batch_flags)) {
-          ImGui::BeginChild("batch_scroll");
-          draw_batch_tab(v);
-          ImGui::EndChild();
-          ImGui::EndTabItem();
-        }
-        if (!v.job_view.job && ImGui::BeginTabItem("What-if", nullptr, whatif_flags)) {
-          ImGui::BeginChild("whatif_scroll");
-          draw_whatif_tab(v);
-          ImGui::EndChild();
-          ImGui::EndTabItem();
-        }
-        if (v.job_view.job && ImGui::BeginTabItem("Job", nullptr, job_flags)) {
-          ImGui::BeginChild("job_scroll");
-          draw_job_tab(v);
-          ImGui::EndChild();
-          ImGui::EndTabItem();
-        }
-        if (v.job_view.job && ImGui::BeginTabItem("Ranks")) {
-          ImGui::BeginChild("ranks_scroll");
-          draw_ranks_tab(v);
-          ImGui::EndChild();
-          ImGui::EndTabItem();
-        }
-        ImGui::EndTabBar();
-      }
+      draw_bottom_tabs(v);
       ImGui::EndChild();
     }
   }

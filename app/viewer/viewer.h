@@ -16,6 +16,7 @@
 //   summary.cpp    the summary panel (small charts)
 //   batch.cpp      the Batch size tab: memory at the peak and throughput against the batch
 //   whatif.cpp     the What-if tab: scenarios replayed, an iteration measured above predicted
+//   compare.cpp    File ▸ Compare… and the Compare tab: a second run compared with the open trace
 //   search.cpp     search over names
 //   files.cpp      File ▸ Open and File ▸ Load model structure browsers, recent files and
 //                  the model structure chosen per trace
@@ -39,7 +40,9 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -50,11 +53,17 @@ struct ImFont;
 
 namespace strata::viewer {
 
+struct Viewer;
+
 // Everything built from a trace off the UI thread. The panels read the annotation's figures
 // (the same that `strata summary` prints).
 struct WhatIfView;  // whatif.cpp
 struct WhatIfViewDelete {
   void operator()(WhatIfView* w) const;  // joins its worker first
+};
+struct Comparison;  // compare.cpp
+struct ComparisonDelete {
+  void operator()(Comparison* c) const;
 };
 
 struct Prepared {
@@ -64,6 +73,8 @@ struct Prepared {
   std::string model_file;    // the print(model) text the layers are named by (empty: none)
   BatchPrediction batch;     // the batch-size estimate from this trace (the Batch size tab)
   std::string batch_error;   // why there is none
+  // Another run (B) compared with this one (A): the Compare tab (null: none).
+  std::unique_ptr<Comparison, ComparisonDelete> comparison;
   // The What-if tab's graph and replays, made on first use. Last: it goes (its worker
   // joined) before the model and annotation it reads.
   std::unique_ptr<WhatIfView, WhatIfViewDelete> whatif;
@@ -87,6 +98,10 @@ struct LoadJob {
   std::unique_ptr<Job> job;  // a distributed job was opened: `result` is the rank shown first
   uint32_t rank = 0;         // with `job` or `rank_switch`: the index in the job's ranks `result` shows
   bool rank_switch = false;  // `result` is another rank of the open job
+  // Set: File ▸ Compare… — `path` is run B, compared with this open trace (A), which the worker
+  // reads: the job is cancelled before A goes away. Done, `comparison` holds the result.
+  const Prepared* compare_with = nullptr;
+  std::unique_ptr<Comparison, ComparisonDelete> comparison;
 };
 
 // The open distributed job (`strata DIR`, several files): an overview row per rank above the
@@ -136,8 +151,8 @@ struct SearchState {
 };
 
 struct FileBrowser {
-  enum class Purpose : uint8_t { Trace, Model };
-  Purpose purpose = Purpose::Trace;  // File ▸ Open, or File ▸ Load model structure
+  enum class Purpose : uint8_t { Trace, Model, Compare };
+  Purpose purpose = Purpose::Trace;  // File ▸ Open, File ▸ Load model structure, or File ▸ Compare
   bool open = false;
   std::string dir;
   std::vector<std::pair<std::string, bool>> entries;  // name, is directory
@@ -211,10 +226,33 @@ struct Capture {
   double ui_ms = 0, gl_ms = 0, swap_ms = 0;  // last frame: building the UI, rendering it, presenting
 };
 
+// The bottom panel's tabs, registered by name in one table (viewer.cpp), in the order they
+// are shown: the panel draws those available, `--tab NAME` brings one to the front, and the
+// layout dump names them (`ui.tabs`, `ui.tab`).
+struct BottomTab {
+  const char* name;                  // "levels", "summary", "batch", "whatif", "job", "ranks"
+  const char* title;                 // on the tab: "Levels", "Batch size", "What-if"
+  const char* scroll_id;             // the child window it draws in
+  void (*draw)(Viewer& v);
+  bool (*available)(const Viewer& v);  // for the open trace or job
+};
+std::span<const BottomTab> bottom_tabs();
+const BottomTab* find_bottom_tab(std::string_view name);  // null: no tab has that name
+
+// A tab to bring to the front when the bottom panel is next drawn (`--tab`), by name.
+struct TabRequest {
+  std::string name;  // empty: none
+  TabRequest& operator=(std::string_view tab_name);
+  // `strata view`'s --tab parsing hands over a position in its list of names
+  // (levels|summary|job|batch|whatif); anything else (-1) asks for none.
+  TabRequest& operator=(int position);
+};
+
 struct PanelState {
   bool show_levels = true, show_details = true;
   bool show_keymap = false;  // the key map and the colour legend, over everything (`?`)
-  int bottom_tab = 0;  // 0 levels, 1 summary, 2 job, 3 batch size, 4 what-if
+  TabRequest bottom_tab;     // asked for, until the tabs are next drawn
+  std::string shown_tab;     // the tab the last frame showed (its name)
   // Sizes the splitters were dragged to (0: a share of the window), kept for the session and
   // fitted to the window every frame.
   float details_w = 0, bottom_h = 0;
@@ -250,6 +288,7 @@ struct Viewer {
     std::vector<ModelModule> tree;
   };
   std::unordered_map<std::string, ModelChoice> models;
+  std::string compare_next;  // --compare: run B, compared with the trace once it is open
 
   JobView job_view;
   TimelineState timeline;
@@ -318,6 +357,7 @@ void handle_window_keys(Viewer& v);  // before anything is drawn: Esc on what is
 bool typed(unsigned c);  // the character was typed this frame, outside a text field
 // help.cpp
 void draw_keymap(Viewer& v);  // the key map and the colour legend, while panels.show_keymap
+void colour_chip(Viewer& v, render::Rgba colour, const std::string& what);  // a legend's entry: a chip and its meaning
 // layout.cpp
 // A splitter between two panels, `thickness` across and `length` along, at the cursor:
 // dragging it changes `size` (of the panel after it when `after`, else of the one before)
@@ -343,6 +383,14 @@ void draw_whatif_tab(Viewer& v);
 bool choose_whatif(Viewer& v, const std::string& scenario);  // --whatif: picks (or adds) a scenario; false on a bad spec
 bool whatif_busy(const Viewer& v);                           // its worker is running
 void write_whatif_fields(JsonWriter& j, Viewer& v);           // the layout dump's panels.whatif
+// compare.cpp: run B loaded, annotated and compared with the open trace (A) on the loading
+// worker (its progress and cancel), then shown in the Compare tab.
+void start_compare(Viewer& v, const std::string& path);
+void adopt_comparison(Viewer& v, LoadJob& done);  // poll_load: a finished comparison becomes the trace's
+bool has_comparison(const Viewer& v);
+void close_comparison(Viewer& v);
+void draw_compare_tab(Viewer& v);
+void write_compare_fields(JsonWriter& j, const Viewer& v);  // the layout dump's `compare`
 void draw_search_bar(Viewer& v);
 void draw_search_list(Viewer& v);  // the results list, over the panels, while it is open
 bool close_search_list(Viewer& v);  // false when it was not open
@@ -357,6 +405,7 @@ void load_recent(Viewer& v);  // and the model structures chosen per trace
 void add_recent(Viewer& v, const std::string& path);
 void open_file_browser(Viewer& v);
 void open_model_browser(Viewer& v);  // File ▸ Load model structure (a single trace open)
+void open_compare_browser(Viewer& v);  // File ▸ Compare… (a trace open)
 std::string absolute_path(const std::string& path);  // the key of recent files and model choices
 // Reads and parses a print(model) file; false with `error` naming the file and the line.
 bool read_model_structure(const std::string& file, std::vector<ModelModule>& tree, std::string& error);

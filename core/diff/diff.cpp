@@ -11,6 +11,13 @@
 
 namespace strata {
 
+std::string path_in_iteration(const AnnotationTree& t, NodeId n) {
+  std::string p = t.path(n);
+  if (t.ancestor(n, NodeKind::Iteration) == kNoNode) return p;
+  size_t slash = p.find('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
 namespace {
 
 // One side: which iterations count, and per node whether it is in one of them.
@@ -20,6 +27,7 @@ struct Side {
   std::vector<uint8_t> in;  // per node of a.tree
   size_t iterations = 0;
   Ns iteration = 0;         // the median (or chosen) iteration
+  int64_t shown = -1;       // its index
   bool gpu = false;
 
   Side(const TraceModel& model, const Annotation& ann, int64_t chosen) : m(model), a(ann) {
@@ -32,28 +40,23 @@ struct Side {
       iteration = m.time_end - m.time_begin;
       return;
     }
-    std::vector<Ns> complete;
+    std::vector<std::pair<Ns, size_t>> complete;  // duration, index
     for (size_t i = 0; i < a.iterations.size(); ++i) {
       if (chosen >= 0 && int64_t(i) != chosen) continue;
       const Iteration& it = a.iterations[i];
       if (it.node != kNoNode)
         for (NodeId n = it.node; n < t.subtree_end[it.node]; ++n) in[n] = 1;
       ++iterations;
-      if (!it.partial || chosen >= 0) complete.push_back(it.end - it.begin);
+      if (!it.partial || chosen >= 0) complete.push_back({it.end - it.begin, i});
     }
     std::sort(complete.begin(), complete.end());
-    iteration = complete.empty() ? a.analyses.iter_median : complete[complete.size() / 2];
+    iteration = complete.empty() ? a.analyses.iter_median : complete[complete.size() / 2].first;
+    if (!complete.empty()) shown = int64_t(complete[complete.size() / 2].second);
     iterations = std::max<size_t>(1, iterations);
   }
   Ns per_iteration(Ns total) const { return total / Ns(iterations); }
 };
 
-std::string path_in_iteration(const AnnotationTree& t, NodeId n) {
-  std::string p = t.path(n);
-  if (t.ancestor(n, NodeKind::Iteration) == kNoNode) return p;
-  size_t slash = p.find('/');
-  return slash == std::string::npos ? p : p.substr(slash + 1);
-}
 
 // Rows from per-name totals on each side, matched by name.
 std::vector<DiffRow> by_name(const std::map<std::string, Ns>& a, const std::map<std::string, Ns>& b, const Side& sa,
@@ -445,6 +448,8 @@ Diff diff_runs(const TraceModel& ma, const Annotation& a, const TraceModel& mb, 
   d.iteration_b = sb.iteration;
   d.iterations_a = sa.iterations;
   d.iterations_b = sb.iterations;
+  d.shown_a = sa.shown;
+  d.shown_b = sb.shown;
   phases(sa, sb, d);
   layers(sa, sb, d);
   ops(sa, sb, d);

@@ -41,6 +41,7 @@ struct Diff {
   std::string time_basis;  // "gpu" or "wall"
   Ns iteration_a = 0, iteration_b = 0;
   size_t iterations_a = 0, iterations_b = 0;
+  int64_t shown_a = -1, shown_b = -1;  // the index of each side's median (or chosen) iteration; -1: none
   std::vector<DiffRow> phases, layers, ops, kernels, other;
   std::optional<int64_t> peak_memory_a, peak_memory_b;  // bytes allocated at the peak, when recorded
   size_t layers_a = 0, layers_b = 0, layers_aligned = 0;  // leaf and block layers per side, matched
@@ -49,6 +50,9 @@ struct Diff {
   std::vector<std::string> explain;  // ranked by |change|
   std::vector<std::string> notes;    // what differs in kind (ranks, devices, counts)
 };
+
+// A layer node's path below its iteration ("Forward/Model/Conv 3"), as the layer rows name it.
+std::string path_in_iteration(const AnnotationTree& t, NodeId n);
 
 Diff diff_runs(const TraceModel& ma, const Annotation& a, const TraceModel& mb, const Annotation& b,
                const DiffOptions& options = {});
