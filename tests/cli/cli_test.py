@@ -154,6 +154,29 @@ r = run("summary", trace)
 check("strata summary TRACE: exit 0", r.returncode == 0 and r.stdout, r)
 r = run("whatif", trace, "--scale", "kernels-2x", "--scale", "no-launch-overhead", "--bandwidth", "100", "--json")
 check("strata whatif TRACE --scale A --scale B --bandwidth N: exit 0", r.returncode == 0 and r.stdout, r)
+r = run("diff", trace, trace, "--json")
+d = json.loads(r.stdout) if r.returncode == 0 else {}
+check("strata diff TRACE TRACE --json: exit 0, nothing changed, everything aligned",
+      d.get("schema") == "strata.diff/1" and d["iteration"]["delta_ns"] == 0 and d["alignment"]["aligned_share"] == 1.0, r)
+r = run("diff", trace, trace, "--iteration", "0")
+check("diff --iteration 0 (they count from 1): exit 2", r.returncode == 2 and "--iteration" in r.stderr, r)
+r = run("diff", trace, trace, "--iteration", "999")
+check("diff --iteration past the last: exit 2, the count said", r.returncode == 2 and "iteration" in r.stderr, r)
+r = run("diff", trace, os.path.dirname(trace))
+check("diff a file against a directory: exit 2", r.returncode == 2, r)
+# Two jobs: a directory of two ranks (copies of the trace) against itself.
+job = os.path.join(work, "job")
+os.makedirs(job, exist_ok=True)
+for rank in (0, 1):
+    dst = os.path.join(job, f"rank-{rank}.pt.trace.json.gz")
+    if not os.path.exists(dst):
+        with open(trace, "rb") as src, open(dst, "wb") as out_file:
+            out_file.write(src.read())
+r = run("diff", job, job, "--json")
+d = json.loads(r.stdout) if r.returncode == 0 else {}
+check("strata diff DIR DIR --json: every rank compared, the most changed in full",
+      d.get("schema") == "strata.diff-job/1" and [x["rank"] for x in d.get("ranks", [])] == [0, 1]
+      and all(x["delta_ns"] == 0 for x in d["ranks"]) and d["diff"]["schema"] == "strata.diff/1", r)
 
 # --focus that matches nothing: exit 1, said (needs the viewer and a display: xvfb-run).
 viewer = "built without the viewer" not in run("view", "--help").stdout
