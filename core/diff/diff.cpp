@@ -55,6 +55,33 @@ struct Side {
     iterations = std::max<size_t>(1, iterations);
   }
   Ns per_iteration(Ns total) const { return total / Ns(iterations); }
+
+  // Each GPU op of the counted iterations with its node.
+  template <class Fn>
+  void for_each_gpu_op(Fn&& fn) const {
+    for (const Track& tr : m.tracks) {
+      if (tr.kind != TrackKind::GpuStream) continue;
+      for (EventId g = tr.events.begin; g < tr.events.end; ++g) {
+        if (!is_gpu_op_cat(m.ev.category(g)) || g >= a.node_of_event.size()) continue;
+        const NodeId n = a.node_of_event[g];
+        if (n != kNoNode && in[n]) fn(g, n);
+      }
+    }
+  }
+
+  // Per node, its GPU ops' time summed, collectives apart: they are communication (a row of
+  // their own), and a DDP bucket's all-reduce launched from the backward of whichever layer
+  // finished the bucket is not that layer's compute.
+  std::vector<Ns> gpu_time;
+  void gather_gpu_time() {
+    const AnnotationTree& t = a.tree;
+    gpu_time.assign(t.size(), 0);
+    for_each_gpu_op([&](EventId g, NodeId n) {
+      if (!is_communication_kernel(m.name_of(g))) gpu_time[n] += m.ev.dur[g];
+    });
+    for (NodeId n = NodeId(t.size()); n-- > 1;)
+      if (t.parent[n] != kNoNode) gpu_time[t.parent[n]] += gpu_time[n];
+  }
 };
 
 
@@ -110,13 +137,13 @@ std::string layer_key(const AnnotationTree& t, NodeId n) {
   return (ph != kNoNode ? std::string(t.name_of(ph)) : std::string()) + "/" + name;
 }
 
-// A layer's time: GPU busy when both sides ran on a GPU; else wall time from the end of the layer
+// A layer's time: its GPU ops' time (collectives apart) when both sides ran on a GPU; else wall time from the end of the layer
 // before it in its parent: what runs between two sibling layers (loose ops, a gap) is the
 // second's module call (its Python, hooks, a stall at the start of its forward). The first
 // layer in its parent starts at its own start; what precedes it is the parent's.
 Ns layer_time(const Side& s, NodeId n, NodeId previous_layer) {
   const AnnotationTree& t = s.a.tree;
-  if (s.gpu) return t.gpu_busy[n];
+  if (s.gpu) return s.gpu_time[n];
   Ns from = previous_layer != kNoNode ? std::min(t.begin[n], t.end[previous_layer]) : t.begin[n];
   return t.end[n] - from;
 }
@@ -314,19 +341,13 @@ void kernels(const Side& sa, const Side& sb, Diff& d) {
     Work w;
     const TraceModel& m = s.m;
     const AnnotationTree& t = s.a.tree;
-    for (const Track& tr : m.tracks) {
-      if (tr.kind != TrackKind::GpuStream) continue;
-      for (EventId g = tr.events.begin; g < tr.events.end; ++g) {
-        if (!is_gpu_op_cat(m.ev.category(g)) || g >= s.a.node_of_event.size()) continue;
-        NodeId n = s.a.node_of_event[g];
-        if (n == kNoNode || !s.in[n]) continue;
-        NodeId op = t.ancestor(n, NodeKind::Op);
-        while (op != kNoNode && t.parent[op] != kNoNode && t.kind[t.parent[op]] == NodeKind::Op) op = t.parent[op];
-        std::string key = op != kNoNode ? std::string(t.name_of(op)) : std::string("(no op)");
-        w.by_op[key] += m.ev.dur[g];
-        w.names[key][std::string(m.name_of(g))] += m.ev.dur[g];
-      }
-    }
+    s.for_each_gpu_op([&](EventId g, NodeId n) {
+      NodeId op = t.ancestor(n, NodeKind::Op);
+      while (op != kNoNode && t.parent[op] != kNoNode && t.kind[t.parent[op]] == NodeKind::Op) op = t.parent[op];
+      std::string key = op != kNoNode ? std::string(t.name_of(op)) : std::string("(no op)");
+      w.by_op[key] += m.ev.dur[g];
+      w.names[key][std::string(m.name_of(g))] += m.ev.dur[g];
+    });
     return w;
   };
   Work a = gather(sa), b = gather(sb);
@@ -444,6 +465,7 @@ Diff diff_runs(const TraceModel& ma, const Annotation& a, const TraceModel& mb, 
   Side sa(ma, a, o.iteration_a), sb(mb, b, o.iteration_b);
   sa.gpu = sb.gpu = sa.gpu && sb.gpu;  // one basis for both sides
   d.time_basis = sa.gpu ? "gpu" : "wall";
+  if (sa.gpu) sa.gather_gpu_time(), sb.gather_gpu_time();
   d.iteration_a = sa.iteration;
   d.iteration_b = sb.iteration;
   d.iterations_a = sa.iterations;

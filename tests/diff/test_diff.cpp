@@ -106,6 +106,25 @@ TEST_CASE("diff: GPU work lines up by the op that launched it, whatever the kern
   }
 }
 
+TEST_CASE("diff: ResNet-18 on an NVIDIA GPU against ResNet-18 on an AMD one: its layers align") {
+  // Two recordings made apart: torch 2 on an H100, and TraceLens's MI300X run of the same model
+  // under DDP with activation checkpointing (wrappers and recomputation that only B has).
+  const std::filesystem::path a = test_data_dir() / "torch2" / "resnet18-train-h100.pt.trace.json.gz",
+                              b = find_trace("tracelens-resnet18-actckpt-ddp-train-mi300x.json.gz");
+  STRATA_SKIP_UNLESS(std::filesystem::exists(a) && !b.empty(), "the two ResNet-18 traces are not here");
+  Run ra = open(a), rb = open(b);
+  Diff d = diff_runs(*ra.model, ra.annotation, *rb.model, rb.annotation);
+  CHECK(d.time_basis == "gpu");
+  CHECK(d.same_model);
+  CHECK(double(d.layers_aligned) >= 0.9 * double(d.layers_a));  // the model's layers (A has no wrappers)
+  bool vendors_said = false;
+  for (const std::string& n : d.notes) vendors_said |= n.find("matched by the ops that launched it") != std::string::npos;
+  CHECK(vendors_said);
+  size_t conv_rows = 0;  // the convolutions' GPU work lines up by aten::conv2d / convolution backward
+  for (const DiffRow& k : d.kernels) conv_rows += k.a && k.b && k.name_a.find("conv") != std::string::npos;
+  CHECK(conv_rows >= 1);
+}
+
 TEST_CASE("diff: one model at two batch sizes aligns every layer; forward and backward slow down") {
   STRATA_SKIP_UNLESS(std::filesystem::exists(pairs_dir() / "truth.json"), "tests/data/diff-pairs is not here");
   Diff d = diff_pair("batch");
