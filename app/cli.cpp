@@ -20,8 +20,9 @@ bool read_model_file(const std::string& path, strata::AnnotateOptions& out, std:
     error = "cannot read " + path;
     return false;
   }
-  if (strata::set_model_text(out, text.str(), error)) return true;
-  error = path + ": " + error + " (--model wants the text print(model) writes)";
+  const strata::Status st = strata::set_model_text(out, text.str());
+  if (st.is_ok()) return true;
+  error = path + ": " + st.message() + " (--model wants the text print(model) writes)";
   return false;
 }
 
@@ -91,12 +92,12 @@ void show_progress(const std::atomic<bool>& done, F&& what) {
 }  // namespace
 
 bool load_job_for_cli(const std::vector<std::string>& inputs, const char* command, bool keep_models, strata::Job& job) {
-  std::string error;
-  std::vector<strata::JobFile> files = strata::job_files(inputs, error);
-  if (files.empty()) {
-    std::fprintf(stderr, "strata %s: %s\n", command, error.c_str());
+  strata::Result<std::vector<strata::JobFile>> found = strata::job_files(inputs);
+  if (!found.is_ok()) {
+    std::fprintf(stderr, "strata %s: %s\n", command, found.status().message().c_str());
     return false;
   }
+  const std::vector<strata::JobFile>& files = found.value();
   strata::Progress progress;
   std::atomic<bool> done{false};
   std::thread worker([&] {
@@ -113,7 +114,7 @@ bool load_job_for_cli(const std::vector<std::string>& inputs, const char* comman
   });
   worker.join();
   if (job.data.empty()) {
-    for (const strata::JobRank& r : job.ranks) std::fprintf(stderr, "strata: %s\n", r.error.c_str());
+    for (const strata::JobRank& r : job.ranks) std::fprintf(stderr, "strata: %s\n", r.status.message().c_str());
     return false;
   }
   return true;
@@ -126,7 +127,7 @@ LoadedTrace load_for_cli(const std::string& path, const char* command, const str
   std::thread worker([&] {
     strata::LoadResult r = strata::load_trace(path, &progress);
     if (!r.model) {
-      out.error = r.error;
+      out.error = r.error();
     } else {
       if (annotate) out.annotation = strata::annotate(*r.model, *annotate, &progress);
       out.model = std::move(r.model);

@@ -14,9 +14,9 @@ int annotate_one(const std::string& in, const std::string& out, const strata::An
     std::fprintf(stderr, "strata: %s\n", r.error.c_str());
     return 1;
   }
-  std::string err = strata::write_annotated_trace(*r.model, r.annotation, out);
-  if (!err.empty()) {
-    std::fprintf(stderr, "strata annotate: %s\n", err.c_str());
+  const strata::Status written = strata::write_annotated_trace(*r.model, r.annotation, out);
+  if (!written.is_ok()) {
+    std::fprintf(stderr, "strata annotate: %s\n", written.message().c_str());
     return 1;
   }
   std::fprintf(stderr, "strata annotate: wrote %s (%zu iterations, %zu annotation nodes, %llu of %llu GPU ops annotated)\n",
@@ -36,17 +36,16 @@ struct AnnotateArgs {
 int run_annotate(const CLI::App& sub, AnnotateArgs& args) {
   if (!apply_model_option(sub, args.model, args.annotate)) return 1;
   if (single_file(args.inputs)) return annotate_one(args.inputs[0], args.output, args.annotate);
-  std::string error;
-  std::vector<strata::JobFile> files = strata::job_files(args.inputs, error);
-  if (files.empty()) {
-    std::fprintf(stderr, "strata annotate: %s\n", error.c_str());
+  const strata::Result<std::vector<strata::JobFile>> files = strata::job_files(args.inputs);
+  if (!files.is_ok()) {
+    std::fprintf(stderr, "strata annotate: %s\n", files.status().message().c_str());
     return 1;
   }
   std::error_code ec;
   std::filesystem::create_directories(args.output, ec);
   if (!std::filesystem::is_directory(args.output, ec)) return usage_error(sub, "-o " + args.output + " must be a directory for a job");
   int rc = 0;
-  for (const strata::JobFile& f : files) {
+  for (const strata::JobFile& f : files.value()) {
     std::string name = std::filesystem::path(f.path).filename().string();
     if (name.size() > 3 && name.compare(name.size() - 3, 3, ".gz") == 0) name.resize(name.size() - 3);
     rc |= annotate_one(f.path, (std::filesystem::path(args.output) / (name + ".gz")).string(), args.annotate);

@@ -29,8 +29,10 @@ std::string rank_text(const sc::AgentInfo& a) {
 }
 
 // list_agents, saying on stderr which agents did not answer (one line each).
-std::vector<sc::AgentInfo> agents_answering(std::string& error) {
-  auto agents = sc::list_agents(&error);
+std::vector<sc::AgentInfo> agents_answering(strata::Status& status) {
+  std::vector<sc::AgentInfo> agents;
+  status = sc::list_agents(agents);
+  const std::string& error = status.message();
   for (size_t at = 0; at < error.size();) {
     const size_t end = error.find('\n', at);
     std::fprintf(stderr, "strata attach: %s\n", error.substr(at, end - at).c_str());
@@ -40,12 +42,12 @@ std::vector<sc::AgentInfo> agents_answering(std::string& error) {
 }
 
 int list() {
-  std::string error;
-  const auto jobs = sc::group_jobs(agents_answering(error));
+  strata::Status listed;
+  const auto jobs = sc::group_jobs(agents_answering(listed));
   if (jobs.empty()) {
-    if (error.empty()) std::printf("no running jobs with the Strata agent (start one with `strata record --dormant -- CMD`)\n");
+    if (listed.is_ok()) std::printf("no running jobs with the Strata agent (start one with `strata record --dormant -- CMD`)\n");
     else std::printf("no agent answered (the jobs named above may still be running)\n");
-    return error.empty() ? 0 : 1;
+    return listed.is_ok() ? 0 : 1;
   }
   for (const auto& job : jobs) {
     std::printf("job %d: %s\n", job.launcher, job.command.empty() ? "?" : job.command.c_str());
@@ -63,14 +65,13 @@ int list() {
 int simple_command(pid_t pid, const char* verb) {
   sc::Message m;
   m.verb = verb;
-  std::string error;
-  auto reply = sc::agent_request(pid, m, 120000, &error);
-  if (!reply) {
-    std::fprintf(stderr, "strata attach: pid %d: %s\n", pid, error.c_str());
+  const strata::Result<sc::Message> reply = sc::agent_request(pid, m, 120000);
+  if (!reply.is_ok()) {
+    std::fprintf(stderr, "strata attach: pid %d: %s\n", pid, reply.status().message().c_str());
     return 1;
   }
-  if (sc::is_error(*reply)) {
-    std::fprintf(stderr, "strata attach: pid %d: %s\n", pid, sc::error_text(*reply).c_str());
+  if (sc::is_error(reply.value())) {
+    std::fprintf(stderr, "strata attach: pid %d: %s\n", pid, sc::error_text(reply.value()).c_str());
     return 1;
   }
   for (const auto& [k, v] : reply->fields) std::printf("%s: %s\n", k.c_str(), v.c_str());  // printable (agent_request)
@@ -89,17 +90,18 @@ int kineto(pid_t pid, sc::RecordOptions opt, int timeout_ms, bool open) {
   if (opt.duration_ms == 0 && opt.iterations == 0) opt.duration_ms = 2000;
   sc::kineto::TraceDir dir;  // private: nobody else can plant or swap the trace there
   sc::kineto::Daemon daemon;
-  std::string error;
-  if (!dir.create(&error) || !daemon.bind("dynolog", &error)) {
-    std::fprintf(stderr, "strata attach --kineto: %s\n", error.c_str());
+  strata::Status ready = dir.create();
+  if (ready.is_ok()) ready = daemon.bind("dynolog");
+  if (!ready.is_ok()) {
+    std::fprintf(stderr, "strata attach --kineto: %s\n", ready.message().c_str());
     return 1;
   }
   const std::string request = dir.path() + "/trace.pt.trace.json";
   std::fprintf(stderr, "strata attach --kineto: waiting for pid %d to poll for a config...\n", pid);
   auto log = [](const std::string& line) { std::fprintf(stderr, "  %s\n", line.c_str()); };
   const std::string config = sc::kineto::trace_config(opt.duration_ms, opt.iterations, request);
-  if (!daemon.deliver(pid, config, timeout_ms, log, &error)) {
-    std::fprintf(stderr, "strata attach --kineto: %s\n", error.c_str());
+  if (const strata::Status delivered = daemon.deliver(pid, config, timeout_ms, log); !delivered.is_ok()) {
+    std::fprintf(stderr, "strata attach --kineto: %s\n", delivered.message().c_str());
     return 1;
   }
   std::fprintf(stderr,
@@ -107,11 +109,12 @@ int kineto(pid_t pid, sc::RecordOptions opt, int timeout_ms, bool open) {
                "waiting for its trace...\n",
                pid, sc::kineto::kKinetoWarmupSecs);
   const int window_ms = static_cast<int>(opt.iterations > 0 ? 500 : opt.duration_ms);
-  const std::string written = sc::kineto::wait_for_trace(
+  const strata::Result<std::string> written = sc::kineto::wait_for_trace(
       sc::kineto::written_names(request, pid),
-      timeout_ms + window_ms + static_cast<int>(sc::kineto::kKinetoWarmupSecs) * 1000, &error);
-  if (written.empty() || !sc::kineto::move_trace(written, opt.output, &error)) {
-    std::fprintf(stderr, "strata attach --kineto: %s\n", error.c_str());
+      timeout_ms + window_ms + static_cast<int>(sc::kineto::kKinetoWarmupSecs) * 1000);
+  const strata::Status moved = written.is_ok() ? sc::kineto::move_trace(written.value(), opt.output) : written.status();
+  if (!moved.is_ok()) {
+    std::fprintf(stderr, "strata attach --kineto: %s\n", moved.message().c_str());
     return 1;
   }
   std::printf("%s\n", opt.output.c_str());
@@ -119,9 +122,8 @@ int kineto(pid_t pid, sc::RecordOptions opt, int timeout_ms, bool open) {
 }
 
 int record_job(pid_t launcher, sc::RecordOptions opt, bool open) {
-  std::string error;
-  const sc::JobInfo job = sc::job_under(launcher, agents_answering(error));
-  error.clear();
+  strata::Status listed;
+  const sc::JobInfo job = sc::job_under(launcher, agents_answering(listed));
   opt.output_dir = opt.output.empty() ? sc::timestamped_name("strata-job-" + std::to_string(launcher), "") : opt.output;
   opt.output.clear();
   std::vector<std::string> told;  // the state last printed for each agent
@@ -135,15 +137,15 @@ int record_job(pid_t launcher, sc::RecordOptions opt, bool open) {
       told[i] = a.state;
     }
   };
-  const auto m = sc::record_job(job, opt, &g_cancel, progress, &error);
-  if (!m) {
-    std::fprintf(stderr, "strata attach: %s\n", error.c_str());
+  const strata::Result<sc::MultiRecording> m = sc::record_job(job, opt, &g_cancel, progress);
+  if (!m.is_ok()) {
+    std::fprintf(stderr, "strata attach: %s\n", m.status().message().c_str());
     return 1;
   }
   std::fprintf(stderr, "strata attach: the %zu agent%s of job %d answered the start within %.1f ms\n",
                m->agents.size(), m->agents.size() == 1 ? "" : "s", launcher, m->start_window_ms);
   for (const sc::AgentRecording& a : m->agents) {
-    const std::string what = a.error.empty() ? sc::describe(a.result) + " in " + a.output : a.error;
+    const std::string what = a.status.is_ok() ? sc::describe(a.result) + " in " + a.output : a.status.message();
     std::fprintf(stderr, "strata attach: %s: %s\n", sc::agent_name(a).c_str(), what.c_str());
   }
   std::fprintf(stderr, "strata attach: %s\n", sc::open_job_hint(opt.output_dir).c_str());
@@ -194,12 +196,12 @@ int run_attach(const CLI::App& sub, const AttachArgs& args) {
   if (opt.output.empty()) opt.output = sc::timestamped_name("strata", ".pt.trace.json");
   if (opt.gzip && !opt.output.ends_with(".gz")) opt.output += ".gz";
   auto progress = [](const std::string& line) { std::fprintf(stderr, "strata attach: %s\n", line.c_str()); };
-  auto result = sc::record_from_agent(pid, opt, &g_cancel, progress, &error);
-  if (!result) {
-    std::fprintf(stderr, "strata attach: pid %d: %s\n", pid, error.c_str());
+  const strata::Result<sc::RecordResult> result = sc::record_from_agent(pid, opt, &g_cancel, progress);
+  if (!result.is_ok()) {
+    std::fprintf(stderr, "strata attach: pid %d: %s\n", pid, result.status().message().c_str());
     return 1;
   }
-  std::fprintf(stderr, "strata attach: %s\n", sc::describe(*result).c_str());
+  std::fprintf(stderr, "strata attach: %s\n", sc::describe(result.value()).c_str());
   std::printf("%s\n", result->output.c_str());
   return open ? open_in_viewer(result->output) : 0;
 }

@@ -73,11 +73,10 @@ int diff_files(const CLI::App& sub, const DiffArgs& args, const strata::DiffOpti
 // Two jobs: the ranks both have (by the rank their names give, else by order), one pair in
 // memory at a time.
 int diff_jobs(const DiffArgs& args, const strata::DiffOptions& o) {
-  std::string error;
-  std::vector<strata::JobFile> fa = strata::job_files({args.a}, error);
-  if (fa.empty()) return std::fprintf(stderr, "strata diff: %s\n", error.c_str()), 1;
-  std::vector<strata::JobFile> fb = strata::job_files({args.b}, error);
-  if (fb.empty()) return std::fprintf(stderr, "strata diff: %s\n", error.c_str()), 1;
+  const strata::Result<std::vector<strata::JobFile>> fa = strata::job_files({args.a});
+  if (!fa.is_ok()) return std::fprintf(stderr, "strata diff: %s\n", fa.status().message().c_str()), 1;
+  const strata::Result<std::vector<strata::JobFile>> fb = strata::job_files({args.b});
+  if (!fb.is_ok()) return std::fprintf(stderr, "strata diff: %s\n", fb.status().message().c_str()), 1;
   auto by_rank = [](const std::vector<strata::JobFile>& files) {
     std::map<int64_t, std::string> out;
     for (size_t i = 0; i < files.size(); ++i) {
@@ -86,7 +85,7 @@ int diff_jobs(const DiffArgs& args, const strata::DiffOptions& o) {
     }
     return out;
   };
-  const std::map<int64_t, std::string> ra = by_rank(fa), rb = by_rank(fb);
+  const std::map<int64_t, std::string> ra = by_rank(fa.value()), rb = by_rank(fb.value());
   struct RankRow { int64_t rank; strata::Diff diff; };
   std::vector<RankRow> rows;
   size_t worst = 0;

@@ -13,12 +13,12 @@ struct InfoArgs {
 };
 
 int run_info(const InfoArgs& args) {
-  std::string error;
-  std::vector<strata::JobFile> files = strata::job_files(args.inputs, error);
-  if (files.empty()) {
-    std::fprintf(stderr, "strata info: %s\n", error.c_str());
+  const strata::Result<std::vector<strata::JobFile>> found = strata::job_files(args.inputs);
+  if (!found.is_ok()) {
+    std::fprintf(stderr, "strata info: %s\n", found.status().message().c_str());
     return 1;
   }
+  const std::vector<strata::JobFile>& files = found.value();
   const bool several = files.size() > 1;
   int rc = 0;
   if (several && args.json) std::fputs("[\n", stdout);

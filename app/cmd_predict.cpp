@@ -47,13 +47,12 @@ int run_predict(const CLI::App& sub, PredictArgs& args) {
       std::fprintf(stderr, "strata: %s\n", r.error.c_str());
       return 1;
     }
-    strata::BatchPoint b;
-    std::string error;
-    if (!strata::batch_point(*r.model, r.annotation, batches.empty() ? -1 : batches[i], b, error)) {
-      std::fprintf(stderr, "strata predict: %s: %s\n", args.inputs[i].c_str(), error.c_str());
+    strata::Result<strata::BatchPoint> b = strata::batch_point(*r.model, r.annotation, batches.empty() ? -1 : batches[i]);
+    if (!b.is_ok()) {
+      std::fprintf(stderr, "strata predict: %s: %s\n", args.inputs[i].c_str(), b.status().message().c_str());
       return 1;
     }
-    points.push_back(std::move(b));
+    points.push_back(std::move(b.value()));
   }
   const strata::BatchPrediction p = strata::predict_batch(std::move(points));
   if (!args.json) {

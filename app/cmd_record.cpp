@@ -64,10 +64,9 @@ int run_record(const CLI::App& sub, const RecordArgs& args) {
   if (!rest.empty() && !args.program.empty()) command.push_back("--");  // the command's own "--" (it began before)
   command.insert(command.end(), args.program.begin(), args.program.end());
   if (command.empty()) return usage_error(sub, "no command given (strata record [OPTIONS] -- CMD ARGS...)");
-  std::string error;
-  const std::string agent = strata::collector::find_agent(&error);
-  if (agent.empty()) {
-    std::fprintf(stderr, "strata record: %s\n", error.c_str());
+  const strata::Result<std::string> agent = strata::collector::find_agent();
+  if (!agent.is_ok()) {
+    std::fprintf(stderr, "strata record: %s\n", agent.status().message().c_str());
     return 1;
   }
   std::string request;
@@ -75,11 +74,12 @@ int run_record(const CLI::App& sub, const RecordArgs& args) {
     if (opt.output.empty()) opt.output = strata::collector::timestamped_name("strata", ".pt.trace.json");
     if (strata::collector::names_directory(opt.output)) {
       opt.output_dir = std::exchange(opt.output, "");
-      const int removed = strata::collector::prepare_job_dir(opt.output_dir, &error);
-      if (removed < 0) {
-        std::fprintf(stderr, "strata record: %s\n", error.c_str());
+      const strata::Result<int> prepared = strata::collector::prepare_job_dir(opt.output_dir);
+      if (!prepared.is_ok()) {
+        std::fprintf(stderr, "strata record: %s\n", prepared.status().message().c_str());
         return 1;
       }
+      const int removed = prepared.value();
       if (removed > 0)
         std::fprintf(stderr, "strata record: removed %d trace%s of an earlier recording from %s\n", removed,
                      removed == 1 ? "" : "s", opt.output_dir.c_str());
@@ -92,11 +92,12 @@ int run_record(const CLI::App& sub, const RecordArgs& args) {
     request = strata::collector::encode_message(msg);
     request.pop_back();  // no newline in an environment variable
   }
-  const pid_t pid = strata::collector::launch_with_agent(command, agent, request, &error);
-  if (pid < 0) {
-    std::fprintf(stderr, "strata record: %s\n", error.c_str());
+  const strata::Result<pid_t> launched = strata::collector::launch_with_agent(command, agent.value(), request);
+  if (!launched.is_ok()) {
+    std::fprintf(stderr, "strata record: %s\n", launched.status().message().c_str());
     return 1;
   }
+  const pid_t pid = launched.value();
   struct sigaction sa {};
   sa.sa_handler = ignore_signal;
   sigaction(SIGINT, &sa, nullptr);
@@ -130,10 +131,14 @@ bool apply_recording_options(const RecordingArgs& a, strata::collector::RecordOp
   std::vector<char*> argv;
   for (std::string& w : words) argv.push_back(w.data());
   const int argc = static_cast<int>(argv.size());
-  for (int i = 0; i < argc; ++i)
-    if (!strata::collector::parse_record_option(argc, argv.data(), i, opt, error) || !error.empty()) return false;
-  error = strata::collector::check_record_options(opt);
-  return error.empty();
+  for (int i = 0; i < argc; ++i) {
+    const strata::Result<bool> parsed = strata::collector::parse_record_option(argc, argv.data(), i, opt);
+    if (!parsed.is_ok()) error = parsed.status().message();
+    if (!parsed.is_ok() || !parsed.value()) return false;
+  }
+  const strata::Status together = strata::collector::check_record_options(opt);
+  error = together.message();
+  return together.is_ok();
 }
 
 void add_recording_options(CLI::App& sub, RecordingArgs& a) {

@@ -26,6 +26,7 @@ struct SummaryArgs {
   std::string memory_at;  // --memory-at: "peak", or ms from the trace's start
   std::string model;      // --model: print(model) text
   strata::AnnotateOptions annotate;
+  double peak_tflops = 0, peak_tbps = 0;  // --peak-tflops, --peak-bandwidth: the efficiency roofline's
   bool json = false;
   bool merge = false;  // the inputs are per-rank summaries
 };
@@ -102,13 +103,12 @@ int merge_summaries(const SummaryArgs& args) {
       std::fprintf(stderr, "strata summary: cannot read %s\n", path.c_str());
       return 1;
     }
-    strata::RankData r;
-    std::string error;
-    if (!strata::read_rank_data(text.str(), r, error)) {
-      std::fprintf(stderr, "strata summary: %s: %s\n", path.c_str(), error.c_str());
+    strata::Result<strata::RankData> r = strata::read_rank_data(text.str());
+    if (!r.is_ok()) {
+      std::fprintf(stderr, "strata summary: %s: %s\n", path.c_str(), r.status().message().c_str());
       return 1;
     }
-    ranks.push_back(std::move(r));
+    ranks.push_back(std::move(r.value()));
   }
   std::stable_sort(ranks.begin(), ranks.end(), [](auto& a, auto& b) { return a.rank < b.rank; });
   for (size_t i = 0; i + 1 < ranks.size(); ++i)
@@ -125,6 +125,8 @@ int merge_summaries(const SummaryArgs& args) {
 int run_summary(const CLI::App& sub, SummaryArgs& args) {
   if (args.merge) return merge_summaries(args);
   if (!apply_model_option(sub, args.model, args.annotate)) return 1;
+  args.annotate.roofline.flops = args.peak_tflops * 1e12;
+  args.annotate.roofline.bandwidth = args.peak_tbps * 1e12;
   if (single_file(args.inputs)) return summarize_trace(sub, args);
   if (!args.item.empty() || !args.range.empty() || !args.memory_at.empty())
     return usage_error(sub, "--item, --range and --memory-at take one trace, not a job");
@@ -159,6 +161,12 @@ Command add_summary(CLI::App& strata) {
   item->excludes(range)->excludes(memory_at);
   range->excludes(memory_at);
   add_model_option(*sub, args->model);
+  sub->add_option("--roofline-device", args->annotate.roofline.device,
+                  "efficiency: this device's roofline, not the trace's\n(\"H100 SXM\", \"A100 80GB\", \"MI300X\"; docs/efficiency.md)")
+      ->type_name("NAME");
+  sub->add_option("--peak-tflops", args->peak_tflops, "efficiency: one peak for every number format, TFLOP/s")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--peak-bandwidth", args->peak_tbps, "efficiency: the device's memory bandwidth, TB/s")->check(CLI::PositiveNumber);
   sub->add_flag("--merge", args->merge,
                 "the inputs are per-rank `strata summary FILE --json` outputs,\n"
                 "made anywhere (a Slurm array, xargs): the job's summary (docs/jobs.md)")

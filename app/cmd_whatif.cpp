@@ -35,10 +35,9 @@ int run_whatif(const CLI::App& sub, const WhatifArgs& args) {
   const bool json = args.json;
   std::vector<strata::whatif::Scenario> scenarios;
   for (const std::string& spec : args.specs) {
-    strata::whatif::Scenario s;
-    std::string error;
-    if (!strata::whatif::parse_scenario(spec, args.amp_factor, s, error)) return usage_error(sub, error);
-    scenarios.push_back(std::move(s));
+    strata::Result<strata::whatif::Scenario> s = strata::whatif::parse_scenario(spec, args.amp_factor);
+    if (!s.is_ok()) return usage_error(sub, s.status().message());
+    scenarios.push_back(std::move(s.value()));
   }
   for (double b : args.bandwidths) scenarios.push_back(strata::whatif::bandwidth_scenario(b));
   if (scenarios.empty()) scenarios = strata::whatif::default_scenarios();

@@ -153,7 +153,7 @@ int main(int argc, char** argv) {
   for (const Entry& en : entries) {
     strata::LoadResult full = strata::load_trace(en.path);
     if (!full.model) {
-      std::fprintf(stderr, "%s\n", full.error.c_str());
+      std::fprintf(stderr, "%s\n", full.error().c_str());
       rc = 1;
       continue;
     }
@@ -172,7 +172,7 @@ int main(int argc, char** argv) {
       if (way.strip) {
         stripped = strata::load_trace_bytes(en.path + " (stripped)", strata::strip_events(*full.model, way.strip));
         if (!stripped.model) {
-          std::fprintf(stderr, "%s\n", stripped.error.c_str());
+          std::fprintf(stderr, "%s\n", stripped.error().c_str());
           rc = 1;
           continue;
         }

@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
   auto t0 = std::chrono::steady_clock::now();
   strata::LoadResult r = strata::load_trace(argv[1]);
   if (!r.model) {
-    std::fprintf(stderr, "%s\n", r.error.c_str());
+    std::fprintf(stderr, "%s\n", r.error().c_str());
     return 1;
   }
   double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -24,12 +24,12 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 int load(const std::vector<std::string>& inputs, unsigned workers) {
-  std::string error;
-  std::vector<strata::JobFile> files = strata::job_files(inputs, error);
-  if (files.empty()) {
-    std::fprintf(stderr, "%s\n", error.c_str());
+  strata::Result<std::vector<strata::JobFile>> listed = strata::job_files(inputs);
+  if (!listed.is_ok()) {
+    std::fprintf(stderr, "%s\n", listed.status().message().c_str());
     return 1;
   }
+  const std::vector<strata::JobFile>& files = listed.value();
   uint64_t file_bytes = 0;
   for (const strata::JobFile& f : files) file_bytes += f.bytes;
   auto t0 = Clock::now();
@@ -58,11 +58,12 @@ int merge(size_t n, const char* path) {
   auto t0 = Clock::now();
   std::vector<strata::RankData> ranks(n);
   for (size_t i = 0; i < n; ++i) {
-    std::string error;
-    if (!strata::read_rank_data(text, ranks[i], error)) {
-      std::fprintf(stderr, "%s: %s\n", path, error.c_str());
+    strata::Result<strata::RankData> read = strata::read_rank_data(text);
+    if (!read.is_ok()) {
+      std::fprintf(stderr, "%s: %s\n", path, read.status().message().c_str());
       return 1;
     }
+    ranks[i] = std::move(read.value());
     ranks[i].rank = int64_t(i);
   }
   double parse_s = since(t0);

@@ -70,7 +70,7 @@ int strata_pass(const char* path, unsigned threads) {
   options.threads = threads;
   strata::LoadResult r = strata::load_trace(path, nullptr, options);
   if (!r.model) {
-    std::fprintf(stderr, "%s\n", r.error.c_str());
+    std::fprintf(stderr, "%s\n", r.error().c_str());
     return 1;
   }
   const auto& st = r.model->stats;

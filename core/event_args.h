@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -33,6 +34,15 @@ struct ProfilerRangeCounters {
   Ns measured = -1;                // the kernel's measured duration (ns); -1 when not recorded
 };
 
+// One input of an op as `record_shapes` wrote it: its shapes ("Input Dims": one for a tensor, one
+// per tensor of a TensorList; `[]` gives one empty shape, a 0-d tensor's or a scalar's), its
+// type ("Input type": "float", "c10::BFloat16", "TensorList", "Scalar", "") and its value where
+// the profiler recorded one ("Concrete Inputs": "[1, 1]", "True", "0.1"; else empty).
+struct OpInput {
+  std::vector<std::vector<int64_t>> shapes;
+  std::string type, value;
+};
+
 class EventArgs {
  public:
   virtual ~EventArgs() = default;
@@ -42,6 +52,8 @@ class EventArgs {
   virtual std::string_view text(EventId e, Arg a) const = 0;
   // The shape of an op's input `which` ("Input Dims"); empty when not recorded.
   virtual std::vector<int64_t> input_shape(EventId e, int which) const = 0;
+  // Every input of an op, in order; empty when shapes were not recorded.
+  virtual std::vector<OpInput> op_inputs(EventId e) const = 0;
   virtual ProfilerRangeCounters counters(EventId e) const = 0;
 };
 
@@ -51,6 +63,7 @@ class NoEventArgs final : public EventArgs {
   int64_t integer(EventId, Arg) const override { return -1; }
   std::string_view text(EventId, Arg) const override { return {}; }
   std::vector<int64_t> input_shape(EventId, int) const override { return {}; }
+  std::vector<OpInput> op_inputs(EventId) const override { return {}; }
   ProfilerRangeCounters counters(EventId) const override { return {}; }
 };
 

@@ -570,8 +570,8 @@ void parse_entries(const char* buf, size_t n, size_t begin, size_t limit, ChunkO
       break;
     }
     if (err == json::ScanError::Malformed) {
-      out.fatal = "unexpected character '" + std::string(1, buf[pos]) + "' at byte " + std::to_string(pos) +
-                  " in traceEvents";
+      out.status = Status::invalid("unexpected character '" + std::string(1, buf[pos]) + "' at byte " +
+                                   std::to_string(pos) + " in traceEvents");
       out.next = pos;
       break;
     }
@@ -595,8 +595,8 @@ void parse_entries(const char* buf, size_t n, size_t begin, size_t limit, ChunkO
       out.next = n;
       break;
     } else {
-      out.fatal = "expected ',' or ']' after the event at byte " + std::to_string(end) + ", found '" +
-                  std::string(1, buf[pos]) + "' at byte " + std::to_string(pos);
+      out.status = Status::invalid("expected ',' or ']' after the event at byte " + std::to_string(end) + ", found '" +
+                                   std::string(1, buf[pos]) + "' at byte " + std::to_string(pos));
       out.next = pos;
       break;
     }
@@ -604,7 +604,7 @@ void parse_entries(const char* buf, size_t n, size_t begin, size_t limit, ChunkO
       progress->done.fetch_add(pos - reported, std::memory_order_relaxed);
       reported = pos;
       if (progress->cancelled()) {
-        out.fatal = "cancelled";
+        out.status = Status::cancelled();
         out.next = pos;
         break;
       }

@@ -3,6 +3,7 @@
 // tracks) are local to it until the merge.
 #pragma once
 
+#include "core/base/status.h"
 #include "core/progress.h"
 #include "core/strings.h"
 #include "core/trace_model.h"
@@ -89,7 +90,7 @@ struct ChunkOut : ChunkEvents {
   uint64_t begin = 0, next = 0;
   bool array_closed = false;  // reached `]`
   bool truncated = false;     // reached the end of the buffer inside an entry
-  std::string fatal;          // unrecoverable syntax error (message with byte offset)
+  Status status;              // Invalid: an unrecoverable syntax error (message with byte offset); Cancelled
 
   ChunkOut();
   void warn(uint64_t at, std::string text);

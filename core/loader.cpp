@@ -26,8 +26,8 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 LoadResult load_source(const std::string& path, ReadResult read, Clock::time_point t0, Progress* progress,
                        const LoadOptions& options) {
   LoadResult result;
-  if (!read.error.empty()) {
-    result.error = read.error;
+  if (!read.status.is_ok()) {
+    result.status = std::move(read.status);
     return result;
   }
   auto model = std::make_unique<TraceModel>();
@@ -45,7 +45,7 @@ LoadResult load_source(const std::string& path, ReadResult read, Clock::time_poi
   const std::string_view head(source->data(), std::min<size_t>(source->size(), 64 * 1024));
   const Importer* importer = importer_for(head);
   if (!importer) {
-    result.error = path + ": not a trace any importer reads (" + std::to_string(source->size()) + " bytes)";
+    result.status = Status::unsupported(path + ": not a trace any importer reads (" + std::to_string(source->size()) + " bytes)");
     return result;
   }
   m.stats.importer = importer->name;
@@ -58,7 +58,7 @@ LoadResult load_source(const std::string& path, ReadResult read, Clock::time_poi
   }
   if (!st.is_ok()) {
     // A damaged gzip explains a damaged file: say both.
-    result.error = read.warning.empty() ? st.message() : st.message() + " (" + read.warning + ")";
+    result.status = read.warning.empty() ? std::move(st) : Status(st.code(), st.message() + " (" + read.warning + ")");
     return result;
   }
   if (progress) progress->done = progress->total.load();

@@ -1,6 +1,7 @@
 // Loading a PyTorch profiler (Kineto) trace, plain or gzipped, into the trace model.
 #pragma once
 
+#include "core/base/status.h"
 #include "core/progress.h"
 #include "core/trace_model.h"
 
@@ -14,8 +15,10 @@ struct LoadOptions {
 };
 
 struct LoadResult {
-  std::unique_ptr<TraceModel> model;  // null on error
-  std::string error;                  // one line naming the file and where it went wrong
+  std::unique_ptr<TraceModel> model;  // null when `status` is not ok
+  Status status;                      // Cancelled when cancelled
+  // One line naming the file and where it went wrong; empty with a model.
+  const std::string& error() const { return status.message(); }
 };
 
 // Progress counts bytes of the file (while reading a .gz) and then of the JSON.

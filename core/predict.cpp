@@ -30,23 +30,16 @@ bool scales_with_batch(MemoryCategory c) { return c == MemoryCategory::Activatio
 
 }  // namespace
 
-bool batch_point(const TraceModel& m, const Annotation& a, int64_t batch, BatchPoint& out, std::string& error) {
+Result<BatchPoint> batch_point(const TraceModel& m, const Annotation& a, int64_t batch) {
   const Analyses& r = a.analyses;
+  BatchPoint out;
   out.file = m.path;
   out.batch = batch > 0 ? batch : r.batch_size;
-  if (out.batch < 1) {
-    error = "no batch size: the trace records no input shapes (record_shapes=True), give it with --batch";
-    return false;
-  }
-  if (r.iter_median <= 0) {
-    error = "no complete iteration";
-    return false;
-  }
+  if (out.batch < 1)
+    return Status::not_found("no batch size: the trace records no input shapes (record_shapes=True), give it with --batch");
+  if (r.iter_median <= 0) return Status::not_found("no complete iteration");
   const DeviceMemory* d = r.memory.peak_device();
-  if (!d) {
-    error = "no [memory] events (record with profile_memory=True)";
-    return false;
-  }
+  if (!d) return Status::not_found("no [memory] events (record with profile_memory=True)");
   out.iteration = r.iter_median;
   // The forward's op count of the first complete iteration: the same model at another batch
   // size runs the same ops.
@@ -64,7 +57,7 @@ bool batch_point(const TraceModel& m, const Annotation& a, int64_t batch, BatchP
   out.peak_allocated = d->peak_allocated;
   out.peak_reserved = r.memory.reserved_recorded ? d->peak_reserved : 0;
   out.capacity = d->capacity;
-  return true;
+  return out;
 }
 
 int64_t BatchPrediction::peak_at(double batch) const {

@@ -25,9 +25,9 @@ struct BatchPoint {
   int64_t capacity = 0;               // the device's memory; 0 unknown
   uint64_t forward_ops = 0;           // CPU ops in one complete iteration's forward: the model's shape
 };
-// The point of an annotated trace; `batch` < 1 takes the one the trace's shapes give. `error`
+// The point of an annotated trace; `batch` < 1 takes the one the trace's shapes give. NotFound
 // says why there is none (no iterations, no memory events, no batch size).
-bool batch_point(const TraceModel& m, const Annotation& a, int64_t batch, BatchPoint& out, std::string& error);
+Result<BatchPoint> batch_point(const TraceModel& m, const Annotation& a, int64_t batch);
 
 struct LinearFit {
   double a = 0, b = 0;  // y = a + b·x

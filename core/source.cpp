@@ -131,7 +131,7 @@ void copy_to_huge_pages(int fd, const std::string& path, ReadResult& r, Progress
     }
   });
   if (failed) {
-    if (progress && progress->cancelled()) r.error = path + ": cancelled";
+    if (progress && progress->cancelled()) r.status = Status::cancelled(path + ": cancelled");
     return;
   }
   r.buffer = std::move(copy);
@@ -139,8 +139,9 @@ void copy_to_huge_pages(int fd, const std::string& path, ReadResult& r, Progress
 
 bool is_gzip(std::string_view b) { return b.size() >= 2 && uint8_t(b[0]) == 0x1f && uint8_t(b[1]) == 0x8b; }
 
-std::string errno_text(const std::string& path, const char* what) {
-  return path + ": " + what + ": " + std::strerror(errno);
+Status errno_status(const std::string& path, const char* what) {
+  const int e = errno;
+  return {e == ENOENT ? StatusCode::NotFound : StatusCode::Io, path + ": " + what + ": " + std::strerror(e)};
 }
 
 void inflate_gzip(const std::string& path, const unsigned char* in, size_t in_size, ReadResult& r,
@@ -156,19 +157,19 @@ void inflate_gzip(const std::string& path, const unsigned char* in, size_t in_si
   }
   r.buffer = SourceBuffer::allocate(guess + 1);
   if (!r.buffer.data()) {
-    r.error = path + ": out of memory for " + std::to_string(guess) + " bytes";
+    r.status = {StatusCode::OutOfMemory, path + ": out of memory for " + std::to_string(guess) + " bytes"};
     return;
   }
   z_stream zs{};
   if (inflateInit2(&zs, 15 + 32) != Z_OK) {
-    r.error = path + ": cannot initialise zlib";
+    r.status = {StatusCode::Internal, path + ": cannot initialise zlib"};
     return;
   }
   size_t out = 0, consumed = 0;
   int rc = Z_OK;
   while (true) {
     if (out == r.buffer.capacity() && !r.buffer.grow(r.buffer.capacity() + r.buffer.capacity() / 2 + 4096)) {
-      r.error = path + ": out of memory inflating gzip at compressed byte " + std::to_string(consumed);
+      r.status = {StatusCode::OutOfMemory, path + ": out of memory inflating gzip at compressed byte " + std::to_string(consumed)};
       break;
     }
     size_t in_chunk = std::min<size_t>(in_size - consumed, 1u << 30);
@@ -182,7 +183,7 @@ void inflate_gzip(const std::string& path, const unsigned char* in, size_t in_si
     out += out_chunk - zs.avail_out;
     if (progress) progress->done.store(consumed, std::memory_order_relaxed);
     if (progress && progress->cancelled()) {
-      r.error = path + ": cancelled";
+      r.status = Status::cancelled(path + ": cancelled");
       break;
     }
     if (rc == Z_STREAM_END) {
@@ -197,22 +198,22 @@ void inflate_gzip(const std::string& path, const unsigned char* in, size_t in_si
     if (rc == Z_OK) continue;
     if (rc == Z_BUF_ERROR && consumed == in_size) {
       if (out == 0)
-        r.error = path + ": gzip stream is truncated or corrupt at compressed byte " + std::to_string(consumed) +
-                  " and holds no data";
+        r.status = Status::invalid(path + ": gzip stream is truncated or corrupt at compressed byte " +
+                                   std::to_string(consumed) + " and holds no data");
       else
         r.warning = path + ": gzip stream is truncated at compressed byte " + std::to_string(consumed) +
                     "; reading the " + std::to_string(out) + " bytes it holds";
       break;
     }
     if (rc == Z_BUF_ERROR) continue;  // output full: grow and go on
-    r.error = path + ": corrupt gzip data at compressed byte " + std::to_string(consumed) + " (" +
-              (zs.msg ? zs.msg : "inflate error") + ")";
+    r.status = Status::invalid(path + ": corrupt gzip data at compressed byte " + std::to_string(consumed) + " (" +
+                               (zs.msg ? zs.msg : "inflate error") + ")");
     break;
   }
   inflateEnd(&zs);
   r.buffer.set_size(out);
   if (r.buffer.capacity() > out) std::memset(r.buffer.writable() + out, 0, std::min<size_t>(r.buffer.capacity() - out, kSourcePadding));
-  if (!r.error.empty()) r.buffer = SourceBuffer();
+  if (!r.status.is_ok()) r.buffer = SourceBuffer();
 }
 
 }  // namespace
@@ -221,22 +222,22 @@ ReadResult read_source(const std::string& path, Progress* progress) {
   ReadResult r;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    r.error = errno_text(path, "cannot open");
+    r.status = errno_status(path, "cannot open");
     return r;
   }
   struct stat st {};
   if (fstat(fd, &st) != 0) {
-    r.error = errno_text(path, "cannot stat");
+    r.status = errno_status(path, "cannot stat");
     ::close(fd);
     return r;
   }
   if (S_ISDIR(st.st_mode)) {
-    r.error = path + ": is a directory, not a trace file";
+    r.status = Status::invalid(path + ": is a directory, not a trace file");
     ::close(fd);
     return r;
   }
   if (!S_ISREG(st.st_mode)) {
-    r.error = path + ": not a regular file";
+    r.status = Status::invalid(path + ": not a regular file");
     ::close(fd);
     return r;
   }
@@ -244,13 +245,13 @@ ReadResult read_source(const std::string& path, Progress* progress) {
   r.file_bytes = size;
   if (progress) progress->total.store(size, std::memory_order_relaxed);
   if (size == 0) {
-    r.error = path + ": empty file (0 bytes)";
+    r.status = Status::invalid(path + ": empty file (0 bytes)");
     ::close(fd);
     return r;
   }
   SourceBuffer mapped = SourceBuffer::map_file(fd, size);
   if (!mapped.data()) {
-    r.error = errno_text(path, "cannot map");
+    r.status = errno_status(path, "cannot map");
     ::close(fd);
     return r;
   }
@@ -272,7 +273,7 @@ ReadResult read_source_bytes(const std::string& name, std::string_view bytes, Pr
   r.file_bytes = bytes.size();
   if (progress) progress->total.store(bytes.size(), std::memory_order_relaxed);
   if (bytes.empty()) {
-    r.error = name + ": empty file (0 bytes)";
+    r.status = Status::invalid(name + ": empty file (0 bytes)");
     return r;
   }
   if (is_gzip(bytes)) {
@@ -282,7 +283,7 @@ ReadResult read_source_bytes(const std::string& name, std::string_view bytes, Pr
   }
   r.buffer = SourceBuffer::allocate(bytes.size());
   if (!r.buffer.data()) {
-    r.error = name + ": out of memory for " + std::to_string(bytes.size()) + " bytes";
+    r.status = {StatusCode::OutOfMemory, name + ": out of memory for " + std::to_string(bytes.size()) + " bytes"};
     return r;
   }
   std::memcpy(r.buffer.writable(), bytes.data(), bytes.size());

@@ -2,6 +2,7 @@
 // followed by at least kSourcePadding readable bytes, as simdjson requires.
 #pragma once
 
+#include "core/base/status.h"
 #include "core/progress.h"
 
 #include <cstddef>
@@ -43,7 +44,7 @@ struct ReadResult {
   SourceBuffer buffer;
   uint64_t file_bytes = 0;
   bool gzip = false;
-  std::string error;    // fatal: nothing usable was read
+  Status status;        // not ok: nothing usable was read
   std::string warning;  // usable, but e.g. a truncated gzip stream
 };
 

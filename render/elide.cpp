@@ -1,5 +1,7 @@
 #include "render/elide.h"
 
+#include <algorithm>
+
 namespace strata::render {
 
 namespace {
@@ -38,6 +40,75 @@ std::string elide_middle(std::string_view text, float max_px, const FontMetrics&
   out += "\xE2\x80\xA6";
   if (tail < n) out += text.substr(starts[tail]);
   return out;
+}
+
+namespace {
+
+// The bytes of `word` (from its start) that fit `room`: one character at least.
+size_t fitting_prefix(std::string_view word, float room, const FontMetrics& f) {
+  size_t end = 0;
+  float w = 0;
+  for (size_t i = 0; i < word.size();) {
+    size_t next = i + 1;
+    while (next < word.size() && is_continuation(word[next])) ++next;
+    w += f.width(word.substr(i, next - i));
+    if (w > room && end > 0) break;
+    end = next;
+    i = next;
+  }
+  return end;
+}
+
+void wrap_paragraph(std::string_view text, float max_px, const FontMetrics& f, std::vector<std::string_view>& lines) {
+  const float space = f.width(" ");
+  size_t line_begin = std::string_view::npos, line_end = 0;
+  float line_w = 0;
+  size_t i = 0;
+  while (i < text.size()) {
+    if (text[i] == ' ') {
+      ++i;
+      continue;
+    }
+    const size_t word_end = std::min(text.find(' ', i), text.size());
+    std::string_view word = text.substr(i, word_end - i);
+    const float word_w = f.width(word);
+    if (line_begin != std::string_view::npos && line_w + space + word_w <= max_px) {
+      line_end = word_end;
+      line_w += space + word_w;
+      i = word_end;
+      continue;
+    }
+    if (line_begin != std::string_view::npos) lines.push_back(text.substr(line_begin, line_end - line_begin));
+    line_begin = i;
+    if (word_w <= max_px) {
+      line_end = word_end;
+      line_w = word_w;
+      i = word_end;
+      continue;
+    }
+    // Wider than a line: cut where the line ends; the rest starts the next.
+    const size_t cut = fitting_prefix(word, max_px, f);
+    lines.push_back(word.substr(0, cut));
+    line_begin = std::string_view::npos;
+    line_w = 0;
+    i += cut;
+  }
+  if (line_begin != std::string_view::npos) lines.push_back(text.substr(line_begin, line_end - line_begin));
+}
+
+}  // namespace
+
+std::vector<std::string_view> wrap_at_spaces(std::string_view text, float max_px, const FontMetrics& f) {
+  std::vector<std::string_view> lines;
+  for (size_t start = 0;;) {
+    const size_t nl = text.find('\n', start);
+    const size_t before = lines.size();
+    wrap_paragraph(text.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start), max_px, f, lines);
+    if (lines.size() == before) lines.emplace_back();  // an empty line stays one
+    if (nl == std::string_view::npos) break;
+    start = nl + 1;
+  }
+  return lines;
 }
 
 PathFit fit_path(const std::vector<float>& widths, float gap, float ellipsis_w, float room) {

@@ -445,10 +445,23 @@ void Timeline::mark_exposed(const std::vector<std::pair<Ns, Ns>>& exposed, const
   EventId e = it.first;
   if (it.count == 1 && (m_->ev.name[e] >= comm_name_.size() || comm_name_[m_->ev.name[e]] != 2)) return;
   const Ns t0 = Ns(v.t_of(x0)), t1 = Ns(v.t_of(x1));
+  // The intervals are merged and sorted, so their ends are sorted too. Intervals less than a
+  // pixel apart make one strip, and the ones inside a strip are jumped over by binary search:
+  // a zoomed-out folded run covers millions of them, the strips are at most one per pixel.
   auto i = std::upper_bound(exposed.begin(), exposed.end(), t0, [](Ns t, const std::pair<Ns, Ns>& x) { return t < x.second; });
-  for (; i != exposed.end() && i->first < t1; ++i) {
-    float a = std::max(x0, v.x_of(double(i->first))), b = std::min(x1, v.x_of(double(i->second)));
-    if (b - a < 1) b = a + 1;
+  while (i != exposed.end() && i->first < t1) {
+    const float a = std::max(x0, v.x_of(double(i->first)));
+    float b = std::max(a + 1, std::min(x1, v.x_of(double(i->second))));
+    for (;;) {  // grow the strip while the next interval starts within a pixel of its end
+      const Ns joins = Ns(v.t_of(b + 1));
+      auto next = std::lower_bound(i, exposed.end(), joins, [](const std::pair<Ns, Ns>& x, Ns t) { return x.first < t; });
+      if (next <= i + 1) {  // none beyond i (at a zoom under a nanosecond a pixel, not even i)
+        ++i;
+        break;
+      }
+      i = next - 1;  // the last that joins: it ends last
+      b = std::max(b, std::min(x1, v.x_of(double(i->second))));
+    }
     out.rects.push_back({a, y1 - 4, b, y1, rgba(230, 60, 50), kExposed});
   }
 }

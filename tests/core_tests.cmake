@@ -8,11 +8,7 @@ add_executable(strata_core_tests
   test_real_traces.cpp
   test_job.cpp
   test_npu.cpp
+  test_importers.cpp
 )
 target_link_libraries(strata_core_tests PRIVATE strata_core strata_warnings simdjson::simdjson doctest::doctest)
-target_compile_definitions(strata_core_tests PRIVATE
-  STRATA_TRACES_DIR="${STRATA_TRACES_DIR}"
-  STRATA_TEST_DATA_DIR="${CMAKE_SOURCE_DIR}/tests/data"
-  STRATA_GOLDEN_DIR="${CMAKE_SOURCE_DIR}/tests/golden")
-add_test(NAME strata_core_tests COMMAND strata_core_tests)
-set_tests_properties(strata_core_tests PROPERTIES TIMEOUT 600)
+strata_doctest(strata_core_tests PREFIX strata_core_tests TIMEOUT 300)

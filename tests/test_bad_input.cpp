@@ -23,11 +23,11 @@ LoadResult load_named(const std::string& name, std::string_view bytes, unsigned 
 
 void check_error(const LoadResult& r, const std::string& name, bool with_position = true) {
   CHECK(r.model == nullptr);
-  CHECK_FALSE(r.error.empty());
-  CHECK(r.error.find('\n') == std::string::npos);
-  CHECK(r.error.find(name) != std::string::npos);
-  bool no_content = r.error.find("whitespace") != std::string::npos || r.error.find("empty") != std::string::npos;
-  if (with_position && !no_content) CHECK_MESSAGE(r.error.find("byte") != std::string::npos, r.error);
+  CHECK_FALSE(r.error().empty());
+  CHECK(r.error().find('\n') == std::string::npos);
+  CHECK(r.error().find(name) != std::string::npos);
+  bool no_content = r.error().find("whitespace") != std::string::npos || r.error().find("empty") != std::string::npos;
+  if (with_position && !no_content) CHECK_MESSAGE(r.error().find("byte") != std::string::npos, r.error());
 }
 
 // Either a proper error, or a model whose warnings say something was wrong.
@@ -39,7 +39,7 @@ void check_error_or_warned(const LoadResult& r, const std::string& name) {
 
 std::unique_ptr<TraceModel> load_warned(const std::string& events, uint64_t warnings = 1) {
   auto r = load_named("bad.json", R"({"traceEvents":[)" + events + "]}");
-  INFO("error: ", r.error);
+  INFO("error: ", r.error());
   REQUIRE(r.model);
   CHECK(r.model->warning_count == warnings);
   return std::move(r.model);
@@ -49,13 +49,6 @@ const char* kGood = R"({"ph":"X","cat":"cpu_op","name":"good","pid":1,"tid":1,"t
 
 std::filesystem::path temp_path(const char* what) {
   return std::filesystem::temp_directory_path() / ("strata-test-" + std::to_string(::getpid()) + "-" + what);
-}
-
-std::string small_trace_path(const char* name) {
-  std::filesystem::path p = std::filesystem::path(STRATA_TRACES_DIR) / name;
-  if (std::filesystem::exists(p)) return p.string();
-  MESSAGE("skipped: ", p.string(), " not found");
-  return {};
 }
 
 // The ISIZE a gzip reader finds in the last 4 bytes of a (possibly truncated) stream.
@@ -115,25 +108,24 @@ TEST_CASE("not a trace: wrong top-level JSON") {
 }
 
 TEST_CASE("truncated plain JSON at every byte of a small real trace" * doctest::timeout(120)) {
-  std::string path = small_trace_path("hta-triton-a100.pt.trace.json.gz");
-  if (path.empty()) return;
+  STRATA_REQUIRE_TRACE(path, "hta-triton-a100.pt.trace.json.gz");
   LoadResult full = load_trace(path);
   REQUIRE(full.model);
   truncations(full.model->source->view(), 1, *full.model);
 }
 
 TEST_CASE("truncated plain JSON over a larger real trace" * doctest::timeout(120)) {
-  std::string path = small_trace_path("hta-alexnet-a100.pt.trace.json.gz");
-  if (path.empty()) return;
+  STRATA_REQUIRE_TRACE(path, "hta-alexnet-a100.pt.trace.json.gz");
   LoadResult full = load_trace(path);
   REQUIRE(full.model);
   truncations(full.model->source->view(), 997, *full.model);
 }
 
 TEST_CASE("truncated gzip" * doctest::timeout(120)) {
-  for (auto [name, stride] : {std::pair{"hta-triton-a100.pt.trace.json.gz", 1}, {"hta-alexnet-a100.pt.trace.json.gz", 7}}) {
-    std::string path = small_trace_path(name);
-    if (path.empty()) return;
+  const std::pair<const char*, int> cases[] = {{"hta-triton-a100.pt.trace.json.gz", 1}, {"hta-alexnet-a100.pt.trace.json.gz", 7}};
+  for (auto [name, stride] : cases) STRATA_SKIP_UNLESS(!find_trace(name).empty(), std::string("real trace not found: ") + name);
+  for (auto [name, stride] : cases) {
+    const std::string path = find_trace(name).string();
     CAPTURE(name);
     LoadResult full = load_trace(path);
     REQUIRE(full.model);
@@ -152,8 +144,7 @@ TEST_CASE("truncation right after a comma is reported") {
 
 // A truncated .gz's last 4 bytes are not its size: the first buffer must stay plausible.
 TEST_CASE("a truncated gzip does not allocate by its garbage trailer") {
-  std::string path = small_trace_path("hta-triton-a100.pt.trace.json.gz");
-  if (path.empty()) return;
+  STRATA_REQUIRE_TRACE(path, "hta-triton-a100.pt.trace.json.gz");
   std::string gz = read_file(path);
   size_t cut = 100;
   while (cut < gz.size() && gzip_trailer(std::string_view(gz).substr(0, cut)) < (1u << 30)) ++cut;
@@ -163,8 +154,7 @@ TEST_CASE("a truncated gzip does not allocate by its garbage trailer") {
 }
 
 TEST_CASE("corrupt gzip") {
-  std::string path = small_trace_path("hta-alexnet-a100.pt.trace.json.gz");
-  if (path.empty()) return;
+  STRATA_REQUIRE_TRACE(path, "hta-alexnet-a100.pt.trace.json.gz");
   std::string gz = read_file(path);
   for (size_t at : {size_t(3), size_t(20), gz.size() / 3, gz.size() / 2, gz.size() - 6}) {
     CAPTURE(at);
@@ -275,7 +265,7 @@ TEST_CASE("100000-deep JSON nesting inside args" * doctest::timeout(60)) {
   for (const std::string& value : {deep, deep_obj}) {
     auto r = load_named("deep.json", R"({"traceEvents":[{"ph":"X","name":"a","pid":1,"tid":1,"ts":1,"dur":1,"args":{"x":)" +
                                          value + R"(,"External id":4}},)" + kGood + "]}");
-    INFO("error: ", r.error);
+    INFO("error: ", r.error());
     REQUIRE(r.model);
     CHECK(find_event(*r.model, "good") != kNoEvent);
     CHECK(r.model->ev.size() + r.model->warning_count >= 2);  // kept, or dropped with a warning

@@ -84,9 +84,9 @@ TEST_CASE("job: rank data through JSON and back, and summaries that are not") {
   w.begin_object().key("rank_data");
   write_rank_data(w, r);
   w.end_object();
-  RankData back;
-  std::string error;
-  REQUIRE_MESSAGE(read_rank_data(w.str(), back, error), error);
+  Result<RankData> read = read_rank_data(w.str());
+  REQUIRE_MESSAGE(read.is_ok(), read.status().message());
+  const RankData& back = read.value();
   CHECK(back.rank == 3);
   CHECK(back.names == r.names);
   REQUIRE(back.collectives.size() == 3);
@@ -99,15 +99,16 @@ TEST_CASE("job: rank data through JSON and back, and summaries that are not") {
   for (const char* bad : {"", "{", "[]", "{\"file\":\"x\"}", "{\"rank_data\":{\"schema\":\"strata.rank/1\"}}",
                           "{\"rank_data\":{\"schema\":\"other\"}}"}) {
     CAPTURE(bad);
-    CHECK_FALSE(read_rank_data(bad, back, error));
-    CHECK(!error.empty());
+    Result<RankData> refused = read_rank_data(bad);
+    CHECK_FALSE(refused.is_ok());
+    CHECK(!refused.status().message().empty());
   }
   // An index past the names is refused, not followed.
   std::string s = w.str();
   size_t k = s.find("\"kind\":");
   REQUIRE(k != std::string::npos);
   s.replace(k, 8, "\"kind\":9");
-  CHECK_FALSE(read_rank_data(s, back, error));
+  CHECK_FALSE(read_rank_data(s).is_ok());
   // Damaged anywhere, a summary is read or refused, never followed off its end.
   const std::string good = w.str();
   uint64_t seed = 7;
@@ -118,8 +119,7 @@ TEST_CASE("job: rank data through JSON and back, and summaries that are not") {
     const char junk[] = {'"', '{', '}', '[', ']', ',', ':', '9', '-', 'x', '\0'};
     if (i % 3 == 0) d.erase(at);
     else d[at] = junk[(seed >> 20) % sizeof junk];
-    RankData any;
-    (void)read_rank_data(d, any, error);
+    (void)read_rank_data(d);
   }
 }
 

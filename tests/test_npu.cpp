@@ -286,12 +286,8 @@ TEST_CASE("npu: device words of labels, task kinds, runtime API names") {
 }
 
 TEST_CASE("npu: the real Ascend trace is a device trace" * doctest::timeout(60)) {
-  std::filesystem::path p = std::filesystem::path(STRATA_TRACES_DIR) / "mstt-mlp-train-ascend-npu.json.gz";
-  if (!std::filesystem::exists(p)) {
-    MESSAGE("skipped: ", p.string(), " not found");
-    return;
-  }
-  LoadResult r = load_trace(p.string());
+  STRATA_REQUIRE_TRACE(p, "mstt-mlp-train-ascend-npu.json.gz");
+  LoadResult r = load_trace(p);
   REQUIRE(r.model);
   const TraceModel& m = *r.model;
   CHECK(m.warning_count == 0);

@@ -16,9 +16,9 @@ LoadResult load_json(std::string_view json, unsigned threads) {
 
 std::unique_ptr<TraceModel> must_load(std::string_view json, unsigned threads) {
   LoadResult r = load_json(json, threads);
-  INFO("load error: ", r.error);
+  INFO("load error: ", r.error());
   REQUIRE(r.model != nullptr);
-  CHECK(r.error.empty());
+  CHECK(r.error().empty());
   return std::move(r.model);
 }
 
@@ -36,19 +36,6 @@ uint32_t find_track(const TraceModel& m, int64_t pid, int64_t tid) {
       return t;
   }
   return kNoTrack;
-}
-
-bool shared_traces_present() { return std::filesystem::is_directory(STRATA_TRACES_DIR); }
-
-std::vector<std::filesystem::path> real_traces() {
-  std::vector<std::filesystem::path> out;
-  for (const char* dir : {STRATA_TRACES_DIR, STRATA_TEST_DATA_DIR "/torch2"}) {
-    if (!std::filesystem::is_directory(dir)) continue;
-    for (auto& entry : std::filesystem::directory_iterator(dir))
-      if (entry.path().extension() == ".gz") out.push_back(entry.path());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 std::string read_file(const std::filesystem::path& p) {

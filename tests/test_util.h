@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/loader.h"
+#include "test_data.h"
 
 #include <filesystem>
 #include <memory>
@@ -21,9 +22,6 @@ EventId find_event(const TraceModel& m, std::string_view name);
 // The track holding (pid, tid), numeric ids only, or kNoTrack.
 uint32_t find_track(const TraceModel& m, int64_t pid, int64_t tid);
 
-// Every gzipped real trace: ../shared/traces (when present) and tests/data/torch2.
-std::vector<std::filesystem::path> real_traces();
-bool shared_traces_present();
 std::string read_file(const std::filesystem::path& p);
 
 // Checks that two loads of the same bytes produced the same model, column by column.

@@ -78,15 +78,17 @@ void start_recording(AttachState& a) {
   else opt.iterations = uint32_t(std::max(a.iterations, 1));
   a.drop_live();
   a.session = std::make_unique<sc::AttachSession>();
-  a.start_error.clear();
   a.shown = nullptr;
+  Status started;
   if (const sc::JobInfo* job = chosen_job(a)) {
     opt.output_dir = a.output;  // empty: the client's own name
-    a.following = a.session->start_job(*job, opt, &a.start_error);
+    started = a.session->start_job(*job, opt);
   } else {
     opt.output = a.output;
-    a.following = a.session->start(pid_t(a.chosen), opt, &a.start_error);
+    started = a.session->start(pid_t(a.chosen), opt);
   }
+  a.following = started.is_ok();
+  a.start_error = started.message();
 }
 
 // A live read of what the recording wrote so far: the file, or the job's directory.
@@ -261,12 +263,12 @@ void draw_session(Viewer& v, AttachState& a) {
     ImGui::TextDisabled("%zu ranks  \xE2\x86\x92  %s", s.agents().size(), s.output().c_str());
     for (const sc::AgentRecording& r : s.agents())
       ImGui::TextDisabled("  %s: %s, %llu records%s%s", sc::agent_name(r).c_str(), r.state.empty() ? "starting" : r.state.c_str(),
-                          (unsigned long long)r.records, r.error.empty() ? "" : " - ", r.error.c_str());
+                          (unsigned long long)r.records, r.status.is_ok() ? "" : " - ", r.status.message().c_str());
   } else {
     ImGui::TextDisabled("pid %d  \xE2\x86\x92  %s", int(s.pid()), s.output().c_str());
   }
   if (!a.following && !s.done()) ImGui::TextDisabled("Another trace is open: the recording goes on without the live view.");
-  const std::string err = s.error();
+  const std::string err = s.status().message();
   if (!err.empty()) ImGui::TextColored(kErrorText, "%s", err.c_str());
   if (s.state() == sc::AttachSession::State::Finished && !a.following) {
     ImGui::SameLine();
@@ -304,7 +306,8 @@ void draw_attach(Viewer& v) {
   follow(v, a);
   if (!a.open) return;
   a.scan.refresh_if_due(Clock::now());
-  if (a.scan.take(a.jobs, a.scan_error)) {
+  if (Status scanned; a.scan.take(a.jobs, scanned)) {
+    a.scan_error = scanned.message();
     a.scanned = true;
     bool listed = chosen_job(a) != nullptr;
     for (const sc::JobInfo& j : a.jobs)
@@ -364,7 +367,9 @@ bool parse_attach_option(int argc, char** argv, int& i, AttachRequest& r, std::s
   }
   if (a != "--duration" && a != "--iterations" && a != "-o") return false;
   sc::RecordOptions opt;
-  if (!sc::parse_record_option(argc, argv, i, opt, error)) return false;
+  const Result<bool> parsed = sc::parse_record_option(argc, argv, i, opt);
+  if (!parsed.is_ok()) error = parsed.status().message();
+  else if (!parsed.value()) return false;
   if (opt.duration_ms) r.duration_ms = opt.duration_ms;
   if (opt.iterations) r.iterations = opt.iterations;
   if (!opt.output.empty()) r.output = opt.output;
@@ -377,9 +382,10 @@ void start_attach(Viewer& v, const AttachRequest& r) {
   AttachState& a = state(v);
   a.chosen = r.job ? 0 : r.pid;
   if (r.job) {  // the job as it is now: every agent under the launcher
-    std::string error;
+    std::vector<sc::JobInfo> jobs;
+    sc::list_jobs(jobs);  // the agents that answer: the others could not be recorded anyway
     std::vector<sc::AgentInfo> agents;
-    for (const sc::JobInfo& j : sc::list_jobs(&error)) agents.insert(agents.end(), j.agents.begin(), j.agents.end());
+    for (const sc::JobInfo& j : jobs) agents.insert(agents.end(), j.agents.begin(), j.agents.end());
     a.jobs = {sc::job_under(pid_t(r.pid), agents)};
     a.chosen_job = r.pid;
   }
@@ -427,7 +433,7 @@ int run_attach_headless(Viewer& v, const AttachRequest& r, const HeadlessRun& ou
   }
   if (a.session) {
     for (const std::string& line : a.session->lines()) std::fprintf(stderr, "strata view: %s\n", line.c_str());
-    if (!a.session->error().empty()) std::fprintf(stderr, "strata view: attach: %s\n", a.session->error().c_str());
+    if (const Status st = a.session->status(); !st.is_ok()) std::fprintf(stderr, "strata view: attach: %s\n", st.message().c_str());
   }
   if (!a.start_error.empty()) std::fprintf(stderr, "strata view: attach: %s\n", a.start_error.c_str());
   if (!live_taken) std::fprintf(stderr, "strata view: the recording ended before a live view could be captured\n");

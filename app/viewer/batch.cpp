@@ -113,7 +113,7 @@ void draw_batch_tab(Viewer& v) {
                       near->samples_per_s, near->fits ? "" : "\ndoes not fit the device");
   }
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-  for (const std::string& n : p.notes) ImGui::TextWrapped("%s", n.c_str());
+  for (const std::string& n : p.notes) text_wrapped(v, n);
   ImGui::PopStyleColor();
 }
 

@@ -52,11 +52,11 @@ void compare_worker(LoadJob& j, const Prepared& a) {
   const std::string cancelled = "Comparing with " + j.path + " was cancelled";
   LoadResult r = load_trace(j.path, &j.progress);
   if (!r.model || j.progress.cancelled()) {
-    j.error = j.progress.cancelled() ? cancelled : "Cannot compare: " + r.error;
+    j.error = j.progress.cancelled() ? cancelled : "Cannot compare: " + r.error();
     return;
   }
   Annotation b = annotate(*r.model, j.options, &j.progress);
-  if (b.cancelled || j.progress.cancelled()) {
+  if (!b.status.is_ok() || j.progress.cancelled()) {
     j.error = cancelled;
     return;
   }
@@ -113,7 +113,7 @@ void draw_header(Viewer& v, const Comparison& c) {
     ImGui::PopFont();
     ImGui::SameLine();
     ImGui::TextUnformatted(file_name(file).c_str());
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", file.c_str());
+    if (ImGui::IsItemHovered()) tooltip(v, "%s", file.c_str());
     ImGui::SameLine();
     if (shown >= 0) ImGui::TextDisabled("iteration %lld of %zu: %s", (long long)shown + 1, iterations, format_duration(span).c_str());
     else ImGui::TextDisabled("no complete iteration: the whole trace");
@@ -129,10 +129,10 @@ void draw_header(Viewer& v, const Comparison& c) {
   }
   for (const std::string& e : d.explain) {
     ImGui::Bullet();
-    ImGui::TextWrapped("%s", e.c_str());
+    text_wrapped(v, e);
   }
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-  for (const std::string& n : d.notes) ImGui::TextWrapped("%s", n.c_str());
+  for (const std::string& n : d.notes) text_wrapped(v, n);
   ImGui::PopStyleColor();
   const size_t larger = std::max(d.layers_a, d.layers_b);
   ImGui::Text("%zu of %zu layers aligned (%.0f%%);", d.layers_aligned, larger, 100.0 * d.aligned_share);
@@ -180,9 +180,9 @@ void lay_out(Viewer& v, Comparison& c, float width) {
 }
 
 // What the hovered bar is: its path, its time in this iteration, and its row's figures.
-void bar_tooltip(const Comparison& c, const AnnotationTree& t, const render::CompareItem& it) {
+void bar_tooltip(Viewer& v, const Comparison& c, const AnnotationTree& t, const render::CompareItem& it) {
   const DiffRow* r = it.row >= 0 ? &c.diff.layers[size_t(it.row)] : phase_row(c.diff, t.name_of(it.node));
-  ImGui::BeginTooltip();
+  begin_tooltip(v);
   ImGui::Text("%s: %s", it.b ? "B" : "A", (r && it.row >= 0 ? row_path(*r) : path_in_iteration(t, it.node)).c_str());
   if (it.lead_in > 0)
     ImGui::TextDisabled("%s in this iteration: %s before its start (since the layer before it ended, darker), %s from its start",
@@ -197,7 +197,7 @@ void bar_tooltip(const Comparison& c, const AnnotationTree& t, const render::Com
     if (it.row >= 0) ImGui::Text("self change %s", change_text(r->self_delta()).c_str());
     if (!r->detail.empty()) ImGui::TextDisabled("%s", r->detail.c_str());
   }
-  ImGui::EndTooltip();
+  end_tooltip(v);
 }
 
 // The two iterations, A above B; a click on a layer picks its row.
@@ -215,7 +215,7 @@ void draw_picture(Viewer& v, Comparison& c) {
   const ImVec2 mouse = ImGui::GetIO().MousePos;
   const render::CompareItem* it = lay.hit(mouse.x - o.x, mouse.y - o.y);
   if (!it) return;
-  bar_tooltip(c, it->b ? c.tree_b : v.trace->annotation->tree, *it);
+  bar_tooltip(v, c, it->b ? c.tree_b : v.trace->annotation->tree, *it);
   if (it->row >= 0 && ImGui::IsMouseClicked(ImGuiMouseButton_Left)) {
     c.selected = it->row;
     c.reveal = true;
@@ -294,7 +294,7 @@ void draw_layer_row(Viewer& v, Comparison& c, size_t i) {
   if (one_side) ImGui::TextColored(colour_vec(render::change_colour(r)), "%s", shown.c_str());
   else ImGui::TextUnformatted(shown.c_str());
   if (ImGui::IsItemHovered())
-    ImGui::SetTooltip("%s%s%s", path.c_str(), r.detail.empty() ? "" : "\n", r.detail.c_str());
+    tooltip(v, "%s%s%s", path.c_str(), r.detail.empty() ? "" : "\n", r.detail.c_str());
   ImGui::TableNextColumn();
   figure(time_text(r.a));
   ImGui::TableNextColumn();

@@ -81,11 +81,11 @@ bool draw_counter_lanes(Viewer& v, float area_x, float rows_y, float area_w, boo
     if (!hovered || mouse.y < y0 || mouse.y >= y1 || mouse.x < area_x || mouse.x > area_x + area_w) continue;
     const Ns t = Ns(view.t_of(mouse.x - area_x));
     const bool memory = c.device_type >= 0;
-    ImGui::BeginTooltip();
+    begin_tooltip(v);
     ImGui::Text("%s at %s: %s", c.title.c_str(), fmt_time(v, double(t)).c_str(), value_text(c, value_at(c, t)).c_str());
     ImGui::TextDisabled("peak %s at %s%s", top.c_str(), fmt_time(v, double(c.max_at)).c_str(),
                         memory ? on_peak ? "\nclick: what is alive at the peak" : "\nclick: what is alive at this moment" : "");
-    ImGui::EndTooltip();
+    end_tooltip(v);
     if (memory && clicked) {
       const MemoryEvents& me = v.trace->model->memory;
       const uint32_t e = on_peak ? peak_event(me, c) : memory_event_at(me, c.device_type, c.device_id, t);

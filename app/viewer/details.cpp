@@ -3,6 +3,8 @@
 // lazily from the file) and its source location when the trace has Python frames.
 #include "app/viewer/viewer.h"
 
+#include "render/elide.h"
+
 #include <imgui.h>
 
 #include <algorithm>
@@ -15,12 +17,12 @@ using render::ItemRef;
 
 namespace {
 
-void row(const char* key, const std::string& value) {
+void row(const Viewer& v, const char* key, const std::string& value) {
   ImGui::TableNextRow();
   ImGui::TableNextColumn();
   ImGui::TextDisabled("%s", key);
   ImGui::TableNextColumn();
-  ImGui::TextWrapped("%s", value.c_str());
+  text_wrapped(v, value);
 }
 
 std::string pct(double a, double b) {
@@ -63,49 +65,49 @@ void draw_details(Viewer& v) {
     ImGui::TableSetupColumn("k", ImGuiTableColumnFlags_WidthFixed);
     ImGui::TableSetupColumn("v", ImGuiTableColumnFlags_WidthStretch);
     if (sel.kind == ItemRef::Event) {
-      row("Category", m.category_names[m.ev.cat[sel.index]]);
-      if (int64_t id = m.correlation_of(sel.index); id >= 0) row("Correlation", std::to_string(id));
-      else if (int64_t x = m.external_id_of(sel.index); x >= 0) row("External id", std::to_string(x));
+      row(v, "Category", m.category_names[m.ev.cat[sel.index]]);
+      if (int64_t id = m.correlation_of(sel.index); id >= 0) row(v, "Correlation", std::to_string(id));
+      else if (int64_t x = m.external_id_of(sel.index); x >= 0) row(v, "External id", std::to_string(x));
       uint32_t t = m.track_of(sel.index);
       for (const render::Lane& l : tl.lanes)
-        if (l.kind == render::LaneKind::Track && l.index == t) row("Track", tl.sections[l.section].title + " / " + l.title);
+        if (l.kind == render::LaneKind::Track && l.index == t) row(v, "Track", tl.sections[l.section].title + " / " + l.title);
     } else {
-      row("Tier", tl.tiers().tiers[sel.tier].title);
+      row(v, "Tier", tl.tiers().tiers[sel.tier].title);
     }
-    row("Start", fmt_time(v, double(start)));
-    row("Duration", format_duration(dur));
-    if (!w.parent.empty()) row("Share of parent", pct(double(w.share), 1.0) + " of " + w.parent.substr(0, 60));
+    row(v, "Start", fmt_time(v, double(start)));
+    row(v, "Duration", format_duration(dur));
+    if (!w.parent.empty()) row(v, "Share of parent", pct(double(w.share), 1.0) + " of " + w.parent.substr(0, 60));
     if (gpu) {
       if (host != kNoEvent) {
-        row("Launch to start", format_duration(start - m.ev.start[host]));
+        row(v, "Launch to start", format_duration(start - m.ev.start[host]));
         EventId op = m.parent_of(host);
-        if (op != kNoEvent) row("CPU op", std::string(m.name_of(op).substr(0, 120)));
+        if (op != kNoEvent) row(v, "CPU op", std::string(m.name_of(op).substr(0, 120)));
       }
     } else if (!w.gpu_ops.empty()) {
-      row("CPU time", format_duration(dur));
-      row("GPU time", format_duration(w.gpu_time) + " in " + std::to_string(w.gpu_ops.size()) + " ops (busy " +
+      row(v, "CPU time", format_duration(dur));
+      row(v, "GPU time", format_duration(w.gpu_time) + " in " + std::to_string(w.gpu_ops.size()) + " ops (busy " +
                           format_duration(w.gpu_busy) + ")");
-      row("GPU span", format_duration(w.gpu_end - w.gpu_begin) + ", ends " +
+      row(v, "GPU span", format_duration(w.gpu_end - w.gpu_begin) + ", ends " +
                           format_duration(std::abs(w.gpu_end - end)) +
                           (w.gpu_end > end ? " after the CPU side" : " before the CPU side"));
-      if (w.sync > 0) row("Waiting", format_duration(w.sync) + " in calls that wait for the GPU");
+      if (w.sync > 0) row(v, "Waiting", format_duration(w.sync) + " in calls that wait for the GPU");
       if (w.communication > 0)
-        row("Communication", format_duration(w.communication) + ", " +
+        row(v, "Communication", format_duration(w.communication) + ", " +
                                  format_duration(w.comm_exposed) + " exposed (" +
                                  pct(double(w.communication - w.comm_exposed), double(w.communication)) + " hidden behind compute)");
-      row("Bound by", bound_reason(w));
+      row(v, "Bound by", bound_reason(w));
     } else if (sel.kind == ItemRef::Event) {
-      row("GPU time", "none launched");
+      row(v, "GPU time", "none launched");
     } else {
-      row("Bound by", bound_reason(w));
+      row(v, "Bound by", bound_reason(w));
     }
-    if (w.flops.ranges) row("FLOPs", flops_text(w.flops));
+    if (w.flops.ranges) row(v, "FLOPs", flops_text(w.flops));
     ImGui::EndTable();
   }
   if (ImGui::SmallButton("Zoom to (F)")) focus_on(v, sel);
   if (v.sel.path.size() >= 2) {
     ImGui::SameLine();
-    if (ImGui::SmallButton("Parent (U)")) select(v, v.sel.path[v.sel.path.size() - 2], false);
+    if (ImGui::SmallButton("Parent (U)")) select_parent(v);
   }
   if (sel.kind == ItemRef::Event) draw_flows(v, sel.index);
 
@@ -129,15 +131,18 @@ void draw_details(Viewer& v) {
     ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY |
                             ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_Resizable | ImGuiTableFlags_SizingFixedFit;
     float h = std::min(ImGui::GetTextLineHeightWithSpacing() * float(v.sel.work.gpu_ops.size() + 2), 320.0f * v.scale);
-    // A narrow panel leaves out the start, so that the names stay readable.
-    const bool with_start = ImGui::GetContentRegionAvail().x > 420 * v.scale;
-    if (ImGui::BeginTable("kernels", with_start ? 4 : 3, flags, ImVec2(0, h))) {
+    // Every column in a narrow panel too: the figures keep their widths and the names, which
+    // take what is left, are shortened in the middle.
+    if (ImGui::BeginTable("kernels", 4, flags, ImVec2(0, h))) {
       ImGui::TableSetupScrollFreeze(0, 1);
       ImGui::TableSetupColumn("GPU op", ImGuiTableColumnFlags_WidthStretch);
       ImGui::TableSetupColumn("Duration", ImGuiTableColumnFlags_DefaultSort | ImGuiTableColumnFlags_PreferSortDescending);
       ImGui::TableSetupColumn("Share");
-      if (with_start) ImGui::TableSetupColumn("Start");
+      ImGui::TableSetupColumn("Start");
       ImGui::TableHeadersRow();
+      v.panels.kernel_columns.clear();
+      for (int c = 0; c < ImGui::TableGetColumnCount(); ++c)
+        if (ImGui::TableGetColumnFlags(c) & ImGuiTableColumnFlags_IsVisible) v.panels.kernel_columns.emplace_back(ImGui::TableGetColumnName(c));
       if (ImGuiTableSortSpecs* ss = ImGui::TableGetSortSpecs(); ss && ss->SpecsCount > 0) {
         const ImGuiTableColumnSortSpecs& sp = ss->Specs[0];
         bool asc = sp.SortDirection == ImGuiSortDirection_Ascending;
@@ -177,19 +182,23 @@ void draw_details(Viewer& v) {
           ImGui::TableNextRow();
           ImGui::TableNextColumn();
           std::string_view kn = m.name_of(k);
-          std::string shown(shown_name(k).substr(0, 80));
-          shown += "##k" + std::to_string(i);
-          if (ImGui::Selectable(shown.c_str(), false, ImGuiSelectableFlags_SpanAllColumns)) {
+          // Drawn by hand after an empty label, shortened to its column.
+          const ImVec2 at = ImGui::GetCursorScreenPos();
+          const std::string shown = render::elide_middle(shown_name(k).substr(0, 200), ImGui::GetContentRegionAvail().x, v.metrics);
+          ImGui::PushID(i);
+          const bool clicked = ImGui::Selectable("##k", false, ImGuiSelectableFlags_SpanAllColumns);
+          ImGui::PopID();
+          ImGui::GetWindowDrawList()->AddText(at, ImGui::GetColorU32(ImGuiCol_Text), shown.c_str());
+          if (clicked) {
             focus_on(v, ItemRef::event(k));
             ImGui::EndTable();
             return;
           }
-          if (ImGui::IsItemHovered()) ImGui::SetTooltip("%.*s", int(std::min<size_t>(kn.size(), 400)), kn.data());
+          if (ImGui::IsItemHovered()) tooltip(v, "%.*s", int(std::min<size_t>(kn.size(), 400)), kn.data());
           ImGui::TableNextColumn();
           ImGui::TextUnformatted(format_duration(m.ev.dur[k]).c_str());
           ImGui::TableNextColumn();
           ImGui::TextUnformatted(pct(double(m.ev.dur[k]), double(w.gpu_time)).c_str());
-          if (!with_start) continue;
           ImGui::TableNextColumn();
           ImGui::TextUnformatted(fmt_time(v, double(m.ev.start[k])).c_str());
         }

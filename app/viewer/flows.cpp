@@ -67,7 +67,7 @@ void draw_flows(Viewer& v, EventId e) {
     if (!one_line) ImGui::Unindent();
     ImGui::EndGroup();
     ImGui::PopID();
-    if (hovered) ImGui::SetTooltip("%.*s\nclick: select it and bring it into view", int(std::min<size_t>(name.size(), 400)), name.data());
+    if (hovered) tooltip(v, "%.*s\nclick: select it and bring it into view", int(std::min<size_t>(name.size(), 400)), name.data());
   }
   if (go != kNoEvent) reveal(v, render::ItemRef::event(go));
 }

@@ -11,11 +11,8 @@
 
 #include <GLFW/glfw3.h>
 
-#include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <thread>
 #include <utility>
@@ -23,13 +20,6 @@
 namespace strata::viewer {
 
 namespace {
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = size_t(std::ceil(p / 100.0 * double(v.size()))) - 1;
-  return v[std::min(i, v.size() - 1)];
-}
 
 // What the panels show: the Summary tab's figures (the same writer as `strata summary
 // --json`) and the details of the selection.
@@ -68,11 +58,7 @@ void write_panels(JsonWriter& j, Viewer& v) {
 // breadcrumbs shown, the levels view's rows, the search and its results list, the selection's
 // flows, the key map, and how far back the view can go.
 void write_ui(JsonWriter& j, Viewer& v) {
-  auto box = [&](std::string_view name, const Box& b) {
-    j.key(name).begin_object();
-    j.field("x", double(b.x)).field("y", double(b.y)).field("w", double(b.w)).field("h", double(b.h));
-    j.end_object();
-  };
+  auto box = [&](std::string_view name, const Box& b) { write_box(j, name, b); };
   const TraceModel& m = *v.trace->model;
   j.key("ui").begin_object();
   const ImVec2 window = ImGui::GetIO().DisplaySize;
@@ -95,10 +81,30 @@ void write_ui(JsonWriter& j, Viewer& v) {
   j.field("tab", std::string_view(v.panels.shown_tab));
   j.field("keymap_open", v.panels.show_keymap).field("history", uint64_t(v.timeline.history.size()));
   j.field("browser_error", std::string_view(v.browser.error));  // File ▸ Open / Load model structure
+  j.key("browser").begin_object();
+  write_browser_fields(j, v);
+  j.end_object();
+  j.key("range").begin_object();
+  write_range_marks(j, v);
+  j.end_object();
+  // The details panel's scroll and GPU ops columns, the bottom panel's room, the gutter.
+  j.field("details_scroll_y", double(v.panels.details_scroll_y)).field("bottom_lines", double(v.panels.bottom_lines));
+  j.key("kernel_columns").begin_array();
+  for (const std::string& c : v.panels.kernel_columns) j.value(c);
+  j.end_array();
+  j.field("gutter_w", double(gutter_width(v, v.panels.timeline_box.w - 2))).field("titles_w", double(v.trace->titles_w));
   const SearchState& s = v.search;
   j.key("search").begin_object();
   j.field("query", std::string_view(s.query)).field("matches", uint64_t(s.matches.size())).field("current", s.current);
   j.field("narrowed", s.narrowed == kNoStr ? std::string_view() : m.strings.view(s.narrowed)).field("list_open", s.list_open);
+  j.field("active", s.was_active);
+  j.key("rows").begin_array();  // the results list's names as drawn
+  for (const auto& [name, b] : s.rows) {
+    j.begin_object().field("name", m.strings.view(name));
+    write_box(j, "box", b);
+    j.end_object();
+  }
+  j.end_array();
   j.key("names").begin_array();
   for (size_t i = 0; i < s.names.size() && i < 100; ++i) {
     const render::NameMatches& n = s.names[i];
@@ -130,6 +136,12 @@ void write_job(JsonWriter& j, Viewer& v) {
 }
 
 }  // namespace
+
+void write_box(JsonWriter& j, std::string_view name, const Box& b) {
+  j.key(name).begin_object();
+  j.field("x", double(b.x)).field("y", double(b.y)).field("w", double(b.w)).field("h", double(b.h));
+  j.end_object();
+}
 
 std::string dump_layout(Viewer& v, const ImageStats* img) {
   JsonWriter j;
@@ -266,62 +278,7 @@ int run_headless(Viewer& v, const HeadlessRun& run) {
     return 2;
   }
   if (!run.keys.empty() && !press_keys(v, run.keys)) return 2;
-  if (run.bench_frames > 0) {
-    // Scripted zoom from the whole trace down to one kernel (the longest GPU op near the
-    // middle), scrolling through the rows as it goes.
-    const TraceModel& m = *v.trace->model;
-    EventId target = kNoEvent;
-    Ns mid = (m.time_begin + m.time_end) / 2;
-    size_t most = 0;
-    for (const Track& t : m.tracks) {  // the first kernel after the middle, on the busiest stream
-      if (t.kind != TrackKind::GpuStream || t.events.size() <= most) continue;
-      for (const IndexRange& l : t.levels) {
-        auto it = std::lower_bound(m.ev.start.begin() + l.begin, m.ev.start.begin() + l.end, mid);
-        for (; it != m.ev.start.begin() + l.end; ++it) {
-          EventId e = EventId(it - m.ev.start.begin());
-          if (m.ev.category(e) == Cat::Kernel) {
-            target = e;
-            most = t.events.size();
-            break;
-          }
-        }
-      }
-    }
-    double a0 = double(m.time_begin), a1 = double(m.time_end);
-    double b0 = target != kNoEvent ? double(m.ev.start[target]) : double(mid), b1 = target != kNoEvent ? double(m.ev.end(target)) : double(mid) + 1000;
-    b1 = std::max(b1, b0 + 100);
-    std::vector<double> layout_ms, frame_ms;
-    v.capture.finish_gl = true;
-    const bool verbose = std::getenv("STRATA_BENCH_VERBOSE") != nullptr;
-    float content_h = v.trace->timeline.content_height(v.timeline.rows);
-    for (int i = 0; i < run.bench_frames; ++i) {
-      double f = run.bench_frames > 1 ? double(i) / double(run.bench_frames - 1) : 1.0;
-      double span = std::exp(std::log(a1 - a0) + (std::log(b1 - b0) - std::log(a1 - a0)) * f);
-      double c = (a0 + a1) * 0.5 + ((b0 + b1) * 0.5 - (a0 + a1) * 0.5) * std::min(1.0, f * 4);
-      v.timeline.view.fit(c - span * 0.5, c + span * 0.5, 0);
-      v.timeline.scroll_y = float(i % 4) / 4.0f * std::max(0.0f, content_h - v.timeline.height);
-      auto t0 = std::chrono::steady_clock::now();
-      glfwPollEvents();
-      frame(v);
-      frame_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-      layout_ms.push_back(v.timeline.layout_ms);
-      if (verbose)
-        std::printf("frame %3d span %s scroll %6.0f layout %6.3f ms frame %7.3f ms (ui %.3f gl %.3f swap %.3f) items %zu rects %zu texts %zu\n",
-                    i, fit_column(format_duration(span), 10).c_str(), double(v.timeline.scroll_y), v.timeline.layout_ms, frame_ms.back(), v.capture.ui_ms, v.capture.gl_ms,
-                    v.capture.swap_ms, v.timeline.frame.items.size(), v.timeline.frame.rects.size(), v.timeline.frame.texts.size());
-    }
-    std::printf("frames %d at %dx%d, zoom from %s to %s\n", run.bench_frames, int(v.timeline.view.width_px), int(ImGui::GetIO().DisplaySize.y), format_duration(a1 - a0).c_str(),
-                format_duration(b1 - b0).c_str());
-    std::printf("timeline layout ms: p50 %.3f  p90 %.3f  p99 %.3f  max %.3f\n", percentile(layout_ms, 50),
-                percentile(layout_ms, 90), percentile(layout_ms, 99), percentile(layout_ms, 100));
-    std::printf("whole frame ms:     p50 %.3f  p90 %.3f  p99 %.3f  max %.3f\n", percentile(frame_ms, 50),
-                percentile(frame_ms, 90), percentile(frame_ms, 99), percentile(frame_ms, 100));
-    size_t events = m.ev.size();
-    size_t view_bytes = v.trace->timeline.tiers().bytes() + v.trace->timeline.view_bytes();
-    std::printf("events %zu, view bytes %zu (%.3f per event), model bytes %zu\n", events, view_bytes,
-                events ? double(view_bytes) / double(events) : 0.0, m.bytes());
-    v.capture.finish_gl = false;
-  }
+  if (run.bench_frames > 0) bench_frames(v, run.bench_frames);
   // A few frames so the panels and the view settle (animations are immediate headless), and
   // the What-if tab's replay finishes (a frame starts it when the tab is shown).
   for (int i = 0; i < 3 || whatif_busy(v); ++i) {

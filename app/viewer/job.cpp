@@ -37,7 +37,7 @@ std::unique_ptr<Prepared> prepare_rank(Job& job, uint32_t rank, Progress* progre
   if (!m) {
     LoadResult r = load_trace(jr.file.path, progress);
     if (!r.model) {
-      error = r.error;
+      error = r.error();
       return nullptr;
     }
     m = std::move(r.model);
@@ -96,7 +96,19 @@ double time_origin(const Viewer& v) {
   return v.trace ? double(v.trace->model->time_begin) : 0;
 }
 
-float gutter_width(const Viewer& v, float w) { return std::min(220.0f * v.scale, w * 0.3f); }
+float gutter_width(const Viewer& v, float w) {
+  // Wide enough for the widest lane title where the window has room (a thread's name was cut
+  // with half the window to spare), at most 30% of the timeline.
+  const float s = v.scale, want = v.trace ? v.trace->titles_w + 24 * s : 0;
+  return std::min(std::max(want, 170 * s), std::min(w * 0.3f, 420 * s));
+}
+
+void measure_titles(Viewer& v) {
+  float widest = 0;
+  for (const render::Lane& l : v.trace->timeline.lanes)  // with the fold mark before it and the pin after
+    widest = std::max(widest, v.metrics.width("\xE2\x96\xB8 " + l.title + "  \xE2\x96\xAA"));
+  v.trace->titles_w = widest;
+}
 
 void start_job_load(Viewer& v, const std::vector<std::string>& inputs, bool keep_view) {
   if (v.loading) cancel_load(v);
@@ -110,17 +122,16 @@ std::unique_ptr<LoadJob> launch_job_load(const std::vector<std::string>& inputs)
       new_load(inputs.size() == 1 ? inputs[0] : inputs[0] + " and " + std::to_string(inputs.size() - 1) + " more");
   LoadJob* l = job_load.get();
   l->worker = std::thread([l, inputs] {
-    std::string error;
-    std::vector<JobFile> files = job_files(inputs, error);
-    if (files.empty()) {
-      l->error = error;
+    Result<std::vector<JobFile>> files = job_files(inputs);
+    if (!files.is_ok()) {
+      l->error = files.status().message();
     } else {
-      auto job = std::make_unique<Job>(load_job(files, {}, &l->progress));
+      auto job = std::make_unique<Job>(load_job(files.value(), {}, &l->progress));
       if (l->progress.cancelled()) {
         l->error = "Loading " + l->path + " was cancelled";
       } else if (job->data.empty()) {
         l->error = "no rank of " + l->path + " could be loaded";
-        for (const JobRank& r : job->ranks) l->error += "; " + r.error;
+        for (const JobRank& r : job->ranks) l->error += "; " + r.status.message();
       } else {
         // First the rank that held the others up most, else the lowest.
         uint32_t rank = job->data_rank[0];
@@ -139,7 +150,7 @@ std::unique_ptr<LoadJob> launch_job_load(const std::vector<std::string>& inputs)
 
 void show_rank(Viewer& v, uint32_t rank) {
   JobView& jv = v.job_view;
-  if (!jv.job || rank == jv.shown || rank >= jv.job->ranks.size() || !jv.job->ranks[rank].error.empty()) return;
+  if (!jv.job || rank == jv.shown || rank >= jv.job->ranks.size() || !jv.job->ranks[rank].status.is_ok()) return;
   if (v.loading) cancel_load(v);
   v.loading = new_load(jv.job->ranks[rank].file.path);
   LoadJob* l = v.loading.get();
@@ -161,7 +172,7 @@ void adopt_job(Viewer& v, LoadJob& l) {
     const int64_t rank_shown = jv.job->ranks[jv.shown].file.rank;
     uint32_t again = l.rank;
     for (uint32_t i = 0; i < l.job->ranks.size(); ++i)
-      if (l.job->ranks[i].file.rank == rank_shown && l.job->ranks[i].error.empty()) again = i;
+      if (l.job->ranks[i].file.rank == rank_shown && l.job->ranks[i].status.is_ok()) again = i;
     if (again != l.rank) {
       std::string error;
       std::unique_ptr<Prepared> p = prepare_rank(*l.job, again, nullptr, error);
@@ -293,7 +304,7 @@ float draw_job_overview(Viewer& v, float x, float y, float w, float max_h) {
           float d = std::abs(area_x + float(view.x_of(double(mb.arrival))) - mouse.x);
           if (d < best) best = d, hover_instance = int(k);
         }
-    ImGui::BeginTooltip();
+    begin_tooltip(v);
     if (hover_instance >= 0) {
       const JobAnalysis::Instance& inst = an.instances[size_t(hover_instance)];
       ImGui::Text("%s #%u of group %s, step %" PRId64, inst.kind.c_str(), inst.index, inst.group.c_str(), inst.step);
@@ -311,7 +322,7 @@ float draw_job_overview(Viewer& v, float x, float y, float w, float max_h) {
       ImGui::Text("rank %" PRId64 " (%s)", r.rank, r.file.c_str());
       ImGui::TextDisabled("click: show this rank's tracks");
     }
-    ImGui::EndTooltip();
+    end_tooltip(v);
     if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) {
       if (hover_instance >= 0) {
         jv.instance = hover_instance;
@@ -353,7 +364,7 @@ void draw_job_tab(Viewer& v) {
       for (size_t i = 0; i < job.data.size(); ++i)
         if (job.data[i].rank == st.rank) show_rank(v, job.data_rank[i]);
     }
-    if (!st.kernel.empty() && ImGui::IsItemHovered()) ImGui::SetTooltip("kernel: %s", st.kernel.c_str());
+    if (!st.kernel.empty() && ImGui::IsItemHovered()) tooltip(v, "kernel: %s", st.kernel.c_str());
   }
   ImGui::Spacing();
   heading("Ranks");

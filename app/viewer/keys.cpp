@@ -2,17 +2,20 @@
 // (Attach included), results list or the key map and does nothing else; `?` opens and
 // closes the key map.
 // The timeline's: W/S zoom, A/D pan (as in Perfetto and Chrome's tracing), F fits the
-// selection, U selects its parent, Esc, Backspace or Alt+Left go back (as in a browser),
-// 0 shows the whole trace.
+// selection, U selects its parent (a step that back undoes), Esc, Backspace or Alt+Left go
+// back (as in a browser; Esc first clears a measured range), 0 shows the whole trace.
 #include "app/viewer/viewer.h"
 
 #include <imgui.h>
+#include <imgui_impl_glfw.h>
 #include <imgui_internal.h>
 
 #include <GLFW/glfw3.h>
 
 #include <algorithm>
+#include <bitset>
 #include <cmath>
+#include <vector>
 
 namespace strata::viewer {
 
@@ -20,7 +23,39 @@ namespace {
 
 bool any_popup_open() { return ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId | ImGuiPopupFlags_AnyPopupLevel); }
 
+// Dear ImGui 1.86 reads each key as down or up when a frame begins: one pressed and let go
+// between two frames (a quick tap, keys sent by a tool, a slow frame) never counts as pressed,
+// so Ctrl+A in a text field did nothing and the next letter typed was appended. Such a
+// release waits for the end of the next frame.
+struct TappedKeys {
+  GLFWwindow* window = nullptr;
+  std::bitset<GLFW_KEY_LAST + 1> pressed;  // since the last frame ended
+  struct Release {
+    int key, scancode, mods;
+  };
+  std::vector<Release> releases;
+};
+TappedKeys tapped;
+
 }  // namespace
+
+void key_event(GLFWwindow* w, int key, int scancode, int action, int mods) {
+  const bool known = key >= 0 && key <= GLFW_KEY_LAST;
+  if (known && action == GLFW_PRESS) tapped.pressed.set(size_t(key));
+  if (known && action == GLFW_RELEASE && tapped.pressed.test(size_t(key))) {
+    tapped.window = w;
+    tapped.releases.push_back({key, scancode, mods});
+    return;
+  }
+  ImGui_ImplGlfw_KeyCallback(w, key, scancode, action, mods);
+}
+
+void release_tapped_keys() {
+  tapped.pressed.reset();
+  std::vector<TappedKeys::Release> releases;
+  releases.swap(tapped.releases);
+  for (const TappedKeys::Release& r : releases) ImGui_ImplGlfw_KeyCallback(tapped.window, r.key, r.scancode, GLFW_RELEASE, r.mods);
+}
 
 bool typed(unsigned c) {
   const ImGuiIO& io = ImGui::GetIO();
@@ -61,13 +96,15 @@ void handle_keys(Viewer& v, float mouse_x, bool mouse_in) {
     animate_to(v, double(tl.start_of(v.sel.hl.selected)), double(tl.end_of(v.sel.hl.selected)));
   }
   // U: up to the parent, the breadcrumb before the last.
-  if (pressed(GLFW_KEY_U) && v.sel.path.size() >= 2) select(v, v.sel.path[v.sel.path.size() - 2], false);
+  if (pressed(GLFW_KEY_U)) select_parent(v);
   // Back: Esc (unless it closed something this frame), Backspace, Alt+Left. With nowhere to
   // go back to, Esc lets go of the selection.
   const bool esc = ImGui::IsKeyPressed(GLFW_KEY_ESCAPE, false) && !v.panels.escape_taken;
   if (esc || ImGui::IsKeyPressed(GLFW_KEY_BACKSPACE, false) || (io.KeyAlt && ImGui::IsKeyPressed(GLFW_KEY_LEFT, false))) {
     v.timeline.animating = false;
-    if (esc && v.sel.memory_picked) select(v, {}, false);  // Esc puts away what is alive first
+    // Esc puts away a measured range, then what is alive, before it goes back.
+    if (esc && v.timeline.range.active) clear_range(v);
+    else if (esc && v.sel.memory_picked) select(v, {}, false);
     else if (!go_back(v) && esc && v.sel.hl.selected.valid()) select(v, {}, false);
   }
   if (pressed(GLFW_KEY_0)) animate_to(v, v.timeline.view.limit_begin, v.timeline.view.limit_end);

@@ -1,11 +1,14 @@
 // Panel sizes a person sets: splitters between the timeline, the details panel and the bottom
-// panel; and dialogs (and lists that float over the panels) kept inside the window, however
-// small it is or becomes.
+// panel; dialogs (and lists that float over the panels) kept inside the window, however small
+// it is or becomes; and tooltips whose text wraps inside it.
 #include "app/viewer/viewer.h"
+
+#include "render/elide.h"
 
 #include <imgui.h>
 
 #include <algorithm>
+#include <cstdarg>
 
 namespace strata::viewer {
 
@@ -71,6 +74,35 @@ void note_dialog(Viewer& v, const char* name) {
   const ImVec2 in(std::clamp(p.x, 0.0f, std::max(0.0f, d.x - size.x)), std::clamp(p.y, 0.0f, std::max(0.0f, d.y - size.y)));
   if (in.x != p.x || in.y != p.y) ImGui::SetWindowPos(in);
   v.panels.dialogs.push_back({name, {in.x, in.y, size.x, size.y}});
+}
+
+void text_wrapped(const Viewer& v, std::string_view text) {
+  for (std::string_view line : render::wrap_at_spaces(text, std::max(ImGui::GetContentRegionAvail().x, 1.0f), v.metrics))
+    ImGui::TextUnformatted(line.data(), line.data() + line.size());
+}
+
+void begin_tooltip(Viewer& v) {
+  ImGui::BeginTooltip();
+  // Dear ImGui sizes a tooltip to its text: a kernel's name hundreds of characters long ran off
+  // both edges of the screen. It wraps at 40 ems, or where the window ends.
+  const float room = ImGui::GetIO().DisplaySize.x - 2 * (8 * v.scale + ImGui::GetStyle().WindowPadding.x);
+  ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + std::clamp(room, 80 * v.scale, 40 * ImGui::GetFontSize()));
+}
+
+void end_tooltip(Viewer& v) {
+  ImGui::PopTextWrapPos();
+  const ImVec2 p = ImGui::GetWindowPos(), size = ImGui::GetWindowSize();
+  v.panels.dialogs.push_back({"tooltip", {p.x, p.y, size.x, size.y}});
+  ImGui::EndTooltip();
+}
+
+void tooltip(Viewer& v, const char* fmt, ...) {
+  begin_tooltip(v);
+  va_list args;
+  va_start(args, fmt);
+  ImGui::TextV(fmt, args);
+  va_end(args);
+  end_tooltip(v);
 }
 
 }  // namespace strata::viewer

@@ -88,7 +88,7 @@ void draw_breadcrumbs(Viewer& v) {
     }
     if (pressed) clicked = path[i - 1];
     const std::string_view full = tl.name_of(path[i - 1]);
-    if (hov && label != full) ImGui::SetTooltip("%.*s", int(std::min<size_t>(full.size(), 300)), full.data());
+    if (hov && label != full) tooltip(v, "%.*s", int(std::min<size_t>(full.size(), 300)), full.data());
   }
   if (clicked_root) {
     select(v, {}, false);
@@ -178,7 +178,7 @@ void draw_levels(Viewer& v) {
       put(name, y + 2 * s, tc);
       put(sub, y + row_h * 0.5f, render::with_alpha(tc, 190));
       if (hovered) {
-        ImGui::BeginTooltip();
+        begin_tooltip(v);
         ImGui::Text("%s", name.c_str());
         ImGui::Text("%s, %.1f%% of %.*s", format_duration(b.end - b.start).c_str(), share, int(parent_name.size()),
                     parent_name.data());
@@ -187,7 +187,7 @@ void draw_levels(Viewer& v) {
                               v.trace->annotation ? 100.0 * v.trace->annotation->reduce_options.tiny_share : 0.0);
         else if (b.kind == SiblingBlock::SameName)
           ImGui::TextDisabled("%u in a row (click to zoom the timeline)", b.merged);
-        ImGui::EndTooltip();
+        end_tooltip(v);
         if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) {
           if (b.merged > 1) clicked_t0 = double(b.start), clicked_t1 = double(b.end);
           else clicked = b.ref;

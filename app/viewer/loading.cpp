@@ -15,9 +15,10 @@ namespace {
 // The annotation, the batch estimate and the view of `m` (which `p` owns, or will).
 bool prepare_view(Prepared& p, const TraceModel& m, Progress* progress, const AnnotateOptions& options) {
   p.annotation = std::make_unique<Annotation>(annotate(m, options, progress));
-  if (p.annotation->cancelled || (progress && progress->cancelled())) return false;
-  BatchPoint point;
-  if (batch_point(m, *p.annotation, -1, point, p.batch_error)) p.batch = predict_batch({point});
+  if (!p.annotation->status.is_ok() || (progress && progress->cancelled())) return false;
+  Result<BatchPoint> point = batch_point(m, *p.annotation, -1);
+  if (point.is_ok()) p.batch = predict_batch({std::move(point.value())});
+  else p.batch_error = point.status().message();
   if (progress) progress->enter(Stage::View);
   p.timeline.build(m);
   p.timeline.set_annotation(p.annotation.get());
@@ -46,7 +47,7 @@ std::unique_ptr<LoadJob> launch_load(const std::string& path, const AnnotateOpti
       if (!j->result) j->error = "Loading " + j->path + " was cancelled";
       else j->result->model_file = j->model_file;
     } else {
-      j->error = j->progress.cancelled() ? "Loading " + j->path + " was cancelled" : r.error;
+      j->error = j->progress.cancelled() ? "Loading " + j->path + " was cancelled" : r.error();
     }
     j->done = true;
   });
@@ -144,6 +145,7 @@ void show(Viewer& v, std::unique_ptr<Prepared> p) {
   v.sel = {};
   v.timeline.hovered = {};
   update_metrics(v);
+  measure_titles(v);
 }
 
 void reinstall(Viewer& v, std::unique_ptr<Prepared> p) {

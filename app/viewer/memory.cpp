@@ -74,10 +74,10 @@ void draw_memory_categories(Viewer& v, const LiveMemory& l, float width) {
   }
   if (!l.split) ImGui::TextDisabled("The trace records no addresses: what is alive cannot be told apart.");
   else if (l.before_trace > 0)
-    ImGui::TextWrapped("%s was allocated before the trace began: counted as %s, %s.", format_bytes(double(l.before_trace)).c_str(),
-                       memory_category_name(l.before_trace_as),
-                       l.before_trace_as == MemoryCategory::Weights ? "since the trace starts before the first iteration"
-                                                                    : "since training ran before the trace");
+    text_wrapped(v, strprintf("%s was allocated before the trace began: counted as %s, %s.", format_bytes(double(l.before_trace)).c_str(),
+                              memory_category_name(l.before_trace_as),
+                              l.before_trace_as == MemoryCategory::Weights ? "since the trace starts before the first iteration"
+                                                                           : "since training ran before the trace"));
 }
 
 void draw_memory_details(Viewer& v) {
@@ -107,7 +107,7 @@ void draw_memory_details(Viewer& v) {
       const std::string label = (la.node == kNoNode ? std::string("(no layer)") : std::string(shown)) + "##ml" + std::to_string(i);
       if (ImGui::Selectable(label.c_str(), false, ImGuiSelectableFlags_SpanAllColumns) && la.node != kNoNode)
         animate_to(v, double(t.begin[la.node]), double(t.end[la.node]));
-      if (ImGui::IsItemHovered() && la.node != kNoNode) ImGui::SetTooltip("%s\nclick: zoom to it", la.path.c_str());
+      if (ImGui::IsItemHovered() && la.node != kNoNode) tooltip(v, "%s\nclick: zoom to it", la.path.c_str());
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(format_bytes(double(la.bytes)).c_str());
     }
@@ -127,7 +127,7 @@ void draw_memory_details(Viewer& v) {
       if (ImGui::Selectable((name + "##ma" + std::to_string(i)).c_str(), false, ImGuiSelectableFlags_SpanAllColumns) && op != kNoEvent)
         focus_on(v, render::ItemRef::event(op));
       if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("allocated at %s%s%s\nclick: select the op", fmt_time(v, double(m.memory.ts[al.event])).c_str(),
+        tooltip(v, "allocated at %s%s%s\nclick: select the op", fmt_time(v, double(m.memory.ts[al.event])).c_str(),
                           al.layer == kNoNode ? "" : " in ", al.layer == kNoNode ? "" : t.path(al.layer).c_str());
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(format_bytes(double(m.memory.bytes[al.event])).c_str());

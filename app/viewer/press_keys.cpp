@@ -1,6 +1,11 @@
-// Headless runs press keys as a person would (`strata view FILE --keys "?,Esc"`): each goes
-// through the window's key and character events (Dear ImGui's GLFW backend), a frame with it
-// down and one after it is let go, so the screenshot and the layout dump show what the keys did.
+// Headless runs press keys and use the mouse as a person would (`strata view FILE --keys "?,Esc"`):
+// each goes through the window's key, character, button and wheel events (Dear ImGui's GLFW
+// backend), a frame with it down and one after it is let go, so the screenshot and the layout
+// dump show what they did. Besides keys and text:
+//   Click:X:Y, DoubleClick:X:Y  the left button at window pixel (X, Y), with Ctrl+/Shift+ as wanted
+//   Move:X:Y                    the pointer there (what it hovers shows its tooltip)
+//   Wheel:X:Y:N                 N notches of the wheel there (negative: towards the person)
+//   Tap+KEY                     down and up before the next frame, as a quick tap or xdotool does
 #include "app/viewer/viewer.h"
 
 #include <imgui.h>
@@ -47,19 +52,47 @@ void frames(Viewer& v, int n) {
   }
 }
 
-// One key with its modifiers: down for a frame, then up for a frame; `c` is what it types.
-void press(Viewer& v, int key, int mods, unsigned c) {
+constexpr int kModifierKeys[][2] = {{GLFW_MOD_CONTROL, GLFW_KEY_LEFT_CONTROL}, {GLFW_MOD_SHIFT, GLFW_KEY_LEFT_SHIFT}, {GLFW_MOD_ALT, GLFW_KEY_LEFT_ALT}};
+
+void modifiers(Viewer& v, int mods, int action) {
+  for (const auto& [mod, k] : kModifierKeys)
+    if (mods & mod) key_event(v.window, k, 0, action, action == GLFW_PRESS ? mods : 0);
+}
+
+// One key with its modifiers: down for a frame, then up for a frame (`tap`: down and up before
+// the frame); `c` is what it types.
+void press(Viewer& v, int key, int mods, unsigned c, bool tap) {
   GLFWwindow* w = v.window;
-  const int modifier_keys[][2] = {{GLFW_MOD_CONTROL, GLFW_KEY_LEFT_CONTROL}, {GLFW_MOD_SHIFT, GLFW_KEY_LEFT_SHIFT}, {GLFW_MOD_ALT, GLFW_KEY_LEFT_ALT}};
-  for (const auto& [mod, k] : modifier_keys)
-    if (mods & mod) ImGui_ImplGlfw_KeyCallback(w, k, 0, GLFW_PRESS, mods);
-  if (key != GLFW_KEY_UNKNOWN) ImGui_ImplGlfw_KeyCallback(w, key, 0, GLFW_PRESS, mods);
+  modifiers(v, mods, GLFW_PRESS);
+  if (key != GLFW_KEY_UNKNOWN) key_event(w, key, 0, GLFW_PRESS, mods);
   if (c) ImGui_ImplGlfw_CharCallback(w, c);
-  frames(v, 1);
-  if (key != GLFW_KEY_UNKNOWN) ImGui_ImplGlfw_KeyCallback(w, key, 0, GLFW_RELEASE, mods);
-  for (const auto& [mod, k] : modifier_keys)
-    if (mods & mod) ImGui_ImplGlfw_KeyCallback(w, k, 0, GLFW_RELEASE, 0);
+  if (!tap) frames(v, 1);
+  if (key != GLFW_KEY_UNKNOWN) key_event(w, key, 0, GLFW_RELEASE, mods);
+  modifiers(v, mods, GLFW_RELEASE);
   frames(v, 2);
+}
+
+// Click:X:Y, DoubleClick:X:Y, Move:X:Y, Wheel:X:Y:N; false when `token` is none of them.
+bool mouse(Viewer& v, const std::string& token, int mods) {
+  char what[16] = {};
+  float x = 0, y = 0, notches = 0;
+  const int n = std::sscanf(token.c_str(), "%15[A-Za-z]:%f:%f:%f", what, &x, &y, &notches);
+  const std::string_view verb = what;
+  if (n < 3 || (verb != "Click" && verb != "DoubleClick" && verb != "Move" && verb != "Wheel")) return false;
+  v.capture.pointer = true;  // hovering counts from now on, as for a person
+  glfwSetCursorPos(v.window, double(x), double(y));
+  frames(v, 1);  // there before anything happens: ImGui sees it hover first
+  modifiers(v, mods, GLFW_PRESS);
+  if (verb == "Wheel") ImGui_ImplGlfw_ScrollCallback(v.window, 0, double(notches));
+  for (int i = 0; i < (verb == "DoubleClick" ? 2 : verb == "Click" ? 1 : 0); ++i) {
+    ImGui_ImplGlfw_MouseButtonCallback(v.window, GLFW_MOUSE_BUTTON_LEFT, GLFW_PRESS, mods);
+    frames(v, 1);  // down for a frame; up (GLFW's state) on the next
+    ImGui_ImplGlfw_MouseButtonCallback(v.window, GLFW_MOUSE_BUTTON_LEFT, GLFW_RELEASE, mods);
+    frames(v, 1);
+  }
+  modifiers(v, mods, GLFW_RELEASE);
+  frames(v, 2);
+  return true;
 }
 
 }  // namespace
@@ -73,12 +106,19 @@ bool press_keys(Viewer& v, const std::string& keys) {
     at = comma + 1;
     if (token.empty()) continue;
     int mods = 0;
-    for (auto [prefix, mod] : {std::pair{"Ctrl+", GLFW_MOD_CONTROL}, {"Shift+", GLFW_MOD_SHIFT}, {"Alt+", GLFW_MOD_ALT}})
-      while (token.size() > std::string_view(prefix).size() && token.starts_with(prefix)) mods |= mod, token.erase(0, std::string_view(prefix).size());
+    bool tap = false;
+    for (bool more = true; more;) {
+      more = false;
+      for (auto [prefix, mod] : {std::pair{"Ctrl+", GLFW_MOD_CONTROL}, {"Shift+", GLFW_MOD_SHIFT}, {"Alt+", GLFW_MOD_ALT}, {"Tap+", 0}})
+        if (token.size() > std::string_view(prefix).size() && token.starts_with(prefix)) {
+          mods |= mod, tap = tap || mod == 0, token.erase(0, std::string_view(prefix).size()), more = true;
+        }
+    }
     int named = GLFW_KEY_UNKNOWN;
     for (const NamedKey& k : kNamed)
       if (token == k.name) named = k.key;
-    if (named != GLFW_KEY_UNKNOWN) press(v, named, mods, 0);
+    if (named != GLFW_KEY_UNKNOWN) press(v, named, mods, 0, tap);
+    else if (mouse(v, token, mods)) token.clear();
     for (char c : named != GLFW_KEY_UNKNOWN ? std::string() : token) {  // typed, one character at a time
       bool shift = false;
       const int key = key_of(c, shift);
@@ -87,7 +127,7 @@ bool press_keys(Viewer& v, const std::string& keys) {
         return false;
       }
       const int m = mods | (shift && (c == '?' || !mods) ? GLFW_MOD_SHIFT : 0);  // Ctrl+F is Ctrl with f
-      press(v, key, m, m & (GLFW_MOD_CONTROL | GLFW_MOD_ALT) ? 0 : static_cast<unsigned char>(c));
+      press(v, key, m, m & (GLFW_MOD_CONTROL | GLFW_MOD_ALT) ? 0 : static_cast<unsigned char>(c), tap);
     }
     // A file opened or a search started: wait for it, as a person would see it arrive.
     while (v.loading || v.search.job) {

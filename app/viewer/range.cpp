@@ -4,7 +4,10 @@
 // away, and the time between neighbouring flags is written between them.
 #include "app/viewer/viewer.h"
 
+#include "core/json_writer.h"
+
 #include <imgui.h>
+#include <imgui_internal.h>
 
 #include <algorithm>
 #include <cmath>
@@ -63,22 +66,23 @@ bool handle_range_input(Viewer& v, float area_x, bool in_area, bool in_ruler, bo
 }
 
 void draw_range_overlay(Viewer& v, float area_x, float area_w, float ruler_y, float rows_y, float bottom) {
-  const RangeState& r = v.timeline.range;
+  RangeState& r = v.timeline.range;
   const render::TimeView& view = v.timeline.view;
   ImDrawList* dl = ImGui::GetWindowDrawList();
-  const float s = v.scale;
+  const float s = v.scale, line_h = ImGui::GetTextLineHeight() + 4 * s;
+  r.ruler = {area_x, ruler_y, area_w, rows_y - ruler_y};
+  r.flag_labels.clear();
+  // A label on a dark chip just under the ruler (on the ruler it covered the ticks' times);
+  // `line` 1 is the line below the first.
+  auto label = [&](const std::string& text, float centre, int line, ImU32 chip, ImU32 colour) {
+    const ImVec2 ts = ImGui::CalcTextSize(text.c_str());
+    const float lx = std::clamp(centre - ts.x * 0.5f, area_x + 2 * s, area_x + area_w - ts.x - 2 * s);
+    const float ly = rows_y + 2 * s + float(line) * line_h;
+    dl->AddRectFilled(ImVec2(lx - 3 * s, ly), ImVec2(lx + ts.x + 3 * s, ly + ts.y + 2 * s), chip);
+    dl->AddText(ImVec2(lx, ly + s), colour, text.c_str());
+    return Box{lx - 3 * s, ly, ts.x + 6 * s, ts.y + 2 * s};
+  };
   dl->PushClipRect(ImVec2(area_x, ruler_y), ImVec2(area_x + area_w, bottom), true);
-  if (r.active || (r.dragging && r.t1 > r.t0)) {
-    const float a = area_x + view.x_of(r.t0), b = area_x + view.x_of(r.t1);
-    dl->AddRectFilled(ImVec2(a, rows_y), ImVec2(b, bottom), IM_COL32(120, 170, 255, 40));
-    dl->AddLine(ImVec2(a, ruler_y), ImVec2(a, bottom), IM_COL32(120, 170, 255, 200), 1.5f * s);
-    dl->AddLine(ImVec2(b, ruler_y), ImVec2(b, bottom), IM_COL32(120, 170, 255, 200), 1.5f * s);
-    const std::string d = format_duration(r.t1 - r.t0);
-    const ImVec2 ts = ImGui::CalcTextSize(d.c_str());
-    const float mx = std::clamp((a + b - ts.x) * 0.5f, area_x + 2 * s, area_x + area_w - ts.x - 2 * s);
-    dl->AddRectFilled(ImVec2(mx - 3 * s, rows_y + 2 * s), ImVec2(mx + ts.x + 3 * s, rows_y + 4 * s + ts.y), IM_COL32(30, 50, 90, 235));
-    dl->AddText(ImVec2(mx, rows_y + 3 * s), IM_COL32(235, 240, 255, 255), d.c_str());
-  }
   for (size_t i = 0; i < r.flags.size(); ++i) {
     const float x = area_x + view.x_of(r.flags[i]);
     dl->AddLine(ImVec2(x, ruler_y), ImVec2(x, bottom), IM_COL32(255, 200, 60, 200), 1.0f * s);
@@ -86,9 +90,15 @@ void draw_range_overlay(Viewer& v, float area_x, float area_w, float ruler_y, fl
     if (i == 0) continue;
     const float px = area_x + view.x_of(r.flags[i - 1]);
     const std::string d = "\xCE\x94 " + format_duration(r.flags[i] - r.flags[i - 1]);  // Δ
-    const ImVec2 ts = ImGui::CalcTextSize(d.c_str());
-    if (x - px > ts.x + 8 * s)
-      dl->AddText(ImVec2((px + x - ts.x) * 0.5f, ruler_y + (rows_y - ruler_y - ts.y) * 0.5f), IM_COL32(255, 215, 120, 255), d.c_str());
+    if (x - px > ImGui::CalcTextSize(d.c_str()).x + 8 * s)
+      r.flag_labels.emplace_back(d, label(d, (px + x) * 0.5f, 0, IM_COL32(60, 45, 15, 235), IM_COL32(255, 215, 120, 255)));
+  }
+  if (r.active || (r.dragging && r.t1 > r.t0)) {
+    const float a = area_x + view.x_of(r.t0), b = area_x + view.x_of(r.t1);
+    dl->AddRectFilled(ImVec2(a, rows_y), ImVec2(b, bottom), IM_COL32(120, 170, 255, 40));
+    dl->AddLine(ImVec2(a, ruler_y), ImVec2(a, bottom), IM_COL32(120, 170, 255, 200), 1.5f * s);
+    dl->AddLine(ImVec2(b, ruler_y), ImVec2(b, bottom), IM_COL32(120, 170, 255, 200), 1.5f * s);
+    label(format_duration(r.t1 - r.t0), (a + b) * 0.5f, r.flag_labels.empty() ? 0 : 1, IM_COL32(30, 50, 90, 235), IM_COL32(235, 240, 255, 255));
   }
   dl->PopClipRect();
 }
@@ -124,7 +134,7 @@ void draw_range_details(Viewer& v) {
       std::string label = std::string(shown[i].substr(0, 80)) + "##" + title + std::to_string(i);
       if (ImGui::Selectable(label.c_str(), false, ImGuiSelectableFlags_SpanAllColumns) && items[i].longest != kNoEvent)
         focus_on(v, render::ItemRef::event(items[i].longest));
-      if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s\nclick: the longest one", items[i].name.c_str());
+      if (ImGui::IsItemHovered()) tooltip(v, "%s\nclick: the longest one", items[i].name.c_str());
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(format_duration(items[i].total).c_str());
       ImGui::TableNextColumn();
@@ -135,6 +145,29 @@ void draw_range_details(Viewer& v) {
   list("GPU ops inside it", f.kernels);
   list("CPU ops inside it", f.ops);
   list("Layers inside it", f.layers);
+}
+
+void write_range_marks(JsonWriter& j, const Viewer& v) {
+  const RangeState& r = v.timeline.range;
+  write_box(j, "ruler", r.ruler);
+  j.field("flags", uint64_t(r.flags.size()));
+  j.key("flag_labels").begin_array();
+  for (const auto& [text, box] : r.flag_labels) {
+    // Characters the font lacks (drawn as "?").
+    uint64_t missing = 0;
+    const char* end = text.c_str() + text.size();
+    for (const char* c = text.c_str(); c < end;) {
+      unsigned code = 0;
+      const int n = ImTextCharFromUtf8(&code, c, end);
+      if (n <= 0) break;
+      missing += v.font->FindGlyphNoFallback(ImWchar(code)) == nullptr;
+      c += n;
+    }
+    j.begin_object().field("text", std::string_view(text)).field("missing_glyphs", missing);
+    write_box(j, "box", box);
+    j.end_object();
+  }
+  j.end_array();
 }
 
 }  // namespace strata::viewer

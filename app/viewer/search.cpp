@@ -193,6 +193,7 @@ void draw_search_bar(Viewer& v) {
 
 void draw_search_list(Viewer& v) {
   SearchState& s = v.search;
+  s.rows.clear();
   if (!s.list_open || !v.trace || s.job || s.ran.empty() || s.names.empty()) return;
   const TraceModel& m = *v.trace->model;
   const ImGuiIO& io = ImGui::GetIO();
@@ -235,11 +236,13 @@ void draw_search_list(Viewer& v) {
         const float room = ImGui::GetContentRegionAvail().x;
         if (ImGui::Selectable("##name", s.narrowed == n.name, ImGuiSelectableFlags_SpanAllColumns)) pick = n.name;
         const bool hovered = ImGui::IsItemHovered();
+        const ImVec2 row_lo = ImGui::GetItemRectMin(), row_hi = ImGui::GetItemRectMax();
+        s.rows.push_back({n.name, {row_lo.x, row_lo.y, row_hi.x - row_lo.x, row_hi.y - row_lo.y}});
         ImGui::PopID();
         const std::string shown_name = render::elide_middle(name.substr(0, 400), room, v.metrics);
         ImGui::GetWindowDrawList()->AddText(at, ImGui::GetColorU32(ImGuiCol_Text), shown_name.c_str());
         if (hovered && shown_name.size() != name.size())
-          ImGui::SetTooltip("%.*s", int(std::min<size_t>(name.size(), 400)), name.data());
+          tooltip(v, "%.*s", int(std::min<size_t>(name.size(), 400)), name.data());
         ImGui::TableNextColumn();
         ImGui::Text("%u", n.count);
         ImGui::TableNextColumn();
@@ -251,8 +254,11 @@ void draw_search_list(Viewer& v) {
   // (A row being pressed is the active item: it must not count as elsewhere.)
   const bool inside = ImGui::IsWindowHovered(ImGuiHoveredFlags_RootAndChildWindows | ImGuiHoveredFlags_AllowWhenBlockedByActiveItem);
   ImGui::End();
-  if (pick_all) widen(s), s.list_open = false;
+  // A pick gives the keyboard back to the search box, so that Enter steps through what was picked
+  // (the click had given it to the list).
+  if (pick_all) widen(s), s.list_open = false, s.focus_request = true;
   if (pick != kNoStr) {
+    s.focus_request = true;
     narrow(v, pick);
     const auto it = std::find_if(s.names.begin(), s.names.end(), [&](const render::NameMatches& n) { return n.name == pick; });
     const auto longest = std::find(s.by_time.begin(), s.by_time.end(), it->longest);

@@ -121,7 +121,7 @@ void draw_summary(Viewer& v) {
       }
       if (const int64_t headroom = memory_headroom(d, mu.reserved_recorded); headroom >= 0)
         ImGui::TextDisabled("of %s: headroom %s", format_bytes(double(d.capacity)).c_str(), format_bytes(double(headroom)).c_str());
-      if (!d.peak_where.empty()) ImGui::TextWrapped("at %s", d.peak_where.c_str());
+      if (!d.peak_where.empty()) text_wrapped(v, "at " + d.peak_where);
       draw_memory_categories(v, d.at_peak, cw);
       if (ImGui::SmallButton("What is alive at the peak")) pick_memory(v, d.at_peak.through);
       ImGui::PopID();
@@ -166,7 +166,7 @@ void draw_summary(Viewer& v) {
     if (hovered >= 0 && ImGui::IsItemHovered()) {
       const Iteration& it = an.iterations[size_t(hovered)];
       const Ns dur = it.end - it.begin, busy = size_t(hovered) < r.iteration_gpu_busy.size() ? r.iteration_gpu_busy[size_t(hovered)] : 0;
-      ImGui::SetTooltip("%s: %s, GPU busy %s (%.0f%%)%s", it.name.c_str(), format_duration(dur).c_str(),
+      tooltip(v, "%s: %s, GPU busy %s (%.0f%%)%s", it.name.c_str(), format_duration(dur).c_str(),
                         format_duration(busy).c_str(), 100.0 * double(busy) / double(std::max<Ns>(dur, 1)),
                         it.partial ? "\npartial: cut by the trace's edge" : "");
       if (ImGui::IsItemClicked() && iter_tier) {
@@ -200,7 +200,7 @@ void draw_summary(Viewer& v) {
       if (bar(v, label, val, double(k.total) / double(top), render::darken(render::base_colour(hue), 0.25f), cw) && k.longest != kNoEvent)
         focus_on(v, render::ItemRef::event(k.longest));
       if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("%.*s\n%% of %s\nclick: go to the longest one", int(std::min<size_t>(k.name.size(), 300)), k.name.data(), denom_what);
+        tooltip(v, "%.*s\n%% of %s\nclick: go to the longest one", int(std::min<size_t>(k.name.size(), 300)), k.name.data(), denom_what);
     }
   };
   top_list("Top GPU ops (total time)", r.kernels, render::Hue::Kernel, r.gpu_op_total, "all GPU ops' time");

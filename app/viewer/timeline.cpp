@@ -7,7 +7,6 @@
 #include <GLFW/glfw3.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 
 namespace strata::viewer {
@@ -95,6 +94,12 @@ void scroll_to_row(Viewer& v, float y) {
 
 void focus_on(Viewer& v, ItemRef r) { select(v, r, true); }
 
+void select_parent(Viewer& v) {
+  if (v.sel.path.size() < 2) return;
+  remember_place(v, v.sel.hl.selected);  // back comes down again, one step
+  select(v, v.sel.path[v.sel.path.size() - 2], false);
+}
+
 namespace {
 
 ImU32 col(render::Rgba c) { return ImU32(c); }
@@ -130,8 +135,7 @@ void draw_arrow(ImDrawList* dl, ImVec2 a, ImVec2 b, ImU32 c, float s) {
 void draw_tooltip(Viewer& v, ItemRef r, uint32_t fold) {
   render::Timeline& tl = v.trace->timeline;
   const TraceModel& m = *v.trace->model;
-  ImGui::BeginTooltip();
-  ImGui::PushTextWrapPos(ImGui::GetFontSize() * 40);
+  begin_tooltip(v);
   if (fold > 1) {
     ImGui::Text("%u items folded (zoom in or click to expand)", fold);
     ImGui::TextDisabled("first: %.*s", int(std::min<size_t>(tl.name_of(r).size(), 200)), tl.name_of(r).data());
@@ -151,8 +155,7 @@ void draw_tooltip(Viewer& v, ItemRef r, uint32_t fold) {
       }
     }
   }
-  ImGui::PopTextWrapPos();
-  ImGui::EndTooltip();
+  end_tooltip(v);
 }
 
 }  // namespace
@@ -174,8 +177,9 @@ void draw_timeline(Viewer& v, float x, float y, float w, float h) {
   const ImVec2 mouse = io.MousePos;
   const bool in_area = mouse.x >= area_x && mouse.x < area_x + area_w && mouse.y >= rows_y && mouse.y < rows_y + rows_h;
   const bool in_ruler = mouse.x >= area_x && mouse.x < area_x + area_w && mouse.y >= y && mouse.y < rows_y;
-  // Headless renders (screenshots, benchmarks) ignore wherever the pointer happens to be.
-  const bool hovered_window = !v.capture.headless && ImGui::IsWindowHovered(ImGuiHoveredFlags_AllowWhenBlockedByActiveItem);
+  // Headless renders (screenshots, benchmarks) ignore wherever the pointer happens to be,
+  // unless --keys put it somewhere.
+  const bool hovered_window = (!v.capture.headless || v.capture.pointer) && ImGui::IsWindowHovered(ImGuiHoveredFlags_AllowWhenBlockedByActiveItem);
 
   // Input: wheel zooms at the cursor; shift+wheel scrolls; horizontal wheel pans.
   float content_h = tl.content_height(v.timeline.rows);
@@ -211,10 +215,12 @@ void draw_timeline(Viewer& v, float x, float y, float w, float h) {
   v.timeline.scroll_y = std::clamp(v.timeline.scroll_y, 0.0f, std::max(0.0f, content_h - rows_h * 0.5f));
 
   // Layout (timed: the frame benchmark reports it).
-  auto t_start = std::chrono::steady_clock::now();
-  v.sel.hl.matches = v.search.matches.empty() ? nullptr : &v.search.matches;
-  tl.layout(v.timeline.view, v.timeline.scroll_y, rows_h, v.metrics, v.sel.hl, v.timeline.rows, v.timeline.frame);
-  v.timeline.layout_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_start).count();
+  {
+    PartTimer part(v.capture.parts, "layout");
+    v.sel.hl.matches = v.search.matches.empty() ? nullptr : &v.search.matches;
+    tl.layout(v.timeline.view, v.timeline.scroll_y, rows_h, v.metrics, v.sel.hl, v.timeline.rows, v.timeline.frame);
+    v.timeline.layout_ms = part.elapsed_ms();
+  }
 
   const render::FrameLayout& fl = v.timeline.frame;
   // Backgrounds: the gutter, lanes, section bands.

@@ -46,7 +46,11 @@ void draw_bottom_tabs(Viewer& v) {
     if (!ImGui::BeginTabItem(t.title, nullptr, flags)) continue;
     v.panels.shown_tab = t.name;
     ImGui::BeginChild(t.scroll_id);
-    t.draw(v);
+    v.panels.bottom_lines = ImGui::GetWindowHeight() / ImGui::GetTextLineHeightWithSpacing();
+    {
+      PartTimer part(v.capture.parts, t.name);
+      t.draw(v);
+    }
     ImGui::EndChild();
     ImGui::EndTabItem();
   }
@@ -76,34 +80,9 @@ TabRequest& TabRequest::operator=(int position) {
 
 namespace {
 
-void draw_welcome(Viewer& v) {
-  const float s = v.scale;
-  ImVec2 avail = ImGui::GetContentRegionAvail();
-  ImGui::SetCursorPos(ImVec2(ImGui::GetCursorPosX() + avail.x * 0.3f, ImGui::GetCursorPosY() + avail.y * 0.25f));
-  ImGui::BeginGroup();
-  ImGui::PushFont(v.font_bold);
-  ImGui::TextUnformatted("Strata");
-  ImGui::PopFont();
-  ImGui::TextDisabled("A profiler for deep-learning training traces");
-  ImGui::Spacing();
-  ImGui::TextUnformatted("Drop a PyTorch profiler trace (.json, .json.gz) on this window, or");
-  if (ImGui::Button("Open a trace...", ImVec2(200 * s, 0))) open_file_browser(v);
-  if (!v.recent.empty()) {
-    ImGui::Spacing();
-    ImGui::TextDisabled("Recent");
-    for (const std::string& r : v.recent)
-      if (ImGui::Selectable(r.c_str())) start_load(v, r);
-  }
-  ImGui::EndGroup();
-}
-
-void draw_loading(Viewer& v) {
+// The file being loaded, its stage and progress, and Cancel.
+void draw_loading_contents(Viewer& v) {
   LoadJob& j = *v.loading;
-  ImGuiIO& io = ImGui::GetIO();
-  ImGui::SetNextWindowPos(ImVec2(io.DisplaySize.x * 0.5f, io.DisplaySize.y * 0.5f), ImGuiCond_Always, ImVec2(0.5f, 0.5f));
-  ImGui::SetNextWindowSize(ImVec2(520 * v.scale, 0));
-  ImGui::Begin("Loading", nullptr, ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoMove |
-                                       ImGuiWindowFlags_NoSavedSettings);
   const Stage st = j.progress.stage.load();
   ImGui::TextWrapped("%s", j.path.c_str());
   if (j.reannotate && !j.model_file.empty()) ImGui::TextWrapped("annotated again with the model structure %s", j.model_file.c_str());
@@ -117,6 +96,45 @@ void draw_loading(Viewer& v) {
   std::snprintf(overlay, sizeof overlay, "%s  %.0f%%  (%.1f s)", what.c_str(), double(frac) * 100, secs);
   ImGui::ProgressBar(frac, ImVec2(-1, 0), overlay);
   if (ImGui::Button("Cancel")) cancel_load(v), v.error = "Loading was cancelled.";
+}
+
+void draw_welcome(Viewer& v) {
+  const float s = v.scale;
+  ImVec2 avail = ImGui::GetContentRegionAvail();
+  ImGui::SetCursorPos(ImVec2(ImGui::GetCursorPosX() + avail.x * 0.3f, ImGui::GetCursorPosY() + avail.y * 0.25f));
+  ImGui::BeginGroup();
+  ImGui::PushFont(v.font_bold);
+  ImGui::TextUnformatted("Strata");
+  ImGui::PopFont();
+  ImGui::TextDisabled("A profiler for deep-learning training traces");
+  ImGui::Spacing();
+  ImGui::TextUnformatted("Drop a PyTorch profiler trace (.json, .json.gz) on this window, or");
+  if (ImGui::Button("Open a trace...", ImVec2(200 * s, 0))) open_file_browser(v);
+  if (v.loading) {  // here, above the recent files: a box over the window's middle covered them
+    ImGui::Spacing();
+    ImGui::PushItemWidth(std::min(520 * s, ImGui::GetContentRegionAvail().x));
+    ImGui::BeginGroup();
+    draw_loading_contents(v);
+    ImGui::EndGroup();
+    ImGui::PopItemWidth();
+  }
+  if (!v.recent.empty()) {
+    ImGui::Spacing();
+    ImGui::TextDisabled("Recent");
+    for (const std::string& r : v.recent)
+      if (ImGui::Selectable(r.c_str())) start_load(v, r);
+  }
+  ImGui::EndGroup();
+}
+
+// Over the open trace while another loads (or the open one is annotated again).
+void draw_loading(Viewer& v) {
+  ImGuiIO& io = ImGui::GetIO();
+  ImGui::SetNextWindowPos(ImVec2(io.DisplaySize.x * 0.5f, io.DisplaySize.y * 0.5f), ImGuiCond_Always, ImVec2(0.5f, 0.5f));
+  ImGui::SetNextWindowSize(ImVec2(520 * v.scale, 0));
+  ImGui::Begin("Loading", nullptr, ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoMove |
+                                       ImGuiWindowFlags_NoSavedSettings);
+  draw_loading_contents(v);
   ImGui::End();
 }
 
@@ -164,7 +182,7 @@ void draw_menu(Viewer& v) {
     ImGui::MenuItem("Levels and summary", nullptr, &v.panels.show_levels);
     if (ImGui::MenuItem("Whole trace", "0", false, v.trace != nullptr)) animate_to(v, v.timeline.view.limit_begin, v.timeline.view.limit_end);
     if (ImGui::MenuItem("Back", "Backspace", false, !v.timeline.history.empty())) go_back(v);
-    if (ImGui::MenuItem("Select the parent", "U", false, v.sel.path.size() >= 2)) select(v, v.sel.path[v.sel.path.size() - 2], false);
+    if (ImGui::MenuItem("Select the parent", "U", false, v.sel.path.size() >= 2)) select_parent(v);
     ImGui::EndMenu();
   }
   if (ImGui::BeginMenu("Help")) {
@@ -210,7 +228,7 @@ void draw_ui(Viewer& v) {
   draw_menu(v);
   if (!v.error.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.55f, 0.45f, 1));
-    ImGui::TextWrapped("%s", v.error.c_str());
+    text_wrapped(v, v.error);
     ImGui::PopStyleColor();
     ImGui::SameLine();
     if (ImGui::SmallButton("Dismiss")) v.error.clear();
@@ -220,20 +238,25 @@ void draw_ui(Viewer& v) {
   } else {
     // Toolbar: breadcrumbs on the left, search on the right.
     float search_w = 420 * s;
-    ImGui::BeginChild("crumbs", ImVec2(ImGui::GetContentRegionAvail().x - search_w, ImGui::GetFrameHeight() + 2 * s), false,
-                      ImGuiWindowFlags_NoScrollbar);
-    v.panels.crumbs_box = {ImGui::GetWindowPos().x, ImGui::GetWindowPos().y, ImGui::GetWindowWidth(), ImGui::GetWindowHeight()};
-    draw_breadcrumbs(v);
-    ImGui::EndChild();
-    ImGui::SameLine();
-    draw_search_bar(v);
+    {
+      PartTimer part(v.capture.parts, "toolbar");
+      ImGui::BeginChild("crumbs", ImVec2(ImGui::GetContentRegionAvail().x - search_w, ImGui::GetFrameHeight() + 2 * s), false,
+                        ImGuiWindowFlags_NoScrollbar);
+      v.panels.crumbs_box = {ImGui::GetWindowPos().x, ImGui::GetWindowPos().y, ImGui::GetWindowWidth(), ImGui::GetWindowHeight()};
+      draw_breadcrumbs(v);
+      ImGui::EndChild();
+      ImGui::SameLine();
+      draw_search_bar(v);
+    }
 
     // Panels: the timeline, the details on its right, the levels and summary below, with a
     // splitter between each; sizes dragged to are kept (fitted to the window each frame).
     const ImVec2 avail = ImGui::GetContentRegionAvail(), origin = ImGui::GetCursorPos();
     const float gap_x = ImGui::GetStyle().ItemSpacing.x, gap_y = ImGui::GetStyle().ItemSpacing.y;
-    float details_w = v.panels.details_w > 0 ? v.panels.details_w : std::clamp(avail.x * 0.3f, 300 * s, 520 * s);
-    float bottom_h = v.panels.bottom_h > 0 ? v.panels.bottom_h : std::clamp(avail.y * 0.28f, 150 * s, 400 * s);
+    // At 1024x700 the details' GPU ops table keeps its four columns and the bottom panel's tables
+    // more than five rows; the timeline keeps 360x200 at least (clamped below).
+    float details_w = v.panels.details_w > 0 ? v.panels.details_w : std::clamp(avail.x * 0.3f, 330 * s, 520 * s);
+    float bottom_h = v.panels.bottom_h > 0 ? v.panels.bottom_h : std::clamp(avail.y * 0.28f, 230 * s, 400 * s);
     details_w = v.panels.show_details ? std::clamp(details_w, 220 * s, std::max(220 * s, avail.x - 360 * s)) : 0;
     bottom_h = v.panels.show_levels ? std::clamp(bottom_h, 90 * s, std::max(90 * s, avail.y - 200 * s)) : 0;
     float tl_w = avail.x - (v.panels.show_details ? details_w + gap_x : 0);
@@ -243,8 +266,15 @@ void draw_ui(Viewer& v) {
     v.panels.timeline_box = {ImGui::GetWindowPos().x, ImGui::GetWindowPos().y, tl_w, tl_h};
     ImVec2 p = ImGui::GetCursorScreenPos();
     // A job: every rank's overview row above the shown rank's tracks, on one time axis.
-    float overview_h = draw_job_overview(v, p.x, p.y, tl_w - 2, (tl_h - 2) * 0.45f);
-    draw_timeline(v, p.x, p.y + overview_h, tl_w - 2, tl_h - 2 - overview_h);
+    float overview_h = 0;
+    {
+      PartTimer part(v.capture.parts, "overview");
+      overview_h = draw_job_overview(v, p.x, p.y, tl_w - 2, (tl_h - 2) * 0.45f);
+    }
+    {
+      PartTimer part(v.capture.parts, "timeline");  // its draw lists; the layout is a part of its own
+      draw_timeline(v, p.x, p.y + overview_h, tl_w - 2, tl_h - 2 - overview_h);
+    }
     ImGui::EndChild();
     ImGui::PopStyleVar();
     if (v.panels.show_details) {
@@ -253,6 +283,9 @@ void draw_ui(Viewer& v) {
       ImGui::SetCursorPos(ImVec2(origin.x + tl_w + gap_x, origin.y));
       ImGui::BeginChild("details", ImVec2(details_w, tl_h), true);
       v.panels.details_box = {ImGui::GetWindowPos().x, ImGui::GetWindowPos().y, details_w, tl_h};
+      if (v.panels.details_of != v.sel.hl.selected) ImGui::SetScrollY(0), v.panels.details_of = v.sel.hl.selected;
+      v.panels.details_scroll_y = ImGui::GetScrollY();
+      PartTimer part(v.capture.parts, "details");
       if (v.timeline.range.active) draw_range_details(v);  // a measured range, until it is cleared
       else if (v.sel.memory_picked) draw_memory_details(v);
       else draw_details(v);
@@ -272,8 +305,9 @@ void draw_ui(Viewer& v) {
   ImGui::End();
   draw_attach(v);
   draw_search_list(v);
-  if (v.loading) draw_loading(v);
+  if (v.loading && v.trace) draw_loading(v);  // without one, the welcome screen shows it
   draw_keymap(v);
+  release_tapped_keys();  // this frame saw them down
 }
 
 }  // namespace strata::viewer

@@ -1,7 +1,8 @@
 // The viewer: a GLFW window drawn with Dear ImGui on OpenGL 3.3. One file per feature:
 //   window.cpp     the window, GL and Dear ImGui setup, one frame
 //   view_command.cpp  `strata view`: its options and the interactive main loop
-//   headless.cpp   headless runs: screenshot, layout dump (with the panels' figures), frame benchmark
+//   headless.cpp   headless runs: screenshot, layout dump (with the panels' figures)
+//   bench.cpp      the frame benchmark: frame times, part by part
 //   viewer.cpp     menus, the welcome and loading screens, layout of the panels
 //   loading.cpp    loading on a worker thread (progress, cancel), preparing the view
 //   timeline.cpp   the timeline: ruler, gutter, items, arrows, zoom/pan/select input
@@ -27,6 +28,7 @@
 //   solid.cpp      untextured fills for runs of boxes and lines (software GL draws them faster)
 #pragma once
 
+#include "app/viewer/frame_parts.h"
 #include "core/annotate/annotation.h"
 #include "core/job/job.h"
 #include "core/loader.h"
@@ -71,6 +73,7 @@ struct Prepared {
   std::unique_ptr<Annotation> annotation;
   render::Timeline timeline;
   std::string model_file;    // the print(model) text the layers are named by (empty: none)
+  float titles_w = 0;        // the widest lane title, marks included (the timeline's gutter fits it where there is room)
   BatchPrediction batch;     // the batch-size estimate from this trace (the Batch size tab)
   std::string batch_error;   // why there is none
   // Another run (B) compared with this one (A): the Compare tab (null: none).
@@ -144,6 +147,7 @@ struct SearchState {
   bool list_open = false;            // the results list under the search box
   bool was_active = false;           // the search box had the keyboard last frame
   Box box;                           // the search bar (box, arrows, count) as last drawn; the list hangs below it
+  std::vector<std::pair<StrId, Box>> rows;  // the list's names as last drawn (the layout dump)
   std::string file;                  // the file (or job) the query belongs to
   std::unordered_map<std::string, std::string> kept;  // the queries of other files opened this session
   std::unique_ptr<SearchJob> job;                  // the search for the current query
@@ -156,9 +160,15 @@ struct FileBrowser {
   bool open = false;
   std::string dir;
   std::vector<std::pair<std::string, bool>> entries;  // name, is directory
-  int picked = -1;  // the entry clicked or moved to with the arrows; Enter or a double-click opens it
-  char path_buf[1024] = {};
-  std::string error;
+  // The entries chosen: a click or the arrows choose one; in File ▸ Open, Ctrl-click adds or
+  // takes away one and Shift-click (or Shift+arrows) a run from `anchor`: several open as one job.
+  std::vector<uint8_t> chosen;
+  int picked = -1;  // the entry last clicked or moved to; Enter or a double-click opens it
+  int anchor = -1;  // where a Shift-click's run starts
+  char path_buf[1024] = {};  // a path typed (counted from `dir`); a pick leaves it alone
+  std::string error;         // what is wrong, said in the dialog
+  size_t traces = 0;         // trace files in `dir`: File ▸ Open offers to open them as one job
+  std::vector<Box> entry_boxes;  // as last drawn (the layout dump)
 };
 
 struct AttachState;
@@ -175,6 +185,9 @@ struct RangeState {
   bool dragging = false, from_ruler = false;
   double anchor = 0;          // where the drag began
   float drag_px = 0;
+  // As the last frame drew them, for the layout dump: the ruler, and the labels between flags.
+  Box ruler;
+  std::vector<std::pair<std::string, Box>> flag_labels;
 };
 
 // A place to go back to (Esc, Backspace, Alt+Left): the view and what was selected there.
@@ -223,7 +236,8 @@ struct Capture {
   std::string error;
   struct ImageStats* stats = nullptr;  // where to put the capture's statistics
   bool finish_gl = false;            // glFinish before swapping (frame benchmark)
-  double ui_ms = 0, gl_ms = 0, swap_ms = 0;  // last frame: building the UI, rendering it, presenting
+  bool pointer = false;              // --keys put the pointer somewhere (Move:X:Y): hovering counts headless too
+  FrameParts parts;                  // where the last frame's time went
 };
 
 // The bottom panel's tabs, registered by name in one table (viewer.cpp), in the order they
@@ -257,6 +271,10 @@ struct PanelState {
   // fitted to the window every frame.
   float details_w = 0, bottom_h = 0;
   bool escape_taken = false;  // this frame's Esc closed a menu, popup or overlay: it does nothing else
+  render::ItemRef details_of;  // what the details panel showed last frame: another starts at its top
+  float details_scroll_y = 0;   // the details panel's scroll, as last drawn
+  std::vector<std::string> kernel_columns;  // the details panel's GPU ops table: its columns shown, as last drawn
+  float bottom_lines = 0;  // lines of text the bottom panel's tab has room for, as last drawn
   // What the last frame drew, for the layout dump.
   Box timeline_box, details_box, bottom_box, crumbs_box;
   std::vector<std::string> crumbs;  // the breadcrumbs shown ("…" stands for a hidden run)
@@ -333,6 +351,7 @@ void draw_timeline(Viewer& v, float x, float y, float w, float h);
 void select(Viewer& v, render::ItemRef r, bool fit);
 void scroll_to_row(Viewer& v, float y);  // scrolls the rows so that a row at `y` (row_y) is in view
 void focus_on(Viewer& v, render::ItemRef r);  // select and zoom to it
+void select_parent(Viewer& v);                  // U: the breadcrumb before the selection (back undoes it)
 void animate_to(Viewer& v, double t0, double t1);  // remembers where the view was, for back
 bool go_back(Viewer& v);                            // the last place remembered; false when none
 void update_metrics(Viewer& v);
@@ -355,6 +374,11 @@ void draw_memory_categories(Viewer& v, const LiveMemory& l, float width);
 void handle_keys(Viewer& v, float mouse_x, bool mouse_in);
 void handle_window_keys(Viewer& v);  // before anything is drawn: Esc on what is open, `?`
 bool typed(unsigned c);  // the character was typed this frame, outside a text field
+// The window's key events (in place of Dear ImGui's GLFW callback, which they go on to): a key
+// let go before any frame saw it down is let go at the end of the next frame instead
+// (release_tapped_keys), so that a quick tap still counts as pressed.
+void key_event(GLFWwindow* w, int key, int scancode, int action, int mods);
+void release_tapped_keys();  // the end of a frame's UI
 // help.cpp
 void draw_keymap(Viewer& v);  // the key map and the colour legend, while panels.show_keymap
 void colour_chip(Viewer& v, render::Rgba colour, const std::string& what);  // a legend's entry: a chip and its meaning
@@ -370,6 +394,14 @@ void place_dialog(float w, float h, float x, float y, bool centred);
 // nothing to end, when it is not shown. `flags`: ImGuiWindowFlags.
 bool begin_dialog(Viewer& v, const char* title, bool* open, int flags);
 void note_dialog(Viewer& v, const char* name);  // keeps the current window inside, for the layout dump
+// Text wrapped at its spaces into the room left on the line (Dear ImGui's wrapping split
+// "10.129 ms" after its point).
+void text_wrapped(const Viewer& v, std::string_view text);
+// Tooltips whose text wraps inside the window (noted as "tooltip" for the layout dump):
+// begin_tooltip ... end_tooltip around Dear ImGui's text calls, or tooltip() with printf's format.
+void begin_tooltip(Viewer& v);
+void end_tooltip(Viewer& v);
+void tooltip(Viewer& v, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
 // levels.cpp
 void draw_breadcrumbs(Viewer& v);
@@ -391,6 +423,9 @@ bool has_comparison(const Viewer& v);
 void close_comparison(Viewer& v);
 void draw_compare_tab(Viewer& v);
 void write_compare_fields(JsonWriter& j, const Viewer& v);  // the layout dump's `compare`
+void write_box(JsonWriter& j, std::string_view name, const Box& b);  // headless.cpp: {x, y, w, h}
+void write_browser_fields(JsonWriter& j, const Viewer& v);  // files.cpp: the layout dump's ui.browser
+void write_range_marks(JsonWriter& j, const Viewer& v);     // range.cpp: ui.range: the ruler, flags and their labels
 void draw_search_bar(Viewer& v);
 void draw_search_list(Viewer& v);  // the results list, over the panels, while it is open
 bool close_search_list(Viewer& v);  // false when it was not open
@@ -425,6 +460,7 @@ void draw_job_tab(Viewer& v);      // the job's summary: ranks, stragglers, comm
 void draw_ranks_tab(Viewer& v);    // one step's phases, rank under rank
 double time_origin(const Viewer& v);  // where shown times count from: the job's or the trace's start
 float gutter_width(const Viewer& v, float w);  // the timeline's (and the overview's) label column
+void measure_titles(Viewer& v);  // a trace shown: its lane titles' width, for the gutter
 // attach.cpp
 void open_attach(Viewer& v);
 bool close_attach(Viewer& v);              // Esc: true when the dialog was open
@@ -456,8 +492,9 @@ struct HeadlessRun {
 };
 int run_attach_headless(Viewer& v, const AttachRequest& r, const HeadlessRun& out);
 // press_keys.cpp: presses `keys` (comma-separated: a named key such as Esc, Enter, Backspace,
-// Up, with Ctrl+/Shift+/Alt+ as wanted, or text to type) through the window's key events;
-// false on a key it cannot press.
+// Up, with Ctrl+/Shift+/Alt+/Tap+ as wanted, text to type, or the mouse: Click:X:Y,
+// DoubleClick:X:Y, Move:X:Y, Wheel:X:Y:N) through the window's events; false on a key it
+// cannot press.
 bool press_keys(Viewer& v, const std::string& keys);
 // screenshot.cpp
 struct ImageStats {
@@ -476,6 +513,9 @@ std::string fmt_time(const Viewer& v, double ns);  // since trace start
 // headless.cpp
 // Waits for the load, then focuses, benchmarks, saves the screenshot and the dump; the exit code.
 int run_headless(Viewer& v, const HeadlessRun& run);
+// bench.cpp: times `frames` frames zooming from the whole trace to a kernel and prints where
+// their time went (--bench-frames).
+void bench_frames(Viewer& v, int frames);
 // Saves the screenshot and the dump `run` asks for (either may be empty); false on an error.
 bool save_outputs(Viewer& v, const HeadlessRun& run);
 // The --dump-layout JSON: what the frame laid out, the image's statistics, and the panels'

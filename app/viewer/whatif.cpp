@@ -32,6 +32,11 @@ struct WhatIfView {
   // The UI's.
   int chosen = 0;
   char custom[160] = {};
+  bool refocus = false;  // a scenario refused on Enter: the box keeps the keyboard, to be put right
+  // As last drawn, for the layout dump: the box a scenario is typed in, and whether the error
+  // under it was wholly in view.
+  Box custom_box;
+  bool error_in_view = false;
   std::thread worker;
   std::atomic<bool> done{false};
   Progress progress;  // its cancel stops the worker (Cancel, or the trace closing)
@@ -39,7 +44,7 @@ struct WhatIfView {
     progress.cancel = true;
     if (worker.joinable()) worker.join();
   }
-  bool cancelled() const { return (graph && graph->cancelled) || report.cancelled || progress.cancelled(); }
+  bool cancelled() const { return (graph && graph->status.is_cancelled()) || report.status.is_cancelled() || progress.cancelled(); }
 };
 
 void WhatIfViewDelete::operator()(WhatIfView* w) const { delete w; }
@@ -79,11 +84,7 @@ WhatIfView& ensure_whatif(Prepared& p) {
   if (!p.whatif) {
     p.whatif.reset(new WhatIfView);
     p.whatif->scenarios = whatif::default_scenarios();
-    for (const char* extra : {"amp", "fused-optimizer"}) {
-      whatif::Scenario sc;
-      std::string error;
-      if (whatif::parse_scenario(extra, 2.0, sc, error)) p.whatif->scenarios.push_back(std::move(sc));
-    }
+    for (const char* extra : {"amp", "fused-optimizer"}) p.whatif->scenarios.push_back(whatif::parse_scenario(extra, 2.0).value());
     start_replay(p, true);
   }
   return *p.whatif;
@@ -120,13 +121,48 @@ void draw_whatif_tab(Viewer& v) {
   // The scenarios: a radio button each, the prediction and a bar of the saving.
   const float list_w = 430 * s;
   ImGui::BeginChild("whatif_list", ImVec2(list_w, 0), false);
+  // A scenario typed in, at the top where it and what is wrong with it stay in view (under the
+  // list, a short panel hid both, so Enter on a bad one seemed to do nothing).
+  if (w.refocus) ImGui::SetKeyboardFocusHere(), w.refocus = false;
+  ImGui::SetNextItemWidth(200 * s);
+  const bool entered = ImGui::InputTextWithHint("##custom", "kernel:*gemm*=2", w.custom, sizeof w.custom, ImGuiInputTextFlags_EnterReturnsTrue);
+  const ImVec2 box_lo = ImGui::GetItemRectMin(), box_hi = ImGui::GetItemRectMax();
+  w.custom_box = {box_lo.x, box_lo.y, box_hi.x - box_lo.x, box_hi.y - box_lo.y};
+  ImGui::SameLine();
+  const bool add = ImGui::SmallButton("Add scenario") || entered;
+  if (add && !w.custom[0]) {
+    w.error = "Type a scenario first: kernel:GLOB=F, layer:PATH=F or phase:NAME=F (F: the speed-up), or a named one such as kernels-2x";
+  } else if (add) {
+    Result<whatif::Scenario> sc = whatif::parse_scenario(w.custom, 2.0);
+    if (sc.is_ok()) {
+      w.scenarios.push_back(std::move(sc.value()));
+      w.chosen = int(w.scenarios.size()) - 1;
+      w.custom[0] = 0;
+      w.error.clear();
+      start_replay(p, true);
+      ImGui::EndChild();
+      return;
+    }
+    w.error = sc.status().message();
+  }
+  w.refocus = add && !w.error.empty();
+  w.error_in_view = false;
+  if (!w.error.empty()) {
+    const float top = ImGui::GetCursorScreenPos().y;
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1, 0.5f, 0.4f, 1));
+    text_wrapped(v, w.error);
+    ImGui::PopStyleColor();
+    const float win_top = ImGui::GetWindowPos().y, win_bottom = win_top + ImGui::GetWindowHeight();
+    w.error_in_view = top >= win_top && ImGui::GetCursorScreenPos().y <= win_bottom + ImGui::GetStyle().ItemSpacing.y;
+  }
+  ImGui::Separator();
   int pick = w.chosen;
   if (ImGui::RadioButton("unchanged (the measured graph)", pick == -1)) pick = -1;
   for (size_t i = 0; i < r.scenarios.size(); ++i) {
     const whatif::ScenarioResult& sc = r.scenarios[i];
     ImGui::PushID(int(i));
     if (ImGui::RadioButton(sc.scenario.name.c_str(), pick == int(i))) pick = int(i);
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", whatif::describe(sc.scenario).c_str());
+    if (ImGui::IsItemHovered()) tooltip(v, "%s", whatif::describe(sc.scenario).c_str());
     ImGui::SameLine(200 * s);
     const double saving = r.predicted > 0 ? 1.0 - double(sc.predicted) / double(r.predicted) : 0;
     ImGui::Text("%s  %.2fx", right_column(format_duration(sc.predicted), 10).c_str(), sc.speedup);
@@ -139,24 +175,8 @@ void draw_whatif_tab(Viewer& v) {
     dl->AddRectFilled(q, ImVec2(q.x + bw * float(std::clamp(saving, 0.0, 1.0)), q.y + h), IM_COL32(0, 158, 115, 255));
     ImGui::PopID();
   }
-  ImGui::SetNextItemWidth(200 * s);
-  const bool entered = ImGui::InputTextWithHint("##custom", "kernel:*gemm*=2", w.custom, sizeof w.custom, ImGuiInputTextFlags_EnterReturnsTrue);
-  ImGui::SameLine();
-  if ((ImGui::SmallButton("Add scenario") || entered) && w.custom[0]) {
-    whatif::Scenario sc;
-    if (whatif::parse_scenario(w.custom, 2.0, sc, w.error)) {
-      w.scenarios.push_back(std::move(sc));
-      w.chosen = int(w.scenarios.size()) - 1;
-      w.custom[0] = 0;
-      w.error.clear();
-      start_replay(p, true);
-      ImGui::EndChild();
-      return;
-    }
-  }
-  if (!w.error.empty()) ImGui::TextColored(ImVec4(1, 0.5f, 0.4f, 1), "%s", w.error.c_str());
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-  for (const std::string& n : r.notes) ImGui::TextWrapped("%s", n.c_str());
+  for (const std::string& n : r.notes) text_wrapped(v, n);
   ImGui::PopStyleColor();
   ImGui::EndChild();
   if (pick != w.chosen) {
@@ -191,7 +211,7 @@ void draw_whatif_tab(Viewer& v) {
   const whatif::Vertex hovered = lay.hit(mouse.x - o.x, mouse.y - o.y);
   if (hovered != whatif::kNoVertex) {
     const EventId e = g.event[hovered];
-    ImGui::SetTooltip("%s%s\nmeasured %s, predicted %s%s", whatif::vertex_kind_name(g.kind[hovered]),
+    tooltip(v, "%s%s\nmeasured %s, predicted %s%s", whatif::vertex_kind_name(g.kind[hovered]),
                       e == kNoEvent ? "" : (": " + std::string(p.model->name_of(e).substr(0, 120))).c_str(),
                       format_duration(g.dur[hovered]).c_str(),
                       format_duration(w.replayed.end[hovered] - w.replayed.start[hovered]).c_str(),
@@ -207,6 +227,9 @@ void write_whatif_fields(JsonWriter& j, Viewer& v) {
   j.field("measured_ns", int64_t(w.report.measured)).field("predicted_ns", int64_t(w.report.predicted));
   j.field("chosen", w.chosen >= 0 && size_t(w.chosen) < w.scenarios.size() ? w.scenarios[size_t(w.chosen)].name : std::string("unchanged"));
   j.field("critical_path_vertices", uint64_t(w.replayed.critical_path.size()));
+  j.field("error", std::string_view(w.error)).field("error_in_view", w.error_in_view);
+  j.key("custom_box").begin_object().field("x", double(w.custom_box.x)).field("y", double(w.custom_box.y));
+  j.field("w", double(w.custom_box.w)).field("h", double(w.custom_box.h)).end_object();
   j.key("scenarios").begin_array();
   for (const whatif::ScenarioResult& sc : w.report.scenarios)
     j.begin_object().field("name", sc.scenario.name).field("predicted_ns", int64_t(sc.predicted)).field("speedup", sc.speedup).end_object();
@@ -225,9 +248,12 @@ bool choose_whatif(Viewer& v, const std::string& name) {
       start_replay(*v.trace, false);
       return true;
     }
-  whatif::Scenario sc;
-  if (!whatif::parse_scenario(name, 2.0, sc, w.error)) return false;
-  w.scenarios.push_back(std::move(sc));
+  Result<whatif::Scenario> sc = whatif::parse_scenario(name, 2.0);
+  if (!sc.is_ok()) {
+    w.error = sc.status().message();
+    return false;
+  }
+  w.scenarios.push_back(std::move(sc.value()));
   w.chosen = int(w.scenarios.size()) - 1;
   start_replay(*v.trace, true);
   return true;

@@ -10,10 +10,11 @@
 #include <GL/gl.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
+#include <string_view>
 
 #ifdef STRATA_HAVE_EMBEDDED_FONT
 extern const unsigned char strata_font_sans[];
@@ -71,7 +72,9 @@ void setup_style(float scale) {
 void load_fonts(Viewer& v) {
   ImGuiIO& io = ImGui::GetIO();
   io.Fonts->Clear();
-  static const ImWchar ranges[] = {0x0020, 0x00FF, 0x2013, 0x2026, 0x2190, 0x21FF, 0x25A0, 0x25FF, 0};
+  // Every character the viewer writes (tests/render/glyphs_test.py checks): Latin-1, Δ (the
+  // time between flags), dashes and "…", arrows, shapes, and U+FFFD for bytes a name mangled.
+  static const ImWchar ranges[] = {0x0020, 0x00FF, 0x0394, 0x0394, 0x2013, 0x2026, 0x2190, 0x21FF, 0x25A0, 0x25FF, 0xFFFD, 0xFFFD, 0};
   float px = std::round(14.0f * v.scale);
 #ifdef STRATA_HAVE_EMBEDDED_FONT
   ImFontConfig cfg;
@@ -88,6 +91,24 @@ void load_fonts(Viewer& v) {
   v.font_bold = v.font;
 #endif
   io.Fonts->Build();
+}
+
+// The vertices of each window's draw list: a child window ("##main/bottom_1234ABCD/
+// levels_scroll_5678ABCD") by its own name ("levels_scroll"), everything else (the menus,
+// popups, dialogs) as "main".
+void count_vertices(FrameParts& parts) {
+  const ImDrawData* d = ImGui::GetDrawData();
+  for (int i = 0; d && i < d->CmdListsCount; ++i) {
+    const ImDrawList* l = d->CmdLists[i];
+    std::string_view owner = l->_OwnerName ? l->_OwnerName : "";
+    const size_t slash = owner.rfind('/'), tail = owner.rfind('_');
+    std::string name = slash != std::string_view::npos && tail != std::string_view::npos && tail > slash
+                           ? std::string(owner.substr(slash + 1, tail - slash - 1))
+                           : std::string("main");
+    auto it = std::find_if(parts.vertices.begin(), parts.vertices.end(), [&](const auto& p) { return p.first == name; });
+    if (it == parts.vertices.end()) parts.vertices.emplace_back(std::move(name), size_t(l->VtxBuffer.Size));
+    else it->second += size_t(l->VtxBuffer.Size);
+  }
 }
 
 }  // namespace
@@ -125,6 +146,7 @@ bool init_window(Viewer& v, int width, int height, bool visible) {
   setup_style(v.scale);
   load_fonts(v);
   ImGui_ImplGlfw_InitForOpenGL(v.window, true);
+  glfwSetKeyCallback(v.window, key_event);  // keys.cpp: quick taps count (it calls Dear ImGui's)
   ImGui_ImplOpenGL3_Init("#version 330 core");
   v.trace.reset();
   v.timeline.height = 0;
@@ -143,34 +165,40 @@ void shutdown_window(Viewer& v) {
 }
 
 void frame(Viewer& v) {
+  FrameParts& parts = v.capture.parts;
+  parts.clear();
   ImGui_ImplOpenGL3_NewFrame();
   ImGui_ImplGlfw_NewFrame();
-  auto t0 = std::chrono::steady_clock::now();
-  ImGui::NewFrame();
-  ImGui::PushFont(v.font);
-  if (v.metrics.height == 0 || v.metrics.height != v.font->FontSize) update_metrics(v);
-  draw_ui(v);
-  ImGui::PopFont();
-  ImGui::Render();
-  auto t1 = std::chrono::steady_clock::now();
+  {
+    PartTimer ui(parts, "other ui");  // what the named parts inside leave: menus, splitters, ImGui itself
+    ImGui::NewFrame();
+    ImGui::PushFont(v.font);
+    if (v.metrics.height == 0 || v.metrics.height != v.font->FontSize) update_metrics(v);
+    draw_ui(v);
+    ImGui::PopFont();
+  }
+  {
+    PartTimer render(parts, "imgui render");
+    ImGui::Render();
+  }
+  count_vertices(parts);
   int w = 0, h = 0;
   glfwGetFramebufferSize(v.window, &w, &h);
-  glViewport(0, 0, w, h);
-  glClearColor(0.118f, 0.122f, 0.137f, 1);
-  glClear(GL_COLOR_BUFFER_BIT);
-  ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
-  if (!v.capture.path.empty()) {
-    if (!save_screenshot(v.capture.path, w, h, v.capture.error, v.capture.stats) && v.capture.error.empty())
-      v.capture.error = "capture failed";
-    v.capture.path.clear();
+  {
+    PartTimer gl(parts, "gl");
+    glViewport(0, 0, w, h);
+    glClearColor(0.118f, 0.122f, 0.137f, 1);
+    glClear(GL_COLOR_BUFFER_BIT);
+    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    if (!v.capture.path.empty()) {
+      if (!save_screenshot(v.capture.path, w, h, v.capture.error, v.capture.stats) && v.capture.error.empty())
+        v.capture.error = "capture failed";
+      v.capture.path.clear();
+    }
+    if (v.capture.finish_gl) glFinish();
   }
-  if (v.capture.finish_gl) glFinish();
-  auto t2 = std::chrono::steady_clock::now();
+  PartTimer swap(parts, "swap");
   glfwSwapBuffers(v.window);
-  auto t3 = std::chrono::steady_clock::now();
-  v.capture.ui_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
-  v.capture.gl_ms = std::chrono::duration<double, std::milli>(t2 - t1).count();
-  v.capture.swap_ms = std::chrono::duration<double, std::milli>(t3 - t2).count();
 }
 
 }  // namespace strata::viewer

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../protocol/kinds.h"
+#include "core/base/status.h"
 #include "../trace/records.h"
 
 namespace strata::agent {
@@ -44,7 +45,7 @@ Shared& shared();
 void wake_control();
 
 // CUPTI layer (cupti_layer.cpp).
-bool cupti_attach(std::string* error);  // subscribe and register buffer callbacks
+Status cupti_attach();  // subscribe and register buffer callbacks
 bool activities_enable();               // the recorded kinds, noisy APIs filtered
 void activities_disable();
 void activities_flush();                // forced: returns partly filled buffers too
@@ -56,7 +57,7 @@ void set_launch_callbacks(bool on);
 // cupti_release only asks for it and the job's next CUDA call does it.
 void cupti_release();
 // Before a recording: cancels a pending release or subscribes again.
-bool cupti_acquire(std::string* error);
+Status cupti_acquire();
 // At exit: a pending release is dropped, so CUPTI is never finalized inside the CUDA
 // calls of the job's own teardown.
 void cupti_keep();
@@ -77,7 +78,7 @@ std::vector<collector::DeviceRecord> query_devices();
 
 // Control thread (control.cpp). `record_request`: a "start" line (STRATA_RECORD) run before
 // the thread starts, or null.
-bool control_start(const char* record_request, std::string* error);
+Status control_start(const char* record_request);
 // At the job's exit: the control thread finishes a recording; this waits for it, bounded.
 void control_at_exit();
 void control_after_fork_child();

@@ -61,7 +61,7 @@ struct Session {
 
 struct LastResult {
   std::string output;
-  std::string error;
+  Status status;  // why the file is incomplete
   uint64_t events = 0;  // events that reached the file
   uint64_t dropped = 0;
 };
@@ -249,8 +249,8 @@ void finish(Control& c) {
   s.stats.dropped = shared().cupti_dropped.load() - s.dropped_base;
   s.writer->finish(s.stats);
   const bool closed = s.sink.close();
-  c.last = LastResult{s.output, closed ? "" : s.sink.error(), s.writer->events_written(), s.stats.dropped};
-  if (!c.last.error.empty()) agent_log(c.last.error);
+  c.last = LastResult{s.output, closed ? Status::ok() : s.sink.status(), s.writer->events_written(), s.stats.dropped};
+  if (!c.last.status.is_ok()) agent_log(c.last.status.message());
   c.session.reset();
   ++c.finished;
   shared().state.store(State::Dormant);
@@ -267,14 +267,12 @@ std::string alternative_name(const std::string& path) {
   return path + "." + pid;
 }
 
-// Reads `key` as a whole number in [lo, hi]; false with `error` when it is there but is not one.
-bool read_bounded(const Message& req, const char* key, uint64_t lo, uint64_t hi, std::optional<uint64_t>& out,
-                  std::string& error) {
+// Reads `key` as a whole number in [lo, hi]; Invalid when it is there but is not one.
+Status read_bounded(const Message& req, const char* key, uint64_t lo, uint64_t hi, std::optional<uint64_t>& out) {
   bool bad = false;
   out = collector::get_uint(req, key, &bad);
-  if (!bad && (!out || (*out >= lo && *out <= hi))) return true;
-  error = std::string(key) + " takes a whole number from " + std::to_string(lo) + " to " + std::to_string(hi);
-  return false;
+  if (!bad && (!out || (*out >= lo && *out <= hi))) return Status::ok();
+  return Status::invalid(std::string(key) + " takes a whole number from " + std::to_string(lo) + " to " + std::to_string(hi));
 }
 
 // What a start request asks for, every value checked before anything is opened or subscribed.
@@ -292,11 +290,8 @@ struct StartPlan {
 // The file a start writes: `output`, or in `output_dir` the name this process's rank gives it
 // (rank-R.pt.trace.json, pid-P without a rank; .gz with gzip=1), so every process of a job that
 // was handed the same request writes its own file.
-std::optional<std::string> plan_output(const Control& c, const Message& req, std::string& why) {
-  const auto refuse = [&](std::string text) -> std::optional<std::string> {
-    why = std::move(text);
-    return std::nullopt;
-  };
+Result<std::string> plan_output(const Control& c, const Message& req) {
+  const auto refuse = [](std::string text) { return Status::invalid(std::move(text)); };
   const std::string* output = req.get("output");
   const std::string* dir = req.get("output_dir");
   const std::string* gzip = req.get("gzip");
@@ -308,21 +303,18 @@ std::optional<std::string> plan_output(const Control& c, const Message& req, std
   return collector::rank_file_path(*dir, c.rank.rank, getpid(), gzip != nullptr && *gzip == "1");
 }
 
-std::optional<StartPlan> plan_start(const Control& c, const Message& req, std::string& why) {
-  const auto refuse = [&](std::string text) -> std::optional<StartPlan> {
-    why = std::move(text);
-    return std::nullopt;
-  };
-  if (!collector::check_keys(req, {"output", "output_dir", "gzip", "duration_ms", "iterations", "delay_ms", "pattern",
-                                   "source", "kinds", "exclusive", "metrics", "kernels"}, &why))
-    return std::nullopt;
+Result<StartPlan> plan_start(const Control& c, const Message& req) {
+  const auto refuse = [](std::string text) { return Status::invalid(std::move(text)); };
+  if (Status st = collector::check_keys(req, {"output", "output_dir", "gzip", "duration_ms", "iterations", "delay_ms",
+                                              "pattern", "source", "kinds", "exclusive", "metrics", "kernels"});
+      !st.is_ok())
+    return st;
   for (const auto& [key, value] : req.fields)
     if (value.empty()) return refuse(key + " has no value");
   StartPlan p;
-  if (!read_bounded(req, "duration_ms", 1, collector::kMaxDurationMs, p.duration, why) ||
-      !read_bounded(req, "iterations", 1, collector::kMaxIterations, p.iterations, why) ||
-      !read_bounded(req, "delay_ms", 0, collector::kMaxDelayMs, p.delay, why))
-    return std::nullopt;
+  if (Status st = read_bounded(req, "duration_ms", 1, collector::kMaxDurationMs, p.duration); !st.is_ok()) return st;
+  if (Status st = read_bounded(req, "iterations", 1, collector::kMaxIterations, p.iterations); !st.is_ok()) return st;
+  if (Status st = read_bounded(req, "delay_ms", 0, collector::kMaxDelayMs, p.delay); !st.is_ok()) return st;
   if (p.duration && p.iterations) return refuse("give duration_ms or iterations, not both");
   const std::string* source = req.get("source");
   const std::string* pattern = req.get("pattern");
@@ -331,13 +323,13 @@ std::optional<StartPlan> plan_start(const Control& c, const Message& req, std::s
     if (*e != "0" && *e != "1") return refuse("exclusive takes 0 or 1");
     p.exclusive = *e == "1";
   }
-  const auto output = plan_output(c, req, why);
-  if (!output) return std::nullopt;
+  const Result<std::string> output = plan_output(c, req);
+  if (!output.is_ok()) return output.status();
   // Room for the ".PID" another process of the job may add: any status reply fits one line.
-  if (collector::encoded_size(*output) + 16 > collector::kMaxOutputBytes)
+  if (collector::encoded_size(output.value()) + 16 > collector::kMaxOutputBytes)
     return refuse("output path too long (at most " + std::to_string(collector::kMaxOutputBytes - 16) +
                   " bytes, %-escaped)");
-  p.output = *output;
+  p.output = output.value();
   if (p.iterations) {
     if (source == nullptr || *source == "nvtx") {
       if (!c.nvtx_injected)
@@ -352,17 +344,17 @@ std::optional<StartPlan> plan_start(const Control& c, const Message& req, std::s
     if (p.pattern.size() > kMaxPatternBytes) return refuse("pattern longer than " + std::to_string(kMaxPatternBytes) + " bytes");
   }
   if (const std::string* k = req.get("kinds")) {
-    const auto mask = collector::parse_kinds(*k, &why);
-    if (!mask) return std::nullopt;
-    p.kinds = *mask;
+    const Result<uint32_t> mask = collector::parse_kinds(*k);
+    if (!mask.is_ok()) return mask.status();
+    p.kinds = mask.value();
   }
   const std::string* kernels = req.get("kernels");
   if (const std::string* m = req.get("metrics")) {
-    auto names = collector::parse_metrics(*m, &why);
-    if (!names) return std::nullopt;
-    p.metrics = std::move(*names);
+    Result<std::vector<std::string>> names = collector::parse_metrics(*m);
+    if (!names.is_ok()) return names.status();
+    p.metrics = std::move(names.value());
     p.kernels = kernels != nullptr ? *kernels : "*";
-    if (!collector::check_kernel_glob(p.kernels, &why)) return std::nullopt;
+    if (Status st = collector::check_kernel_glob(p.kernels); !st.is_ok()) return st;
   } else if (kernels != nullptr) {
     return refuse("kernels goes with metrics");
   }
@@ -371,26 +363,25 @@ std::optional<StartPlan> plan_start(const Control& c, const Message& req, std::s
 
 Message handle_start(Control& c, const Message& req) {
   if (c.session) return error_reply("already recording (state " + std::string(state_name(shared().state.load())) + ")");
-  std::string why;
-  const auto plan = plan_start(c, req, why);
-  if (!plan) return error_reply(why);
+  const Result<StartPlan> plan = plan_start(c, req);
+  if (!plan.is_ok()) return error_reply(plan.status().message());
   // The file first, CUPTI last: a refused start leaves CUPTI as it was (released stays released).
   auto s = std::make_unique<Session>();
   s->output = plan->output;
   struct stat st {};
   const bool existed = ::lstat(s->output.c_str(), &st) == 0;  // a refused start removes only its own file
   if (!s->sink.open(s->output, plan->exclusive)) {
-    if (!plan->exclusive || s->sink.error_number() != EEXIST) return error_reply(s->sink.error());
+    if (!plan->exclusive || s->sink.error_number() != EEXIST) return error_reply(s->sink.status().message());
     s->output = alternative_name(plan->output);  // another process of the job took the name
-    if (!s->sink.open(s->output, true)) return error_reply(s->sink.error());
+    if (!s->sink.open(s->output, true)) return error_reply(s->sink.status().message());
   }
   std::string refused, metrics_off;
   const bool was_released = std::strcmp(cupti_attachment(), "attached") != 0;
   if ((plan->trigger != Trigger::None && !publish_pattern(c, plan->pattern, shared().pattern)) ||
       (!plan->metrics.empty() && !publish_pattern(c, plan->kernels, shared().kernel_glob)))
     refused = "too many distinct patterns in one job (" + std::to_string(kMaxPatterns) + ")";
-  else
-    cupti_acquire(&refused);
+  else if (const Status acquired = cupti_acquire(); !acquired.is_ok())
+    refused = acquired.message();
   if (refused.empty() && !plan->metrics.empty()) {
     // Inside cuInit (STRATA_RECORD) the driver cannot name its chip yet: the config image waits
     // for the first profiled launch.
@@ -461,22 +452,21 @@ Message status_reply(Control& c) {
     m.set("output", c.last.output);
     m.set("events", std::to_string(c.last.events));
     m.set("dropped", std::to_string(c.last.dropped));
-    if (!c.last.error.empty()) m.set("error", collector::fit_value(c.last.error));
+    if (!c.last.status.is_ok()) m.set("error", collector::fit_value(c.last.status.message()));
   }
   return m;
 }
 
 Message dispatch(Control& c, const Message& req) {
-  std::string why;
   if (req.verb == "start") return handle_start(c, req);
   if (req.verb != "status" && req.verb != "stop" && req.verb != "detach")
     return error_reply("unknown command '" + req.verb + "' (status, start, stop, detach)");
-  if (!collector::check_keys(req, {}, &why)) return error_reply(why);
+  if (Status st = collector::check_keys(req, {}); !st.is_ok()) return error_reply(st.message());
   if (req.verb == "status") return status_reply(c);
   if (req.verb == "stop") {
     if (!c.session) return error_reply("not recording");
     finish(c);
-    if (!c.last.error.empty()) return error_reply(c.last.error);
+    if (!c.last.status.is_ok()) return error_reply(c.last.status.message());
     return status_reply(c);
   }
   if (c.session) finish(c);  // detach
@@ -497,7 +487,7 @@ void tick(Control& c) {
   if (st == State::Dormant && now_ms() >= s->start_at_ms) start_recording(*s);
   // A file that can take no more (disk full, RLIMIT_FSIZE) ends the recording: the job stops
   // paying for records that would go nowhere.
-  const bool stuck = !s->sink.error().empty();
+  const bool stuck = !s->sink.status().is_ok();
   if (st == State::Recording && (stuck || (s->stop_at_ms != 0 && now_ms() >= s->stop_at_ms))) stop_recording();
   drain(c);
   if (shared().state.load() == State::Stopping) finish(c);
@@ -586,33 +576,29 @@ void agent_log(const std::string& text) {
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
-bool control_start(const char* record_request, std::string* error) {
+Status control_start(const char* record_request) {
   Control& c = control();
   c.command = read_cmdline();
   const char* nvtx = std::getenv("NVTX_INJECTION64_PATH");
   c.nvtx_injected = nvtx != nullptr && *nvtx != '\0';
   c.rank = collector::job_rank(std::getenv);
   shared().wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (shared().wake_fd < 0) {
-    *error = "cannot create an eventfd";
-    return false;
-  }
+  if (shared().wake_fd < 0) return Status(StatusCode::Internal, "cannot create an eventfd");
   const std::string dir = collector::socket_dir();
-  std::string listen_error;
-  if (!collector::ensure_private_dir(dir, &listen_error) ||
-      !c.server.listen(collector::agent_socket_path(dir, getpid()), getuid(), &listen_error))
-    agent_log("attach is unavailable: " + listen_error);
+  Status listening = collector::ensure_private_dir(dir);
+  if (listening.is_ok()) listening = c.server.listen(collector::agent_socket_path(dir, getpid()), getuid());
+  if (!listening.is_ok()) agent_log("attach is unavailable: " + listening.message());
   // STRATA_RECORD: started here, on the job's thread inside cuInit, before the control thread
   // exists, so the recording covers the job's first CUDA calls.
   if (record_request != nullptr && *record_request != '\0') {
-    std::string why;
-    auto req = collector::decode_message(record_request, &why);
-    const Message reply = req ? handle_start(c, *req) : error_reply("bad STRATA_RECORD: " + why);
+    const Result<Message> req = collector::decode_message(record_request);
+    const Message reply = req.is_ok() ? handle_start(c, req.value()) : error_reply("bad STRATA_RECORD: " + req.status().message());
     if (collector::is_error(reply)) agent_log("not recording: " + collector::error_text(reply));
   }
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);  // the thread starts with every signal blocked
+  Status started;
   try {
     std::thread t(run, std::ref(c));
     // Named before it runs, so that it is findable (`top -H`, /proc) from the moment it exists.
@@ -620,11 +606,11 @@ bool control_start(const char* record_request, std::string* error) {
     t.detach();
     c.thread_started.store(true);
   } catch (const std::system_error& e) {  // never let an exception out into cuInit
-    *error = std::string("cannot start the agent's thread: ") + e.what();
+    started = Status(StatusCode::Internal, std::string("cannot start the agent's thread: ") + e.what());
   }
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (!c.thread_started.load() && c.session) finish(c);  // what STRATA_RECORD started, closed now
-  return c.thread_started.load();
+  return started;
 }
 
 void control_at_exit() {

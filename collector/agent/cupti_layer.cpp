@@ -244,25 +244,19 @@ constexpr KindMap kKinds[] = {
 };
 
 // Subscribes and registers the buffer callbacks: at injection, and again after a release.
-bool subscribe(std::string* error) {
+Status subscribe() {
   Cupti& c = cupti();
   CUptiResult r = cuptiSubscribe(&c.subscriber, on_callback, nullptr);
-  if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-    *error = "another CUPTI tool is subscribed in this process (torch.profiler? Nsight?); only one can record at a time";
-    return false;
-  }
-  if (r != CUPTI_SUCCESS) {
-    *error = "CUPTI is not available (" + result_text(r) + "): no NVIDIA GPU or driver here?";
-    return false;
-  }
+  if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+    return Status::unsupported("another CUPTI tool is subscribed in this process (torch.profiler? Nsight?); only one can record at a time");
+  if (r != CUPTI_SUCCESS) return Status::unsupported("CUPTI is not available (" + result_text(r) + "): no NVIDIA GPU or driver here?");
   r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
   if (r != CUPTI_SUCCESS) {
-    *error = "cannot register CUPTI buffer callbacks (" + result_text(r) + ")";
     cuptiUnsubscribe(c.subscriber);
-    return false;
+    return Status(StatusCode::Internal, "cannot register CUPTI buffer callbacks (" + result_text(r) + ")");
   }
   cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);  // OS tids, like the CPU rows
-  return true;
+  return Status::ok();
 }
 
 void enable_api_domains(uint32_t enable) {
@@ -272,16 +266,15 @@ void enable_api_domains(uint32_t enable) {
 
 }  // namespace
 
-bool cupti_attach(std::string* error) {
+Status cupti_attach() {
   Cupti& c = cupti();
-  if (!subscribe(error)) return false;
+  if (Status st = subscribe(); !st.is_ok()) return st;
   if (!c.pool.init(pool_buffers(), kBufferBytes)) {
-    *error = "cannot allocate the activity buffer pool";
     cuptiUnsubscribe(c.subscriber);
-    return false;
+    return Status(StatusCode::OutOfMemory, "cannot allocate the activity buffer pool");
   }
   classify_apis(c);
-  return true;
+  return Status::ok();
 }
 
 void cupti_release() {
@@ -291,23 +284,23 @@ void cupti_release() {
   c.attachment.store(Attachment::Releasing);
 }
 
-bool cupti_acquire(std::string* error) {
+Status cupti_acquire() {
   Cupti& c = cupti();
   for (;;) {
     Attachment a = c.attachment.load();
-    if (a == Attachment::Attached) return true;
+    if (a == Attachment::Attached) return Status::ok();
     if (a == Attachment::Releasing) {
       if (!c.attachment.compare_exchange_strong(a, Attachment::Attached)) continue;
       enable_api_domains(0);  // no CUDA call came since the release: keep the subscription
-      return true;
+      return Status::ok();
     }
     if (a == Attachment::Finalizing) {  // a job thread is inside cuptiFinalize: brief
       std::this_thread::yield();
       continue;
     }
-    if (!subscribe(error)) return false;
+    if (Status st = subscribe(); !st.is_ok()) return st;
     c.attachment.store(Attachment::Attached);
-    return true;
+    return Status::ok();
   }
 }
 

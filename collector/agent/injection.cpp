@@ -21,9 +21,10 @@ void after_fork_child() { strata::agent::control_after_fork_child(); }
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
   static std::atomic<bool> done{false};
   if (done.exchange(true)) return 1;
-  std::string error;
-  if (!strata::agent::cupti_attach(&error) || !strata::agent::control_start(std::getenv("STRATA_RECORD"), &error)) {
-    strata::agent::agent_log(error + " -- the agent stays off; the job runs on without it");
+  strata::Status st = strata::agent::cupti_attach();
+  if (st.is_ok()) st = strata::agent::control_start(std::getenv("STRATA_RECORD"));
+  if (!st.is_ok()) {
+    strata::agent::agent_log(st.message() + " -- the agent stays off; the job runs on without it");
     return 1;  // never fail the driver's initialization on our account
   }
   std::atexit(at_exit);

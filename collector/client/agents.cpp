@@ -30,30 +30,28 @@ Message printable(Message m) {
 }
 
 // The path of pid's socket if it is a socket of this user in this user's private directory;
-// else "" with `error` saying why. An agent that never ran leaves no directory: that is no error.
-std::string socket_of(const std::string& dir, pid_t pid, std::string* error) {
+// else why not. An agent that never ran leaves no directory: that is no error.
+Result<std::string> socket_of(const std::string& dir, pid_t pid) {
   const std::string path = agent_socket_path(dir, pid);
   struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) {
-    *error = "no Strata agent in pid " + std::to_string(pid) +
-             " (`strata attach` lists them; start a job with `strata record --dormant -- CMD`)";
-    return "";
-  }
-  if (!S_ISSOCK(st.st_mode) || st.st_uid != ::getuid()) {
-    *error = "refusing " + path + ": not a socket of this user";
-    return "";
-  }
+  if (::lstat(path.c_str(), &st) != 0)
+    return Status::not_found("no Strata agent in pid " + std::to_string(pid) +
+                             " (`strata attach` lists them; start a job with `strata record --dormant -- CMD`)");
+  if (!S_ISSOCK(st.st_mode) || st.st_uid != ::getuid()) return Status::invalid("refusing " + path + ": not a socket of this user");
   return path;
 }
 
-// A count every reply of that kind carries; false with `error` when it is missing or not a number.
-bool read_count(const Message& reply, const char* key, uint64_t& out, std::string* error) {
+// A count every reply of that kind carries; Invalid when it is missing or not a number.
+Status read_count(const Message& reply, const char* key, uint64_t& out) {
   bool bad = false;
   const auto v = get_uint(reply, key, &bad);
-  if (v) out = *v;
-  else *error = "malformed reply from the agent: no number '" + std::string(key) + "'";
-  return v.has_value();
+  if (!v) return Status::invalid("malformed reply from the agent: no number '" + std::string(key) + "'");
+  out = *v;
+  return Status::ok();
 }
+
+// An agent's error reply: it refused the request, or its recording failed.
+Status refusal(const Message& reply) { return Status::io(error_text(reply)); }
 
 Message bare_request(const char* verb) {
   Message m;
@@ -70,38 +68,36 @@ int64_t reply_rank(const Message& reply, const char* key) {
   return v && *v <= INT_MAX ? static_cast<int64_t>(*v) : -1;
 }
 
-void fail(AgentRecording& a, std::string why) {
-  a.error = std::move(why);
+void fail(AgentRecording& a, Status why) {
+  a.status = std::move(why);
   a.done = true;
   a.state = "failed";
 }
 
 // The file a started agent writes: the one asked for; in output_dir, the one the agent named,
 // taken only when it is a rank file directly in that directory.
-std::optional<std::string> started_file(const RecordOptions& opt, const Message& reply, std::string* error) {
+Result<std::string> started_file(const RecordOptions& opt, const Message& reply) {
   if (opt.output_dir.empty()) return opt.output;
   const std::string* named = reply.get("output");
   if (named != nullptr && is_rank_file_in(*named, opt.output_dir)) return *named;
-  *error = "the agent did not name a trace file in " + opt.output_dir;
-  return std::nullopt;
+  return Status::invalid("the agent did not name a trace file in " + opt.output_dir);
 }
 
 // Reads a status reply of a started recording into `a`: finished when its count of recordings grew.
 void follow_status(AgentRecording& a, const Message& status, uint64_t finished_before) {
   uint64_t finished = 0;
-  std::string why;
-  if (is_error(status)) return fail(a, error_text(status));
-  if (!read_count(status, "recordings", finished, &why)) return fail(a, why);
+  if (is_error(status)) return fail(a, refusal(status));
+  if (Status st = read_count(status, "recordings", finished); !st.is_ok()) return fail(a, st);
   if (finished <= finished_before) {
     if (const std::string* state = status.get("state")) a.state = *state;
     bool bad = false;
     if (const auto records = get_uint(status, "records", &bad)) a.records = *records;
     return;
   }
-  if (const std::string* e = status.get("error")) return fail(a, *e);
+  if (const std::string* e = status.get("error")) return fail(a, Status::io(*e));
   a.result.output = a.output;
-  if (!read_count(status, "events", a.result.events, &why) || !read_count(status, "dropped", a.result.dropped, &why))
-    return fail(a, why);
+  if (Status st = read_count(status, "events", a.result.events); !st.is_ok()) return fail(a, st);
+  if (Status st = read_count(status, "dropped", a.result.dropped); !st.is_ok()) return fail(a, st);
   a.done = true;
   a.state = "finished";
 }
@@ -115,17 +111,13 @@ std::string absolute_path(const std::string& path) {
   return std::string(cwd) + "/" + path;
 }
 
-std::vector<AgentInfo> list_agents(std::string* error) {
-  std::vector<AgentInfo> out;
+Status list_agents(std::vector<AgentInfo>& out) {
+  out.clear();
   const std::string dir = socket_dir();
-  std::string why;
-  if (struct stat st {}; ::lstat(dir.c_str(), &st) != 0 && errno == ENOENT) return out;  // no agent ever ran
-  if (!check_private_dir(dir, &why)) {
-    if (error != nullptr) *error += why + "\n";
-    return out;
-  }
+  if (struct stat st {}; ::lstat(dir.c_str(), &st) != 0 && errno == ENOENT) return Status::ok();  // no agent ever ran
+  if (Status st = check_private_dir(dir); !st.is_ok()) return st;
   DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return out;
+  if (d == nullptr) return Status::ok();
   std::vector<std::pair<pid_t, Message>> statuses;
   while (dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
@@ -136,19 +128,20 @@ std::vector<AgentInfo> list_agents(std::string* error) {
       statuses.emplace_back(static_cast<pid_t>(pid), status_request());
   }
   ::closedir(d);
-  std::vector<std::string> errors;
-  const auto replies = agent_requests(statuses, kRequestTimeoutMs, errors);
+  const auto replies = agent_requests(statuses, kRequestTimeoutMs);
+  std::string silent;  // one line per agent that did not answer
   for (size_t i = 0; i < replies.size(); ++i) {
     const pid_t pid = statuses[i].first;
-    const auto& reply = replies[i];
-    if (reply && is_error(*reply)) errors[i] = error_text(*reply);
-    if (!reply || is_error(*reply)) {
+    const Result<Message>& reply = replies[i];
+    if (!reply.is_ok() || is_error(reply.value())) {
       const std::string path = agent_socket_path(dir, pid);
       struct stat st {};
       const bool dead = ::kill(pid, 0) != 0 && errno == ESRCH;
       if (dead && ::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) && st.st_uid == ::getuid())
         ::unlink(path.c_str());  // a dead job's
-      else if (error != nullptr) *error += "pid " + std::to_string(pid) + " did not answer: " + errors[i] + "\n";
+      else
+        silent += "pid " + std::to_string(pid) + " did not answer: " +
+                  (reply.is_ok() ? error_text(reply.value()) : reply.status().message()) + "\n";
       continue;
     }
     AgentInfo a;
@@ -157,41 +150,43 @@ std::vector<AgentInfo> list_agents(std::string* error) {
     if (const auto* v = reply->get("gpu")) a.gpu = *v;
     if (const auto* v = reply->get("state")) a.state = *v;
     if (const auto* v = reply->get("output")) a.output = *v;
-    a.rank = reply_rank(*reply, "rank");
-    a.world_size = reply_rank(*reply, "world_size");
+    a.rank = reply_rank(reply.value(), "rank");
+    a.world_size = reply_rank(reply.value(), "world_size");
     out.push_back(std::move(a));
   }
-  return out;
+  return silent.empty() ? Status::ok() : Status::io(std::move(silent));
 }
 
-std::vector<std::optional<Message>> agent_requests(const std::vector<std::pair<pid_t, Message>>& requests,
-                                                   int timeout_ms, std::vector<std::string>& errors) {
+std::vector<Result<Message>> agent_requests(const std::vector<std::pair<pid_t, Message>>& requests, int timeout_ms) {
   const size_t n = requests.size();
-  std::vector<std::optional<Message>> replies(n);
-  errors.assign(n, "");
   const std::string dir = socket_dir();
-  std::string dir_error;
-  const bool dir_ok = check_private_dir(dir, &dir_error);
+  const Status dir_ok = check_private_dir(dir);
   std::vector<PendingRequest> pending(n);
-  std::vector<bool> connected(n, false);
+  std::vector<Status> connected(n);
   for (size_t i = 0; i < n; ++i) {
-    const std::string path = dir_ok ? socket_of(dir, requests[i].first, &errors[i]) : "";
-    if (!dir_ok) errors[i] = dir_error;
-    connected[i] = !path.empty() && pending[i].connect(path, timeout_ms, &errors[i]);
+    connected[i] = dir_ok;
+    if (!dir_ok.is_ok()) continue;
+    const Result<std::string> path = socket_of(dir, requests[i].first);
+    connected[i] = path.is_ok() ? pending[i].connect(path.value(), timeout_ms) : path.status();
   }
   for (size_t i = 0; i < n; ++i)
-    if (connected[i]) pending[i].send(requests[i].second);
-  for (size_t i = 0; i < n; ++i)
-    if (connected[i])
-      if (auto reply = pending[i].reply(&errors[i])) replies[i] = printable(std::move(*reply));
+    if (connected[i].is_ok()) pending[i].send(requests[i].second);
+  std::vector<Result<Message>> replies;
+  replies.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (!connected[i].is_ok()) {
+      replies.push_back(connected[i]);
+      continue;
+    }
+    Result<Message> reply = pending[i].reply();
+    if (reply.is_ok()) replies.push_back(printable(std::move(reply.value())));
+    else replies.push_back(reply.status());
+  }
   return replies;
 }
 
-std::optional<Message> agent_request(pid_t pid, const Message& req, int timeout_ms, std::string* error) {
-  std::vector<std::string> errors;
-  auto replies = agent_requests({{pid, req}}, timeout_ms, errors);
-  if (!replies[0] && error != nullptr) *error = errors[0];
-  return std::move(replies[0]);
+Result<Message> agent_request(pid_t pid, const Message& req, int timeout_ms) {
+  return std::move(agent_requests({{pid, req}}, timeout_ms)[0]);
 }
 
 Message start_request(const RecordOptions& opt) {
@@ -227,7 +222,7 @@ std::string agent_name(const AgentRecording& a) {
 }
 
 bool MultiRecording::finished() const {
-  return std::all_of(agents.begin(), agents.end(), [](const AgentRecording& a) { return a.done && a.error.empty(); });
+  return std::all_of(agents.begin(), agents.end(), [](const AgentRecording& a) { return a.done && a.status.is_ok(); });
 }
 
 MultiRecording record_agents(const std::vector<pid_t>& pids, const RecordOptions& opt, const std::atomic<bool>* cancel,
@@ -236,30 +231,36 @@ MultiRecording record_agents(const std::vector<pid_t>& pids, const RecordOptions
   std::vector<uint64_t> finished_before(pids.size(), 0);
   std::vector<std::pair<pid_t, Message>> statuses, starts;
   for (pid_t pid : pids) statuses.emplace_back(pid, status_request());
-  std::vector<std::string> errors;
-  const auto before = agent_requests(statuses, kRequestTimeoutMs, errors);
+  const auto before = agent_requests(statuses, kRequestTimeoutMs);
   std::vector<size_t> started;  // indices into m.agents, in the order of `starts`
   for (size_t i = 0; i < pids.size(); ++i) {
     AgentRecording& a = m.agents.emplace_back();
     a.pid = pids[i];
-    a.error = before[i] ? error_text(*before[i]) : errors[i];
-    if (before[i] && a.error.empty() && read_count(*before[i], "recordings", finished_before[i], &a.error)) {
-      a.rank = reply_rank(*before[i], "rank");
+    Status st = before[i].status();
+    if (before[i].is_ok())
+      st = is_error(before[i].value()) ? refusal(before[i].value()) : read_count(before[i].value(), "recordings", finished_before[i]);
+    if (st.is_ok()) {
+      a.rank = reply_rank(before[i].value(), "rank");
       starts.emplace_back(a.pid, start_request(opt));
       started.push_back(i);
     } else {
-      fail(a, a.error.empty() ? "no reply" : a.error);
+      fail(a, st);
     }
   }
   const auto t0 = std::chrono::steady_clock::now();
-  const auto replies = agent_requests(starts, kRequestTimeoutMs, errors);
+  const auto replies = agent_requests(starts, kRequestTimeoutMs);
   m.start_window_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   for (size_t k = 0; k < started.size(); ++k) {
     AgentRecording& a = m.agents[started[k]];
-    if (!replies[k]) fail(a, errors[k]);
-    else if (is_error(*replies[k])) fail(a, error_text(*replies[k]));
-    else if (auto file = started_file(opt, *replies[k], &a.error)) a.output = *file;
-    else fail(a, a.error);
+    if (!replies[k].is_ok()) {
+      fail(a, replies[k].status());
+    } else if (is_error(replies[k].value())) {
+      fail(a, refusal(replies[k].value()));
+    } else {
+      const Result<std::string> file = started_file(opt, replies[k].value());
+      if (file.is_ok()) a.output = file.value();
+      else fail(a, file.status());
+    }
     if (!a.done) a.state = "starting";
   }
   if (progress) progress(m);
@@ -278,11 +279,11 @@ MultiRecording record_agents(const std::vector<pid_t>& pids, const RecordOptions
         stops.emplace_back(m.agents[i].pid, bare_request("stop"));
         stopping.push_back(i);
       }
-      const auto stopped = agent_requests(stops, kStopTimeoutMs, errors);
+      const auto stopped = agent_requests(stops, kStopTimeoutMs);
       for (size_t k = 0; k < stopping.size(); ++k) {
-        if (!stopped[k]) fail(m.agents[stopping[k]], errors[k]);
-        else if (is_error(*stopped[k]) && error_text(*stopped[k]) != "not recording")
-          fail(m.agents[stopping[k]], error_text(*stopped[k]));
+        if (!stopped[k].is_ok()) fail(m.agents[stopping[k]], stopped[k].status());
+        else if (is_error(stopped[k].value()) && error_text(stopped[k].value()) != "not recording")
+          fail(m.agents[stopping[k]], refusal(stopped[k].value()));
       }
     }
     statuses.clear();
@@ -292,11 +293,11 @@ MultiRecording record_agents(const std::vector<pid_t>& pids, const RecordOptions
       statuses.emplace_back(m.agents[i].pid, status_request());
       asked.push_back(i);
     }
-    const auto now = agent_requests(statuses, kRequestTimeoutMs, errors);
+    const auto now = agent_requests(statuses, kRequestTimeoutMs);
     for (size_t k = 0; k < asked.size(); ++k) {
       AgentRecording& a = m.agents[asked[k]];
-      if (!now[k]) fail(a, "the job ended or stopped answering: " + errors[k]);
-      else follow_status(a, *now[k], finished_before[asked[k]]);
+      if (!now[k].is_ok()) fail(a, Status(now[k].status().code(), "the job ended or stopped answering: " + now[k].status().message()));
+      else follow_status(a, now[k].value(), finished_before[asked[k]]);
     }
     if (progress) progress(m);
     if (std::all_of(m.agents.begin(), m.agents.end(), [](const AgentRecording& a) { return a.done; })) return m;
@@ -304,9 +305,8 @@ MultiRecording record_agents(const std::vector<pid_t>& pids, const RecordOptions
   }
 }
 
-std::optional<RecordResult> record_from_agent(pid_t pid, const RecordOptions& opt, const std::atomic<bool>* cancel,
-                                              const std::function<void(const std::string&)>& progress,
-                                              std::string* error) {
+Result<RecordResult> record_from_agent(pid_t pid, const RecordOptions& opt, const std::atomic<bool>* cancel,
+                                      const std::function<void(const std::string&)>& progress) {
   std::string last_state;
   const auto tell = [&](const MultiRecording& m) {
     const AgentRecording& a = m.agents[0];
@@ -318,10 +318,7 @@ std::optional<RecordResult> record_from_agent(pid_t pid, const RecordOptions& op
   };
   const MultiRecording m = record_agents({pid}, opt, cancel, tell);
   const AgentRecording& a = m.agents[0];
-  if (!a.error.empty()) {
-    *error = a.error;
-    return std::nullopt;
-  }
+  if (!a.status.is_ok()) return a.status;
   return a.result;
 }
 

@@ -7,10 +7,10 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/base/status.h"
 #include "protocol/message.h"
 
 namespace strata::collector {
@@ -25,19 +25,18 @@ struct AgentInfo {
   int64_t world_size = -1;
 };
 
-// Agents of this user that answer on their socket; sockets of dead processes are removed.
-// `error` gets one line per agent that did not answer (others may still be listed), or why the
-// socket directory is refused (not this user's, or not private). Every text is printable.
-std::vector<AgentInfo> list_agents(std::string* error);
+// Agents of this user that answer on their socket, into `out`; sockets of dead processes are
+// removed. Not ok: one line per agent that did not answer (the others are still in `out`), or why
+// the socket directory is refused (not this user's, or not private). Every text is printable.
+Status list_agents(std::vector<AgentInfo>& out);
 
 // One request to pid's agent, after checking its socket directory and socket; the reply's
 // values are made printable (control characters and invalid UTF-8 replaced).
-std::optional<Message> agent_request(pid_t pid, const Message& req, int timeout_ms, std::string* error);
+Result<Message> agent_request(pid_t pid, const Message& req, int timeout_ms);
 // The same to many agents at once: every agent connected first, then every request written back
 // to back, then the replies read, so the agents get their requests within microseconds of each
-// other. `errors[i]` says why reply i is missing.
-std::vector<std::optional<Message>> agent_requests(const std::vector<std::pair<pid_t, Message>>& requests,
-                                                   int timeout_ms, std::vector<std::string>& errors);
+// other. Reply i, or why it is missing.
+std::vector<Result<Message>> agent_requests(const std::vector<std::pair<pid_t, Message>>& requests, int timeout_ms);
 
 struct RecordOptions {
   uint64_t duration_ms = 0;  // 0 with iterations 0: until stopped
@@ -73,7 +72,7 @@ struct AgentRecording {
   std::string state;      // "" before the start; then the agent's (armed, recording, ...); "finished", "failed"
   uint64_t records = 0;   // CUPTI records written so far, while it records
   bool done = false;      // finished or failed
-  std::string error;      // why it failed
+  Status status;          // not ok: why it failed
   RecordResult result;    // once finished
 };
 
@@ -96,10 +95,9 @@ MultiRecording record_agents(const std::vector<pid_t>& pids, const RecordOptions
                              const std::function<void(const MultiRecording&)>& progress);
 
 // record_agents for one agent, its status told in lines ("recording pid N into FILE", "agent
-// state: armed"): the result, or nullopt with `error`.
-std::optional<RecordResult> record_from_agent(pid_t pid, const RecordOptions& opt, const std::atomic<bool>* cancel,
-                                              const std::function<void(const std::string&)>& progress,
-                                              std::string* error);
+// state: armed"): the result, or why there is none.
+Result<RecordResult> record_from_agent(pid_t pid, const RecordOptions& opt, const std::atomic<bool>* cancel,
+                                      const std::function<void(const std::string&)>& progress);
 
 // Absolute form of a path the user typed (relative to the current directory).
 std::string absolute_path(const std::string& path);

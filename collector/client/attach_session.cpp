@@ -14,7 +14,7 @@ void AgentScan::refresh() {
   last_ = SteadyClock::now();
   pending_ = std::async(std::launch::async, [] {
     Found f;
-    f.agents = list_agents(&f.error);
+    f.status = list_agents(f.agents);
     f.jobs = group_jobs(f.agents);
     return f;
   });
@@ -30,19 +30,19 @@ std::optional<AgentScan::Found> AgentScan::take_found() {
   return pending_.get();
 }
 
-bool AgentScan::take(std::vector<AgentInfo>& agents, std::string& error) {
+bool AgentScan::take(std::vector<AgentInfo>& agents, Status& status) {
   auto f = take_found();
   if (!f) return false;
   agents = std::move(f->agents);
-  error = std::move(f->error);
+  status = std::move(f->status);
   return true;
 }
 
-bool AgentScan::take(std::vector<JobInfo>& jobs, std::string& error) {
+bool AgentScan::take(std::vector<JobInfo>& jobs, Status& status) {
   auto f = take_found();
   if (!f) return false;
   jobs = std::move(f->jobs);
-  error = std::move(f->error);
+  status = std::move(f->status);
   return true;
 }
 
@@ -70,26 +70,26 @@ AttachSession::~AttachSession() {
   if (worker_.joinable()) worker_.join();
 }
 
-bool AttachSession::start(pid_t pid, RecordOptions opt, std::string* error) {
+Status AttachSession::start(pid_t pid, RecordOptions opt) {
   opt.output = opt.output.empty() ? attach_output_name(pid) : absolute_path(opt.output);
   opt.output_dir.clear();
-  return launch(pid, std::move(opt), [this, pid](std::string& err) {
+  return launch(pid, std::move(opt), [this, pid] {
     auto progress = [this](const std::string& line) {
       std::lock_guard<std::mutex> lock(mu_);
       lines_.push_back(line);
     };
-    return record_from_agent(pid, opt_, &cancel_, progress, &err);
-  }, error);
+    return record_from_agent(pid, opt_, &cancel_, progress);
+  });
 }
 
-bool AttachSession::start_job(const JobInfo& job, RecordOptions opt, std::string* error) {
+Status AttachSession::start_job(const JobInfo& job, RecordOptions opt) {
   const std::string dir = opt.output_dir;
   opt.output_dir = dir.empty() ? timestamped_name("strata-job-" + std::to_string(job.launcher), "") : absolute_path(dir);
   opt.output.clear();
-  return launch(job.launcher, std::move(opt), [this, job](std::string& err) { return run_job(job, err); }, error);
+  return launch(job.launcher, std::move(opt), [this, job] { return run_job(job); });
 }
 
-std::optional<RecordResult> AttachSession::run_job(const JobInfo& job, std::string& error) {
+Result<RecordResult> AttachSession::run_job(const JobInfo& job) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     lines_.push_back("recording the " + std::to_string(job.agents.size()) + " agents of job " +
@@ -99,24 +99,22 @@ std::optional<RecordResult> AttachSession::run_job(const JobInfo& job, std::stri
     std::lock_guard<std::mutex> lock(mu_);
     agents_ = m.agents;
   };
-  const auto m = record_job(job, opt_, &cancel_, progress, &error);
-  if (!m) return std::nullopt;
+  const Result<MultiRecording> m = record_job(job, opt_, &cancel_, progress);
+  if (!m.is_ok()) return m.status();
   RecordResult sum;
   sum.output = opt_.output_dir;
+  std::string failed;  // every failed rank, named
   for (const AgentRecording& a : m->agents) {
     sum.events += a.result.events;
     sum.dropped += a.result.dropped;
-    if (!a.error.empty()) error += (error.empty() ? "" : "; ") + agent_name(a) + ": " + a.error;
+    if (!a.status.is_ok()) failed += (failed.empty() ? "" : "; ") + agent_name(a) + ": " + a.status.message();
   }
-  if (!m->finished()) return std::nullopt;
+  if (!m->finished()) return Status::io(failed);
   return sum;
 }
 
-bool AttachSession::launch(pid_t pid, RecordOptions opt, Work work, std::string* error) {
-  if (active()) {
-    *error = "a recording is in progress (pid " + std::to_string(pid_) + ")";
-    return false;
-  }
+Status AttachSession::launch(pid_t pid, RecordOptions opt, Work work) {
+  if (active()) return Status::invalid("a recording is in progress (pid " + std::to_string(pid_) + ")");
   if (worker_.joinable()) worker_.join();
   pid_ = pid;
   opt_ = std::move(opt);
@@ -128,27 +126,26 @@ bool AttachSession::launch(pid_t pid, RecordOptions opt, Work work, std::string*
     std::lock_guard<std::mutex> lock(mu_);
     lines_.clear();
     agents_.clear();
-    error_.clear();
+    status_ = Status::ok();
     result_ = {};
     started_ = ended_ = SteadyClock::now();
   }
   state_.store(State::Recording);
   worker_ = std::thread([this, work = std::move(work)] {
-    std::string err;
-    const auto r = work(err);
+    const Result<RecordResult> r = work();
     {
       std::lock_guard<std::mutex> lock(mu_);
       ended_ = SteadyClock::now();
-      if (r) {
-        result_ = *r;
-        lines_.push_back((cancel_.load() ? "stopped early: " : "finished: ") + describe(*r) + " in " + r->output);
+      if (r.is_ok()) {
+        result_ = r.value();
+        lines_.push_back((cancel_.load() ? "stopped early: " : "finished: ") + describe(r.value()) + " in " + r->output);
       } else {
-        error_ = err;
+        status_ = r.status();
       }
     }
-    state_.store(r ? State::Finished : State::Failed);
+    state_.store(r.is_ok() ? State::Finished : State::Failed);
   });
-  return true;
+  return Status::ok();
 }
 
 void AttachSession::stop() {
@@ -195,9 +192,9 @@ std::vector<std::string> AttachSession::lines() const {
   return lines_;
 }
 
-std::string AttachSession::error() const {
+Status AttachSession::status() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return error_;
+  return status_;
 }
 
 RecordResult AttachSession::result() const {

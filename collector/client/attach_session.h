@@ -31,16 +31,16 @@ class AgentScan {
   void refresh();                             // starts a scan now, unless one is running
   void refresh_if_due(SteadyClock::time_point now);
   bool running() const { return pending_.valid(); }
-  // Takes a finished scan's result, as agents or as jobs; false while none has finished since
-  // the last call.
-  bool take(std::vector<AgentInfo>& agents, std::string& error);
-  bool take(std::vector<JobInfo>& jobs, std::string& error);
+  // Takes a finished scan's result, as agents or as jobs, and list_agents' status; false while
+  // none has finished since the last call.
+  bool take(std::vector<AgentInfo>& agents, Status& status);
+  bool take(std::vector<JobInfo>& jobs, Status& status);
 
  private:
   struct Found {
     std::vector<AgentInfo> agents;
     std::vector<JobInfo> jobs;
-    std::string error;
+    Status status;
   };
   std::optional<Found> take_found();
   SteadyClock::duration interval_;
@@ -85,12 +85,12 @@ class AttachSession {
   AttachSession& operator=(const AttachSession&) = delete;
   ~AttachSession();  // stops a recording in progress and waits for the agent to close its file
 
-  // Starts record_from_agent on a worker thread; false (with `error`) when a recording runs.
-  bool start(pid_t pid, RecordOptions opt, std::string* error);
+  // Starts record_from_agent on a worker thread; refused (Invalid) when a recording runs.
+  Status start(pid_t pid, RecordOptions opt);
   // Starts record_job on a worker thread: every agent of `job` into opt.output_dir (default
   // ./strata-job-LAUNCHER-YYYYmmdd-HHMMSS), one file per rank. Finished when every rank finished;
-  // Failed, with each failed rank named in error(), when any did not.
-  bool start_job(const JobInfo& job, RecordOptions opt, std::string* error);
+  // Failed, with each failed rank named in status(), when any did not.
+  Status start_job(const JobInfo& job, RecordOptions opt);
   void stop();  // asks the agent to stop early; the file is still completed
   // Called once a frame. `loading`: a read of the file is in flight.
   Action next(SteadyClock::time_point now, bool loading);
@@ -104,19 +104,19 @@ class AttachSession {
   bool is_job() const { return !opt_.output_dir.empty(); }
   // The trace file, or for a job the directory to open as one job (strata DIR).
   const std::string& output() const { return is_job() ? opt_.output_dir : opt_.output; }
-  // A job's agents as last polled: rank, file, state, records so far, error (empty for one agent).
+  // A job's agents as last polled: rank, file, state, records so far, status (empty for one agent).
   std::vector<AgentRecording> agents() const;
   std::vector<std::string> lines() const;
-  std::string error() const;
+  Status status() const;  // Failed: why
   RecordResult result() const;  // a job's: events and drops summed over its ranks, output its directory
   uint64_t events_shown() const { return events_shown_; }
   double seconds() const;  // since start, frozen when the recording ends
 
  private:
   bool worth_final_read() const;
-  using Work = std::function<std::optional<RecordResult>(std::string& error)>;
-  bool launch(pid_t pid, RecordOptions opt, Work work, std::string* error);
-  std::optional<RecordResult> run_job(const JobInfo& job, std::string& error);
+  using Work = std::function<Result<RecordResult>()>;
+  Status launch(pid_t pid, RecordOptions opt, Work work);
+  Result<RecordResult> run_job(const JobInfo& job);
   int64_t output_size() const;
 
   LiveFollow follow_;
@@ -125,10 +125,10 @@ class AttachSession {
   std::atomic<State> state_{State::Idle};
   std::atomic<bool> cancel_{false};
   std::thread worker_;
-  mutable std::mutex mu_;  // guards lines_, error_, result_, ended_, agents_
+  mutable std::mutex mu_;  // guards lines_, status_, result_, ended_, agents_
   std::vector<std::string> lines_;
   std::vector<AgentRecording> agents_;
-  std::string error_;
+  Status status_;
   RecordResult result_;
   SteadyClock::time_point started_{}, ended_{};
   uint64_t events_shown_ = 0;

@@ -58,7 +58,12 @@ std::vector<JobInfo> group_jobs(std::vector<AgentInfo> agents) {
   return out;
 }
 
-std::vector<JobInfo> list_jobs(std::string* error) { return group_jobs(list_agents(error)); }
+Status list_jobs(std::vector<JobInfo>& out) {
+  std::vector<AgentInfo> agents;
+  Status st = list_agents(agents);
+  out = group_jobs(std::move(agents));
+  return st;
+}
 
 JobInfo job_under(pid_t pid, const std::vector<AgentInfo>& agents) {
   JobInfo job;
@@ -70,19 +75,14 @@ JobInfo job_under(pid_t pid, const std::vector<AgentInfo>& agents) {
   return job;
 }
 
-int prepare_job_dir(const std::string& dir, std::string* error) {
+Result<int> prepare_job_dir(const std::string& dir) {
   std::error_code ec;
-  if (!fs::is_directory(dir, ec) && !fs::create_directories(dir, ec)) {
-    *error = "cannot create the directory " + dir + (ec ? ": " + ec.message() : ": a file of that name is in the way");
-    return -1;
-  }
+  if (!fs::is_directory(dir, ec) && !fs::create_directories(dir, ec))
+    return Status::io("cannot create the directory " + dir + (ec ? ": " + ec.message() : ": a file of that name is in the way"));
   int removed = 0;
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec))
     if (is_rank_file_name(e.path().filename().string()) && !e.is_directory(ec) && fs::remove(e.path(), ec)) ++removed;
-  if (ec) {
-    *error = "cannot clear the earlier recording's files from " + dir + ": " + ec.message();
-    return -1;
-  }
+  if (ec) return Status::io("cannot clear the earlier recording's files from " + dir + ": " + ec.message());
   return removed;
 }
 
@@ -103,18 +103,13 @@ std::string open_job_hint(const std::string& dir) {
   return "open them as one job: strata " + dir + "   (or: strata summary " + dir + ")";
 }
 
-std::optional<MultiRecording> record_job(const JobInfo& job, const RecordOptions& opt, const std::atomic<bool>* cancel,
-                                         const std::function<void(const MultiRecording&)>& progress,
-                                         std::string* error) {
-  if (job.agents.empty()) {
-    *error = "no Strata agent runs under pid " + std::to_string(job.launcher) + " (`strata attach` lists the jobs)";
-    return std::nullopt;
-  }
-  if (opt.output_dir.empty() || opt.output_dir[0] != '/') {
-    *error = "a job is recorded into a directory given by its absolute path";
-    return std::nullopt;
-  }
-  if (prepare_job_dir(opt.output_dir, error) < 0) return std::nullopt;
+Result<MultiRecording> record_job(const JobInfo& job, const RecordOptions& opt, const std::atomic<bool>* cancel,
+                                  const std::function<void(const MultiRecording&)>& progress) {
+  if (job.agents.empty())
+    return Status::not_found("no Strata agent runs under pid " + std::to_string(job.launcher) + " (`strata attach` lists the jobs)");
+  if (opt.output_dir.empty() || opt.output_dir[0] != '/')
+    return Status::invalid("a job is recorded into a directory given by its absolute path");
+  if (Result<int> prepared = prepare_job_dir(opt.output_dir); !prepared.is_ok()) return prepared.status();
   std::vector<pid_t> pids;
   for (const AgentInfo& a : job.agents) pids.push_back(a.pid);
   return record_agents(pids, opt, cancel, progress);

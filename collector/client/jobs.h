@@ -8,7 +8,6 @@
 
 #include <atomic>
 #include <functional>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,14 +26,14 @@ struct JobInfo {
 // one job. When no ancestor can be read the topmost agent is its own launcher. Jobs by launcher pid.
 std::vector<JobInfo> group_jobs(std::vector<AgentInfo> agents);
 // list_agents, grouped: what the Attach dialog and `strata attach` list (ask it off the UI thread).
-std::vector<JobInfo> list_jobs(std::string* error);
+Status list_jobs(std::vector<JobInfo>& out);
 // The agents that are `pid` or its descendants, as one job launched by `pid`.
 JobInfo job_under(pid_t pid, const std::vector<AgentInfo>& agents);
 
 // Creates `dir` (and its parents) when missing and removes the rank files an earlier recording
 // left in it (protocol/job_rank.h's names, nothing else), so that it holds one recording's ranks
-// only. Returns how many were removed, or -1 with `error`.
-int prepare_job_dir(const std::string& dir, std::string* error);
+// only. Returns how many were removed.
+Result<int> prepare_job_dir(const std::string& dir);
 // The rank files in `dir`, rank-2 before rank-10.
 std::vector<std::string> rank_files(const std::string& dir);
 // "open them as one job: strata DIR   (or: strata summary DIR)"
@@ -43,9 +42,8 @@ std::string open_job_hint(const std::string& dir);
 // Records every agent of `job` into `opt.output_dir` (an absolute directory, prepared as above):
 // record_agents, each agent writing DIR/rank-R.pt.trace.json (.gz with opt.gzip). `progress` gets
 // every agent's state (file, state, records so far) after the start and five times a second; the
-// result says how each ended. nullopt with `error` when nothing could start (no agents, no directory).
-std::optional<MultiRecording> record_job(const JobInfo& job, const RecordOptions& opt, const std::atomic<bool>* cancel,
-                                         const std::function<void(const MultiRecording&)>& progress,
-                                         std::string* error);
+// result says how each ended. Fails when nothing could start (no agents, no directory).
+Result<MultiRecording> record_job(const JobInfo& job, const RecordOptions& opt, const std::atomic<bool>* cancel,
+                                  const std::function<void(const MultiRecording&)>& progress);
 
 }  // namespace strata::collector

@@ -60,17 +60,12 @@ std::vector<uint8_t> encode(std::string_view type, const void* payload, size_t s
   return out;
 }
 
-std::optional<Datagram> decode(const uint8_t* data, size_t size, std::string* error) {
-  if (size < kHeaderBytes) {
-    *error = "datagram shorter than the 40-byte header";
-    return std::nullopt;
-  }
+Result<Datagram> decode(const uint8_t* data, size_t size) {
+  if (size < kHeaderBytes) return Status::invalid("datagram shorter than the 40-byte header");
   const uint64_t n = get<uint64_t>(data);
-  if (n != size - kHeaderBytes) {
-    *error = "payload size field " + std::to_string(n) + " does not match the " +
-             std::to_string(size - kHeaderBytes) + " bytes received";
-    return std::nullopt;
-  }
+  if (n != size - kHeaderBytes)
+    return Status::invalid("payload size field " + std::to_string(n) + " does not match the " +
+                           std::to_string(size - kHeaderBytes) + " bytes received");
   const char* type = reinterpret_cast<const char*>(data + 8);
   Datagram d;
   d.type.assign(type, strnlen(type, kTypeBytes));
@@ -144,6 +139,7 @@ size_t endpoint_address(const std::string& name, void* out) {
 namespace {
 
 std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
+Status errno_status(const std::string& what) { return Status::io(errno_text(what)); }
 
 // Whether a live process is bound to the datagram socket file at `path`.
 bool socket_in_use(const sockaddr_un& addr, socklen_t len) {
@@ -163,39 +159,28 @@ Daemon::~Daemon() {
     ::unlink(path_.c_str());  // still the socket we bound, not one that replaced it
 }
 
-bool Daemon::bind(const std::string& name, std::string* error) {
+Status Daemon::bind(const std::string& name) {
   sockaddr_un addr{};
   const auto len = static_cast<socklen_t>(endpoint_address(name, &addr));
-  if (len == 0) {
-    *error = "the ipcfabric endpoint '" + name + "' does not fit a socket address (KINETO_IPC_SOCKET_DIR too long?)";
-    return false;
-  }
+  if (len == 0)
+    return Status::invalid("the ipcfabric endpoint '" + name + "' does not fit a socket address (KINETO_IPC_SOCKET_DIR too long?)");
   const std::string path = addr.sun_path[0] != '\0' ? std::string(addr.sun_path) : std::string();
   const std::string taken = "the ipcfabric endpoint " + (path.empty() ? "'" + name + "'" : path) +
                             " is held by a running process: is a dynolog daemon running? Use `dyno gputrace` with it instead";
   if (struct stat st {}; !path.empty() && ::lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) {
-      *error = path + " exists and is not a socket; not touching it";
-      return false;
-    }
-    if (socket_in_use(addr, len)) {
-      *error = taken;
-      return false;
-    }
+    if (!S_ISSOCK(st.st_mode)) return Status::invalid(path + " exists and is not a socket; not touching it");
+    if (socket_in_use(addr, len)) return Status::io(taken);
     ::unlink(path.c_str());  // left by a process that is gone (connecting to it was refused)
   }
   fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd_ < 0) {
-    *error = errno_text("socket");
-    return false;
-  }
+  if (fd_ < 0) return errno_status("socket");
   const int on = 1;
   if (::bind(fd_, reinterpret_cast<const sockaddr*>(&addr), len) != 0 ||
       ::setsockopt(fd_, SOL_SOCKET, SO_PASSCRED, &on, sizeof on) != 0) {
-    *error = errno == EADDRINUSE ? taken : errno_text("bind");
+    Status failed = errno == EADDRINUSE ? Status::io(taken) : errno_status("bind");
     ::close(fd_);
     fd_ = -1;
-    return false;
+    return failed;
   }
   struct stat st {};
   if (!path.empty() && ::lstat(path.c_str(), &st) == 0) {
@@ -203,11 +188,11 @@ bool Daemon::bind(const std::string& name, std::string* error) {
     dev_ = st.st_dev;
     ino_ = st.st_ino;
   }
-  return true;
+  return Status::ok();
 }
 
-bool Daemon::deliver(pid_t pid, const std::string& config, int timeout_ms,
-                     const std::function<void(const std::string&)>& log, std::string* error) {
+Status Daemon::deliver(pid_t pid, const std::string& config, int timeout_ms,
+                       const std::function<void(const std::string&)>& log) {
   const int64_t deadline = now_ms() + timeout_ms;
   std::vector<uint8_t> buf(1 << 16);
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
@@ -235,10 +220,9 @@ bool Daemon::deliver(pid_t pid, const std::string& config, int timeout_ms,
             "): not pid " + std::to_string(pid) + " or a process it started, as this user");
       continue;
     }
-    std::string why;
-    auto datagram = decode(buf.data(), static_cast<size_t>(n), &why);
-    if (!datagram) {
-      if (log) log("ignored a malformed datagram: " + why);
+    const Result<Datagram> datagram = decode(buf.data(), static_cast<size_t>(n));
+    if (!datagram.is_ok()) {
+      if (log) log("ignored a malformed datagram: " + datagram.status().message());
       continue;
     }
     std::vector<uint8_t> reply;
@@ -264,12 +248,11 @@ bool Daemon::deliver(pid_t pid, const std::string& config, int timeout_ms,
       if (log) log(errno_text("reply failed"));
       continue;
     }
-    if (delivered) return true;
+    if (delivered) return Status::ok();
   }
-  *error = "pid " + std::to_string(pid) +
-           " did not ask for a config in time: start it with KINETO_USE_DAEMON=1 and a Kineto config holding "
-           "ENABLE_IPC_FABRIC=true (KINETO_CONFIG=FILE or /etc/libkineto.conf); Kineto polls every few seconds";
-  return false;
+  return Status::io("pid " + std::to_string(pid) +
+                    " did not ask for a config in time: start it with KINETO_USE_DAEMON=1 and a Kineto config holding "
+                    "ENABLE_IPC_FABRIC=true (KINETO_CONFIG=FILE or /etc/libkineto.conf); Kineto polls every few seconds");
 }
 
 TraceDir::~TraceDir() {
@@ -282,15 +265,13 @@ TraceDir::~TraceDir() {
   ::rmdir(path_.c_str());
 }
 
-bool TraceDir::create(std::string* error) {
+Status TraceDir::create() {
   const char* base = std::getenv("KINETO_ONDEMAND_TRACE_DIR");
   std::string tmpl = std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/strata-kineto-XXXXXX";
-  if (::mkdtemp(tmpl.data()) == nullptr) {  // mode 0700, a name nobody can guess
-    *error = errno_text("cannot create a private directory for the trace under " + tmpl.substr(0, tmpl.rfind('/')));
-    return false;
-  }
+  if (::mkdtemp(tmpl.data()) == nullptr)  // mode 0700, a name nobody can guess
+    return errno_status("cannot create a private directory for the trace under " + tmpl.substr(0, tmpl.rfind('/')));
   path_ = tmpl;
-  return true;
+  return Status::ok();
 }
 
 std::vector<std::string> written_names(const std::string& requested, pid_t pid) {
@@ -307,18 +288,13 @@ std::vector<std::string> written_names(const std::string& requested, pid_t pid) 
 namespace {
 
 // Opens a trace for reading only if it is a regular file of this user, without following a
-// symlink or blocking on a FIFO; -1 with `error` set otherwise (and "" when there is none).
-int open_own_file(const std::string& path, struct stat& st, std::string* error) {
-  error->clear();
+// symlink or blocking on a FIFO; NotFound when there is none.
+Result<int> open_own_file(const std::string& path, struct stat& st) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) {
-    if (errno != ENOENT) *error = errno_text("refusing " + path);
-    return -1;
-  }
+  if (fd < 0) return errno == ENOENT ? Status::not_found("the trace " + path + " is gone") : errno_status("refusing " + path);
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::getuid()) {
     ::close(fd);
-    *error = "refusing " + path + ": not a regular file of this user";
-    return -1;
+    return Status::invalid("refusing " + path + ": not a regular file of this user");
   }
   return fd;
 }
@@ -335,17 +311,18 @@ bool looks_complete(int fd, off_t size) {
 
 }  // namespace
 
-std::string wait_for_trace(const std::vector<std::string>& paths, int timeout_ms, std::string* error) {
+Result<std::string> wait_for_trace(const std::vector<std::string>& paths, int timeout_ms) {
   const int64_t deadline = now_ms() + timeout_ms;
   std::vector<off_t> last(paths.size(), -1);
   while (now_ms() < deadline) {
     for (size_t i = 0; i < paths.size(); ++i) {
       struct stat st {};
-      const int fd = open_own_file(paths[i], st, error);
-      if (fd < 0) {
-        if (!error->empty()) return "";
+      const Result<int> opened = open_own_file(paths[i], st);
+      if (!opened.is_ok()) {
+        if (opened.status().code() != StatusCode::NotFound) return opened.status();
         continue;
       }
+      const int fd = opened.value();
       const bool stable = st.st_size > 0 && st.st_size == last[i];
       last[i] = st.st_size;
       const bool complete = stable && looks_complete(fd, st.st_size);
@@ -354,17 +331,14 @@ std::string wait_for_trace(const std::vector<std::string>& paths, int timeout_ms
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
-  *error = "no complete trace at " + paths.front() + " in time (Kineto writes it after the trace window ends)";
-  return "";
+  return Status::io("no complete trace at " + paths.front() + " in time (Kineto writes it after the trace window ends)");
 }
 
-bool move_trace(const std::string& from, const std::string& to, std::string* error) {
+Status move_trace(const std::string& from, const std::string& to) {
   struct stat st {};
-  const int in = open_own_file(from, st, error);
-  if (in < 0) {
-    if (error->empty()) *error = "the trace " + from + " is gone";
-    return false;
-  }
+  const Result<int> opened = open_own_file(from, st);
+  if (!opened.is_ok()) return opened.status();
+  const int in = opened.value();
   bool ok = from == to || std::rename(from.c_str(), to.c_str()) == 0;
   if (!ok && errno == EXDEV) {  // another file system: copy what was checked, then drop it
     const int out = ::open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
@@ -376,9 +350,9 @@ bool move_trace(const std::string& from, const std::string& to, std::string* err
     if (out >= 0 && ::close(out) != 0) ok = false;
     if (ok) ::unlink(from.c_str());
   }
-  if (!ok) *error = errno_text("cannot move " + from + " to " + to);
+  Status moved = ok ? Status::ok() : errno_status("cannot move " + from + " to " + to);
   ::close(in);
-  return ok;
+  return moved;
 }
 
 }  // namespace strata::collector::kineto

@@ -19,6 +19,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/base/status.h"
+
 namespace strata::collector::kineto {
 
 inline constexpr size_t kTypeBytes = 32;
@@ -30,7 +32,7 @@ struct Datagram {
   std::vector<uint8_t> payload;
 };
 std::vector<uint8_t> encode(std::string_view type, const void* payload, size_t size);
-std::optional<Datagram> decode(const uint8_t* data, size_t size, std::string* error);
+Result<Datagram> decode(const uint8_t* data, size_t size);
 
 struct Context {
   int32_t gpu = 0;
@@ -75,12 +77,12 @@ class Daemon {
   ~Daemon();
   // Binds the "dynolog" endpoint; fails, saying so, if a live process (a real dynolog) holds
   // it. A socket file left by a dead one is replaced; nothing else is ever removed.
-  bool bind(const std::string& name, std::string* error);
+  Status bind(const std::string& name);
   // Answers the job's polls until `pid`, or a process it started, took `config`; datagrams
   // from anyone else (the kernel vouches for the sender's pid and uid) get no answer.
-  // Processes of the job not listing `pid` get an empty config. False on timeout.
-  bool deliver(pid_t pid, const std::string& config, int timeout_ms,
-               const std::function<void(const std::string&)>& log, std::string* error);
+  // Processes of the job not listing `pid` get an empty config. Io on timeout.
+  Status deliver(pid_t pid, const std::string& config, int timeout_ms,
+                 const std::function<void(const std::string&)>& log);
 
  private:
   int fd_ = -1;
@@ -98,7 +100,7 @@ class TraceDir {
   TraceDir(const TraceDir&) = delete;
   TraceDir& operator=(const TraceDir&) = delete;
   ~TraceDir();
-  bool create(std::string* error);
+  Status create();
   const std::string& path() const { return path_; }
 
  private:
@@ -110,12 +112,12 @@ class TraceDir {
 std::vector<std::string> written_names(const std::string& requested, pid_t pid);
 
 // Waits until Kineto finished writing one of `paths`: a regular file of this user (no
-// symlink), ending with '}', that stopped growing. Returns that path, or "" with `error` on
-// timeout or when something else sits at one of the paths.
-std::string wait_for_trace(const std::vector<std::string>& paths, int timeout_ms, std::string* error);
+// symlink), ending with '}', that stopped growing. Returns that path; fails on timeout or when
+// something else sits at one of the paths.
+Result<std::string> wait_for_trace(const std::vector<std::string>& paths, int timeout_ms);
 
 // Moves a trace wait_for_trace accepted to `to`: renamed, or copied from the checked file
 // when `to` is on another file system.
-bool move_trace(const std::string& from, const std::string& to, std::string* error);
+Status move_trace(const std::string& from, const std::string& to);
 
 }  // namespace strata::collector::kineto

@@ -30,11 +30,10 @@ std::string exe_dir() {
 
 }  // namespace
 
-std::string find_agent(std::string* error) {
+Result<std::string> find_agent() {
   if (const char* env = std::getenv("STRATA_AGENT"); env != nullptr && *env != '\0') {
-    if (is_file(env)) return env;
-    *error = std::string("STRATA_AGENT names ") + env + ", which does not exist";
-    return "";
+    if (is_file(env)) return std::string(env);
+    return Status::not_found(std::string("STRATA_AGENT names ") + env + ", which does not exist");
   }
   const std::string dir = exe_dir();
   std::vector<std::string> candidates = {dir + "/libstrata_agent.so", dir + "/../collector/libstrata_agent.so",
@@ -44,33 +43,26 @@ std::string find_agent(std::string* error) {
 #endif
   for (const std::string& c : candidates)
     if (is_file(c)) return c;
-  *error =
+  return Status::not_found(
       "libstrata_agent.so was not found (looked next to the executable, in the build tree and in ../lib). "
       "It is built only where CUDA's CUPTI is found: configure with CUPTI present (STRATA_CUDA_ROOT) or set "
-      "STRATA_AGENT=/path/to/libstrata_agent.so";
-  return "";
+      "STRATA_AGENT=/path/to/libstrata_agent.so");
 }
 
-pid_t launch_with_agent(const std::vector<std::string>& argv, const std::string& agent,
-                        const std::string& record_request, std::string* error) {
-  if (argv.empty()) {
-    *error = "no command to run";
-    return -1;
-  }
+Result<pid_t> launch_with_agent(const std::vector<std::string>& argv, const std::string& agent,
+                                const std::string& record_request) {
+  if (argv.empty()) return Status::invalid("no command to run");
   int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    *error = std::string("pipe: ") + std::strerror(errno);
-    return -1;
-  }
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return Status::io(std::string("pipe: ") + std::strerror(errno));
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   const pid_t pid = ::fork();
   if (pid < 0) {
-    *error = std::string("fork: ") + std::strerror(errno);
+    Status failed = Status::io(std::string("fork: ") + std::strerror(errno));
     ::close(pipe_fds[0]);
     ::close(pipe_fds[1]);
-    return -1;
+    return failed;
   }
   if (pid == 0) {
     ::close(pipe_fds[0]);
@@ -92,8 +84,8 @@ pid_t launch_with_agent(const std::vector<std::string>& argv, const std::string&
   ::close(pipe_fds[0]);
   if (n == sizeof child_errno) {
     ::waitpid(pid, nullptr, 0);
-    *error = "cannot run " + argv[0] + ": " + std::strerror(child_errno);
-    return -1;
+    return Status(child_errno == ENOENT ? StatusCode::NotFound : StatusCode::Io,
+                  "cannot run " + argv[0] + ": " + std::strerror(child_errno));
   }
   return pid;
 }

@@ -20,7 +20,8 @@ bool parse_seconds(const std::string& text, uint64_t& ms) {
   return true;
 }
 
-bool parse_record_option(int argc, char** argv, int& i, RecordOptions& opt, std::string& error) {
+Result<bool> parse_record_option(int argc, char** argv, int& i, RecordOptions& opt) {
+  const auto refuse = [](std::string why) { return Status::invalid(std::move(why)); };
   const std::string a = argv[i];
   const bool takes_value = a == "--duration" || a == "--iterations" || a == "--delay" || a == "--pattern" || a == "--kinds" ||
                            a == "--metrics" || a == "--kernels" || a == "-o";
@@ -33,46 +34,43 @@ bool parse_record_option(int argc, char** argv, int& i, RecordOptions& opt, std:
     return true;
   }
   if (!takes_value) return false;
-  if (i + 1 >= argc) {
-    error = a + " needs a value";
-    return true;
-  }
+  if (i + 1 >= argc) return refuse(a + " needs a value");
   const std::string v = argv[++i];
   const std::string week = std::to_string(kMaxDurationMs / 1000);
   if (a == "--duration" && (!parse_seconds(v, opt.duration_ms) || opt.duration_ms == 0 || opt.duration_ms > kMaxDurationMs))
-    error = "--duration takes seconds > 0 (at most " + week + "), e.g. --duration 2.5";
-  else if (a == "--delay" && (!parse_seconds(v, opt.delay_ms) || opt.delay_ms > kMaxDelayMs))
-    error = "--delay takes seconds (at most " + week + "), e.g. --delay 10";
-  else if (a == "--iterations") {
+    return refuse("--duration takes seconds > 0 (at most " + week + "), e.g. --duration 2.5");
+  if (a == "--delay" && (!parse_seconds(v, opt.delay_ms) || opt.delay_ms > kMaxDelayMs))
+    return refuse("--delay takes seconds (at most " + week + "), e.g. --delay 10");
+  if (a == "--iterations") {
     uint32_t n = 0;
     auto res = std::from_chars(v.data(), v.data() + v.size(), n);
     if (res.ec != std::errc() || res.ptr != v.data() + v.size() || n == 0 || n > kMaxIterations)
-      error = "--iterations takes a count from 1 to " + std::to_string(kMaxIterations);
+      return refuse("--iterations takes a count from 1 to " + std::to_string(kMaxIterations));
     opt.iterations = n;
   } else if (a == "--pattern") {
     opt.pattern = v;
   } else if (a == "--kinds") {
-    std::string why;
-    if (const auto mask = parse_kinds(v, &why)) opt.kinds = kinds_text(*mask);
-    else error = "--kinds: " + why;
+    const Result<uint32_t> mask = parse_kinds(v);
+    if (!mask.is_ok()) return refuse("--kinds: " + mask.status().message());
+    opt.kinds = kinds_text(mask.value());
   } else if (a == "--metrics") {
-    std::string why;
-    if (const auto names = parse_metrics(v, &why)) opt.metrics = metrics_text(*names);
-    else error = "--metrics: " + why;
+    const Result<std::vector<std::string>> names = parse_metrics(v);
+    if (!names.is_ok()) return refuse("--metrics: " + names.status().message());
+    opt.metrics = metrics_text(names.value());
   } else if (a == "--kernels") {
-    std::string why;
-    if (check_kernel_glob(v, &why)) opt.kernels = v;
-    else error = "--kernels: " + why;
+    if (Status st = check_kernel_glob(v); !st.is_ok()) return refuse("--kernels: " + st.message());
+    opt.kernels = v;
   } else if (a == "-o") {
     opt.output = absolute_path(v);
   }
-  if (error.empty() && opt.duration_ms > 0 && opt.iterations > 0) error = "give --duration or --iterations, not both";
+  if (opt.duration_ms > 0 && opt.iterations > 0) return refuse("give --duration or --iterations, not both");
   return true;
 }
 
-std::string check_record_options(const RecordOptions& opt) {
-  if (!opt.kernels.empty() && opt.metrics.empty()) return "--kernels chooses the kernels --metrics profiles: give --metrics LIST too";
-  return {};
+Status check_record_options(const RecordOptions& opt) {
+  if (!opt.kernels.empty() && opt.metrics.empty())
+    return Status::invalid("--kernels chooses the kernels --metrics profiles: give --metrics LIST too");
+  return Status::ok();
 }
 
 std::string timestamped_name(const std::string& prefix, const std::string& suffix) {

@@ -4,18 +4,19 @@
 #include <string>
 
 #include "client/agents.h"
+#include "core/base/status.h"
 
 namespace strata::collector {
 
 // Consumes the recording option at argv[i] (and its value), advancing i.
-// Returns false when argv[i] is not a recording option; sets `error` when it is one
-// but its value is missing or invalid.
+// False when argv[i] is not a recording option; Invalid when it is one but its value is
+// missing or invalid.
 //   --duration S   --iterations N   --delay S   --pattern GLOB   --profiler-range   --kinds LIST   -o FILE
 //   --metrics LIST   --kernels GLOB   --gzip
-bool parse_record_option(int argc, char** argv, int& i, RecordOptions& opt, std::string& error);
+Result<bool> parse_record_option(int argc, char** argv, int& i, RecordOptions& opt);
 
-// What no single option can say (--kernels without --metrics); empty when the options go together.
-std::string check_record_options(const RecordOptions& opt);
+// What no single option can say (--kernels without --metrics): Invalid unless the options go together.
+Status check_record_options(const RecordOptions& opt);
 
 // Seconds as typed ("2", "0.5") to milliseconds; false when not a non-negative number.
 bool parse_seconds(const std::string& text, uint64_t& ms);

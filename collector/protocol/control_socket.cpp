@@ -21,17 +21,14 @@ namespace {
 constexpr int kAcceptPauseMs = 100;  // after an accept() failure that waiting may cure
 constexpr size_t kAcceptsPerRound = 16;
 
-std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
+Status errno_status(const std::string& what) { return Status::io(what + ": " + std::strerror(errno)); }
 
-bool make_address(const std::string& path, sockaddr_un& addr, std::string* error) {
+Status make_address(const std::string& path, sockaddr_un& addr) {
   std::memset(&addr, 0, sizeof addr);
   addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof addr.sun_path) {
-    if (error != nullptr) *error = "socket path too long: " + path;
-    return false;
-  }
+  if (path.size() >= sizeof addr.sun_path) return Status::invalid("socket path too long: " + path);
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  return true;
+  return Status::ok();
 }
 
 int64_t now_ms() {
@@ -75,54 +72,42 @@ std::string socket_dir() {
   return "/tmp/strata-" + std::to_string(::getuid());
 }
 
-bool check_private_dir(const std::string& dir, std::string* error) {
+Status check_private_dir(const std::string& dir) {
   struct stat st {};
-  if (::lstat(dir.c_str(), &st) != 0) {
-    if (error != nullptr) *error = errno_text("cannot use " + dir);
-    return false;
-  }
-  if (!S_ISDIR(st.st_mode) || st.st_uid != ::getuid() || (st.st_mode & 077) != 0) {
-    if (error != nullptr)
-      *error = "refusing to use " + dir + ": it must be a directory owned by uid " + std::to_string(::getuid()) +
-               " with mode 0700 (it is " + (S_ISDIR(st.st_mode) ? "a directory" : "not a directory") +
-               " owned by uid " + std::to_string(st.st_uid) + ", mode " + std::to_string((st.st_mode >> 6) & 7) +
-               std::to_string((st.st_mode >> 3) & 7) + std::to_string(st.st_mode & 7) + ")";
-    return false;
-  }
-  return true;
+  if (::lstat(dir.c_str(), &st) != 0) return errno_status("cannot use " + dir);
+  if (!S_ISDIR(st.st_mode) || st.st_uid != ::getuid() || (st.st_mode & 077) != 0)
+    return Status::invalid("refusing to use " + dir + ": it must be a directory owned by uid " + std::to_string(::getuid()) +
+                           " with mode 0700 (it is " + (S_ISDIR(st.st_mode) ? "a directory" : "not a directory") +
+                           " owned by uid " + std::to_string(st.st_uid) + ", mode " + std::to_string((st.st_mode >> 6) & 7) +
+                           std::to_string((st.st_mode >> 3) & 7) + std::to_string(st.st_mode & 7) + ")");
+  return Status::ok();
 }
 
-bool ensure_private_dir(const std::string& dir, std::string* error) {
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    if (error != nullptr) *error = errno_text("cannot create " + dir);
-    return false;
-  }
-  return check_private_dir(dir, error);
+Status ensure_private_dir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return errno_status("cannot create " + dir);
+  return check_private_dir(dir);
 }
 
 std::string agent_socket_path(const std::string& dir, pid_t pid) {
   return dir + "/" + std::to_string(pid) + ".sock";
 }
 
-bool ControlServer::listen(const std::string& path, uid_t allowed_uid, std::string* error) {
+Status ControlServer::listen(const std::string& path, uid_t allowed_uid) {
   sockaddr_un addr{};
-  if (!make_address(path, addr, error)) return false;
+  if (Status st = make_address(path, addr); !st.is_ok()) return st;
   fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd_ < 0) {
-    if (error != nullptr) *error = errno_text("socket");
-    return false;
-  }
+  if (fd_ < 0) return errno_status("socket");
   ::unlink(path.c_str());  // a leftover from a dead process that had our pid
   if (::bind(fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd_, 64) != 0) {
-    if (error != nullptr) *error = errno_text("cannot listen on " + path);
+    Status st = errno_status("cannot listen on " + path);
     ::close(fd_);
     fd_ = -1;
-    return false;
+    return st;
   }
   path_ = path;
   allowed_uid_ = allowed_uid;
   spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  return true;
+  return Status::ok();
 }
 
 bool ControlServer::serve(int wake_fd, int max_wait_ms, const Handler& handle) {
@@ -218,9 +203,8 @@ void ControlServer::read_request(Client& c, const Handler& handle, int64_t now) 
     c.in.append(buf, static_cast<size_t>(n));
     const size_t end = c.in.find('\n');
     if (end != std::string::npos) {
-      std::string why;
-      const auto req = decode_message(std::string_view(c.in).substr(0, end + 1), &why);
-      const Message reply = req ? handle(*req) : error_reply("bad request: " + why);
+      const Result<Message> req = decode_message(std::string_view(c.in).substr(0, end + 1));
+      const Message reply = req.is_ok() ? handle(req.value()) : error_reply("bad request: " + req.status().message());
       return answer(c, reply, now_ms());  // the handler may have taken a while
     }
     if (c.in.size() > kMaxMessageBytes) return answer(c, error_reply("bad request: message too long"), now);
@@ -265,25 +249,16 @@ void ControlServer::forget() {
   fd_ = -1;
 }
 
-std::optional<std::string> read_line(int fd, int timeout_ms, std::string* error) {
+Result<std::string> read_line(int fd, int timeout_ms) {
   const int64_t deadline = now_ms() + timeout_ms;
   std::string line;
   char buf[512];
   while (line.find('\n') == std::string::npos) {
-    if (line.size() > kMaxMessageBytes) {
-      if (error != nullptr) *error = "message too long";
-      return std::nullopt;
-    }
-    if (!wait_fd(fd, POLLIN, deadline)) {
-      if (error != nullptr) *error = "timed out waiting for a message";
-      return std::nullopt;
-    }
+    if (line.size() > kMaxMessageBytes) return Status::invalid("message too long");
+    if (!wait_fd(fd, POLLIN, deadline)) return Status::io("timed out waiting for a message");
     const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n <= 0) {
-      if (error != nullptr) *error = n == 0 ? "connection closed before a full line" : errno_text("recv");
-      return std::nullopt;
-    }
+    if (n <= 0) return n == 0 ? Status::io("connection closed before a full line") : errno_status("recv");
     line.append(buf, static_cast<size_t>(n));
   }
   line.resize(line.find('\n') + 1);
@@ -311,16 +286,13 @@ namespace {
 // Connects without waiting past the deadline: a Unix socket whose queue is full answers a
 // non-blocking connect() with EAGAIN (a blocking one would wait for as long as the server
 // does not accept), so it is tried again until the deadline.
-bool connect_by(int fd, const sockaddr_un& addr, const std::string& path, int64_t deadline, std::string* error) {
+Status connect_by(int fd, const sockaddr_un& addr, const std::string& path, int64_t deadline) {
   for (;;) {
-    if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) return true;
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) return Status::ok();
     if (errno == EINTR) continue;
     if (errno == EAGAIN) {
       const int64_t left = deadline - now_ms();
-      if (left <= 0) {
-        if (error != nullptr) *error = "cannot connect to " + path + ": its queue of connections is full (busy or stuck)";
-        return false;
-      }
+      if (left <= 0) return Status::io("cannot connect to " + path + ": its queue of connections is full (busy or stuck)");
       std::this_thread::sleep_for(std::chrono::milliseconds(std::min<int64_t>(left, 20)));
       continue;
     }
@@ -328,11 +300,10 @@ bool connect_by(int fd, const sockaddr_un& addr, const std::string& path, int64_
       int err = 0;
       socklen_t len = sizeof err;
       if (wait_fd(fd, POLLOUT, deadline) && ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0)
-        return true;
+        return Status::ok();
       errno = err != 0 ? err : ETIMEDOUT;
     }
-    if (error != nullptr) *error = errno_text("cannot connect to " + path);
-    return false;
+    return errno_status("cannot connect to " + path);
   }
 }
 
@@ -340,57 +311,50 @@ bool connect_by(int fd, const sockaddr_un& addr, const std::string& path, int64_
 
 PendingRequest::PendingRequest(PendingRequest&& other) noexcept
     : fd_(std::exchange(other.fd_, -1)), deadline_(other.deadline_), sent_(other.sent_),
-      path_(std::move(other.path_)), send_error_(std::move(other.send_error_)) {}
+      path_(std::move(other.path_)), send_status_(std::move(other.send_status_)) {}
 
 PendingRequest::~PendingRequest() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-bool PendingRequest::connect(const std::string& path, int timeout_ms, std::string* error) {
+Status PendingRequest::connect(const std::string& path, int timeout_ms) {
   deadline_ = now_ms() + timeout_ms;
   path_ = path;
   sockaddr_un addr{};
-  if (!make_address(path, addr, error)) return false;
+  if (Status st = make_address(path, addr); !st.is_ok()) return st;
   fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd_ < 0) {
-    if (error != nullptr) *error = errno_text("socket");
-    return false;
-  }
+  if (fd_ < 0) return errno_status("socket");
   uid_t server = 0;
-  bool ok = connect_by(fd_, addr, path, deadline_, error);
-  if (ok && (!peer_uid(fd_, server) || server != ::getuid())) {
-    if (error != nullptr)
-      *error = "refusing " + path + ": it is served by uid " + std::to_string(server) + ", not by this user";
-    ok = false;
-  }
-  if (!ok) {
+  Status st = connect_by(fd_, addr, path, deadline_);
+  if (st.is_ok() && (!peer_uid(fd_, server) || server != ::getuid()))
+    st = Status::invalid("refusing " + path + ": it is served by uid " + std::to_string(server) + ", not by this user");
+  if (!st.is_ok()) {
     ::close(fd_);
     fd_ = -1;
   }
-  return ok;
+  return st;
 }
 
 void PendingRequest::send(const Message& req) {
   sent_ = write_all(fd_, encode_message(req), static_cast<int>(std::max<int64_t>(1, deadline_ - now_ms())));
-  if (!sent_) send_error_ = errno_text("cannot send to " + path_);
+  if (!sent_) send_status_ = errno_status("cannot send to " + path_);
 }
 
-std::optional<Message> PendingRequest::reply(std::string* error) {
+Result<Message> PendingRequest::reply() {
   // Read even when sending failed: a server that refuses a peer replies and closes first.
   const int read_ms = static_cast<int>(std::max<int64_t>(sent_ ? deadline_ - now_ms() : 1000, 1));
-  std::optional<Message> reply;
-  if (auto line = read_line(fd_, read_ms, error)) reply = decode_message(*line, error);
-  else if (!sent_ && error != nullptr) *error = send_error_;
+  const Result<std::string> line = read_line(fd_, read_ms);
   ::close(fd_);
   fd_ = -1;
-  return reply;
+  if (line.is_ok()) return decode_message(line.value());
+  return sent_ ? line.status() : send_status_;
 }
 
-std::optional<Message> request(const std::string& path, const Message& req, int timeout_ms, std::string* error) {
+Result<Message> request(const std::string& path, const Message& req, int timeout_ms) {
   PendingRequest pending;
-  if (!pending.connect(path, timeout_ms, error)) return std::nullopt;
+  if (Status st = pending.connect(path, timeout_ms); !st.is_ok()) return st;
   pending.send(req);
-  return pending.reply(error);
+  return pending.reply();
 }
 
 }  // namespace strata::collector

@@ -7,7 +7,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,9 +19,9 @@ namespace strata::collector {
 std::string socket_dir();
 // Checks that `dir` is a directory (not a symlink) owned by this user with mode 0700: one that
 // others created or can write to would let them plant fake agents.
-bool check_private_dir(const std::string& dir, std::string* error);
+Status check_private_dir(const std::string& dir);
 // Creates the directory with mode 0700 if it is missing, then checks it as above.
-bool ensure_private_dir(const std::string& dir, std::string* error);
+Status ensure_private_dir(const std::string& dir);
 std::string agent_socket_path(const std::string& dir, pid_t pid);
 
 // The agent's side: many clients at once, none able to hold up the others or the thread that
@@ -41,7 +40,7 @@ class ControlServer {
   ControlServer& operator=(const ControlServer&) = delete;
   ~ControlServer() { close(); }
 
-  bool listen(const std::string& path, uid_t allowed_uid, std::string* error);
+  Status listen(const std::string& path, uid_t allowed_uid);
   bool listening() const { return fd_ >= 0; }
   // Waits up to `max_wait_ms` (-1: no limit) for clients or for `wake_fd` (-1: none), serves
   // what is ready with `handle`, and returns whether `wake_fd` is readable (it is not read).
@@ -72,7 +71,7 @@ class ControlServer {
 };
 
 // Reads one '\n'-terminated line of at most kMaxMessageBytes before the deadline.
-std::optional<std::string> read_line(int fd, int timeout_ms, std::string* error);
+Result<std::string> read_line(int fd, int timeout_ms);
 bool write_all(int fd, std::string_view data, int timeout_ms);
 
 // One request in three steps, so that a client can reach many agents at once: connect to every
@@ -85,20 +84,20 @@ class PendingRequest {
   PendingRequest& operator=(PendingRequest&&) = delete;
   ~PendingRequest();
 
-  bool connect(const std::string& path, int timeout_ms, std::string* error);  // false with `error`
-  void send(const Message& req);                                              // after connect()
-  std::optional<Message> reply(std::string* error);                           // after send()
+  Status connect(const std::string& path, int timeout_ms);
+  void send(const Message& req);  // after connect()
+  Result<Message> reply();        // after send()
 
  private:
   int fd_ = -1;
   int64_t deadline_ = 0;
   bool sent_ = false;
   std::string path_;
-  std::string send_error_;
+  Status send_status_;  // why send() failed
 };
 
-// Connects to `path`, sends `req`, and returns the reply (nullopt with `error` on failure).
+// Connects to `path`, sends `req`, and returns the reply, or why there is none.
 // Every step, the connection included, ends by `timeout_ms`; the server must be this user's.
-std::optional<Message> request(const std::string& path, const Message& req, int timeout_ms, std::string* error);
+Result<Message> request(const std::string& path, const Message& req, int timeout_ms);
 
 }  // namespace strata::collector

@@ -1,6 +1,7 @@
 #include "kinds.h"
 
 #include <array>
+#include <optional>
 #include <utility>
 
 namespace strata::collector {
@@ -30,7 +31,7 @@ std::optional<uint32_t> lookup(std::string_view word) {
 
 }  // namespace
 
-std::optional<uint32_t> parse_kinds(std::string_view text, std::string* error) {
+Result<uint32_t> parse_kinds(std::string_view text) {
   uint32_t mask = 0;
   bool relative = false, absolute = false;
   while (!text.empty()) {
@@ -43,20 +44,15 @@ std::optional<uint32_t> parse_kinds(std::string_view text, std::string* error) {
     const char sign = word.front() == '+' || word.front() == '-' ? word.front() : '\0';
     if (sign != '\0') word.remove_prefix(1);
     const auto bits = lookup(word);
-    if (!bits) {
-      *error = "unknown kind '" + std::string(word) +
-               "' (kernel, memcpy, memset, runtime, runtime-all, driver, sync, nvtx, overhead, external, default, all)";
-      return std::nullopt;
-    }
+    if (!bits)
+      return Status::invalid("unknown kind '" + std::string(word) +
+                             "' (kernel, memcpy, memset, runtime, runtime-all, driver, sync, nvtx, overhead, external, default, all)");
     if (sign != '\0' && !relative && !absolute) mask = kDefaultKinds;
     (sign != '\0' ? relative : absolute) = true;
     if (sign == '-') mask &= ~*bits;
     else mask |= *bits;
   }
-  if (mask == 0) {
-    *error = "no kinds to record";
-    return std::nullopt;
-  }
+  if (mask == 0) return Status::invalid("no kinds to record");
   return mask;
 }
 

@@ -2,8 +2,9 @@
 // and by `strata record/attach --kinds`. CUDA-free: shared by the agent and the client.
 #pragma once
 
+#include "core/base/status.h"
+
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 
@@ -32,8 +33,8 @@ inline constexpr uint32_t kAllKinds = kDefaultKinds;
 
 // "kernel,runtime,nvtx" -> mask. Also accepts "default" and "all" as members, and
 // "+name" / "-name" edits relative to the default ("-nvtx", "+overhead").
-// nullopt with `error` naming the unknown word.
-std::optional<uint32_t> parse_kinds(std::string_view text, std::string* error);
+// Invalid, naming the unknown word, otherwise.
+Result<uint32_t> parse_kinds(std::string_view text);
 std::string kinds_text(uint32_t mask);  // the canonical comma list
 
 }  // namespace strata::collector

@@ -103,11 +103,8 @@ std::string fit_value(std::string_view value, size_t max_bytes) {
   return std::string(value.substr(0, cut));
 }
 
-std::optional<Message> decode_message(std::string_view line, std::string* error) {
-  auto fail = [&](std::string why) -> std::optional<Message> {
-    if (error != nullptr) *error = std::move(why);
-    return std::nullopt;
-  };
+Result<Message> decode_message(std::string_view line) {
+  auto fail = [](std::string why) { return Status::invalid(std::move(why)); };
   if (line.size() > kMaxMessageBytes) return fail("message longer than " + std::to_string(kMaxMessageBytes) + " bytes");
   if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
@@ -146,17 +143,16 @@ std::optional<Message> decode_message(std::string_view line, std::string* error)
   return m;
 }
 
-bool check_keys(const Message& m, std::initializer_list<std::string_view> allowed, std::string* error) {
+Status check_keys(const Message& m, std::initializer_list<std::string_view> allowed) {
   for (const auto& [key, value] : m.fields) {
     bool known = false;
     for (std::string_view a : allowed) known = known || a == key;
     if (known) continue;
     std::string list;
     for (std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-    *error = "unknown key '" + key + "' for " + m.verb + (list.empty() ? " (it takes none)" : " (" + list + ")");
-    return false;
+    return Status::invalid("unknown key '" + key + "' for " + m.verb + (list.empty() ? " (it takes none)" : " (" + list + ")"));
   }
-  return true;
+  return Status::ok();
 }
 
 Message error_reply(std::string text) {

@@ -7,6 +7,8 @@
 // A line may end in "\r\n"; a NUL byte in a value is refused (C strings would cut it).
 #pragma once
 
+#include "core/base/status.h"
+
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
@@ -39,11 +41,11 @@ std::string encode_message(const Message& m);                 // with the traili
 size_t encoded_size(std::string_view value);                  // of a value, %-escaped
 // The longest prefix of `value` whose encoding fits in `max_bytes`, cut at a UTF-8 boundary.
 std::string fit_value(std::string_view value, size_t max_bytes = kMaxTextBytes);
-// Parses one line (a trailing '\n' is allowed); nullopt with `error` set when malformed.
-std::optional<Message> decode_message(std::string_view line, std::string* error);
+// Parses one line (a trailing '\n' is allowed); Invalid, saying why, when malformed.
+Result<Message> decode_message(std::string_view line);
 
-// Refuses keys other than `allowed`, naming the first unknown one.
-bool check_keys(const Message& m, std::initializer_list<std::string_view> allowed, std::string* error);
+// Refuses keys other than `allowed` (Invalid), naming the first unknown one.
+Status check_keys(const Message& m, std::initializer_list<std::string_view> allowed);
 
 // Error replies keep their text, cut to kMaxTextBytes encoded, in field "message".
 Message error_reply(std::string text);

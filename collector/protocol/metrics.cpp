@@ -12,11 +12,8 @@ bool metric_char(char c) {
 
 }  // namespace
 
-std::optional<std::vector<std::string>> parse_metrics(std::string_view text, std::string* error) {
-  const auto refuse = [&](std::string why) -> std::optional<std::vector<std::string>> {
-    *error = std::move(why);
-    return std::nullopt;
-  };
+Result<std::vector<std::string>> parse_metrics(std::string_view text) {
+  const auto refuse = [](std::string why) { return Status::invalid(std::move(why)); };
   std::vector<std::string> out;
   for (size_t at = 0; at <= text.size();) {
     const size_t comma = std::min(text.find(',', at), text.size());
@@ -41,35 +38,24 @@ std::string metrics_text(const std::vector<std::string>& metrics) {
   return s;
 }
 
-bool check_kernel_glob(std::string_view glob, std::string* error) {
-  if (glob.empty()) {
-    *error = "the kernel glob is empty (default: *, every kernel)";
-    return false;
-  }
-  if (glob.size() > kMaxKernelGlobBytes) {
-    *error = "the kernel glob is longer than " + std::to_string(kMaxKernelGlobBytes) + " bytes";
-    return false;
-  }
+Status check_kernel_glob(std::string_view glob) {
+  if (glob.empty()) return Status::invalid("the kernel glob is empty (default: *, every kernel)");
+  if (glob.size() > kMaxKernelGlobBytes)
+    return Status::invalid("the kernel glob is longer than " + std::to_string(kMaxKernelGlobBytes) + " bytes");
   for (size_t i = 0; i < glob.size(); ++i) {
     if (glob[i] == '\\') {
-      if (++i == glob.size()) {
-        *error = "the kernel glob ends in a lone '\\'";
-        return false;
-      }
+      if (++i == glob.size()) return Status::invalid("the kernel glob ends in a lone '\\'");
     } else if (glob[i] == '[') {
       // fnmatch: a ']' right after '[' or "[!" is part of the set.
       size_t j = i + 1;
       if (j < glob.size() && (glob[j] == '!' || glob[j] == '^')) ++j;
       if (j < glob.size() && glob[j] == ']') ++j;
       while (j < glob.size() && glob[j] != ']') ++j;
-      if (j == glob.size()) {
-        *error = "the kernel glob has a '[' that is never closed";
-        return false;
-      }
+      if (j == glob.size()) return Status::invalid("the kernel glob has a '[' that is never closed");
       i = j;
     }
   }
-  return true;
+  return Status::ok();
 }
 
 }  // namespace strata::collector

@@ -3,7 +3,8 @@
 // CUDA-free: the client checks what it sends, the agent what it receives.
 #pragma once
 
-#include <optional>
+#include "core/base/status.h"
+
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,12 +17,12 @@ inline constexpr size_t kMaxMetricNameBytes = 128;
 inline constexpr size_t kMaxKernelGlobBytes = 255;
 
 // "a.sum,b.sum" -> names, in order. Names are CUPTI metric names: letters, digits, '_' and '.'.
-// nullopt with `error` for an empty list or name, a bad character, a duplicate, too many.
-std::optional<std::vector<std::string>> parse_metrics(std::string_view text, std::string* error);
+// Invalid, saying why, for an empty list or name, a bad character, a duplicate, too many.
+Result<std::vector<std::string>> parse_metrics(std::string_view text);
 std::string metrics_text(const std::vector<std::string>& metrics);  // the comma list
 
 // A kernel-name glob (fnmatch): non-empty, at most kMaxKernelGlobBytes, every '[' closed, no
-// trailing '\'. False with `error` saying what is wrong.
-bool check_kernel_glob(std::string_view glob, std::string* error);
+// trailing '\'. Invalid, saying what is wrong, otherwise.
+Status check_kernel_glob(std::string_view glob);
 
 }  // namespace strata::collector

@@ -16,7 +16,7 @@ void FileSink::write(std::string_view text) {
 }
 
 void FileSink::write_event(std::string_view text) {
-  if (!file_.error().empty()) return;  // nothing more reaches the file
+  if (!file_.status().is_ok()) return;  // nothing more reaches the file
   file_.write(text);
   accepted_ += text.size();
   event_ends_.push_back(accepted_);
@@ -39,7 +39,7 @@ void FileSink::settle() {
     event_ends_.pop_front();
     ++stored_;
   }
-  if (!file_.error().empty()) event_ends_.clear();  // never to be written
+  if (!file_.status().is_ok()) event_ends_.clear();  // never to be written
 }
 
 }  // namespace strata::collector

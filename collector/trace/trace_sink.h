@@ -48,7 +48,7 @@ class FileSink final : public TraceSink {
   void flush() override;
   bool close();  // true when every byte reached the file
   uint64_t events_stored() const override { return stored_; }
-  const std::string& error() const { return file_.error(); }
+  const Status& status() const { return file_.status(); }  // the first failure, sticky
   int error_number() const { return file_.error_number(); }
 
  private:

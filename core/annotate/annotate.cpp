@@ -31,7 +31,7 @@ Annotation annotate(const TraceModel& m, const AnnotateOptions& options, Progres
       progress->done = uint64_t(int(s) - int(Stage::Structure));
     }
     if (progress->cancelled()) {
-      a.cancelled = true;
+      a.status = Status::cancelled();
       return false;
     }
     return true;
@@ -39,7 +39,7 @@ Annotation annotate(const TraceModel& m, const AnnotateOptions& options, Progres
   auto finish = [&] {
     stage(Stage::Done);
     a.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (progress && !a.cancelled) progress->done = kAnnotationPasses;
+    if (progress && a.status.is_ok()) progress->done = kAnnotationPasses;
     return std::move(a);
   };
 
@@ -101,6 +101,7 @@ Annotation annotate(const TraceModel& m, const AnnotateOptions& options, Progres
   annot::run_analyses(c, a);
   annot::count_flops(c, a);
   whatif::judge_phases(m, a, progress);
+  a.analyses.efficiency = hardware_efficiency(m, a, options.roofline, c.threads);  // its sentences use the verdicts
   return finish();
 }
 

@@ -23,7 +23,6 @@ class Sink {
     if (str_) str_->append(s);
     else file_->write(s);
   }
-  bool ok() const { return str_ || file_->error().empty(); }
 
  private:
   std::string* str_ = nullptr;
@@ -62,11 +61,9 @@ std::string quoted(std::string_view s) {
   return q;
 }
 
-bool write_all(const TraceModel& m, const Annotation& a, Sink& out, std::string& err) {
-  if (!m.source) {
-    err = "the trace's source bytes are not available";
-    return false;
-  }
+// A file's own failure is its sticky status, read once it is closed.
+Status write_all(const TraceModel& m, const Annotation& a, Sink& out) {
+  if (!m.source) return Status::not_found("the trace's source bytes are not available");
   const char* p = m.source->data();
   size_t n = m.source->size();
   size_t i = json::skip_ws(p, 0, n);
@@ -82,10 +79,8 @@ bool write_all(const TraceModel& m, const Annotation& a, Sink& out, std::string&
     }
   }
   size_t arr_end = 0;
-  if (arr == std::string::npos || json::value_end(p, arr, n, arr_end) != json::ScanError::None) {
-    err = "could not find the traceEvents array in " + m.path;
-    return false;
-  }
+  if (arr == std::string::npos || json::value_end(p, arr, n, arr_end) != json::ScanError::None)
+    return Status::invalid("could not find the traceEvents array in " + m.path);
   bool any_event = json::skip_ws(p, arr + 1, n) < arr_end - 1;
   // GPU events to patch, in file order.
   std::vector<std::pair<uint64_t, EventId>> patch;
@@ -157,28 +152,26 @@ bool write_all(const TraceModel& m, const Annotation& a, Sink& out, std::string&
   }
   out.put("\n");
   out.put({p + arr_end - 1, n - (arr_end - 1)});
-  return out.ok();
+  return Status::ok();
 }
 
 }  // namespace
 
-std::string annotated_trace_json(const TraceModel& m, const Annotation& a) {
+Result<std::string> annotated_trace_json(const TraceModel& m, const Annotation& a) {
   std::string s;
   Sink sink(&s);
-  std::string err;
-  if (!write_all(m, a, sink, err)) return {};
+  if (Status st = write_all(m, a, sink); !st.is_ok()) return st;
   return s;
 }
 
-std::string write_annotated_trace(const TraceModel& m, const Annotation& a, const std::string& out_path) {
+Status write_annotated_trace(const TraceModel& m, const Annotation& a, const std::string& out_path) {
   OutputFile file;
-  if (!file.open(out_path, {})) return file.error();
+  if (!file.open(out_path, {})) return file.status();
   Sink sink(&file);
-  std::string err;
-  write_all(m, a, sink, err);
+  Status st = write_all(m, a, sink);
   const bool closed = file.close();
-  if (!err.empty()) return err;
-  return closed ? std::string() : file.error();
+  if (!st.is_ok()) return st;
+  return closed ? Status::ok() : file.status();
 }
 
 }  // namespace strata

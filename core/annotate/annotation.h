@@ -6,6 +6,8 @@
 // sibling of a child c is subtree_end[c]. Node 0 is the root (the whole trace).
 #pragma once
 
+#include "core/base/status.h"
+#include "core/efficiency/efficiency.h"
 #include "core/progress.h"
 #include "core/trace_model.h"
 
@@ -109,21 +111,21 @@ std::vector<SiblingBlock> reduce_siblings(const std::vector<Sibling>& kids, Ns p
 
 // A model's modules as `print(model)` writes them (`--model FILE`): its leaves in definition
 // order, with their paths ("layer3.1.conv2") and types ("Conv2d"). Repeated modules folded as
-// "(0-2): 3 x Block(" are unfolded. False, with `error` naming the line, on other text.
+// "(0-2): 3 x Block(" are unfolded. Invalid, naming the line, on other text.
 struct ModelLeaf {
   std::string path, type;
 };
-bool parse_model_text(std::string_view text, std::vector<ModelLeaf>& out, std::string& error);
+Result<std::vector<ModelLeaf>> parse_model_text(std::string_view text);
 
 // The whole module tree of the same text: every module in definition order (pre-order), the
 // root first, with its attribute path ("layer3.1.conv2", "" for the root), its type and its
-// children in definition order. Folded repeats are unfolded. False, with `error`, as above.
+// children in definition order. Folded repeats are unfolded. Invalid as above.
 struct ModelModule {
   std::string path, type;
   int32_t parent = -1;
   std::vector<int32_t> children;
 };
-bool parse_model_tree(std::string_view text, std::vector<ModelModule>& out, std::string& error);
+Result<std::vector<ModelModule>> parse_model_tree(std::string_view text);
 std::vector<ModelLeaf> model_leaves(const std::vector<ModelModule>& tree);  // its leaves, in order
 
 // Layers made from nn.Module frames ("nn.Module: Conv2d_3") renamed by the model's attribute
@@ -142,11 +144,12 @@ struct AnnotateOptions {
   ReduceOptions reduce;
   bool user_annotations_as_layers = true;  // record_function / NVTX ranges inside forward
   bool module_events_as_layers = true;     // nn.Module python_function events
+  RooflineOverride roofline;               // the efficiency figures' device peaks, when given
 };
 
-// Parses print(model) text into both: `model_tree` and its leaves as `model`. False, with
-// `error` naming the line, on other text (the options are left as they were then).
-bool set_model_text(AnnotateOptions& o, std::string_view text, std::string& error);
+// Parses print(model) text into both: `model_tree` and its leaves as `model`. Invalid, naming
+// the line, on other text (the options are left as they were then).
+Status set_model_text(AnnotateOptions& o, std::string_view text);
 
 
 struct Iteration {
@@ -324,6 +327,7 @@ struct Analyses {
   double samples_per_s = 0;
   MemoryUse memory;
   FlopFigures flops;  // CUPTI range-profiler counters (empty without cuda_profiler_range events)
+  Efficiency efficiency;  // each kernel's work against its device's roofline (core/efficiency)
 };
 
 // What bounds a phase (by name, as the summary lists them), from the what-if replays of its
@@ -360,12 +364,12 @@ struct Annotation {
   ReduceOptions reduce_options;    // what the reduction used (the levels view reduces alike)
   double seconds = 0;
   double pass_seconds[kAnnotationPasses] = {};  // per pass, Stage::Structure to Stage::Analyses
-  bool cancelled = false;
+  Status status;  // Cancelled when the passes were: the annotation is then partial
 };
 
 // Runs every pass (Stage::Structure to Stage::Analyses; `done`/`total` count passes). Checks
-// cancel between passes and inside the long ones: a cancelled result has `cancelled` set and
-// is partial.
+// cancel between passes and inside the long ones: a cancelled result's `status` is Cancelled
+// and the result is partial.
 Annotation annotate(const TraceModel& m, const AnnotateOptions& options = {}, Progress* progress = nullptr);
 
 // The GPU work of one item and what bounds it, as the details panel shows it: an annotation
@@ -428,9 +432,9 @@ void write_summary_fields(JsonWriter& w, const TraceModel& m, const Annotation& 
 void write_summary_panel_fields(JsonWriter& w, const Annotation& a);
 
 // Writes the original trace plus the annotation tiers (`strata annotate`). Gzips when the
-// name ends in .gz. Returns an empty string on success, else the error.
-std::string write_annotated_trace(const TraceModel& m, const Annotation& a, const std::string& out_path);
+// name ends in .gz.
+Status write_annotated_trace(const TraceModel& m, const Annotation& a, const std::string& out_path);
 // The same, into a string (uncompressed).
-std::string annotated_trace_json(const TraceModel& m, const Annotation& a);
+Result<std::string> annotated_trace_json(const TraceModel& m, const Annotation& a);
 
 }  // namespace strata

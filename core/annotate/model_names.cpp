@@ -59,19 +59,15 @@ bool parse_line(std::string_view line, ModuleLine& out) {
 
 }  // namespace
 
-bool parse_model_tree(std::string_view text, std::vector<ModelModule>& out, std::string& error) {
-  out.clear();
+Result<std::vector<ModelModule>> parse_model_tree(std::string_view text) {
+  std::vector<ModelModule> out;
   // The open modules. A ranged one ("(0-2): 3 x Block(") is written once, as its first index:
   // its subtree is copied for the others when it closes.
   struct Open { int32_t node; int first = 0, last = 0; bool ranged = false, implicit = false; };
   std::vector<Open> stack;
   size_t line_no = 0;
   auto join = [](const std::string& a, std::string_view b) { return a.empty() ? std::string(b) : a + "." + std::string(b); };
-  auto fail = [&](const std::string& why) {
-    error = "line " + std::to_string(line_no) + ": " + why;
-    out.clear();
-    return false;
-  };
+  auto fail = [&](const std::string& why) { return Status::invalid("line " + std::to_string(line_no) + ": " + why); };
   auto add = [&](int32_t parent, std::string path, std::string_view type) {
     const auto id = int32_t(out.size());
     out.push_back({std::move(path), std::string(type), parent, {}});
@@ -139,7 +135,7 @@ bool parse_model_tree(std::string_view text, std::vector<ModelModule>& out, std:
   if (stack.size() == 1 && stack.back().implicit) stack.clear();
   if (!stack.empty()) return fail("the text ends with " + std::to_string(stack.size()) + " module(s) still open");
   if (out.empty()) return fail("no modules");
-  return true;
+  return out;
 }
 
 std::vector<ModelLeaf> model_leaves(const std::vector<ModelModule>& tree) {
@@ -149,20 +145,18 @@ std::vector<ModelLeaf> model_leaves(const std::vector<ModelModule>& tree) {
   return out;
 }
 
-bool parse_model_text(std::string_view text, std::vector<ModelLeaf>& out, std::string& error) {
-  std::vector<ModelModule> tree;
-  out.clear();
-  if (!parse_model_tree(text, tree, error)) return false;
-  out = model_leaves(tree);
-  return true;
+Result<std::vector<ModelLeaf>> parse_model_text(std::string_view text) {
+  Result<std::vector<ModelModule>> tree = parse_model_tree(text);
+  if (!tree.is_ok()) return tree.status();
+  return model_leaves(tree.value());
 }
 
-bool set_model_text(AnnotateOptions& o, std::string_view text, std::string& error) {
-  std::vector<ModelModule> tree;
-  if (!parse_model_tree(text, tree, error)) return false;
-  o.model = model_leaves(tree);
-  o.model_tree = std::move(tree);
-  return true;
+Status set_model_text(AnnotateOptions& o, std::string_view text) {
+  Result<std::vector<ModelModule>> tree = parse_model_tree(text);
+  if (!tree.is_ok()) return tree.status();
+  o.model = model_leaves(tree.value());
+  o.model_tree = std::move(tree.value());
+  return Status::ok();
 }
 
 namespace annot {

@@ -154,6 +154,7 @@ std::string summary_text(const TraceModel& m, const Annotation& a) {
     for (size_t i = 0; i < r.flops.layers.size() && i < 10; ++i)
       o += strprintf("      %-68s %s\n", r.flops.layers[i].name.c_str(), flops_text(r.flops.layers[i]).c_str());
   }
+  o += efficiency_text(r.efficiency);
   if (!r.cpu_ops.empty()) o += "  top CPU ops (outermost, share of the window):\n";
   for (size_t i = 0; i < r.cpu_ops.size() && i < 10; ++i) {
     auto& op = r.cpu_ops[i];
@@ -278,6 +279,9 @@ void write_summary_fields(JsonWriter& w, const TraceModel& m, const Annotation& 
     w.end_object();
   }
   w.end_array().end_object();
+  w.key("efficiency").begin_object();
+  write_efficiency_fields(w, r.efficiency);
+  w.end_object();
   const uint64_t bwd_mapped = a.backward_mapped_links + a.backward_mapped_order;
   w.key("backward").begin_object().field("ops", a.backward_ops).field("mapped_by_links", a.backward_mapped_links)
       .field("mapped_by_order", a.backward_mapped_order).field("no_forward_op", a.backward_no_forward)

@@ -40,15 +40,15 @@ OutputFile::OutputFile() = default;
 OutputFile::~OutputFile() { close(); }
 
 void OutputFile::fail(const std::string& what, int err) {
-  if (!error_.empty()) return;
+  if (!status_.is_ok()) return;
   errno_ = err;
-  error_ = what + (err != 0 ? std::string(": ") + std::strerror(err) : std::string());
+  status_ = Status::io(what + (err != 0 ? std::string(": ") + std::strerror(err) : std::string()));
 }
 
 bool OutputFile::open(const std::string& path, const OutputFileOptions& options) {
   close();
   path_ = path;
-  error_.clear();
+  status_ = Status::ok();
   errno_ = 0;
   written_ = 0;
   int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY | (options.exclusive ? O_EXCL : O_TRUNC);
@@ -125,13 +125,13 @@ bool OutputFile::deflate_buffer(int mode) {
 }
 
 void OutputFile::write(std::string_view text) {
-  if (fd_ < 0 || !error_.empty()) return;
+  if (fd_ < 0 || !status_.is_ok()) return;
   buffer_.append(text);
   if (buffer_.size() >= kBufferBytes) flush();
 }
 
 bool OutputFile::flush() {
-  if (fd_ < 0 || !error_.empty()) return error_.empty();
+  if (fd_ < 0 || !status_.is_ok()) return status_.is_ok();
   if (gzip_) {
     if (buffer_.empty() && gzip_->stream.total_in == written_) return true;
     if (deflate_buffer(Z_SYNC_FLUSH)) written_ = gzip_->stream.total_in;
@@ -139,13 +139,13 @@ bool OutputFile::flush() {
     write_out(buffer_.data(), buffer_.size());
   }
   buffer_.clear();
-  return error_.empty();
+  return status_.is_ok();
 }
 
 bool OutputFile::close() {
-  if (fd_ < 0) return error_.empty();
+  if (fd_ < 0) return status_.is_ok();
   if (gzip_) {
-    if (error_.empty() && deflate_buffer(Z_FINISH)) written_ = gzip_->stream.total_in;
+    if (status_.is_ok() && deflate_buffer(Z_FINISH)) written_ = gzip_->stream.total_in;
     deflateEnd(&gzip_->stream);
     gzip_.reset();
   } else {
@@ -154,7 +154,7 @@ bool OutputFile::close() {
   buffer_.clear();
   if (::close(fd_) != 0) fail("close failed for " + path_, errno);
   fd_ = -1;
-  return error_.empty();
+  return status_.is_ok();
 }
 
 }  // namespace strata

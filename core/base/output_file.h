@@ -1,7 +1,9 @@
 // A file written plain, or gzip when its name ends in ".gz". Writes are buffered and errors
-// are sticky: after the first failure nothing more is written and error() says why, so a
+// are sticky: after the first failure nothing more is written and status() says why, so a
 // full disk never takes the caller down.
 #pragma once
+
+#include "core/base/status.h"
 
 #include <cstdint>
 #include <memory>
@@ -34,7 +36,7 @@ class OutputFile {
   // Bytes of text that reached the file: exact for plain output (a partial write counts what
   // was written), up to the last flush for gzip.
   uint64_t bytes_written() const { return written_; }
-  const std::string& error() const { return error_; }
+  const Status& status() const { return status_; }  // the first failure (Io), sticky
   int error_number() const { return errno_; }
 
  private:
@@ -47,7 +49,7 @@ class OutputFile {
   std::unique_ptr<Deflater> gzip_;  // null for plain output
   std::string buffer_;
   std::string path_;
-  std::string error_;
+  Status status_;
   int errno_ = 0;
   uint64_t written_ = 0;
 };

@@ -109,6 +109,8 @@ class HeaderReader {
   od::parser parser_;
 };
 
+// Malformed input, thrown from deep in the top-level scan to load_chrome_json, which returns it
+// as Status::invalid: it never leaves this file.
 struct Fail {
   std::string message;
 };
@@ -174,7 +176,7 @@ std::vector<ChunkOut> parse_array(const SourceBuffer& src, size_t first, unsigne
       parse_entries(p, n, expected, std::max(expected, limit(k)), chunks[k], progress);
     }
     expected = chunks[k].next;
-    if (chunks[k].array_closed || chunks[k].truncated || !chunks[k].fatal.empty()) {
+    if (chunks[k].array_closed || chunks[k].truncated || !chunks[k].status.is_ok()) {
       chunks.resize(k + 1);
       break;
     }
@@ -272,9 +274,9 @@ Status load_chrome_json(const ImportInput& in, TraceModel& m, const ChromeJsonRu
       after = last.next;
       uint64_t parsed = 0;
       for (auto& c : chunks) parsed += c.entries;
-      if (progress && progress->cancelled()) throw Fail{path + ": cancelled"};
-      if (!last.fatal.empty() || last.truncated) {
-        std::string what = !last.fatal.empty() ? last.fatal
+      if (progress && progress->cancelled()) return Status::cancelled(path + ": cancelled");
+      if (!last.status.is_ok() || last.truncated) {
+        std::string what = !last.status.is_ok() ? last.status.message()
                                                : "the file ends inside traceEvents at byte " + std::to_string(n) +
                                                      " (truncated?)";
         if (parsed == 0) throw Fail{path + ": " + what};
@@ -298,11 +300,11 @@ Status load_chrome_json(const ImportInput& in, TraceModel& m, const ChromeJsonRu
     auto t2 = Clock::now();
     if (progress) progress->enter(Stage::Building);
     build_model(chunks, m, progress, rules.legacy_autograd);
-    if (progress && progress->cancelled()) throw Fail{path + ": cancelled"};
+    if (progress && progress->cancelled()) return Status::cancelled(path + ": cancelled");
     add_base_time(m);
     m.stats.seconds_build = seconds_since(t2);
   } catch (const Fail& f) {
-    return f.message.ends_with(": cancelled") ? Status::cancelled(f.message) : Status::invalid(f.message);
+    return Status::invalid(f.message);
   }
   m.event_args = std::make_unique<JsonEventArgs>(m);
   return Status::ok();

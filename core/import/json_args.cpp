@@ -4,6 +4,7 @@
 #include "core/json_scan.h"
 #include "core/trace_model.h"
 
+#include <algorithm>
 #include <charconv>
 #include <string>
 
@@ -98,6 +99,114 @@ std::vector<int64_t> input_shape_json(std::string_view src, int which) {
   }
 }
 
+namespace {
+
+// Where the value of `"key":` starts in an event's JSON, or npos.
+size_t value_start(std::string_view src, std::string_view key) {
+  const std::string quoted = "\"" + std::string(key) + "\"";
+  size_t p = src.find(quoted);
+  if (p == std::string_view::npos) return p;
+  size_t i = json::skip_ws(src.data(), p + quoted.size(), src.size());
+  if (i >= src.size() || src[i] != ':') return std::string_view::npos;
+  return json::skip_ws(src.data(), i + 1, src.size());
+}
+
+// A flat array of integers at src[i] (its '['); i is left past its ']'. False when malformed.
+bool read_ints(std::string_view src, size_t& i, std::vector<int64_t>& out) {
+  for (++i;;) {
+    i = json::skip_ws(src.data(), i, src.size());
+    if (i >= src.size()) return false;
+    if (src[i] == ']') return ++i, true;
+    if (src[i] == ',') {
+      ++i;
+      continue;
+    }
+    int64_t v = 0;
+    auto r = std::from_chars(src.data() + i, src.data() + src.size(), v);
+    if (r.ec != std::errc()) return false;
+    out.push_back(v);
+    i = size_t(r.ptr - src.data());
+  }
+}
+
+// "Input Dims" at src[i]: per input, a shape `[2, 3]` or a TensorList's shapes `[[2, 3], [4]]`.
+// Empty when malformed.
+std::vector<std::vector<std::vector<int64_t>>> read_dims(std::string_view src, size_t i) {
+  std::vector<std::vector<std::vector<int64_t>>> out;
+  if (i >= src.size() || src[i] != '[') return {};
+  for (++i;;) {
+    i = json::skip_ws(src.data(), i, src.size());
+    if (i >= src.size()) return {};
+    if (src[i] == ']') return out;
+    if (src[i] == ',') {
+      ++i;
+      continue;
+    }
+    if (src[i] != '[') return {};
+    auto& shapes = out.emplace_back();
+    size_t j = json::skip_ws(src.data(), i + 1, src.size());
+    if (j >= src.size() || src[j] != '[') {
+      if (!read_ints(src, i, shapes.emplace_back())) return {};
+      continue;
+    }
+    for (i = j;;) {  // a TensorList: one shape per tensor
+      i = json::skip_ws(src.data(), i, src.size());
+      if (i >= src.size()) return {};
+      if (src[i] == ']') {
+        ++i;
+        break;
+      }
+      if (src[i] == ',') {
+        ++i;
+        continue;
+      }
+      if (src[i] != '[' || !read_ints(src, i, shapes.emplace_back())) return {};
+    }
+  }
+}
+
+// An array of strings at src[i] ("Input type", "Concrete Inputs"); empty when malformed.
+std::vector<std::string> read_strings(std::string_view src, size_t i) {
+  std::vector<std::string> out;
+  if (i >= src.size() || src[i] != '[') return {};
+  for (++i;;) {
+    i = json::skip_ws(src.data(), i, src.size());
+    if (i >= src.size()) return {};
+    if (src[i] == ']') return out;
+    if (src[i] == ',') {
+      ++i;
+      continue;
+    }
+    if (src[i] != '"') return {};
+    size_t e = i + 1;
+    bool escaped = false;
+    for (; e < src.size() && src[e] != '"'; ++e)
+      if (src[e] == '\\') escaped = true, ++e;
+    if (e >= src.size()) return {};
+    std::string_view raw = src.substr(i + 1, e - i - 1);
+    std::string& s = out.emplace_back();
+    if (!escaped) s = raw;
+    else if (!json::unescape(raw, s)) return {};
+    i = e + 1;
+  }
+}
+
+}  // namespace
+
+std::vector<OpInput> op_inputs_json(std::string_view src) {
+  auto dims = read_dims(src, value_start(src, "Input Dims"));
+  if (dims.empty()) return {};
+  std::vector<std::string> types = read_strings(src, value_start(src, "Input type"));
+  std::vector<std::string> values = read_strings(src, value_start(src, "Concrete Inputs"));
+  std::vector<OpInput> out(std::max(dims.size(), types.size()));
+  for (size_t k = 0; k < out.size(); ++k) {
+    if (k < dims.size()) out[k].shapes = std::move(dims[k]);
+    if (k < types.size()) out[k].type = std::move(types[k]);
+    if (k < values.size()) out[k].value = std::move(values[k]);
+  }
+  return out;
+}
+
 ProfilerRangeCounters profiler_range_counters_json(std::string_view src) {
   // Per precision (double, single, half): add, mul, fma.
   static constexpr std::string_view kOps[3][3] = {
@@ -123,6 +232,7 @@ ProfilerRangeCounters profiler_range_counters_json(std::string_view src) {
 int64_t JsonEventArgs::integer(EventId e, Arg a) const { return arg_int(m_.source_of(e), key_of(a)); }
 std::string_view JsonEventArgs::text(EventId e, Arg a) const { return arg_text(m_.source_of(e), key_of(a)); }
 std::vector<int64_t> JsonEventArgs::input_shape(EventId e, int which) const { return input_shape_json(m_.source_of(e), which); }
+std::vector<OpInput> JsonEventArgs::op_inputs(EventId e) const { return op_inputs_json(m_.source_of(e)); }
 ProfilerRangeCounters JsonEventArgs::counters(EventId e) const { return profiler_range_counters_json(m_.source_of(e)); }
 
 }  // namespace strata

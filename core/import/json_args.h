@@ -16,6 +16,7 @@ class JsonEventArgs final : public EventArgs {
   int64_t integer(EventId e, Arg a) const override;
   std::string_view text(EventId e, Arg a) const override;
   std::vector<int64_t> input_shape(EventId e, int which) const override;
+  std::vector<OpInput> op_inputs(EventId e) const override;
   ProfilerRangeCounters counters(EventId e) const override;
 
  private:
@@ -26,6 +27,7 @@ class JsonEventArgs final : public EventArgs {
 std::string_view arg_text(std::string_view event_json, std::string_view key);  // strings unquoted; empty if absent
 int64_t arg_int(std::string_view event_json, std::string_view key);            // -1 if absent or no integer
 std::vector<int64_t> input_shape_json(std::string_view event_json, int which);
+std::vector<OpInput> op_inputs_json(std::string_view event_json);  // "Input Dims", "Input type", "Concrete Inputs"
 ProfilerRangeCounters profiler_range_counters_json(std::string_view event_json);
 
 }  // namespace strata

@@ -147,9 +147,9 @@ std::string job_summary_text(const std::vector<RankData>& ranks, const JobAnalys
 std::string rank_summary_json(const TraceModel& m, const Annotation& a, const RankData& r);
 // A rank's data as JSON (the `rank_data` of `strata summary FILE --json`) and back.
 void write_rank_data(JsonWriter& w, const RankData& r);
-// Reads the `rank_data` object of a summary file's JSON; false with `error` when it has none
-// or it is malformed.
-bool read_rank_data(std::string_view summary_json, RankData& out, std::string& error);
+// Reads the `rank_data` object of a summary file's JSON; fails when it has none or it is
+// malformed.
+Result<RankData> read_rank_data(std::string_view summary_json);
 
 // Opening a job: every trace of it.
 struct JobFile {
@@ -158,7 +158,7 @@ struct JobFile {
   uint64_t bytes = 0;
 };
 // The trace files named (directories: the traces in them), in rank order once loaded.
-std::vector<JobFile> job_files(const std::vector<std::string>& inputs, std::string& error);
+Result<std::vector<JobFile>> job_files(const std::vector<std::string>& inputs);
 // The rank a file's name gives ("rank-3", "rank3", "worker_3"), or -1.
 int64_t rank_from_name(std::string_view path);
 
@@ -166,7 +166,7 @@ struct JobRank {
   JobFile file;
   std::unique_ptr<TraceModel> model;  // null when dropped to stay within the memory budget
   std::unique_ptr<Annotation> annotation;
-  std::string error;                  // the load failed: left out of `data` and the analysis
+  Status status;                      // not ok: the load failed (or was cancelled), left out of `data` and the analysis
 };
 struct Job {
   std::vector<JobRank> ranks;  // by rank, failed ones included
@@ -185,7 +185,7 @@ struct JobOptions {
 // of the machine's physical memory.
 uint64_t memory_budget();
 // Loads and annotates every rank (several at once), then analyses the job. Files that fail
-// to load are reported in their JobRank's error and left out of the analysis.
+// to load are reported in their JobRank's status and left out of the analysis.
 Job load_job(const std::vector<JobFile>& files, const JobOptions& options, Progress* progress = nullptr);
 
 }  // namespace strata

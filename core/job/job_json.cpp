@@ -132,24 +132,17 @@ struct Reader {
 
 }  // namespace
 
-bool read_rank_data(std::string_view summary_json, RankData& r, std::string& error) {
+Result<RankData> read_rank_data(std::string_view summary_json) {
   dom::parser parser;
   dom::element doc;
-  if (auto err = parser.parse(summary_json.data(), summary_json.size()).get(doc)) {
-    error = std::string("not JSON: ") + simdjson::error_message(err);
-    return false;
-  }
+  if (auto err = parser.parse(summary_json.data(), summary_json.size()).get(doc))
+    return Status::invalid(std::string("not JSON: ") + simdjson::error_message(err));
   dom::object root, o;
-  if (doc.get(root) || root["rank_data"].get(o)) {
-    error = "no \"rank_data\" object (written by strata summary FILE --json)";
-    return false;
-  }
+  if (doc.get(root) || root["rank_data"].get(o))
+    return Status::not_found("no \"rank_data\" object (written by strata summary FILE --json)");
   Reader rd;
-  if (rd.str(o, "schema") != "strata.rank/1") {
-    error = "rank_data is not schema strata.rank/1";
-    return false;
-  }
-  r = {};
+  if (rd.str(o, "schema") != "strata.rank/1") return Status::unsupported("rank_data is not schema strata.rank/1");
+  RankData r;
   r.rank = rd.i64(o, "rank");
   r.world_size = rd.i64(o, "world_size");
   r.file = rd.str(o, "file");
@@ -218,11 +211,8 @@ bool read_rank_data(std::string_view summary_json, RankData& r, std::string& err
     if (c.kind >= n || c.group >= n) rd.ok = false;
     else r.collectives.push_back(std::move(c));
   });
-  if (!rd.ok) {
-    error = "rank_data is malformed (a key is missing or of the wrong type)";
-    return false;
-  }
-  return true;
+  if (!rd.ok) return Status::invalid("rank_data is malformed (a key is missing or of the wrong type)");
+  return r;
 }
 
 std::string rank_summary_json(const TraceModel& m, const Annotation& a, const RankData& r) {

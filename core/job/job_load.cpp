@@ -58,7 +58,7 @@ int64_t rank_from_name(std::string_view path) {
   return found;
 }
 
-std::vector<JobFile> job_files(const std::vector<std::string>& inputs, std::string& error) {
+Result<std::vector<JobFile>> job_files(const std::vector<std::string>& inputs) {
   std::vector<JobFile> out;
   for (const std::string& in : inputs) {
     std::error_code ec;
@@ -66,31 +66,21 @@ std::vector<JobFile> job_files(const std::vector<std::string>& inputs, std::stri
       std::vector<std::string> names;
       for (const fs::directory_entry& e : fs::directory_iterator(in, ec))
         if (e.is_regular_file(ec) && is_trace_name(e.path().filename().string())) names.push_back(e.path().string());
-      if (ec) {
-        error = in + ": cannot list the directory: " + ec.message();
-        return {};
-      }
-      if (names.empty()) {
-        error = in + ": no trace files (*.json, *.json.gz) in the directory";
-        return {};
-      }
+      if (ec) return Status::io(in + ": cannot list the directory: " + ec.message());
+      if (names.empty()) return Status::not_found(in + ": no trace files (*.json, *.json.gz) in the directory");
       std::sort(names.begin(), names.end());
       for (std::string& n : names) out.push_back({std::move(n), -1, 0});
     } else if (fs::is_regular_file(in, ec)) {
       out.push_back({in, -1, 0});
     } else {
-      error = in + ": no such file or directory";
-      return {};
+      return Status::not_found(in + ": no such file or directory");
     }
   }
   std::set<std::string> seen;
   for (JobFile& f : out) {
     std::error_code ec;
     f.bytes = fs::file_size(f.path, ec);
-    if (!seen.insert(fs::weakly_canonical(f.path, ec).string()).second) {
-      error = f.path + ": named twice";
-      return {};
-    }
+    if (!seen.insert(fs::weakly_canonical(f.path, ec).string()).second) return Status::invalid(f.path + ": named twice");
   }
   // Ranks named in file names order the files (rank2 before rank10); the rest keep their order.
   std::stable_sort(out.begin(), out.end(), [](const JobFile& a, const JobFile& b) {
@@ -150,13 +140,13 @@ Job load_job(const std::vector<JobFile>& files, const JobOptions& options, Progr
       part.parent = progress;
       LoadResult r = load_trace(files[i].path, &part, lo);
       if (!r.model) {
-        jr.error = r.error;
+        jr.status = r.status;
       } else {
         AnnotateOptions ao;
         ao.threads = lo.threads;
         auto a = std::make_unique<Annotation>(annotate(*r.model, ao, &part));
-        if (a->cancelled) {
-          jr.error = files[i].path + ": cancelled";
+        if (!a->status.is_ok()) {
+          jr.status = Status::cancelled(files[i].path + ": cancelled");
         } else {
           jr.file.rank = r.model->distributed.rank;
           data[i] = rank_data(*r.model, *a, jr.file.rank);
@@ -179,7 +169,7 @@ Job load_job(const std::vector<JobFile>& files, const JobOptions& options, Progr
   auto unique_ranks = [&](auto rank_of) {
     std::set<int64_t> seen;
     for (size_t i = 0; i < n; ++i)
-      if (job.ranks[i].error.empty() && (rank_of(i) < 0 || !seen.insert(rank_of(i)).second)) return false;
+      if (job.ranks[i].status.is_ok() && (rank_of(i) < 0 || !seen.insert(rank_of(i)).second)) return false;
     return true;
   };
   if (!unique_ranks([&](size_t i) { return job.ranks[i].file.rank; })) {
@@ -193,7 +183,7 @@ Job load_job(const std::vector<JobFile>& files, const JobOptions& options, Progr
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return job.ranks[a].file.rank < job.ranks[b].file.rank; });
   std::vector<JobRank> sorted;
   for (size_t i : order) {
-    if (job.ranks[i].error.empty()) {
+    if (job.ranks[i].status.is_ok()) {
       data[i].rank = job.ranks[i].file.rank;
       job.data.push_back(std::move(data[i]));
       job.data_rank.push_back(uint32_t(sorted.size()));
@@ -205,7 +195,7 @@ Job load_job(const std::vector<JobFile>& files, const JobOptions& options, Progr
   job.analysis = analyze_job(job.data);
   job.analysis.notes.insert(job.analysis.notes.begin(), notes.begin(), notes.end());
   for (const JobRank& r : job.ranks)
-    if (!r.error.empty()) job.analysis.notes.push_back("left out: " + r.error);
+    if (!r.status.is_ok()) job.analysis.notes.push_back("left out: " + r.status.message());
   if (job.summaries_only && options.keep_models)
     job.analysis.notes.push_back("the job's traces need more memory than the budget: ranks were summarized one at a time and their events dropped");
   return job;

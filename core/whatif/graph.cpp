@@ -765,7 +765,7 @@ Graph build_graph(const TraceModel& m, const Annotation& a, const Progress* prog
   Graph g;
   if (!TraceBuilder(g, m, a, m.distributed.rank, 0, range).build(progress)) {
     Graph none;
-    none.cancelled = true;
+    none.status = Status::cancelled();
     return none;
   }
   finish(g);

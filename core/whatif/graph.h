@@ -19,6 +19,7 @@
 #pragma once
 
 #include "core/annotate/annotation.h"
+#include "core/base/status.h"
 
 #include <array>
 #include <cstdint>
@@ -139,7 +140,7 @@ struct Graph {
   std::vector<Part> parts;
   GraphStats stats;
   std::vector<std::string> notes;
-  bool cancelled = false;  // the build was cancelled: the graph is empty
+  Status status;  // Cancelled when the build was: the graph is then empty
 
   size_t size() const { return kind.size(); }
   uint32_t part_of(Vertex v) const { return lanes[lane[v]].part; }
@@ -152,7 +153,7 @@ struct IterationRange {
 };
 // The graph of one trace's iterations (the whole trace when it has none).
 // `progress` (optional) is checked as the build goes: a cancelled build returns an empty graph
-// with `cancelled` set.
+// whose status is Cancelled.
 Graph build_graph(const TraceModel& m, const Annotation& a, const Progress* progress = nullptr, IterationRange range = {});
 // A job's: every rank's graph on the reference clock, collectives coupled across ranks. The
 // job must keep its models (JobOptions::keep_models); ranks without one are left out.

@@ -56,8 +56,9 @@ std::string factor_text(double f) {
   return b;
 }
 
-bool parse_effect(std::string_view spec, double amp_factor, Effect& e, std::string& error) {
+Result<Effect> parse_effect(std::string_view spec, double amp_factor) {
   using K = Effect::Kind;
+  Effect e;
   if (spec == "kernels-2x") e = {K::Kernels, 2, {}, {}};
   else if (spec == "no-launch-overhead" || spec == "cuda-graphs") e = {K::NoLaunchOverhead, 0, {}, {}};
   else if (spec == "no-data-loading") e = {K::NoDataLoading, 0, {}, {}};
@@ -66,20 +67,13 @@ bool parse_effect(std::string_view spec, double amp_factor, Effect& e, std::stri
   else if (spec == "fused-optimizer") e = {K::FusedOptimizer, 0, {}, {}};
   else {
     size_t colon = spec.find(':'), eq = spec.rfind('=');
-    if (colon == std::string_view::npos || eq == std::string_view::npos || eq < colon) {
-      error = "unknown scenario '" + std::string(spec) +
-              "' (kernels-2x, no-launch-overhead, no-data-loading, comm-2x, amp, fused-optimizer, kernel:GLOB=F, layer:PATH=F, phase:NAME=F)";
-      return false;
-    }
+    if (colon == std::string_view::npos || eq == std::string_view::npos || eq < colon)
+      return Status::invalid("unknown scenario '" + std::string(spec) +
+                             "' (kernels-2x, no-launch-overhead, no-data-loading, comm-2x, amp, fused-optimizer, kernel:GLOB=F, layer:PATH=F, phase:NAME=F)");
     std::string_view target = spec.substr(0, colon), what = spec.substr(colon + 1, eq - colon - 1);
-    if (!parse_factor(spec.substr(eq + 1), e.value)) {
-      error = "'" + std::string(spec) + "': F must be a speed-up above 0 (2: twice as fast, 0.5: twice as slow, inf: no time)";
-      return false;
-    }
-    if (what.empty()) {
-      error = "'" + std::string(spec) + "': nothing to match";
-      return false;
-    }
+    if (!parse_factor(spec.substr(eq + 1), e.value))
+      return Status::invalid("'" + std::string(spec) + "': F must be a speed-up above 0 (2: twice as fast, 0.5: twice as slow, inf: no time)");
+    if (what.empty()) return Status::invalid("'" + std::string(spec) + "': nothing to match");
     e.pattern = what;
     if (target == "kernel") {
       e.kind = K::Kernel;
@@ -91,16 +85,13 @@ bool parse_effect(std::string_view spec, double amp_factor, Effect& e, std::stri
       bool found = false;
       for (size_t p = 0; p < size_t(PhaseKind::Count) && !found; ++p)
         if (folded(phase_name(PhaseKind(p))) == want) e.phase = PhaseKind(p), found = true;
-      if (!found) {
-        error = "'" + std::string(spec) + "': no phase of that name (data-loading, forward, loss, zero-grad, backward, optimizer)";
-        return false;
-      }
+      if (!found)
+        return Status::invalid("'" + std::string(spec) + "': no phase of that name (data-loading, forward, loss, zero-grad, backward, optimizer)");
     } else {
-      error = "'" + std::string(spec) + "': scale kernel:, layer: or phase:";
-      return false;
+      return Status::invalid("'" + std::string(spec) + "': scale kernel:, layer: or phase:");
     }
   }
-  return true;
+  return e;
 }
 
 // Layer nodes whose path (less the iteration) holds `path`'s '/'-separated names in a row.
@@ -127,23 +118,20 @@ std::vector<uint8_t> layers_matching(const AnnotationTree& t, std::string_view p
 
 }  // namespace
 
-bool parse_scenario(std::string_view spec, double amp_factor, Scenario& out, std::string& error) {
-  out = {};
+Result<Scenario> parse_scenario(std::string_view spec, double amp_factor) {
+  Scenario out;
   out.name = spec;
   for (size_t b = 0; b <= spec.size();) {
     size_t e = std::min(spec.find(',', b), spec.size());
     if (e > b) {
-      Effect ef;
-      if (!parse_effect(spec.substr(b, e - b), amp_factor, ef, error)) return false;
-      out.effects.push_back(std::move(ef));
+      Result<Effect> ef = parse_effect(spec.substr(b, e - b), amp_factor);
+      if (!ef.is_ok()) return ef.status();
+      out.effects.push_back(std::move(ef.value()));
     }
     b = e + 1;
   }
-  if (out.effects.empty()) {
-    error = "an empty scenario";
-    return false;
-  }
-  return true;
+  if (out.effects.empty()) return Status::invalid("an empty scenario");
+  return out;
 }
 
 Scenario bandwidth_scenario(double gb_per_s) {
@@ -154,12 +142,7 @@ Scenario bandwidth_scenario(double gb_per_s) {
 
 std::vector<Scenario> default_scenarios() {
   std::vector<Scenario> out;
-  for (const char* s : {"kernels-2x", "no-launch-overhead", "no-data-loading", "comm-2x"}) {
-    Scenario sc;
-    std::string error;
-    parse_scenario(s, 2, sc, error);
-    out.push_back(std::move(sc));
-  }
+  for (const char* s : {"kernels-2x", "no-launch-overhead", "no-data-loading", "comm-2x"}) out.push_back(parse_scenario(s, 2).value());
   return out;
 }
 

@@ -35,8 +35,8 @@ struct Scenario {
 };
 
 // One scenario from a spec: names and rules joined by ','. `amp_factor` is the speed-up the
-// `amp` scenario assumes. False with `error` on a bad spec.
-bool parse_scenario(std::string_view spec, double amp_factor, Scenario& out, std::string& error);
+// `amp` scenario assumes. Invalid, saying what is wrong, on a bad spec.
+Result<Scenario> parse_scenario(std::string_view spec, double amp_factor);
 Scenario bandwidth_scenario(double gb_per_s);
 // kernels-2x, no-launch-overhead, no-data-loading, comm-2x.
 std::vector<Scenario> default_scenarios();

@@ -106,12 +106,8 @@ std::map<PhaseKey, PhaseFacts> gather_facts(const TraceModel& m, const Annotatio
   return facts;
 }
 
-Scenario named(const char* spec) {
-  Scenario s;
-  std::string error;
-  parse_scenario(spec, 2.0, s, error);
-  return s;
-}
+// One of the built-in scenarios, whose specs always parse.
+Scenario named(const char* spec) { return parse_scenario(spec, 2.0).value(); }
 
 // `iterations`: what the facts' sums are over.
 void judge(PhaseVerdict& v, const PhaseFacts& f, Ns iterations) {
@@ -201,7 +197,7 @@ void judge_phases(const TraceModel& m, Annotation& a, const Progress* progress) 
   range.first = (a.iterations.size() - range.count) / 2;
   const Ns w0 = a.iterations[range.first].begin, w1 = a.iterations[range.first + range.count - 1].end;
   Graph g = build_graph(m, a, progress, range);
-  if (g.cancelled) return;
+  if (!g.status.is_ok()) return;
   const ReplayResult base = replay(g, {}, progress);
   auto under = [&](const char* spec) { return phase_predictions(g, base, replay(g, scenario_scale(g, named(spec)).scale, progress)); };
   const std::vector<PhasePrediction> gpu = under("kernels-2x"), launch = under("no-launch-overhead"), comm = under("comm-2x");

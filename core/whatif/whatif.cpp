@@ -49,7 +49,7 @@ Report what_if(const Graph& g, const std::vector<Scenario>& scenarios, std::stri
   r.predicted = r.baseline.iteration;
   for (const Scenario& s : scenarios) {
     if (progress && progress->cancelled()) {
-      r.cancelled = true;
+      r.status = Status::cancelled();
       return r;
     }
     ScenarioScale sc = scenario_scale(g, s);

@@ -36,10 +36,10 @@ struct Report {
   std::vector<ScenarioResult> scenarios;
   double replay_seconds = 0;  // one replay of the graph
   std::vector<std::string> notes;
-  bool cancelled = false;
+  Status status;  // Cancelled when the run was: the scenarios after it are missing
 };
 
-// `progress` (optional): a cancelled run stops before its next replay (`Report::cancelled`).
+// `progress` (optional): a cancelled run stops before its next replay (`Report::status`).
 Report what_if(const Graph& g, const std::vector<Scenario>& scenarios, std::string file, const Progress* progress = nullptr);
 std::string report_json(const Graph& g, const Report& r);
 std::string report_text(const Graph& g, const Report& r);

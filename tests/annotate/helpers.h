@@ -3,6 +3,7 @@
 
 #include "core/annotate/annotation.h"
 #include "core/loader.h"
+#include "test_data.h"
 
 #include <doctest/doctest.h>
 
@@ -13,13 +14,15 @@
 
 namespace strata::test {
 
-inline std::string shared_trace(const char* name) { return std::string(STRATA_TRACES_DIR) + "/" + name; }
+// A real trace by name: tests/data/traces, else ../shared/traces; empty when neither has it
+// (STRATA_REQUIRE_TRACE skips the test case then).
+inline std::string shared_trace(const char* name) { return find_trace(name).string(); }
 inline std::string torch2_trace(const char* name) { return std::string(STRATA_TORCH2_DIR) + "/" + name; }
 inline bool exists(const std::string& p) { return std::filesystem::exists(p); }
 
 inline std::unique_ptr<TraceModel> load(const std::string& path) {
   LoadResult r = load_trace(path);
-  INFO(path << ": " << r.error);
+  INFO(path << ": " << r.error());
   REQUIRE(r.model);
   return std::move(r.model);
 }

@@ -267,7 +267,7 @@ TEST_CASE("scores: the trivial baseline over leaf ops") {
 
 TEST_CASE("corpus truth: resnet18's module calls and blocks, with and without categories") {
   const std::string dir = torch2_trace("../corpus-cpu");
-  if (!exists(dir + "/manifest.json")) return;
+  STRATA_SKIP_UNLESS(exists(dir + "/manifest.json"), "tests/data/corpus-cpu is not here");
   // The manifest: how many calls one forward makes; the modules' classes by hid.
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
@@ -349,11 +349,12 @@ TEST_CASE("hotline accuracy: hid= annotations stripped and visible") {
   // follows: a GNN layer's message passing is one "Linear", a residual shortcut sits in "Relu",
   // an attention's out-projection with its views in "Linear"; and its record_function allocates
   // around every range, ops no module has (truth.ignored).
-  for (Case c : {Case{"hotline-resnet50-rtx3090.pt.trace.json.gz", 0.997, 0.80},
-                 Case{"hotline-transformer-rtx3090.pt.trace.json.gz", 0.997, 0.58},
-                 Case{"hotline-gnn-rtx3090.pt.trace.json.gz", 0.997, 0.54}}) {
+  const Case cases[] = {Case{"hotline-resnet50-rtx3090.pt.trace.json.gz", 0.997, 0.80},
+                        Case{"hotline-transformer-rtx3090.pt.trace.json.gz", 0.997, 0.58},
+                        Case{"hotline-gnn-rtx3090.pt.trace.json.gz", 0.997, 0.54}};
+  for (Case c : cases) STRATA_SKIP_UNLESS(exists(shared_trace(c.file)), std::string("real trace not found: ") + c.file);
+  for (Case c : cases) {
     std::string p = shared_trace(c.file);
-    if (!exists(p)) continue;
     CAPTURE(c.file);
     auto full = load(p);
     GroundTruth truth = ground_truth(*full);

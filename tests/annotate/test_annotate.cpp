@@ -98,11 +98,12 @@ TEST_CASE("no ProfilerStep: iterations from the optimizer's markers") {
 
 TEST_CASE("hotline traces: one step, reverse-order backward mapping") {
   struct Case { const char* file; uint64_t bwd, order; };
-  for (Case c : {Case{"hotline-resnet50-rtx3090.pt.trace.json.gz", 339, 337},
-                 Case{"hotline-transformer-rtx3090.pt.trace.json.gz", 1058, 799},
-                 Case{"hotline-gnn-rtx3090.pt.trace.json.gz", 213, 143}}) {
+  const Case cases[] = {Case{"hotline-resnet50-rtx3090.pt.trace.json.gz", 339, 337},
+                        Case{"hotline-transformer-rtx3090.pt.trace.json.gz", 1058, 799},
+                        Case{"hotline-gnn-rtx3090.pt.trace.json.gz", 213, 143}};
+  for (Case c : cases) STRATA_SKIP_UNLESS(exists(shared_trace(c.file)), std::string("real trace not found: ") + c.file);
+  for (Case c : cases) {
     std::string p = shared_trace(c.file);
-    if (!exists(p)) continue;
     CAPTURE(c.file);
     auto m = load(p);
     Annotation a = annotate(*m);
@@ -123,14 +124,16 @@ TEST_CASE("hotline traces: one step, reverse-order backward mapping") {
 
 TEST_CASE("iteration counts on every shared trace") {
   struct Case { const char* file; size_t iterations; };
-  for (Case c : {Case{"hta-resnet-v100-fwdbwd.pt.trace.json.gz", 5}, Case{"hta-nccl-a100-2ranks.pt.trace.json.gz", 3},
-                 Case{"hta-memory-v100-rank1.pt.trace.json.gz", 5}, Case{"hta-a100-8ranks.pt.trace.json.gz", 6},
-                 Case{"kineto-resnet50-v100-legacy2021.pt.trace.json.gz", 6},
-                 Case{"torch113-cpu-resnet18-autograd-legacy.json.gz", 3}, Case{"hta-alexnet-a100.pt.trace.json.gz", 1},
-                 Case{"hta-cpu-only-gloo.pt.trace.json.gz", 1}, Case{"hta-rocm-mi250.pt.trace.json.gz", 2},
-                 Case{"hta-triton-a100.pt.trace.json.gz", 1}, Case{"hta-event-sync-multistream-a100.pt.trace.json.gz", 1}}) {
+  const Case cases[] = {
+      Case{"hta-resnet-v100-fwdbwd.pt.trace.json.gz", 5}, Case{"hta-nccl-a100-2ranks.pt.trace.json.gz", 3},
+      Case{"hta-memory-v100-rank1.pt.trace.json.gz", 5}, Case{"hta-a100-8ranks.pt.trace.json.gz", 6},
+      Case{"kineto-resnet50-v100-legacy2021.pt.trace.json.gz", 6},
+      Case{"torch113-cpu-resnet18-autograd-legacy.json.gz", 3}, Case{"hta-alexnet-a100.pt.trace.json.gz", 1},
+      Case{"hta-cpu-only-gloo.pt.trace.json.gz", 1}, Case{"hta-rocm-mi250.pt.trace.json.gz", 2},
+      Case{"hta-triton-a100.pt.trace.json.gz", 1}, Case{"hta-event-sync-multistream-a100.pt.trace.json.gz", 1}};
+  for (Case c : cases) STRATA_SKIP_UNLESS(exists(shared_trace(c.file)), std::string("real trace not found: ") + c.file);
+  for (Case c : cases) {
     std::string p = shared_trace(c.file);
-    if (!exists(p)) continue;
     CAPTURE(c.file);
     auto m = load(p);
     Annotation a = annotate(*m);
@@ -142,8 +145,7 @@ TEST_CASE("iteration counts on every shared trace") {
 }
 
 TEST_CASE("batch size: fused embedding lookups take flat index lists and are skipped") {
-  std::string p = shared_trace("hta-a100-8ranks.pt.trace.json.gz");
-  if (!exists(p)) return;
+  STRATA_REQUIRE_TRACE(p, "hta-a100-8ranks.pt.trace.json.gz");
   auto m = load(p);
   Annotation a = annotate(*m);
   // fbgemm's table lookup comes first with 96000 indices; the first linear takes [1024, 1705].
@@ -186,7 +188,7 @@ TEST_CASE("a recording of runtime calls and NVTX ranges only: the loop's thread 
   }
   json += R"({"ph": "M", "name": "process_name", "pid": 7, "args": {"name": "job"}}]})";
   LoadResult r = load_trace_bytes("agent-style.json", json);
-  REQUIRE_MESSAGE(r.model, r.error);
+  REQUIRE_MESSAGE(r.model, r.error());
   Annotation a = annotate(*r.model);
   check_tree(a.tree);
   CHECK(a.iteration_source == IterationSource::IterationRanges);
@@ -204,8 +206,7 @@ TEST_CASE("summary: shares of the top GPU ops add up to at most 100%") {
 }
 
 TEST_CASE("kineto 2021 format: markers written as ops still give phases") {
-  std::string p = shared_trace("kineto-resnet50-v100-legacy2021.pt.trace.json.gz");
-  if (!exists(p)) return;
+  STRATA_REQUIRE_TRACE(p, "kineto-resnet50-v100-legacy2021.pt.trace.json.gz");
   auto m = load(p);
   Annotation a = annotate(*m);
   CHECK(phases_of(a, 1) == std::vector<std::string>{"Data loading", "Forward", "Loss", "Zero grad", "Backward", "Other",
@@ -214,8 +215,7 @@ TEST_CASE("kineto 2021 format: markers written as ops still give phases") {
 }
 
 TEST_CASE("compiled graph: layers from the ops inside CompiledFunction") {
-  std::string p = shared_trace("hta-memory-v100-rank1.pt.trace.json.gz");
-  if (!exists(p)) return;
+  STRATA_REQUIRE_TRACE(p, "hta-memory-v100-rank1.pt.trace.json.gz");
   auto m = load(p);
   Annotation a = annotate(*m);
   CHECK(a.layer_source == LayerSource::Heuristic);
@@ -264,7 +264,7 @@ TEST_CASE("cancel reaches every stage of loading and annotating, and nothing run
     LoadResult r = load_trace(path, &p);
     REQUIRE(r.model);
     Annotation a = annotate(*r.model, {}, &p);
-    CHECK_FALSE(a.cancelled);
+    CHECK_FALSE(a.status.is_cancelled());
   }
   REQUIRE(all.size() == size_t(Stage::Analyses));  // Reading .. Analyses
   for (size_t i = 0; i < all.size(); ++i) CHECK(all[i] == Stage(i + 1));
@@ -280,11 +280,11 @@ TEST_CASE("cancel reaches every stage of loading and annotating, and nothing run
     LoadResult r = load_trace(path, &p);
     if (at <= Stage::Building) {
       CHECK_FALSE(r.model);
-      CHECK(r.error.find("cancelled") != std::string::npos);
+      CHECK(r.error().find("cancelled") != std::string::npos);
     } else {
       REQUIRE(r.model);
       Annotation a = annotate(*r.model, {}, &p);
-      CHECK(a.cancelled);
+      CHECK(a.status.is_cancelled());
     }
     CHECK(last == at);
   }
@@ -341,7 +341,8 @@ TEST_CASE("figures a person reads: bound rules, CPU op shares, communication exp
 }
 
 TEST_CASE("communication: exposed time is part of it, and no more than the item's own") {
-  auto m = load(shared_trace("hta-nccl-a100-2ranks.pt.trace.json.gz"));
+  STRATA_REQUIRE_TRACE(p, "hta-nccl-a100-2ranks.pt.trace.json.gz");
+  auto m = load(p);
   Annotation a = annotate(*m);
   const auto& exposed = a.analyses.exposed_communication;
   REQUIRE(!exposed.empty());

@@ -14,17 +14,19 @@ using namespace strata::test;
 
 namespace {
 
-// Every trace file under the shared traces (rank folders too) and the torch2 set.
+// Every trace file under the real-trace folders (rank folders too: tests/data/traces and what
+// only ../shared/traces has) and the torch2 set.
 std::vector<std::string> all_traces() {
   std::vector<std::string> out;
-  for (const char* dir : {STRATA_TRACES_DIR, STRATA_TORCH2_DIR}) {
-    std::error_code ec;
-    if (!std::filesystem::is_directory(dir, ec)) continue;
-    for (const auto& e : std::filesystem::recursive_directory_iterator(dir, ec)) {
-      const std::string p = e.path().string();
-      if (e.is_regular_file() && (p.ends_with(".json.gz") || p.ends_with(".trace.json"))) out.push_back(p);
-    }
-  }
+  auto add = [&out](const std::filesystem::path& f) {
+    const std::string p = f.string();
+    if (p.ends_with(".json.gz") || p.ends_with(".trace.json")) out.push_back(p);
+  };
+  for (const auto& f : trace_folder_files(true)) add(f);
+  std::error_code ec;
+  if (std::filesystem::is_directory(STRATA_TORCH2_DIR, ec))
+    for (const auto& e : std::filesystem::recursive_directory_iterator(STRATA_TORCH2_DIR, ec))
+      if (e.is_regular_file()) add(e.path());
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -76,7 +78,7 @@ struct Json {
   std::unique_ptr<TraceModel> load() {
     s += R"({"ph": "i", "name": "end", "pid": 1, "tid": 1, "ts": 0, "s": "t"}]})";
     LoadResult r = load_trace_bytes("backward.json", s);
-    INFO(r.error);
+    INFO(r.error());
     REQUIRE(r.model);
     return std::move(r.model);
   }
@@ -103,10 +105,7 @@ std::vector<EventId> events_named(const TraceModel& m, std::string_view name) {
 
 TEST_CASE("backward ops map to forward layers on every trace with fwdbwd links or sequence numbers") {
   std::vector<std::string> traces = all_traces();
-  if (traces.empty()) {
-    MESSAGE("no shared traces or torch2 traces: skipped");
-    return;
-  }
+  STRATA_SKIP_UNLESS(!traces.empty(), "no real trace and no torch2 trace is here");
   size_t linked = 0;
   for (const std::string& p : traces) {
     LoadResult r = load_trace(p);
@@ -131,7 +130,7 @@ TEST_CASE("backward ops map to forward layers on every trace with fwdbwd links o
     // A backward layer holds most of its phase's kernels only where its forward twin is as big.
     if (big.share > 0.5) CHECK(big.forward_share > 0.25);
   }
-  if (linked == 0) MESSAGE("no trace with fwdbwd links or sequence numbers found: skipped");
+  STRATA_SKIP_UNLESS(linked > 0, "no trace with fwdbwd links or sequence numbers is here");
 }
 
 // Model_0 holds Linear_0 then Linear_1 (an aten::linear each, its aten::addmm linked by a

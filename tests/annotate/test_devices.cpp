@@ -29,7 +29,7 @@ struct Json {
   std::unique_ptr<TraceModel> load() {
     s += R"({"ph": "i", "name": "end", "pid": 100, "tid": 1, "ts": 0, "s": "t"}]})";
     LoadResult r = load_trace_bytes("devices.json", s);
-    INFO(r.error);
+    INFO(r.error());
     REQUIRE(r.model);
     return std::move(r.model);
   }

@@ -22,7 +22,7 @@ bool valid_json(const std::string& s) {
 TEST_CASE("annotated trace: tiers as X events, strata.path on every GPU event, reloadable") {
   auto m = load(torch2_trace("resnet18-train-h100.pt.trace.json.gz"));
   Annotation a = annotate(*m);
-  std::string out = annotated_trace_json(*m, a);
+  std::string out = annotated_trace_json(*m, a).value();
   REQUIRE(!out.empty());
   CHECK(valid_json(out));
   LoadResult r = load_trace_bytes("annotated.json", out);
@@ -46,12 +46,11 @@ TEST_CASE("annotated trace: tiers as X events, strata.path on every GPU event, r
 }
 
 TEST_CASE("annotated trace: .gz output, odd names stay valid JSON") {
-  std::string p = shared_trace("hotline-transformer-rtx3090.pt.trace.json.gz");
-  if (!exists(p)) return;
+  STRATA_REQUIRE_TRACE(p, "hotline-transformer-rtx3090.pt.trace.json.gz");
   auto m = load(p);
   Annotation a = annotate(*m);
   std::string path = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + "/strata-annotate-test.json.gz";
-  CHECK(write_annotated_trace(*m, a, path).empty());
+  CHECK(write_annotated_trace(*m, a, path).is_ok());
   LoadResult r = load_trace(path);
   REQUIRE(r.model);
   size_t layers = 0;
@@ -65,9 +64,8 @@ TEST_CASE("every trace annotates, summarizes and exports to valid JSON") {
   for (const char* f : {"mlp-train-nosteps-h100.pt.trace.json.gz", "resnet18-infer-h100.pt.trace.json.gz",
                         "resnet18-train-h100.pt.trace.json.gz", "transformer-train-h100.pt.trace.json.gz"})
     files.push_back(torch2_trace(f));
-  if (std::filesystem::exists(STRATA_TRACES_DIR))
-    for (auto& e : std::filesystem::directory_iterator(STRATA_TRACES_DIR))
-      if (e.path().extension() == ".gz") files.push_back(e.path().string());
+  for (const auto& f : trace_folder_files(false))  // tests/data/traces and what only ../shared/traces has
+    if (f.extension() == ".gz") files.push_back(f.string());
   CHECK(files.size() >= 4);
   for (auto& f : files) {
     CAPTURE(f);
@@ -75,7 +73,7 @@ TEST_CASE("every trace annotates, summarizes and exports to valid JSON") {
     Annotation a = annotate(*m);
     check_tree(a.tree);
     CHECK(valid_json(summary_json(*m, a)));
-    std::string out = annotated_trace_json(*m, a);
+    std::string out = annotated_trace_json(*m, a).value();
     CHECK(valid_json(out));
   }
 }
@@ -87,11 +85,11 @@ TEST_CASE("odd input: empty and CPU-only traces annotate with notes") {
   CHECK(a.iterations.empty());
   CHECK(!a.notes.empty());
   CHECK(valid_json(summary_json(*r.model, a)));
-  CHECK(valid_json(annotated_trace_json(*r.model, a)));
+  CHECK(valid_json(annotated_trace_json(*r.model, a).value()));
   LoadResult one = load_trace_bytes(
       "one.json", "[{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::add\\\"q\",\"pid\":1,\"tid\":1,\"ts\":1,\"dur\":2}]");
   REQUIRE(one.model);
   Annotation b = annotate(*one.model);
   CHECK(b.iterations.size() == 1);
-  CHECK(valid_json(annotated_trace_json(*one.model, b)));
+  CHECK(valid_json(annotated_trace_json(*one.model, b).value()));
 }

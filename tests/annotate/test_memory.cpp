@@ -61,7 +61,7 @@ std::unique_ptr<TraceModel> memory_trace() {
   t.json += R"({"ph": "M", "name": "process_name", "pid": 7, "args": {"name": "train"}}],
     "deviceProperties": [{"id": 0, "name": "GPU", "totalGlobalMem": 100000}]})";
   LoadResult r = load_trace_bytes("memory.json", t.json);
-  REQUIRE_MESSAGE(r.model, r.error);
+  REQUIRE_MESSAGE(r.model, r.error());
   return std::move(r.model);
 }
 
@@ -109,7 +109,7 @@ TEST_CASE("memory: the trace began mid-training, so what came before it is other
   t.mem(120, 2, 100);
   t.json += R"({"ph": "M", "name": "process_name", "pid": 7, "args": {"name": "train"}}]})";
   LoadResult r = load_trace_bytes("mid.json", t.json);
-  REQUIRE_MESSAGE(r.model, r.error);
+  REQUIRE_MESSAGE(r.model, r.error());
   Annotation a = annotate(*r.model);
   const LiveMemory& l = a.analyses.memory.devices.at(0).at_peak;
   CHECK(l.before_trace == 5000);
@@ -120,7 +120,9 @@ TEST_CASE("memory: the trace began mid-training, so what came before it is other
 
 TEST_CASE("memory at the peak sums to the peak on every real trace with allocator events") {
   std::vector<std::string> paths;
-  for (const char* dir : {STRATA_TRACES_DIR, STRATA_TORCH2_DIR, STRATA_TORCH2_DIR "/../collector"}) {
+  for (const auto& f : trace_folder_files(false))  // tests/data/traces and what only ../shared/traces has
+    if (f.string().ends_with(".json.gz")) paths.push_back(f.string());
+  for (const char* dir : {STRATA_TORCH2_DIR, STRATA_TORCH2_DIR "/../collector"}) {
     std::error_code ec;
     for (const auto& f : std::filesystem::directory_iterator(dir, ec))
       if (f.path().string().ends_with(".json.gz")) paths.push_back(f.path().string());

@@ -2,6 +2,7 @@
 // layers named and nested after the leaves, layers from nn.Module frames renamed by the tree's
 // attribute paths.
 #include "helpers.h"
+#include "require_ok.h"
 
 #include "core/annotate/accuracy.h"
 
@@ -122,7 +123,7 @@ std::vector<std::string> child_paths(const std::vector<ModelModule>& tree, int32
 TEST_CASE("print(model): the whole module tree, every module with its path, type and children in order") {
   std::vector<ModelModule> tree;
   std::string error;
-  REQUIRE(parse_model_tree(resnet18_text(), tree, error));
+  tree = test::require_ok(parse_model_tree(resnet18_text()));
   // The root, 4 stem modules, 4 Sequentials of 2 BasicBlocks of 5, 3 downsamples of 2, avgpool, fc.
   REQUIRE(tree.size() == 1 + 4 + 4 * (1 + 2 * 6) + 3 * 3 + 2);
   CHECK(tree[0].path.empty());
@@ -149,17 +150,16 @@ TEST_CASE("print(model): the whole module tree, every module with its path, type
   for (size_t i = 1; i < tree.size(); ++i) CHECK(size_t(tree[i].parent) < i);
   // The leaves are what parse_model_text gives.
   std::vector<ModelLeaf> leaves;
-  REQUIRE(parse_model_text(resnet18_text(), leaves, error));
+  leaves = test::require_ok(parse_model_text(resnet18_text()));
   const std::vector<ModelLeaf> from_tree = model_leaves(tree);
   REQUIRE(from_tree.size() == leaves.size());
   for (size_t i = 0; i < leaves.size(); ++i) CHECK(from_tree[i].path == leaves[i].path);
 
   // Folded repeats, nested: each copy a whole subtree with its own paths.
-  REQUIRE(parse_model_tree("Net(\n  (blocks): ModuleList(\n    (0-2): 3 x Block(\n      (mlp): Sequential(\n"
+  tree = test::require_ok(parse_model_tree("Net(\n  (blocks): ModuleList(\n    (0-2): 3 x Block(\n      (mlp): Sequential(\n"
                            "        (0-1): 2 x Linear(in_features=8, out_features=8, bias=True)\n      )\n"
                            "      (act): GELU(approximate='none')\n    )\n  )\n  (heads): Sequential(\n"
-                           "    (1-3): 3 x Linear(in_features=8, out_features=2)\n  )\n)\n",
-                           tree, error));
+                           "    (1-3): 3 x Linear(in_features=8, out_features=2)\n  )\n)\n"));
   const int32_t blocks = module_at(tree, "blocks");
   REQUIRE(blocks >= 0);
   CHECK(child_paths(tree, blocks) == std::vector<std::string>{"blocks.0", "blocks.1", "blocks.2"});
@@ -177,16 +177,15 @@ TEST_CASE("print(model): the whole module tree, every module with its path, type
     CHECK((p.path.empty() || tree[i].path.starts_with(p.path + ".")));
   }
   // Errors name the line, and leave nothing behind.
-  CHECK_FALSE(parse_model_tree("Net(\n  (fc): Linear(8, 8)\n  (x): ???\n)\n", tree, error));
+  error = parse_model_tree("Net(\n  (fc): Linear(8, 8)\n  (x): ???\n)\n").status().message();
   CHECK(error.starts_with("line 3:"));
-  CHECK(tree.empty());
-  CHECK_FALSE(parse_model_tree("Net(\n)\n)\n", tree, error));
+  error = parse_model_tree("Net(\n)\n)\n").status().message();
   CHECK(error.starts_with("line 3:"));
   AnnotateOptions o;
-  CHECK_FALSE(set_model_text(o, "Net(\n  (fc): Linear(8, 8)\n", error));
+  CHECK_FALSE(set_model_text(o, "Net(\n  (fc): Linear(8, 8)\n").is_ok());
   CHECK(o.model.empty());
   CHECK(o.model_tree.empty());
-  REQUIRE(set_model_text(o, kNetText, error));
+  REQUIRE(set_model_text(o, kNetText).is_ok());
   CHECK(o.model_tree.size() == 11);
   CHECK(o.model.size() == 7);
 }
@@ -194,7 +193,7 @@ TEST_CASE("print(model): the whole module tree, every module with its path, type
 TEST_CASE("--model: layers from nn.Module frames take the model's attribute paths, backward layers too") {
   TraceText text;
   LoadResult r = load_trace_bytes("modules.json", text.json());
-  INFO(r.error);
+  INFO(r.error());
   REQUIRE(r.model);
   const TraceModel& m = *r.model;
   Annotation plain = annotate(m);
@@ -203,7 +202,6 @@ TEST_CASE("--model: layers from nn.Module frames take the model's attribute path
   for (bool folded : {false, true}) {
     CAPTURE(folded);
     AnnotateOptions o;
-    std::string error;
     std::string model_text = kNetText;
     if (folded) {  // the same model as newer PyTorch prints it: the two Blocks folded
       const size_t from = model_text.find("    (0): Block("), second = model_text.find("    (1): Block(");
@@ -211,7 +209,7 @@ TEST_CASE("--model: layers from nn.Module frames take the model's attribute path
       model_text = model_text.substr(0, from) + "    (0-1): 2 x Block(" + model_text.substr(from + 15, second - from - 15) +
                    model_text.substr(end);
     }
-    REQUIRE(set_model_text(o, model_text, error));
+    REQUIRE(set_model_text(o, model_text).is_ok());
     Annotation a = annotate(m, o);
     check_tree(a.tree);
     const AnnotationTree& t = a.tree;
@@ -248,8 +246,7 @@ TEST_CASE("--model: layers from nn.Module frames take the model's attribute path
   }
   // A model whose root the trace never calls: the names stay, and a note says why.
   AnnotateOptions other;
-  std::string error;
-  REQUIRE(set_model_text(other, "Other(\n  (fc): Linear(8, 8)\n)\n", error));
+  REQUIRE(set_model_text(other, "Other(\n  (fc): Linear(8, 8)\n)\n").is_ok());
   Annotation a = annotate(m, other);
   CHECK(has_layer(a.tree, "Net_0"));
   CHECK(has_layer(a.tree, "Linear_0"));
@@ -259,8 +256,7 @@ TEST_CASE("--model: layers from nn.Module frames take the model's attribute path
 TEST_CASE("--model on a real with_modules trace: resnet18's module calls named layer4.1.conv2, backward too") {
   auto m = load(torch2_trace("resnet18-train-h100.pt.trace.json.gz"));
   AnnotateOptions o;
-  std::string error;
-  REQUIRE(set_model_text(o, resnet18_text(), error));
+  REQUIRE(set_model_text(o, resnet18_text()).is_ok());
   Annotation a = annotate(*m, o);
   check_tree(a.tree);
   CHECK(a.layer_source == LayerSource::Module);
@@ -288,7 +284,7 @@ TEST_CASE("--model on a real with_modules trace: resnet18's module calls named l
 TEST_CASE("print(model): leaves in order, folded repeats unfolded, errors name the line") {
   std::vector<ModelLeaf> leaves;
   std::string error;
-  REQUIRE(parse_model_text(resnet18_text(), leaves, error));
+  leaves = test::require_ok(parse_model_text(resnet18_text()));
   REQUIRE(leaves.size() == 4 + 4 * 10 + 3 * 2 + 2);
   CHECK(leaves[0].path == "conv1");
   CHECK(leaves[0].type == "Conv2d");
@@ -296,19 +292,18 @@ TEST_CASE("print(model): leaves in order, folded repeats unfolded, errors name t
   CHECK(leaves.back().path == "fc");
   CHECK(std::any_of(leaves.begin(), leaves.end(), [](auto& l) { return l.path == "layer2.0.downsample.1" && l.type == "BatchNorm2d"; }));
 
-  REQUIRE(parse_model_text("Net(\n  (blocks): ModuleList(\n    (0-2): 3 x Block(\n      (fc): Linear(8, 8)\n      (act): GELU()\n"
-                           "    )\n  )\n  (heads): Sequential(\n    (1-3): 3 x Linear(in_features=8, out_features=2)\n  )\n)\n",
-                           leaves, error));
+  leaves = test::require_ok(parse_model_text("Net(\n  (blocks): ModuleList(\n    (0-2): 3 x Block(\n      (fc): Linear(8, 8)\n      (act): GELU()\n"
+                           "    )\n  )\n  (heads): Sequential(\n    (1-3): 3 x Linear(in_features=8, out_features=2)\n  )\n)\n"));
   std::vector<std::string> paths;
   for (auto& l : leaves) paths.push_back(l.path);
   CHECK(paths == std::vector<std::string>{"blocks.0.fc", "blocks.0.act", "blocks.1.fc", "blocks.1.act", "blocks.2.fc",
                                           "blocks.2.act", "heads.1", "heads.2", "heads.3"});
 
-  CHECK_FALSE(parse_model_text("Net(\n  (fc): Linear(8, 8)\n", leaves, error));
+  error = parse_model_text("Net(\n  (fc): Linear(8, 8)\n").status().message();
   CHECK(error.find("still open") != std::string::npos);
-  CHECK_FALSE(parse_model_text("Net(\n  this is not a module\n)\n", leaves, error));
+  error = parse_model_text("Net(\n  this is not a module\n)\n").status().message();
   CHECK(error.starts_with("line 2:"));
-  CHECK_FALSE(parse_model_text("", leaves, error));
+  CHECK_FALSE(parse_model_text("").is_ok());
 }
 
 TEST_CASE("--model: inferred layers take the model's names and nest as its modules do") {
@@ -316,8 +311,7 @@ TEST_CASE("--model: inferred layers take the model's names and nest as its modul
   LoadResult bare = load_trace_bytes("bare", strip_events(*full, kStripModules | kStripStacks));
   REQUIRE(bare.model);
   AnnotateOptions o;
-  std::string error;
-  REQUIRE(parse_model_text(resnet18_text(), o.model, error));
+  o.model = test::require_ok(parse_model_text(resnet18_text()));
   Annotation named = annotate(*bare.model, o);
   Annotation plain = annotate(*bare.model);
   CHECK(named.layer_source == LayerSource::Heuristic);

@@ -27,8 +27,10 @@ struct StepGolden {
   std::vector<NamedRange> ranges;
 };
 
+// tests/data/traces, ../shared/traces, tests/data/torch2, tests/data/cpu-workloads.
 std::string resolve(const std::string& key) {
-  for (const std::string& dir : {std::string(STRATA_TRACES_DIR), std::string(STRATA_TORCH2_DIR), std::string(STRATA_WORKLOADS_DIR)})
+  if (std::string p = shared_trace(key.c_str()); !p.empty()) return p;
+  for (const std::string& dir : {std::string(STRATA_TORCH2_DIR), std::string(STRATA_WORKLOADS_DIR)})
     if (std::string p = dir + "/" + key; exists(p)) return p;
   return {};
 }
@@ -40,7 +42,10 @@ std::vector<StepGolden> read_steps() {
   for (auto [key, v] : doc.get_object()) {
     StepGolden g;
     g.file = resolve(std::string(key));
-    if (g.file.empty()) continue;  // that data set is not here
+    if (g.file.empty()) {  // that data set is not here: the others are checked
+      MESSAGE("not here: " << key);
+      continue;
+    }
     int64_t n;
     if (!v["iterations"].get_int64().get(n)) g.iterations = n;
     std::string_view src;
@@ -85,8 +90,8 @@ bool is_layer_event(const Annotation& a, EventId e) {
 }  // namespace
 
 TEST_CASE("every real trace: the iterations are the program's own, by the rule that found them" * doctest::timeout(600)) {
-  auto golden = read_steps();
-  if (golden.empty()) MESSAGE("skipped: no trace of tests/golden/steps.json is here");
+  const std::vector<StepGolden> golden = read_steps();
+  STRATA_SKIP_UNLESS(!golden.empty(), "no trace of tests/golden/steps.json is here");
   for (const StepGolden& g : golden) {
     if (g.iterations < 0) continue;
     CAPTURE(g.file);
@@ -101,7 +106,9 @@ TEST_CASE("every real trace: the iterations are the program's own, by the rule t
 // the phase its name says; never Loss by position (only a loss op or module makes one inside
 // it). Ranges around the model's ops (layers) are the forward's.
 TEST_CASE("every real trace: no phase is named by position where a named range covers the time" * doctest::timeout(600)) {
-  for (const StepGolden& g : read_steps()) {
+  const std::vector<StepGolden> golden = read_steps();
+  STRATA_SKIP_UNLESS(!golden.empty(), "no trace of tests/golden/steps.json is here");
+  for (const StepGolden& g : golden) {
     if (g.ranges.empty()) continue;
     CAPTURE(g.file);
     auto m = load(g.file);
@@ -146,7 +153,9 @@ TEST_CASE("every real trace: no phase is named by position where a named range c
 // iteration called GPU-bound is shortened by 2x faster kernels, one called launch-bound by no
 // launch overhead, by at least 15% (measured through `strata whatif`'s own report).
 TEST_CASE("every real trace with a GPU: the phase verdicts agree with the what-if replay" * doctest::timeout(600)) {
-  for (const StepGolden& g : read_steps()) {
+  const std::vector<StepGolden> golden = read_steps();
+  STRATA_SKIP_UNLESS(!golden.empty(), "no trace of tests/golden/steps.json is here");
+  for (const StepGolden& g : golden) {
     CAPTURE(g.file);
     auto m = load(g.file);
     Annotation a = annotate(*m);
@@ -172,10 +181,7 @@ TEST_CASE("every real trace with a GPU: the phase verdicts agree with the what-i
 // What tests/data/cpu-workloads/truth.json says of how the workloads were made.
 TEST_CASE("CPU workloads: unmarked inference, serving steps and a pipeline, as they were made") {
   const std::string dir = STRATA_WORKLOADS_DIR;
-  if (!exists(dir + "/truth.json")) {
-    MESSAGE("skipped: tests/data/cpu-workloads is not here");
-    return;
-  }
+  STRATA_SKIP_UNLESS(exists(dir + "/truth.json"), "tests/data/cpu-workloads is not here");
   {  // five forwards of eight identical blocks, no ranges: five iterations, not forty
     auto m = load(dir + "/inference-no-steps.json.gz");
     Annotation a = annotate(*m);
@@ -223,7 +229,9 @@ TEST_CASE("CPU workloads: unmarked inference, serving steps and a pipeline, as t
 
 // GPU idle gaps are put in the verdicts' classes; what none explains stays under a tenth.
 TEST_CASE("every real trace with a GPU: idle causes leave under 10% of the idle time unexplained" * doctest::timeout(600)) {
-  for (const StepGolden& g : read_steps()) {
+  const std::vector<StepGolden> golden = read_steps();
+  STRATA_SKIP_UNLESS(!golden.empty(), "no trace of tests/golden/steps.json is here");
+  for (const StepGolden& g : golden) {
     CAPTURE(g.file);
     auto m = load(g.file);
     Annotation a = annotate(*m);

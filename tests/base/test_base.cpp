@@ -115,7 +115,7 @@ TEST_CASE("output files: plain and gzip by name, read back whole") {
     CAPTURE(name);
     const std::string path = dir.path + name;
     OutputFile f;
-    REQUIRE_MESSAGE(f.open(path, {}), f.error());
+    REQUIRE_MESSAGE(f.open(path, {}), f.status().message());
     for (size_t at = 0; at < text.size(); at += 1000) f.write(std::string_view(text).substr(at, 1000));
     CHECK(f.close());
     CHECK(f.bytes_written() == text.size());
@@ -148,7 +148,7 @@ TEST_CASE("output files: exclusive creation, and sticky errors") {
   REQUIRE(a.open(path, {.exclusive = true}));
   CHECK_FALSE(b.open(path, {.exclusive = true}));
   CHECK(b.error_number() == EEXIST);
-  CHECK(b.error().find(path) != std::string::npos);
+  CHECK(b.status().message().find(path) != std::string::npos);
   CHECK(a.close());
 
   OutputFile none;
@@ -162,10 +162,10 @@ TEST_CASE("output files: exclusive creation, and sticky errors") {
   REQUIRE(full.open("/dev/full", {}));
   full.write(std::string(1 << 17, 'x'));
   CHECK(full.error_number() == ENOSPC);
-  const std::string first = full.error();
+  const std::string first = full.status().message();
   full.write("more");
   CHECK_FALSE(full.close());
-  CHECK(full.error() == first);
+  CHECK(full.status().message() == first);
   CHECK(full.bytes_written() == 0);
 }
 
@@ -180,7 +180,7 @@ TEST_CASE("output files: regular_only refuses FIFOs, devices, directories and a 
     CAPTURE(path);
     OutputFile f;
     CHECK_FALSE(f.open(path, {.regular_only = true}));
-    CHECK(f.error().find("not a regular file") != std::string::npos);
+    CHECK(f.status().message().find("not a regular file") != std::string::npos);
   }
   struct stat st {};
   CHECK(::lstat(target.c_str(), &st) != 0);  // the symlink's target was not created

@@ -161,7 +161,7 @@ struct Agent {
     if (output == nullptr || output->empty() || (*output)[0] != '/') return sc::error_reply("output must be an absolute path");
     auto r = std::make_unique<Recording>();
     r->output = *output;
-    if (!r->sink.open(r->output, false)) return sc::error_reply(r->sink.error());
+    if (!r->sink.open(r->output, false)) return sc::error_reply(r->sink.status().message());
     r->writer = std::make_unique<sc::ChromeTraceWriter>(r->sink);
     r->start_ns = now_ns();
     r->duration_ns = duration.value_or(0) * 1'000'000;
@@ -189,7 +189,7 @@ struct Agent {
   void finish() {
     rec->writer->finish(sc::TraceStats{rec->records, 0});
     const bool ok = rec->sink.close();
-    if (!ok) std::fprintf(stderr, "fake agent: %s\n", rec->sink.error().c_str());
+    if (!ok) std::fprintf(stderr, "fake agent: %s\n", rec->sink.status().message().c_str());
     last_output = rec->output;
     last_events = rec->writer->events_written();
     rec.reset();
@@ -248,10 +248,11 @@ int main(int argc, char** argv) {
     else return std::fprintf(stderr, "fake agent: unknown option %s\n", argv[i]), 2;
   }
   const std::string dir = sc::socket_dir();
-  std::string error;
   sc::ControlServer server;
-  if (!sc::ensure_private_dir(dir, &error) || !server.listen(sc::agent_socket_path(dir, ::getpid()), ::getuid(), &error)) {
-    std::fprintf(stderr, "fake agent: %s\n", error.c_str());
+  strata::Status st = sc::ensure_private_dir(dir);
+  if (st.is_ok()) st = server.listen(sc::agent_socket_path(dir, ::getpid()), ::getuid());
+  if (!st.is_ok()) {
+    std::fprintf(stderr, "fake agent: %s\n", st.message().c_str());
     return 1;
   }
   std::printf("listening %d\n", static_cast<int>(::getpid()));

@@ -24,15 +24,20 @@ Message message(std::string verb) {
 }
 
 Message ask(pid_t pid, const Message& request, int timeout_ms) {
-  std::string error;
-  const auto reply = agent_request(pid, request, timeout_ms, &error);
-  REQUIRE_MESSAGE(reply, request.verb << ": " << error);
-  return *reply;
+  Result<Message> reply = agent_request(pid, request, timeout_ms);
+  REQUIRE_MESSAGE(reply.is_ok(), request.verb << ": " << reply.status().message());
+  return std::move(reply.value());
 }
 
 std::string field(const Message& m, const char* key) {
   const std::string* v = m.get(key);
   return v != nullptr ? *v : std::string();
+}
+
+std::vector<AgentInfo> listed_agents() {
+  std::vector<AgentInfo> agents;
+  [[maybe_unused]] const Status listed = list_agents(agents);
+  return agents;
 }
 
 std::string wait_for_status(pid_t pid, const char* key, const std::string& want, int timeout_ms) {
@@ -66,10 +71,9 @@ std::string raw_exchange(const std::string& path, const std::string& bytes, bool
   REQUIRE_MESSAGE(fd >= 0, "cannot connect to " << path);
   write_all(fd, bytes, 1000);
   if (half_close) ::shutdown(fd, SHUT_WR);
-  std::string error;
-  const auto line = read_line(fd, 5000, &error);
+  const Result<std::string> line = read_line(fd, 5000);
   ::close(fd);
-  return line.value_or("");
+  return line.is_ok() ? line.value() : std::string();
 }
 
 TempDir::TempDir(mode_t mode) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "client/agents.h"
 #include "protocol/message.h"
 
 namespace strata::collector::test {
@@ -23,6 +24,9 @@ inline Message ask(pid_t pid, const std::string& verb, int timeout_ms = 5000) {
   return ask(pid, message(verb), timeout_ms);
 }
 std::string field(const Message& m, const char* key);  // "" when absent
+// list_agents' agents alone, for the checks that take what there is (its status, which says
+// which agents did not answer, is dropped).
+std::vector<AgentInfo> listed_agents();
 // Asks pid's agent for its status until `key` reads `want` (at most `timeout_ms`); returns
 // the last value read.
 std::string wait_for_status(pid_t pid, const char* key, const std::string& want, int timeout_ms = 10000);

@@ -29,9 +29,8 @@ int agent_dir(const std::string& dir, pid_t pid, uid_t victim, double seconds) {
   ::mkdir(dir.c_str(), 0777);
   ::chmod(dir.c_str(), 0777);
   sc::ControlServer server;
-  std::string error;
-  if (!server.listen(sc::agent_socket_path(dir, pid), victim, &error)) {
-    std::fprintf(stderr, "intruder: %s\n", error.c_str());
+  if (const strata::Status st = server.listen(sc::agent_socket_path(dir, pid), victim); !st.is_ok()) {
+    std::fprintf(stderr, "intruder: %s\n", st.message().c_str());
     return 1;
   }
   ::chmod(sc::agent_socket_path(dir, pid).c_str(), 0777);

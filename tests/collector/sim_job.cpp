@@ -104,7 +104,7 @@ bool SimJob::start_recorded(const RecordOptions& opt, const std::vector<std::str
   return start(args, env);
 }
 
-std::optional<RecordResult> SimJob::record(const RecordOptions& opt, std::string* error, int timeout_ms) {
+Result<RecordResult> SimJob::record(const RecordOptions& opt, int timeout_ms) {
   std::atomic<bool> cancel{false};
   std::mutex mu;
   std::condition_variable finished;
@@ -113,17 +113,15 @@ std::optional<RecordResult> SimJob::record(const RecordOptions& opt, std::string
     std::unique_lock<std::mutex> lock(mu);
     if (!finished.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return done; })) cancel.store(true);
   });
-  auto result = record_from_agent(pid(), opt, &cancel, {}, error);
+  Result<RecordResult> result = record_from_agent(pid(), opt, &cancel, {});
   {
     std::lock_guard<std::mutex> lock(mu);
     done = true;
   }
   finished.notify_all();
   watchdog.join();
-  if (cancel.load()) {
-    *error = "the recording did not finish within " + std::to_string(timeout_ms) + " ms (stopped)";
-    return std::nullopt;
-  }
+  if (cancel.load())
+    return Status::cancelled("the recording did not finish within " + std::to_string(timeout_ms) + " ms (stopped)");
   return result;
 }
 

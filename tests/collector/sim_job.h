@@ -8,12 +8,12 @@
 
 #include <cstdint>
 #include <map>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "child_process.h"
 #include "client/agents.h"
+#include "core/base/status.h"
 
 namespace strata::collector::test {
 
@@ -45,8 +45,8 @@ class SimJob {
   bool wait(int timeout_ms = 60000);
 
   // record_from_agent on this job, as `strata attach` does, asking the agent to stop when it
-  // has not finished within `timeout_ms` (then also an error).
-  std::optional<RecordResult> record(const RecordOptions& opt, std::string* error, int timeout_ms = 30000);
+  // has not finished within `timeout_ms` (then also a failure, Cancelled).
+  Result<RecordResult> record(const RecordOptions& opt, int timeout_ms = 30000);
 
   int exit_status() const { return process_.exit_status(); }  // -1 before wait(); 128 + signal when killed
   double seconds_run() const { return process_.seconds_run(); }  // from start() to the exit

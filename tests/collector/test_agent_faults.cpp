@@ -25,10 +25,14 @@
 #include "helpers.h"
 #include "json_check.h"
 #include "protocol/control_socket.h"
+#include "require_ok.h"
 #include "sim_job.h"
 
 using namespace strata::collector;
 using namespace strata::collector::test;
+using strata::Result;
+using strata::Status;
+using strata::test::require_ok;
 
 namespace {
 
@@ -135,9 +139,9 @@ TEST_CASE("faults 1 and 10: a file that reaches RLIMIT_FSIZE ends the recording 
   RecordOptions opt;
   opt.duration_ms = 1500;
   opt.output = job.path("limited.pt.trace.json");
-  std::string error;
-  CHECK_FALSE(job.record(opt, &error));
-  CHECK_MESSAGE(error.find("File too large") != std::string::npos, error);
+  const Result<RecordResult> result = job.record(opt);
+  CHECK_FALSE(result.is_ok());
+  CHECK_MESSAGE(result.status().message().find("File too large") != std::string::npos, result.status().message());
   const Message status = ask(job.pid(), message("status"));
   CHECK(field(status, "error").find("File too large") != std::string::npos);
   struct stat st {};
@@ -160,9 +164,9 @@ TEST_CASE("fault 1: the agent's messages to a stderr nobody reads never SIGPIPE 
                   job.error());
   opt.duration_ms = 500;
   opt.output = job.path("small.pt.trace.json");  // fails at the size limit: said from the agent's thread
-  std::string error;
-  CHECK_FALSE(job.record(opt, &error));
-  CHECK(error.find("File too large") != std::string::npos);
+  const Result<RecordResult> result = job.record(opt);
+  CHECK_FALSE(result.is_ok());
+  CHECK(result.status().message().find("File too large") != std::string::npos);
   check_job_unharmed(job, 4);
 }
 
@@ -183,23 +187,23 @@ TEST_CASE("fault 2: silent and dripping clients hold up neither other clients, n
     }
     for (int fd : slow) ::close(fd);
   });
-  std::string error;
   const auto t0 = Clock::now();
-  const auto agents = list_agents(&error);
+  std::vector<AgentInfo> agents;
+  const Status listed = list_agents(agents);
   CHECK(std::chrono::duration<double>(Clock::now() - t0).count() < 2.5);  // served in between, not after them
-  CHECK_MESSAGE(agents.size() == 1, error);
+  CHECK_MESSAGE(agents.size() == 1, listed.message());
   RecordOptions opt;
   opt.duration_ms = 1500;
   opt.output = job.path("busy.pt.trace.json");
-  std::optional<RecordResult> result;
-  std::thread recording([&] { result = job.record(opt, &error); });
+  Result<RecordResult> result = Status(strata::StatusCode::Internal, "the recording did not run");
+  std::thread recording([&] { result = job.record(opt); });
   for (int i = 0; i < 10; ++i) {  // meanwhile more silent clients come, and status still answers at once
     idle.push_back(idle_connection(job.pid()));
     CHECK_FALSE(is_error(ask(job.pid(), message("status"), 2000)));
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   recording.join();
-  REQUIRE_MESSAGE(result, error);
+  REQUIRE_MESSAGE(result.is_ok(), result.status().message());
   CHECK(result->dropped == 0);  // buffers were drained while clients waited
   CHECK(result->events > 0);
   // The job exits with every one of them still connected.
@@ -224,9 +228,9 @@ TEST_CASE("fault 3: a job out of file descriptors: the agent refuses clients wit
   const auto t0 = Clock::now();
   int refused = 0;
   for (int i = 0; i < 12; ++i) {
-    std::string error;
-    const auto reply = agent_request(job.pid(), message("status"), 1000, &error);
-    refused += reply && is_error(*reply) && error_text(*reply).find("out of file descriptors") != std::string::npos;
+    const Result<Message> reply = agent_request(job.pid(), message("status"), 1000);
+    refused += reply.is_ok() && is_error(reply.value()) &&
+               error_text(reply.value()).find("out of file descriptors") != std::string::npos;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -238,10 +242,8 @@ TEST_CASE("fault 3: a job out of file descriptors: the agent refuses clients wit
   RecordOptions opt;
   opt.duration_ms = 200;
   opt.output = job.path("after.pt.trace.json");
-  std::string error;
-  const auto result = job.record(opt, &error);
-  REQUIRE_MESSAGE(result, error);
-  CHECK(result->events > 0);
+  const RecordResult result = require_ok(job.record(opt));
+  CHECK(result.events > 0);
   check_job_unharmed(job, 8);
 }
 
@@ -251,8 +253,7 @@ TEST_CASE("faults 4, 6, 7, 8: refused starts name what is wrong, create no file 
   RecordOptions opt;
   opt.duration_ms = 100;
   opt.output = job.path("first.pt.trace.json");
-  std::string error;
-  REQUIRE_MESSAGE(job.record(opt, &error), error);
+  require_ok(job.record(opt));
   REQUIRE(wait_for_status(job.pid(), "cupti", "released") == "released");
 
   TempDir out;
@@ -294,11 +295,9 @@ TEST_CASE("faults 4, 6, 7, 8: refused starts name what is wrong, create no file 
   for (const Case& c : cases) {
     CAPTURE(c.line);
     const std::string reply = raw_exchange(agent_socket(job.pid()), c.line);
-    std::string why;
-    const auto m = decode_message(reply, &why);
-    REQUIRE_MESSAGE(m, why);
-    CHECK(is_error(*m));
-    CHECK_MESSAGE(error_text(*m).find(c.says) != std::string::npos, error_text(*m));
+    const Message m = require_ok(decode_message(reply));
+    CHECK(is_error(m));
+    CHECK_MESSAGE(error_text(m).find(c.says) != std::string::npos, error_text(m));
   }
   CHECK(raw_exchange(agent_socket(job.pid()), "status\r\n").rfind("ok ", 0) == 0);  // 8: CRLF is a line ending
   const Message status = ask(job.pid(), message("status"));
@@ -366,18 +365,16 @@ TEST_CASE("fault 9: the longest status reply still fits one line; a longer outpu
   RecordOptions opt;
   opt.duration_ms = 200;
   opt.output = deep + "/" + std::string(80, ' ') + ".json";  // about 850 bytes %-escaped
-  std::string error;
-  const auto result = job.record(opt, &error);
-  REQUIRE_MESSAGE(result, error);
+  require_ok(job.record(opt));
   const Message status = ask(job.pid(), message("status"));
   CHECK(encode_message(status).size() <= kMaxMessageBytes);
   CHECK(field(status, "command").find("strata_sim_job") != std::string::npos);
-  CHECK(list_agents(&error).size() == 1);
+  CHECK(listed_agents().size() == 1);
   opt.output = deep + "/" + std::string(200, ' ') + ".json";
   const Message refused = ask(job.pid(), start_request(opt));
   REQUIRE(is_error(refused));
   CHECK(error_text(refused).find("output path too long") != std::string::npos);
-  CHECK(list_agents(&error).size() == 1);  // still usable from the client
+  CHECK(listed_agents().size() == 1);  // still usable from the client
   check_job_unharmed(job, 5);
 }
 

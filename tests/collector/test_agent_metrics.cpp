@@ -150,7 +150,7 @@ TEST_CASE("metrics: `strata record --metrics ... --kernels '*gemm*'` profiles th
   // Strata's loader ties each range to its launch by correlation id, and the FLOPs are exact:
   // 2 x ffma per range, FLOP/s over gpu__time_duration.sum.
   LoadResult loaded = load_trace(opt.output);
-  REQUIRE_MESSAGE(loaded.model != nullptr, loaded.error);
+  REQUIRE_MESSAGE(loaded.model != nullptr, loaded.error());
   const TraceModel& m = *loaded.model;
   size_t ranges = 0;
   for (EventId e = 0; e < m.ev.size(); ++e) {
@@ -214,9 +214,8 @@ TEST_CASE("metrics: an unknown metric is refused at attach (no file), noted at r
     CHECK(field(ask(job.pid(), "status"), "state") == "dormant");
     // The same agent records with good metrics afterwards.
     opt.metrics = kFlopMetrics;
-    std::string error;
-    const auto result = job.record(opt, &error);
-    REQUIRE_MESSAGE(result, error);
+    const Result<RecordResult> result = job.record(opt);
+    REQUIRE_MESSAGE(result.is_ok(), result.status().message());
     REQUIRE_MESSAGE(job.wait(), job.error());
     CHECK(job.stat("range_profilers_enabled_at_end") == 0);
     const MetricsTrace t = read_metrics_trace(opt.output);

@@ -12,7 +12,6 @@
 #include <chrono>
 #include <fstream>
 #include <map>
-#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -94,7 +93,7 @@ Loaded load(const std::string& path) {
   Loaded out;
   LoadResult r = load_trace(path);
   out.ok = r.model != nullptr;
-  out.error = r.error;
+  out.error = r.error();
   if (!out.ok) return out;
   const TraceModel& m = *r.model;
   for (const std::string& w : m.warnings) out.truncated = out.truncated || w.find("truncated") != std::string::npos;
@@ -158,9 +157,8 @@ TEST_CASE("sim agent: attach mid-run to a dormant 4-thread job for 300 ms") {
   RecordOptions opt;
   opt.duration_ms = 300;
   opt.output = job.path("attach.pt.trace.json");
-  std::string error;
-  const auto result = job.record(opt, &error);
-  REQUIRE_MESSAGE(result, error);
+  const Result<RecordResult> result = job.record(opt);
+  REQUIRE_MESSAGE(result.is_ok(), result.status().message());
   CHECK(result->output == opt.output);
   REQUIRE_MESSAGE(job.wait(), job.error());
   INFO("stderr: " << job.err());
@@ -206,9 +204,8 @@ TEST_CASE("sim agent: a 4 MiB pool under a heavy launch rate: every record is wr
   RecordOptions opt;
   opt.duration_ms = 1000;
   opt.output = job.path("tiny_pool.pt.trace.json");
-  std::string error;
-  const auto result = job.record(opt, &error);
-  REQUIRE_MESSAGE(result, error);
+  const Result<RecordResult> result = job.record(opt);
+  REQUIRE_MESSAGE(result.is_ok(), result.status().message());
   REQUIRE_MESSAGE(job.wait(30000), job.error());
   INFO("stderr: " << job.err());
   CHECK(job.seconds_run() < 20);  // 2 s of work: never held up by the agent
@@ -240,11 +237,10 @@ TEST_CASE("sim agent: a recording reaches its file while it runs, and the file r
   RecordOptions opt;
   opt.duration_ms = 2500;
   opt.output = job.path("growing.pt.trace.json");
-  std::optional<RecordResult> result;
-  std::string error;
+  Result<RecordResult> result = Status(StatusCode::Internal, "the recording did not run");
   std::atomic<bool> done{false};
   std::thread recorder([&] {
-    result = job.record(opt, &error);
+    result = job.record(opt);
     done = true;
   });
   // Copies the file the first time it holds events while the agent still records.
@@ -259,7 +255,7 @@ TEST_CASE("sim agent: a recording reaches its file while it runs, and the file r
     copied = true;
   }
   recorder.join();
-  REQUIRE_MESSAGE(result, error);
+  REQUIRE_MESSAGE(result.is_ok(), result.status().message());
   REQUIRE_MESSAGE(job.wait(), job.error());
   INFO("stderr: " << job.err());
   REQUIRE_MESSAGE(copied, "no event reached the file before the recording ended");
@@ -283,10 +279,8 @@ TEST_CASE("sim agent: the job exits while a recording runs; the file is complete
   RecordOptions opt;
   opt.duration_ms = 60000;
   opt.output = job.path("cut_short.pt.trace.json");
-  std::string error;
-  const auto reply = agent_request(job.pid(), start_request(opt), 5000, &error);
-  REQUIRE_MESSAGE(reply, error);
-  REQUIRE_MESSAGE(!is_error(*reply), error_text(*reply));
+  const Message reply = ask(job.pid(), start_request(opt), 5000);
+  REQUIRE_MESSAGE(!is_error(reply), error_text(reply));
   REQUIRE_MESSAGE(job.wait(), job.error());  // the agent's atexit handler closes the file
   INFO("stderr: " << job.err());
   check_agent_used_simulator(job);
@@ -316,10 +310,8 @@ TEST_CASE("sim agent: stop while armed for iterations that never come") {
   opt.iterations = 2;
   opt.pattern = "never-matches*";
   opt.output = job.path("armed.pt.trace.json");
-  std::string error;
-  const auto started = agent_request(job.pid(), start_request(opt), 5000, &error);
-  REQUIRE_MESSAGE(started, error);
-  REQUIRE_MESSAGE(!is_error(*started), error_text(*started));
+  const Message started = ask(job.pid(), start_request(opt), 5000);
+  REQUIRE_MESSAGE(!is_error(started), error_text(started));
   const Message armed = ask(job.pid(), "status");
   CHECK(field(armed, "state") == "armed");
   CHECK(field(armed, "gpu") == "Strata Simulated GPU");
@@ -426,8 +418,8 @@ TEST_CASE("sim agent: recordings after a release subscribe again, by duration an
     if (i == 1) opt.iterations = 3;  // armed on NVTX ranges of a re-subscribed CUPTI
     else opt.duration_ms = 200;
     opt.output = job.path("again" + std::to_string(i) + ".pt.trace.json");
-    std::string error;
-    REQUIRE_MESSAGE(job.record(opt, &error), error);
+    const Result<RecordResult> result = job.record(opt);
+    REQUIRE_MESSAGE(result.is_ok(), result.status().message());
     CHECK(wait_for_status(job.pid(), "cupti", "released") == "released");
     outputs.push_back(opt.output);
   }
@@ -460,14 +452,13 @@ TEST_CASE("sim agent: a recording that starts before any CUDA call cancels the p
   RecordOptions opt;
   opt.duration_ms = 100;
   opt.output = job.path("idle1.pt.trace.json");
-  std::string error;
-  REQUIRE_MESSAGE(job.record(opt, &error), error);
+  const Result<RecordResult> result = job.record(opt);
+  REQUIRE_MESSAGE(result.is_ok(), result.status().message());
   CHECK(field(ask(job.pid(), "status"), "cupti") == "releasing");  // no CUDA call to do it
 
   opt.output = job.path("idle2.pt.trace.json");
-  const auto started = agent_request(job.pid(), start_request(opt), 5000, &error);
-  REQUIRE_MESSAGE(started, error);
-  REQUIRE_MESSAGE(!is_error(*started), error_text(*started));
+  const Message started = ask(job.pid(), start_request(opt), 5000);
+  REQUIRE_MESSAGE(!is_error(started), error_text(started));
   CHECK(field(ask(job.pid(), "status"), "cupti") == "attached");
   const Message stopped = ask(job.pid(), "stop", 30000);
   REQUIRE_MESSAGE(!is_error(stopped), error_text(stopped));
@@ -495,8 +486,8 @@ TEST_CASE("sim agent: detach releases CUPTI, recorded or not") {
       RecordOptions opt;
       opt.duration_ms = 100;
       opt.output = job.path("before_detach.pt.trace.json");
-      std::string error;
-      REQUIRE_MESSAGE(job.record(opt, &error), error);
+      const Result<RecordResult> result = job.record(opt);
+      REQUIRE_MESSAGE(result.is_ok(), result.status().message());
       CHECK(read_facts(opt.output).kernels() > 0);
     }
     CHECK_FALSE(is_error(ask(job.pid(), "detach")));

@@ -82,7 +82,7 @@ struct Read {
 std::optional<Read> read_trace(const std::string& path, bool live = false) {
   LoadResult r = load_trace(path);
   if (live && !r.model) return std::nullopt;
-  REQUIRE_MESSAGE(r.model, r.error);
+  REQUIRE_MESSAGE(r.model, r.error());
   Read out;
   out.events = r.model->ev.size();
   for (const std::string& w : r.model->warnings) out.truncated = out.truncated || w.find("truncated") != std::string::npos;
@@ -152,11 +152,10 @@ TEST_CASE("attach session: no agent in that pid is an error, with nothing to rea
   RecordOptions opt;
   opt.duration_ms = 1000;
   opt.output = dir + "/never.json";
-  std::string error;
-  REQUIRE(s.start(::getpid(), opt, &error));
+  REQUIRE(s.start(::getpid(), opt).is_ok());
   const Followed f = follow(s, 5s);
   CHECK(s.state() == State::Failed);
-  CHECK(s.error().find("no Strata agent in pid") != std::string::npos);
+  CHECK(s.status().message().find("no Strata agent in pid") != std::string::npos);
   CHECK(f.live.empty());
   CHECK(f.final_reads.empty());
   std::filesystem::remove_all(dir);
@@ -167,9 +166,9 @@ TEST_CASE("attach session: list a fake agent, record 2 s, read the growing file 
   AgentScan scan;
   scan.refresh();
   std::vector<AgentInfo> agents;
-  std::string error;
-  for (int i = 0; i < 250 && !scan.take(agents, error); ++i) std::this_thread::sleep_for(20ms);
-  CHECK(error.empty());
+  Status listed;
+  for (int i = 0; i < 250 && !scan.take(agents, listed); ++i) std::this_thread::sleep_for(20ms);
+  CHECK_MESSAGE(listed.is_ok(), listed.message());
   const auto it = std::find_if(agents.begin(), agents.end(), [&](const AgentInfo& a) { return a.pid == agent.pid; });
   REQUIRE(it != agents.end());
   CHECK(it->state == "dormant");
@@ -180,14 +179,15 @@ TEST_CASE("attach session: list a fake agent, record 2 s, read the growing file 
   RecordOptions opt;
   opt.duration_ms = 2000;
   opt.output = agent.path("live.pt.trace.json");
-  REQUIRE(s.start(agent.pid, opt, &error));
+  REQUIRE(s.start(agent.pid, opt).is_ok());
   CHECK(s.active());
-  CHECK_FALSE(s.start(agent.pid, opt, &error));  // one recording at a time
-  CHECK(error.find("in progress") != std::string::npos);
+  const Status second = s.start(agent.pid, opt);  // one recording at a time
+  CHECK_FALSE(second.is_ok());
+  CHECK(second.message().find("in progress") != std::string::npos);
   const Followed f = follow(s);
 
   CHECK(s.state() == State::Finished);
-  CHECK(s.error().empty());
+  CHECK_MESSAGE(s.status().is_ok(), s.status().message());
   CHECK(has_line(s, "recording pid " + std::to_string(agent.pid)));
   CHECK(has_line(s, "finished: "));
   // Read while it grew (about once a second for 2 s): each read saw more. The first was cut
@@ -213,15 +213,14 @@ TEST_CASE("attach session: Stop ends the recording early, and a second client is
   AttachSession s, other;
   RecordOptions opt;  // neither duration nor iterations: until stopped
   opt.output = agent.path("stopped.json");
-  std::string error;
-  REQUIRE(s.start(agent.pid, opt, &error));
+  REQUIRE(s.start(agent.pid, opt).is_ok());
   std::this_thread::sleep_for(700ms);
   RecordOptions opt2 = opt;
   opt2.output = agent.path("other.json");
-  REQUIRE(other.start(agent.pid, opt2, &error));
+  REQUIRE(other.start(agent.pid, opt2).is_ok());
   follow(other, 5s);
   CHECK(other.state() == State::Failed);
-  CHECK(other.error().find("already recording") != std::string::npos);
+  CHECK(other.status().message().find("already recording") != std::string::npos);
 
   s.stop();
   CHECK(s.state() == State::Stopping);
@@ -240,11 +239,10 @@ TEST_CASE("attach session: a job that dies mid-recording fails, and what was sho
   RecordOptions opt;
   opt.duration_ms = 5000;
   opt.output = agent.path("crashed.json");
-  std::string error;
-  REQUIRE(s.start(agent.pid, opt, &error));
+  REQUIRE(s.start(agent.pid, opt).is_ok());
   const Followed f = follow(s);
   CHECK(s.state() == State::Failed);
-  CHECK(s.error().find("the job ended or stopped answering") != std::string::npos);
+  CHECK(s.status().message().find("the job ended or stopped answering") != std::string::npos);
   REQUIRE(f.live.size() >= 1);
   REQUIRE(f.final_reads.size() == 1);
   CHECK(f.final_reads[0].truncated);  // the agent never closed it
@@ -257,8 +255,7 @@ TEST_CASE("attach session: iterations are passed on and counted by the agent") {
   RecordOptions opt;
   opt.iterations = 3;
   opt.output = agent.path("three.json");
-  std::string error;
-  REQUIRE(s.start(agent.pid, opt, &error));
+  REQUIRE(s.start(agent.pid, opt).is_ok());
   const Followed f = follow(s);
   CHECK(s.state() == State::Finished);
   REQUIRE(f.final_reads.size() == 1);

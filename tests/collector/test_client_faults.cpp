@@ -27,9 +27,13 @@
 #include "client/kineto_ipc.h"
 #include "helpers.h"
 #include "protocol/control_socket.h"
+#include "require_ok.h"
 
 using namespace strata::collector;
 using namespace strata::collector::test;
+using strata::Result;
+using strata::Status;
+using strata::test::require_ok;
 
 namespace {
 
@@ -37,12 +41,7 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-Message parse(const std::string& line) {
-  std::string error;
-  auto m = decode_message(line, &error);
-  REQUIRE_MESSAGE(m, error);
-  return *m;
-}
+Message parse(const std::string& line) { return require_ok(decode_message(line)); }
 
 // Valid UTF-8 without C0, DEL or C1 controls: safe to print or draw.
 bool printable(const std::string& s) {
@@ -58,8 +57,8 @@ bool printable(const std::string& s) {
 class ScriptedAgent {
  public:
   ScriptedAgent(const std::string& dir, pid_t pid, ControlServer::Handler handle) {
-    std::string error;
-    REQUIRE_MESSAGE(server_.listen(agent_socket_path(dir, pid), ::getuid(), &error), error);
+    const Status listening = server_.listen(agent_socket_path(dir, pid), ::getuid());
+    REQUIRE_MESSAGE(listening.is_ok(), listening.message());
     thread_ = std::thread([this, handle = std::move(handle)] {
       while (!stop_.load()) server_.serve(-1, 20, [&](const Message& req) {
           ++requests;
@@ -95,17 +94,18 @@ TEST_CASE("faults 6-9, the protocol: unknown keys are named, NUL refused, CRLF a
   // short of the one it reports) and raw control bytes are refused.
   CHECK(parse("status\r\n").verb == "status");
   CHECK(*parse("start output=/tmp/a.json\r\n").get("output") == "/tmp/a.json");
-  std::string error;
-  CHECK_FALSE(decode_message("start output=/tmp/a%00b.json\n", &error));
-  CHECK(error.find("NUL") != std::string::npos);
-  CHECK_FALSE(decode_message("start output=/tmp/a\rb\n", &error));
-  CHECK_FALSE(decode_message("status\r\r\n", &error));
+  const Result<Message> nul = decode_message("start output=/tmp/a%00b.json\n");
+  CHECK_FALSE(nul.is_ok());
+  CHECK(nul.status().message().find("NUL") != std::string::npos);
+  CHECK_FALSE(decode_message("start output=/tmp/a\rb\n").is_ok());
+  CHECK_FALSE(decode_message("status\r\r\n").is_ok());
   // 6: a misspelt key is named, with the keys there are.
-  CHECK_FALSE(check_keys(parse("start duraton_ms=500 output=/x"), {"output", "duration_ms"}, &error));
-  CHECK(error.find("'duraton_ms'") != std::string::npos);
-  CHECK(error.find("duration_ms") != std::string::npos);
-  CHECK_FALSE(check_keys(parse("status verbose=1"), {}, &error));
-  CHECK(check_keys(parse("start output=/x"), {"output"}, &error));
+  const Status misspelt = check_keys(parse("start duraton_ms=500 output=/x"), {"output", "duration_ms"});
+  CHECK_FALSE(misspelt.is_ok());
+  CHECK(misspelt.message().find("'duraton_ms'") != std::string::npos);
+  CHECK(misspelt.message().find("duration_ms") != std::string::npos);
+  CHECK_FALSE(check_keys(parse("status verbose=1"), {}).is_ok());
+  CHECK(check_keys(parse("start output=/x"), {"output"}).is_ok());
   // 9: what goes into a reply is cut to fit, at a UTF-8 boundary, so a reply is one line.
   const std::string long_text(3 * kMaxMessageBytes, 'x');
   CHECK(encode_message(error_reply(long_text)).size() < kMaxMessageBytes);
@@ -125,34 +125,37 @@ TEST_CASE("fault 11: an agent whose connection queue is full costs a client its 
     if (c < 0) break;
     queued.push_back(c);
   }
-  std::string error;
   const auto t0 = Clock::now();
-  CHECK_FALSE(agent_request(::getpid(), message("status"), 500, &error));
+  const Result<Message> reply = agent_request(::getpid(), message("status"), 500);
+  CHECK_FALSE(reply.is_ok());
   CHECK(seconds_since(t0) < 5);  // 0.5 s asked for; a blocking connect() would never return
-  CHECK(error.find("queue of connections is full") != std::string::npos);
+  CHECK(reply.status().message().find("queue of connections is full") != std::string::npos);
   // The viewer's scan and `strata attach` go through the same requests.
-  error.clear();
   const auto t1 = Clock::now();
-  CHECK(list_agents(&error).empty());
+  std::vector<AgentInfo> agents;
+  const Status listed = list_agents(agents);
+  CHECK(agents.empty());
   CHECK(seconds_since(t1) < 10);
-  CHECK(error.find("pid " + std::to_string(::getpid()) + " did not answer") != std::string::npos);
+  CHECK(listed.message().find("pid " + std::to_string(::getpid()) + " did not answer") != std::string::npos);
   for (int c : queued) ::close(c);
   ::close(listener);
 }
 
 TEST_CASE("fault 12: a socket directory that is not private or not this user's is refused before any request") {
   TempDir base(0755);
-  std::string error;
+  std::vector<AgentInfo> agents;
   SUBCASE("others may write to it") {
     const std::string dir = base / "sockets";
     REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
     ScriptedAgent agent(dir, ::getpid(), [](const Message&) { return message("ok"); });
     REQUIRE(::chmod(dir.c_str(), 0777) == 0);
     ScopedEnv socket_dir("STRATA_SOCKET_DIR", dir);
-    CHECK(list_agents(&error).empty());
-    CHECK(error.find("refusing to use " + dir) != std::string::npos);
-    CHECK_FALSE(agent_request(::getpid(), message("status"), 1000, &error));
-    CHECK(error.find("mode 0700") != std::string::npos);
+    const Status listed = list_agents(agents);
+    CHECK(agents.empty());
+    CHECK(listed.message().find("refusing to use " + dir) != std::string::npos);
+    const Result<Message> reply = agent_request(::getpid(), message("status"), 1000);
+    CHECK_FALSE(reply.is_ok());
+    CHECK(reply.status().message().find("mode 0700") != std::string::npos);
     CHECK(agent.requests == 0);
   }
   SUBCASE("it is a symlink to a private directory") {
@@ -161,8 +164,9 @@ TEST_CASE("fault 12: a socket directory that is not private or not this user's i
     ScriptedAgent agent(real, ::getpid(), [](const Message&) { return message("ok"); });
     REQUIRE(::symlink(real.c_str(), (base / "link").c_str()) == 0);
     ScopedEnv socket_dir("STRATA_SOCKET_DIR", base / "link");
-    CHECK(list_agents(&error).empty());
-    CHECK(error.find("not a directory") != std::string::npos);
+    const Status listed = list_agents(agents);
+    CHECK(agents.empty());
+    CHECK(listed.message().find("not a directory") != std::string::npos);
     CHECK(agent.requests == 0);
   }
   SUBCASE("another user created it first, with a fake agent inside") {
@@ -181,9 +185,10 @@ TEST_CASE("fault 12: a socket directory that is not private or not this user's i
     REQUIRE_MESSAGE(intruder.start(argv), intruder.error());
     REQUIRE_MESSAGE(intruder.wait_for_output("ready\n", 10000), intruder.err());
     ScopedEnv socket_dir("STRATA_SOCKET_DIR", dir);
-    CHECK(list_agents(&error).empty());
-    CHECK(error.find("owned by uid " + std::to_string(kOtherUid)) != std::string::npos);
-    CHECK_FALSE(agent_request(::getpid(), message("status"), 1000, &error));
+    const Status listed = list_agents(agents);
+    CHECK(agents.empty());
+    CHECK(listed.message().find("owned by uid " + std::to_string(kOtherUid)) != std::string::npos);
+    CHECK_FALSE(agent_request(::getpid(), message("status"), 1000).is_ok());
     REQUIRE(intruder.wait(10000));
     CHECK(intruder.out().find("requests 0") != std::string::npos);  // nothing ever reached it
   }
@@ -217,10 +222,10 @@ TEST_CASE("fault 12: an agent socket served by another uid is refused (SO_PEERCR
   }
   char byte = 0;
   REQUIRE(::read(ready[0], &byte, 1) == 1);
-  std::string error;
-  CHECK_FALSE(agent_request(::getpid(), message("status"), 2000, &error));
-  CHECK(error.find("served by uid " + std::to_string(kOtherUid)) != std::string::npos);
-  CHECK(list_agents(&error).empty());
+  const Result<Message> reply = agent_request(::getpid(), message("status"), 2000);
+  CHECK_FALSE(reply.is_ok());
+  CHECK(reply.status().message().find("served by uid " + std::to_string(kOtherUid)) != std::string::npos);
+  CHECK(listed_agents().empty());
   ::kill(server, SIGKILL);
   ::waitpid(server, nullptr, 0);
   ::close(ready[0]);
@@ -237,21 +242,22 @@ TEST_CASE("fault 12: escape sequences and invalid UTF-8 in replies never reach a
     m.set("command", evil).set("gpu", evil).set("state", evil).set("output", evil).set("recordings", "0");
     return m;
   });
-  std::string error;
-  const auto agents = list_agents(&error);
+  const std::vector<AgentInfo> agents = listed_agents();
   REQUIRE(agents.size() == 1);
   CHECK(printable(agents[0].command));
   CHECK(printable(agents[0].gpu));
   CHECK(printable(agents[0].state));
   CHECK(printable(agents[0].output));
   CHECK(agents[0].command.find("owned") != std::string::npos);  // the text is kept, its controls are not
-  const auto reply = agent_request(::getpid(), message("status"), 2000, &error);
-  REQUIRE(reply);
+  const Result<Message> reply = agent_request(::getpid(), message("status"), 2000);
+  REQUIRE(reply.is_ok());
   for (const auto& [key, value] : reply->fields) CHECK_MESSAGE(printable(value), key);
   RecordOptions opt;
   opt.duration_ms = 100;
   opt.output = dir / "out.json";
-  CHECK_FALSE(record_from_agent(::getpid(), opt, nullptr, {}, &error));
+  const Result<RecordResult> recorded = record_from_agent(::getpid(), opt, nullptr, {});
+  CHECK_FALSE(recorded.is_ok());
+  const std::string& error = recorded.status().message();
   CHECK(error.find("cannot create") != std::string::npos);
   CHECK(printable(error));
 }
@@ -282,7 +288,7 @@ TEST_CASE("fault 12: a job's agent cannot make the client take a file outside th
     CHECK(a.done);
     CHECK(a.state == "failed");
     CHECK(a.output.empty());
-    CHECK_MESSAGE(a.error.find("did not name a trace file in " + out) != std::string::npos, a.error);
+    CHECK_MESSAGE(a.status.message().find("did not name a trace file in " + out) != std::string::npos, a.status.message());
   }
   CHECK(m.agents[0].rank == 0);
   CHECK(m.agents[1].rank == -1);  // past INT_MAX: no rank
@@ -323,18 +329,17 @@ TEST_CASE("fault 13: replies that lack fields or hold malformed ones are errors,
     RecordOptions opt;
     opt.duration_ms = 100;
     opt.output = dir / "out.json";
-    std::string error;
-    CHECK_FALSE(record_from_agent(::getpid(), opt, nullptr, {}, &error));
-    CHECK_MESSAGE(error.find(s.error) != std::string::npos, error);
+    const Result<RecordResult> recorded = record_from_agent(::getpid(), opt, nullptr, {});
+    CHECK_FALSE(recorded.is_ok());
+    CHECK_MESSAGE(recorded.status().message().find(s.error) != std::string::npos, recorded.status().message());
     // The viewer's Attach dialog runs the same code on a worker thread: it fails, with the reason.
     statuses = 0;
     AttachSession session;
-    REQUIRE(session.start(::getpid(), opt, &error));
+    REQUIRE(session.start(::getpid(), opt).is_ok());
     for (int i = 0; i < 500 && session.active(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     CHECK(session.state() == AttachSession::State::Failed);
-    CHECK_FALSE(session.error().empty());
-    const auto listed = list_agents(&error);  // listing takes what there is
-    CHECK(listed.size() <= 1);
+    CHECK_FALSE(session.status().message().empty());
+    CHECK(listed_agents().size() <= 1);  // listing takes what there is
     ::unlink(agent_socket_path(dir.path(), ::getpid()).c_str());
   }
 }
@@ -360,11 +365,11 @@ TEST_CASE("fault 14: an agent that does not answer is named; the ones that do ar
     m.set("command", "\x1b[31mpython train.py").set("state", "dormant").set("gpu", "H100").set("recordings", "0");
     return m;
   });
-  std::string error;
-  const auto agents = list_agents(&error);
+  std::vector<AgentInfo> agents;
+  const Status listed = list_agents(agents);
   REQUIRE(agents.size() == 1);
   CHECK(agents[0].pid == ::getpid());
-  CHECK(error.find("pid " + std::to_string(silent_pid) + " did not answer") != std::string::npos);
+  CHECK(listed.message().find("pid " + std::to_string(silent_pid) + " did not answer") != std::string::npos);
   ChildProcess both;
   REQUIRE(both.start(list, env));
   REQUIRE(both.wait(20000));
@@ -380,8 +385,8 @@ TEST_CASE("fault 15: --kineto answers only the target job and the processes it s
   ScopedEnv ipc_dir("KINETO_IPC_SOCKET_DIR", std::nullopt);  // the abstract namespace, as dynolog uses
   const std::string endpoint = "strata-test-dynolog-" + std::to_string(::getpid());
   kineto::Daemon daemon;
-  std::string error;
-  REQUIRE_MESSAGE(daemon.bind(endpoint, &error), error);
+  const Status bound = daemon.bind(endpoint);
+  REQUIRE_MESSAGE(bound.is_ok(), bound.message());
   TempDir bin(0755);
   const std::string intruder = runnable_copy(STRATA_INTRUDER, bin);
   // The job is started first, so that its pid is known, and asks for its config (as that same
@@ -391,10 +396,10 @@ TEST_CASE("fault 15: --kineto answers only the target job and the processes it s
   REQUIRE(job.start({"/bin/sh", "-c", "while [ ! -e \"$2\" ]; do sleep 0.05; done; exec \"$0\" kineto-request \"$1\" 0",
                      intruder, endpoint, go}));
   std::vector<std::string> log;
-  bool delivered = false;
+  Status delivered(strata::StatusCode::Internal, "not delivered yet");
   const std::string config = kineto::trace_config(100, 0, "/tmp/x/trace.pt.trace.json");
   std::thread serving([&] {
-    delivered = daemon.deliver(job.pid(), config, 20000, [&](const std::string& l) { log.push_back(l); }, &error);
+    delivered = daemon.deliver(job.pid(), config, 20000, [&](const std::string& l) { log.push_back(l); });
   });
   // While the daemon serves: a process of this user that is not the job nor started by it,
   // and another user's, both claiming to be the job, get no answer at all.
@@ -415,7 +420,7 @@ TEST_CASE("fault 15: --kineto answers only the target job and the processes it s
   std::ofstream(go) << "go";
   REQUIRE(job.wait(15000));
   serving.join();
-  CHECK_MESSAGE(delivered, error);
+  CHECK_MESSAGE(delivered.is_ok(), delivered.message());
   CHECK(job.exit_status() == 0);  // the job itself got the config
   int ignored = 0;
   for (const std::string& l : log) ignored += l.rfind("ignored a datagram from pid", 0) == 0;
@@ -424,9 +429,9 @@ TEST_CASE("fault 15: --kineto answers only the target job and the processes it s
 
 TEST_CASE("fault 15: Kineto's trace is taken only from a private directory, as a regular file of this user") {
   kineto::TraceDir dir, other;
-  std::string error;
-  REQUIRE_MESSAGE(dir.create(&error), error);
-  REQUIRE(other.create(&error));
+  const Status created = dir.create();
+  REQUIRE_MESSAGE(created.is_ok(), created.message());
+  REQUIRE(other.create().is_ok());
   CHECK(dir.path() != other.path());  // not guessable from the pid or the time
   struct stat st {};
   REQUIRE(::stat(dir.path().c_str(), &st) == 0);
@@ -441,15 +446,17 @@ TEST_CASE("fault 15: Kineto's trace is taken only from a private directory, as a
 
   SUBCASE("a symlink planted where the trace goes") {
     REQUIRE(::symlink(secret.c_str(), names[1].c_str()) == 0);
-    CHECK(kineto::wait_for_trace(names, 3000, &error).empty());
-    CHECK(error.find("refusing") != std::string::npos);
+    const Result<std::string> taken = kineto::wait_for_trace(names, 3000);
+    CHECK_FALSE(taken.is_ok());
+    CHECK(taken.status().message().find("refusing") != std::string::npos);
   }
   SUBCASE("a FIFO: refused at once, never blocking") {
     REQUIRE(::mkfifo(names[0].c_str(), 0600) == 0);
     const auto t0 = Clock::now();
-    CHECK(kineto::wait_for_trace(names, 3000, &error).empty());
+    const Result<std::string> taken = kineto::wait_for_trace(names, 3000);
+    CHECK_FALSE(taken.is_ok());
     CHECK(seconds_since(t0) < 2.5);
-    CHECK(error.find("not a regular file") != std::string::npos);
+    CHECK(taken.status().message().find("not a regular file") != std::string::npos);
   }
   SUBCASE("a file of another user") {
     if (::getuid() != 0) {
@@ -458,15 +465,17 @@ TEST_CASE("fault 15: Kineto's trace is taken only from a private directory, as a
     }
     std::ofstream(names[1]) << "{\"traceEvents\": []}";
     REQUIRE(::chown(names[1].c_str(), kOtherUid, kOtherUid) == 0);
-    CHECK(kineto::wait_for_trace(names, 3000, &error).empty());
-    CHECK(error.find("not a regular file of this user") != std::string::npos);
+    const Result<std::string> taken = kineto::wait_for_trace(names, 3000);
+    CHECK_FALSE(taken.is_ok());
+    CHECK(taken.status().message().find("not a regular file of this user") != std::string::npos);
   }
   SUBCASE("the job's own trace is taken, also across file systems") {
     const std::string text = "{\"traceEvents\": []}\n";
     std::ofstream(names[1]) << text;
-    REQUIRE(kineto::wait_for_trace(names, 5000, &error) == names[1]);
+    REQUIRE(require_ok(kineto::wait_for_trace(names, 5000)) == names[1]);
     const std::string to = elsewhere / "out.pt.trace.json";
-    REQUIRE_MESSAGE(kineto::move_trace(names[1], to, &error), error);
+    const Status moved = kineto::move_trace(names[1], to);
+    REQUIRE_MESSAGE(moved.is_ok(), moved.message());
     std::ifstream in(to);
     CHECK(std::string(std::istreambuf_iterator<char>(in), {}) == text);
     CHECK(::access(names[1].c_str(), F_OK) != 0);
@@ -474,7 +483,8 @@ TEST_CASE("fault 15: Kineto's trace is taken only from a private directory, as a
     if (::stat("/dev/shm", &shm) == 0 && ::stat(elsewhere.path().c_str(), &tmp) == 0 && shm.st_dev != tmp.st_dev) {
       std::ofstream(names[0]) << text;
       const std::string across = "/dev/shm/strata-fault-" + std::to_string(::getpid()) + ".json";
-      REQUIRE_MESSAGE(kineto::move_trace(names[0], across, &error), error);  // rename fails (EXDEV): copied
+      const Status copied_across = kineto::move_trace(names[0], across);  // rename fails (EXDEV): copied
+      REQUIRE_MESSAGE(copied_across.is_ok(), copied_across.message());
       std::ifstream copied(across);
       CHECK(std::string(std::istreambuf_iterator<char>(copied), {}) == text);
       CHECK(::access(names[0].c_str(), F_OK) != 0);
@@ -488,14 +498,14 @@ TEST_CASE("fault 16: a live ipcfabric endpoint is never removed, a stale one is 
   ScopedEnv ipc_dir("KINETO_IPC_SOCKET_DIR", dir.path());
   const std::string path = dir / "dynolog";
   const sockaddr_un addr = unix_address(path);
-  std::string error;
 
   const int live = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);  // a running dynolog
   REQUIRE(::bind(live, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0);
   {
     kineto::Daemon ours;
-    CHECK_FALSE(ours.bind("dynolog", &error));
-    CHECK(error.find("held by a running process") != std::string::npos);
+    const Status bound = ours.bind("dynolog");
+    CHECK_FALSE(bound.is_ok());
+    CHECK(bound.message().find("held by a running process") != std::string::npos);
   }
   const int sender = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   CHECK(::sendto(sender, "ping", 4, 0, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 4);  // still reachable
@@ -505,7 +515,8 @@ TEST_CASE("fault 16: a live ipcfabric endpoint is never removed, a stale one is 
 
   {
     kineto::Daemon ours;
-    CHECK_MESSAGE(ours.bind("dynolog", &error), error);  // stale: replaced
+    const Status bound = ours.bind("dynolog");
+    CHECK_MESSAGE(bound.is_ok(), bound.message());  // stale: replaced
     // Someone replaces our socket while we run: at the end only ours would be removed.
     REQUIRE(::unlink(path.c_str()) == 0);
     const int successor = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -518,16 +529,18 @@ TEST_CASE("fault 16: a live ipcfabric endpoint is never removed, a stale one is 
   std::ofstream(path) << "not a socket";
   {
     kineto::Daemon ours;
-    CHECK_FALSE(ours.bind("dynolog", &error));
-    CHECK(error.find("not a socket") != std::string::npos);
+    const Status bound = ours.bind("dynolog");
+    CHECK_FALSE(bound.is_ok());
+    CHECK(bound.message().find("not a socket") != std::string::npos);
   }
   CHECK(::access(path.c_str(), F_OK) == 0);
 
   ScopedEnv long_dir("KINETO_IPC_SOCKET_DIR", dir.path() + "/" + std::string(120, 'd'));
   kineto::Daemon far;
-  CHECK_FALSE(far.bind("dynolog", &error));
-  CHECK(error.find("does not fit") != std::string::npos);
+  const Status too_far = far.bind("dynolog");
+  CHECK_FALSE(too_far.is_ok());
+  CHECK(too_far.message().find("does not fit") != std::string::npos);
   ScopedEnv abstract("KINETO_IPC_SOCKET_DIR", std::nullopt);
-  CHECK_FALSE(far.bind(std::string(200, 'n'), &error));
+  CHECK_FALSE(far.bind(std::string(200, 'n')).is_ok());
   ::close(sender);
 }

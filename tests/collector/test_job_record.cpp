@@ -24,9 +24,12 @@
 #include "client/jobs.h"
 #include "helpers.h"
 #include "json_check.h"
+#include "require_ok.h"
 
 using namespace strata::collector;
 using namespace strata::collector::test;
+using strata::Status;
+using strata::test::require_ok;
 
 namespace {
 
@@ -263,9 +266,9 @@ TEST_CASE("record_job --iterations: ranks in lockstep record the same iterations
                    is_rank_or_agent_variable));
   REQUIRE(wait_ready(sh, 3).size() == 3);
 
-  std::string error;
-  const auto jobs = list_jobs(&error);
-  INFO("list_jobs: " << error);
+  std::vector<JobInfo> jobs;
+  const Status listed = list_jobs(jobs);
+  INFO("list_jobs: " << listed.message());
   const auto ours = std::find_if(jobs.begin(), jobs.end(), [&](const JobInfo& j) { return j.launcher == sh.pid(); });
   REQUIRE(ours != jobs.end());
   REQUIRE(ours->agents.size() == 3);
@@ -274,7 +277,7 @@ TEST_CASE("record_job --iterations: ranks in lockstep record the same iterations
     CHECK(ours->agents[r].world_size == 3);
   }
   CHECK(ours->command.find("/bin/sh -c") == 0);
-  CHECK(job_under(sh.pid(), list_agents(&error)).agents.size() == 3);
+  CHECK(job_under(sh.pid(), listed_agents()).agents.size() == 3);
 
   // Asked a quarter into an iteration, so that every rank arms before the next one begins.
   using namespace std::chrono;
@@ -284,18 +287,17 @@ TEST_CASE("record_job --iterations: ranks in lockstep record the same iterations
   opt.iterations = 2;
   opt.output_dir = t.dir / "iterations";
   std::vector<std::string> states;  // progress: each rank's state as it was last told
-  const auto m = record_job(*ours, opt, nullptr, [&](const MultiRecording& p) {
+  const MultiRecording m = require_ok(record_job(*ours, opt, nullptr, [&](const MultiRecording& p) {
     for (const AgentRecording& a : p.agents) states.push_back(a.state);
-  }, &error);
-  REQUIRE_MESSAGE(m, error);
-  REQUIRE(m->agents.size() == 3);
-  CHECK(m->finished());
-  CHECK(m->start_window_ms < kPeriodMs / 2);
+  }));
+  REQUIRE(m.agents.size() == 3);
+  CHECK(m.finished());
+  CHECK(m.start_window_ms < kPeriodMs / 2);
   CHECK(std::count(states.begin(), states.end(), "armed") >= 3);
   std::set<std::vector<std::string>> recorded;
-  for (const AgentRecording& a : m->agents) {
+  for (const AgentRecording& a : m.agents) {
     CAPTURE(a.rank);
-    CHECK_MESSAGE(a.error.empty(), a.error);
+    CHECK_MESSAGE(a.status.is_ok(), a.status.message());
     CHECK(a.output == opt.output_dir + "/rank-" + std::to_string(a.rank) + ".pt.trace.json");
     const RankFile f = read_rank_file(a.output);
     CHECK(f.iterations.size() == 2);
@@ -313,15 +315,15 @@ TEST_CASE("AttachSession::start_job: the viewer's live view of a job, every rank
   REQUIRE(sh.start(launcher({"RANK=0 WORLD_SIZE=2", "RANK=1 WORLD_SIZE=2"}, "--seconds 2.5 --kernels 20 --sleep-us 1000"),
                    t.injected(), is_rank_or_agent_variable));
   REQUIRE(wait_ready(sh, 2).size() == 2);
-  std::string error;
-  const JobInfo job = job_under(sh.pid(), list_agents(&error));
+  const JobInfo job = job_under(sh.pid(), listed_agents());
   REQUIRE(job.agents.size() == 2);
 
   AttachSession s(std::chrono::milliseconds(100));
   RecordOptions opt;
   opt.duration_ms = 1200;
   opt.output_dir = t.dir / "live";
-  REQUIRE_MESSAGE(s.start_job(job, opt, &error), error);
+  const Status started = s.start_job(job, opt);
+  REQUIRE_MESSAGE(started.is_ok(), started.message());
   CHECK(s.is_job());
   CHECK(s.output() == opt.output_dir);
   int live_reloads = 0, final_loads = 0;  // live: while recording, with every rank's file begun
@@ -338,7 +340,7 @@ TEST_CASE("AttachSession::start_job: the viewer's live view of a job, every rank
     if (action == AttachSession::Action::FinalLoad) ++final_loads;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  INFO("error: " << s.error());
+  INFO("error: " << s.status().message());
   CHECK(s.state() == AttachSession::State::Finished);
   CHECK(final_loads == 1);
   CHECK(live_reloads >= 1);

@@ -11,8 +11,11 @@
 #include <cstring>
 
 #include "client/kineto_ipc.h"
+#include "require_ok.h"
 
 using namespace strata::collector::kineto;
+using strata::Status;
+using strata::test::require_ok;
 
 namespace {
 
@@ -48,16 +51,15 @@ int32_t i32_at(const std::vector<uint8_t>& b, size_t at) {
   std::vector<uint8_t> reply;
   const auto ctxt = encode_context(Context{0, static_cast<int32_t>(getpid()), 0});
   if (!exchange(encode("ctxt", ctxt.data(), ctxt.size()), reply)) ::_exit(3);
-  std::string err;
-  auto got = decode(reply.data(), reply.size(), &err);
-  if (!got || got->type != "ctxt" || got->payload.size() != 4) ::_exit(4);
+  auto got = decode(reply.data(), reply.size());
+  if (!got.is_ok() || got->type != "ctxt" || got->payload.size() != 4) ::_exit(4);
   Request req;
   req.type = kConfigActivities | 1;
   req.pids = {static_cast<int32_t>(getpid()), ancestor};
   const auto body = encode_request(req);
   if (!exchange(encode("req", body.data(), body.size()), reply)) ::_exit(5);
-  got = decode(reply.data(), reply.size(), &err);
-  if (!got || got->type != "req") ::_exit(6);
+  got = decode(reply.data(), reply.size());
+  if (!got.is_ok() || got->type != "req") ::_exit(6);
   const std::string config(got->payload.begin(), got->payload.end());
   ::unlink(self.sun_path);
   ::_exit(config == expected ? 0 : 7);
@@ -73,14 +75,13 @@ TEST_CASE("ipcfabric datagrams follow dynolog's layout") {
   CHECK(std::string(reinterpret_cast<const char*>(d.data() + 8)) == "req");  // Metadata::type[32]
   CHECK(d[8 + 31] == 0);
   CHECK(std::string(d.begin() + 40, d.end()) == text);
-  std::string error;
-  auto back = decode(d.data(), d.size(), &error);
-  REQUIRE(back);
-  CHECK(back->type == "req");
-  CHECK(back->payload.size() == text.size());
-  CHECK_FALSE(decode(d.data(), 39, &error));           // shorter than the header
-  CHECK_FALSE(decode(d.data(), d.size() - 1, &error));  // size field disagrees
-  CHECK(error.find("does not match") != std::string::npos);
+  const Datagram back = require_ok(decode(d.data(), d.size()));
+  CHECK(back.type == "req");
+  CHECK(back.payload.size() == text.size());
+  CHECK_FALSE(decode(d.data(), 39).is_ok());  // shorter than the header
+  const auto disagrees = decode(d.data(), d.size() - 1);  // size field disagrees
+  CHECK_FALSE(disagrees.is_ok());
+  CHECK(disagrees.status().message().find("does not match") != std::string::npos);
 
   Request r;
   r.type = kConfigActivities;
@@ -129,16 +130,16 @@ TEST_CASE("a process speaking libkineto's side gets the config from our daemon")
   REQUIRE(dir != nullptr);
   ::setenv("KINETO_IPC_SOCKET_DIR", dir, 1);  // filesystem sockets: no clash with a real dynolog
   Daemon daemon;
-  std::string error;
-  REQUIRE_MESSAGE(daemon.bind("dynolog", &error), error);
+  const Status bound = daemon.bind("dynolog");
+  REQUIRE_MESSAGE(bound.is_ok(), bound.message());
   const std::string config = trace_config(250, 0, "/tmp/out.pt.trace.json");
   const int32_t ancestor = ::getpid();  // the pid asked for is the job's parent, as with launchers
   const pid_t job = ::fork();
   REQUIRE(job >= 0);
   if (job == 0) play_kineto(ancestor, config);
   std::vector<std::string> log;
-  const bool ok = daemon.deliver(ancestor, config, 10000, [&](const std::string& l) { log.push_back(l); }, &error);
-  CHECK_MESSAGE(ok, error);
+  const Status delivered = daemon.deliver(ancestor, config, 10000, [&](const std::string& l) { log.push_back(l); });
+  CHECK_MESSAGE(delivered.is_ok(), delivered.message());
   int status = 0;
   ::waitpid(job, &status, 0);
   CHECK(WIFEXITED(status));
@@ -149,9 +150,9 @@ TEST_CASE("a process speaking libkineto's side gets the config from our daemon")
 }
 
 TEST_CASE("a second daemon on the same endpoint is refused clearly") {
-  std::string error;
   Daemon a, b;
-  REQUIRE(a.bind("strata-test-" + std::to_string(getpid()), &error));
-  CHECK_FALSE(b.bind("strata-test-" + std::to_string(getpid()), &error));
-  CHECK(error.find("dynolog daemon running") != std::string::npos);
+  REQUIRE(a.bind("strata-test-" + std::to_string(getpid())).is_ok());
+  const Status second = b.bind("strata-test-" + std::to_string(getpid()));
+  CHECK_FALSE(second.is_ok());
+  CHECK(second.message().find("dynolog daemon running") != std::string::npos);
 }

@@ -9,7 +9,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "helpers.h"
 #include "protocol/control_socket.h"
@@ -18,8 +21,12 @@
 #include "protocol/metrics.h"
 #include "client/options.h"
 #include "protocol/message.h"
+#include "require_ok.h"
 
 using namespace strata::collector;
+using strata::Result;
+using strata::Status;
+using strata::test::require_ok;
 using strata::collector::test::connect_unix;
 using strata::collector::test::message;
 using strata::collector::test::raw_exchange;
@@ -37,8 +44,7 @@ std::string temp_dir() {
 // Replies "ok echo=<verb> n=<fields>" to well-formed requests.
 [[noreturn]] void serve(const std::string& path, uid_t allowed, int ready_fd) {
   ControlServer server;
-  std::string error;
-  const bool ok = server.listen(path, allowed, &error);
+  const bool ok = server.listen(path, allowed).is_ok();
   const char byte = ok ? 1 : 0;
   [[maybe_unused]] ssize_t n = ::write(ready_fd, &byte, 1);
   if (!ok) ::_exit(1);
@@ -84,73 +90,79 @@ TEST_CASE("messages round-trip, with escaping") {
   m.set("output", "/tmp/a b=c%d\n.json").set("duration_ms", "2000");
   const std::string line = encode_message(m);
   CHECK(line == "start output=/tmp/a%20b%3Dc%25d%0A.json duration_ms=2000\n");
-  std::string error;
-  auto back = decode_message(line, &error);
-  REQUIRE(back);
-  CHECK(back->verb == "start");
-  CHECK(*back->get("output") == "/tmp/a b=c%d\n.json");
+  const Message back = require_ok(decode_message(line));
+  CHECK(back.verb == "start");
+  CHECK(*back.get("output") == "/tmp/a b=c%d\n.json");
   bool bad = false;
-  CHECK(get_uint(*back, "duration_ms", &bad) == 2000u);
-  CHECK_FALSE(get_uint(*back, "missing", &bad).has_value());
+  CHECK(get_uint(back, "duration_ms", &bad) == 2000u);
+  CHECK_FALSE(get_uint(back, "missing", &bad).has_value());
   CHECK_FALSE(bad);
 }
 
 TEST_CASE("recorded kinds: lists, edits of the default, and errors") {
-  std::string error;
-  CHECK(parse_kinds("kernel,runtime", &error) == (kKindKernel | kKindRuntime));
-  CHECK(parse_kinds(" kernel , runtime-all ,", &error) == (kKindKernel | kKindRuntimeAll));
-  CHECK(parse_kinds("default", &error) == kDefaultKinds);
-  CHECK(parse_kinds("all", &error) == kAllKinds);
-  CHECK(parse_kinds("-sync,-nvtx", &error) == (kDefaultKinds & ~(kKindSync | kKindNvtx)));
-  CHECK(parse_kinds("-runtime-all,+runtime", &error) == ((kDefaultKinds & ~kKindRuntimeAll) | kKindRuntime));
-  CHECK_FALSE(parse_kinds("kernel,bogus", &error));
-  CHECK(error.find("bogus") != std::string::npos);
-  CHECK_FALSE(parse_kinds("", &error));
-  CHECK_FALSE(parse_kinds("-kernel,-memcpy,-memset,-runtime-all,-driver,-sync,-nvtx,-overhead,-external", &error));
+  const auto kinds = [](std::string_view text) -> std::optional<uint32_t> {
+    const Result<uint32_t> r = parse_kinds(text);
+    if (!r.is_ok()) return std::nullopt;
+    return r.value();
+  };
+  CHECK(kinds("kernel,runtime") == (kKindKernel | kKindRuntime));
+  CHECK(kinds(" kernel , runtime-all ,") == (kKindKernel | kKindRuntimeAll));
+  CHECK(kinds("default") == kDefaultKinds);
+  CHECK(kinds("all") == kAllKinds);
+  CHECK(kinds("-sync,-nvtx") == (kDefaultKinds & ~(kKindSync | kKindNvtx)));
+  CHECK(kinds("-runtime-all,+runtime") == ((kDefaultKinds & ~kKindRuntimeAll) | kKindRuntime));
+  const Result<uint32_t> bogus = parse_kinds("kernel,bogus");
+  CHECK_FALSE(bogus.is_ok());
+  CHECK(bogus.status().message().find("bogus") != std::string::npos);
+  CHECK_FALSE(parse_kinds("").is_ok());
+  CHECK_FALSE(parse_kinds("-kernel,-memcpy,-memset,-runtime-all,-driver,-sync,-nvtx,-overhead,-external").is_ok());
   CHECK(kinds_text(kKindKernel | kKindNvtx) == "kernel,nvtx");
-  CHECK(parse_kinds(kinds_text(kDefaultKinds), &error) == kDefaultKinds);  // round trip
+  CHECK(kinds(kinds_text(kDefaultKinds)) == kDefaultKinds);  // round trip
   // A start request carries them as one value: commas need no escaping.
   Message m;
   m.verb = "start";
   m.set("kinds", kinds_text(kDefaultKinds));
-  auto back = decode_message(encode_message(m), &error);
-  REQUIRE(back);
-  CHECK(*back->get("kinds") == kinds_text(kDefaultKinds));
+  const Message back = require_ok(decode_message(encode_message(m)));
+  CHECK(*back.get("kinds") == kinds_text(kDefaultKinds));
 }
 
 TEST_CASE("metrics and kernel globs: lists, bounds and errors, in the protocol and on the command line") {
-  std::string error;
-  const auto two = parse_metrics("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum,gpu__time_duration.sum", &error);
-  REQUIRE(two);
-  CHECK(*two == std::vector<std::string>{"smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", "gpu__time_duration.sum"});
-  CHECK(metrics_text(*two) == "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum,gpu__time_duration.sum");
-  CHECK_FALSE(parse_metrics("", &error));
-  CHECK(error.find("empty metric name") != std::string::npos);
-  CHECK_FALSE(parse_metrics("a.sum,,b.sum", &error));
-  CHECK_FALSE(parse_metrics("a.sum,a.sum", &error));
-  CHECK(error.find("twice") != std::string::npos);
-  CHECK_FALSE(parse_metrics("a sum", &error));
+  const std::vector<std::string> two =
+      require_ok(parse_metrics("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum,gpu__time_duration.sum"));
+  CHECK(two == std::vector<std::string>{"smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", "gpu__time_duration.sum"});
+  CHECK(metrics_text(two) == "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum,gpu__time_duration.sum");
+  // Why parsing failed; "" (and a failed check) when it did not.
+  const auto metrics_error = [](std::string_view text) {
+    const Result<std::vector<std::string>> r = parse_metrics(text);
+    CHECK_FALSE(r.is_ok());
+    return r.status().message();
+  };
+  CHECK(metrics_error("").find("empty metric name") != std::string::npos);
+  CHECK_FALSE(parse_metrics("a.sum,,b.sum").is_ok());
+  CHECK(metrics_error("a.sum,a.sum").find("twice") != std::string::npos);
+  CHECK_FALSE(parse_metrics("a sum").is_ok());
   std::string many;
   for (size_t i = 0; i <= kMaxMetrics; ++i) many += (i ? ",m" : "m") + std::to_string(i) + ".sum";
-  CHECK_FALSE(parse_metrics(many, &error));
-  CHECK(error.find("more than " + std::to_string(kMaxMetrics)) != std::string::npos);
-  CHECK(check_kernel_glob("*gemm*", &error));
-  CHECK(check_kernel_glob("[]a]*", &error));
-  CHECK(check_kernel_glob("\\[x", &error));
-  CHECK_FALSE(check_kernel_glob("", &error));
-  CHECK_FALSE(check_kernel_glob("*[gemm", &error));
-  CHECK(error.find("never closed") != std::string::npos);
-  CHECK_FALSE(check_kernel_glob("gemm\\", &error));
-  CHECK_FALSE(check_kernel_glob(std::string(kMaxKernelGlobBytes + 1, 'a'), &error));
+  CHECK(metrics_error(many).find("more than " + std::to_string(kMaxMetrics)) != std::string::npos);
+  CHECK(check_kernel_glob("*gemm*").is_ok());
+  CHECK(check_kernel_glob("[]a]*").is_ok());
+  CHECK(check_kernel_glob("\\[x").is_ok());
+  CHECK_FALSE(check_kernel_glob("").is_ok());
+  const Status unclosed = check_kernel_glob("*[gemm");
+  CHECK_FALSE(unclosed.is_ok());
+  CHECK(unclosed.message().find("never closed") != std::string::npos);
+  CHECK_FALSE(check_kernel_glob("gemm\\").is_ok());
+  CHECK_FALSE(check_kernel_glob(std::string(kMaxKernelGlobBytes + 1, 'a')).is_ok());
 
   // strata record / attach: the options, and --kernels only with --metrics.
   const auto parse = [](std::vector<std::string> args, RecordOptions& opt) {
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
-    std::string why;
-    for (int i = 0; i < static_cast<int>(argv.size()) && why.empty(); ++i)
-      parse_record_option(static_cast<int>(argv.size()), argv.data(), i, opt, why);
-    return why.empty() ? check_record_options(opt) : why;
+    for (int i = 0; i < static_cast<int>(argv.size()); ++i) {
+      const Result<bool> parsed = parse_record_option(static_cast<int>(argv.size()), argv.data(), i, opt);
+      if (!parsed.is_ok()) return parsed.status().message();
+    }
+    return check_record_options(opt).message();
   };
   RecordOptions opt;
   CHECK(parse({"--kernels", "*gemm*", "--metrics", "gpu__time_duration.sum"}, opt).empty());
@@ -201,17 +213,17 @@ TEST_CASE("a process's rank comes from its launcher's variables; its file in the
 }
 
 TEST_CASE("malformed messages are rejected with a reason") {
-  std::string error;
-  CHECK_FALSE(decode_message("", &error));
-  CHECK_FALSE(decode_message("Start", &error));            // bad command word
-  CHECK_FALSE(decode_message("start output", &error));     // no '='
-  CHECK_FALSE(decode_message("start a=1  b=2", &error));   // empty word
-  CHECK_FALSE(decode_message("start a=%zz", &error));      // bad escape
-  CHECK_FALSE(decode_message("start a=%4", &error));       // truncated escape
-  CHECK_FALSE(decode_message("start a=1 a=2", &error));    // duplicate key
-  CHECK_FALSE(decode_message("a\nb", &error));             // two lines
-  CHECK_FALSE(decode_message(std::string(kMaxMessageBytes + 10, 'a'), &error));
-  CHECK(!error.empty());
+  CHECK_FALSE(decode_message("").is_ok());
+  CHECK_FALSE(decode_message("Start").is_ok());            // bad command word
+  CHECK_FALSE(decode_message("start output").is_ok());     // no '='
+  CHECK_FALSE(decode_message("start a=1  b=2").is_ok());   // empty word
+  CHECK_FALSE(decode_message("start a=%zz").is_ok());      // bad escape
+  CHECK_FALSE(decode_message("start a=%4").is_ok());       // truncated escape
+  CHECK_FALSE(decode_message("start a=1 a=2").is_ok());    // duplicate key
+  CHECK_FALSE(decode_message("a\nb").is_ok());             // two lines
+  const Result<Message> too_long = decode_message(std::string(kMaxMessageBytes + 10, 'a'));
+  CHECK_FALSE(too_long.is_ok());
+  CHECK(!too_long.status().message().empty());
   Message m = message("start");
   m.set("n", "12x");
   bool bad = false;
@@ -221,14 +233,14 @@ TEST_CASE("malformed messages are rejected with a reason") {
 
 TEST_CASE("the socket directory must be private") {
   const std::string dir = temp_dir();
-  std::string error;
-  CHECK(ensure_private_dir(dir + "/agents", &error));
+  CHECK(ensure_private_dir(dir + "/agents").is_ok());
   struct stat st {};
   REQUIRE(::stat((dir + "/agents").c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0700);
   REQUIRE(::chmod((dir + "/agents").c_str(), 0755) == 0);
-  CHECK_FALSE(ensure_private_dir(dir + "/agents", &error));
-  CHECK(error.find("mode 0700") != std::string::npos);
+  const Status shared = ensure_private_dir(dir + "/agents");
+  CHECK_FALSE(shared.is_ok());
+  CHECK(shared.message().find("mode 0700") != std::string::npos);
   ::rmdir((dir + "/agents").c_str());
   ::rmdir(dir.c_str());
 }
@@ -237,15 +249,13 @@ TEST_CASE("a client and an agent-side server talk across processes") {
   const std::string dir = temp_dir();
   const std::string path = agent_socket_path(dir, 4242);
   const pid_t server = start_server(path, ::getuid());
-  std::string error;
 
   Message req = message("status");
   req.set("path", "/x y");
-  auto reply = request(path, req, 3000, &error);
-  REQUIRE_MESSAGE(reply, error);
-  CHECK(reply->verb == "ok");
-  CHECK(*reply->get("echo") == "status");
-  CHECK(*reply->get("path") == "/x y");
+  const Message reply = require_ok(request(path, req, 3000));
+  CHECK(reply.verb == "ok");
+  CHECK(*reply.get("echo") == "status");
+  CHECK(*reply.get("path") == "/x y");
 
   // Bad bytes get an error reply, and the server keeps serving.
   CHECK(raw_exchange(path, "NOT A COMMAND\n", false).rfind("error message=bad%20request", 0) == 0);
@@ -255,18 +265,19 @@ TEST_CASE("a client and an agent-side server talk across processes") {
   // A client that connects and says nothing does not block the server for long.
   const int silent = connect_unix(path);
   REQUIRE(silent >= 0);
-  auto after = request(path, message("status"), 3000, &error);
-  CHECK_MESSAGE(after, error);
+  const Result<Message> after = request(path, message("status"), 3000);
+  CHECK_MESSAGE(after.is_ok(), after.status().message());
   ::close(silent);
 
-  auto quit = request(path, message("quit"), 3000, &error);
-  REQUIRE(quit);
+  const Result<Message> quit = request(path, message("quit"), 3000);
+  REQUIRE(quit.is_ok());
   CHECK(reap(server) == 0);
   CHECK(::access(path.c_str(), F_OK) != 0);  // the server removed its socket
 
   // Nobody listening: a clear error, no hang.
-  CHECK_FALSE(request(path, message("status"), 1000, &error));
-  CHECK(error.find("cannot connect") != std::string::npos);
+  const Result<Message> nobody = request(path, message("status"), 1000);
+  CHECK_FALSE(nobody.is_ok());
+  CHECK(nobody.status().message().find("cannot connect") != std::string::npos);
   ::rmdir(dir.c_str());
 }
 
@@ -275,11 +286,9 @@ TEST_CASE("peers of another uid are refused (SO_PEERCRED)") {
   const std::string path = agent_socket_path(dir, 4243);
   // The server admits only a uid that is not ours, so our own request must be refused.
   const pid_t server = start_server(path, ::getuid() + 1);
-  std::string error;
-  auto reply = request(path, message("status"), 3000, &error);
-  REQUIRE_MESSAGE(reply, error);
-  CHECK(is_error(*reply));
-  CHECK(error_text(*reply).find("permission denied") != std::string::npos);
+  const Message reply = require_ok(request(path, message("status"), 3000));
+  CHECK(is_error(reply));
+  CHECK(error_text(reply).find("permission denied") != std::string::npos);
   ::kill(server, SIGKILL);  // SIGKILL: the forked child carries doctest's signal handlers
   reap(server);
   ::unlink(path.c_str());
@@ -292,21 +301,18 @@ TEST_CASE("another user cannot even reach a socket in the private directory") {
     return;
   }
   const std::string dir = temp_dir();
-  std::string error;
-  REQUIRE(ensure_private_dir(dir + "/agents", &error));
+  REQUIRE(ensure_private_dir(dir + "/agents").is_ok());
   const std::string path = agent_socket_path(dir + "/agents", 4244);
   const pid_t server = start_server(path, ::getuid());
   const pid_t intruder = ::fork();
   REQUIRE(intruder >= 0);
   if (intruder == 0) {
     if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
-    std::string err;
-    auto r = request(path, message("status"), 1000, &err);
-    ::_exit(r ? 1 : 0);  // 0: refused, as it must be
+    const Result<Message> r = request(path, message("status"), 1000);
+    ::_exit(r.is_ok() ? 1 : 0);  // 0: refused, as it must be
   }
   CHECK(reap(intruder) == 0);
-  auto quit = request(path, message("quit"), 3000, &error);
-  CHECK(quit);
+  CHECK(request(path, message("quit"), 3000).is_ok());
   reap(server);
   ::rmdir((dir + "/agents").c_str());
   ::rmdir(dir.c_str());

@@ -14,7 +14,8 @@ FUZZER=$BUILD/tests/fuzz/fuzz_loader
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 shopt -s nullglob
-python3 "$HERE/make_corpus.py" "$WORK/corpus" "$ROOT"/../shared/traces/*.gz "$ROOT"/tests/data/torch2/*.gz
+# Seeds: the vendored real traces (tests/data/traces, the same files as ../shared/traces) and torch2.
+python3 "$HERE/make_corpus.py" "$WORK/corpus" "$ROOT"/tests/data/traces/*.gz "$ROOT"/tests/data/torch2/*.gz
 ARTIFACTS=$BUILD/fuzz-artifacts
 mkdir -p "$ARTIFACTS"
 echo "run_fuzz.sh: $(ls "$WORK/corpus" | wc -l) seeds, ${TIME}s"

@@ -2,7 +2,8 @@
 """What each real trace's own markers say about its steps, counted independently of Strata:
 the golden data for tests/annotate/test_steps.cpp.
 
-For every trace in ../shared/traces (its subfolders too), tests/data/torch2 and
+For every trace in tests/data/traces (the vendored copies) and what only ../shared/traces adds
+(their subfolders too), tests/data/torch2 and
 tests/data/cpu-workloads this reads the raw JSON with nothing but the standard library and
 writes, per trace:
 
@@ -40,7 +41,8 @@ from decimal import Decimal
 
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parent.parent
-TRACE_DIRS = [REPO.parent / "shared" / "traces", REPO / "tests" / "data" / "torch2", REPO / "tests" / "data" / "cpu-workloads"]
+TRACE_DIRS = [REPO / "tests" / "data" / "traces", REPO.parent / "shared" / "traces", REPO / "tests" / "data" / "torch2",
+              REPO / "tests" / "data" / "cpu-workloads"]
 OUT = HERE / "steps.json"
 
 DEVICE_CATS = {"kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset", "gpu_user_annotation"}
@@ -194,7 +196,8 @@ def main():
     golden = {}
     for p in traces():
         key = str(p.relative_to(p.parents[1])) if p.parent.name.endswith("ranks") else p.name
-        golden[key] = count(p)
+        if key not in golden:  # the vendored copy first
+            golden[key] = count(p)
     text = json.dumps(golden, indent=1, sort_keys=True) + "\n"
     if write:
         OUT.write_text(text)

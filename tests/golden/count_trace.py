@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Independent counts of Kineto traces, the golden data for tests/test_real_traces.cpp.
 
-For every trace in ../shared/traces/*.gz (next to the repository) and tests/data/torch2/*.gz
+For every trace in tests/data/traces/*.gz (the vendored copies), what only ../shared/traces/*.gz
+(next to the repository) adds, and tests/data/torch2/*.gz
 this counts, with nothing but the standard library, what the loader must report:
 traceEvents entries, entries per `ph` and per category (normalised like the loader's
 known_category(); uncategorised events it recognises by their place, torch_npu's device tasks
@@ -26,7 +27,7 @@ from decimal import Decimal
 
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parent.parent
-TRACE_DIRS = [REPO.parent / "shared" / "traces", REPO / "tests" / "data" / "torch2"]
+TRACE_DIRS = [REPO / "tests" / "data" / "traces", REPO.parent / "shared" / "traces", REPO / "tests" / "data" / "torch2"]
 
 # known_category() in core/kineto_parse.cpp: spelling -> cat_name().
 KNOWN_CATS = {
@@ -250,7 +251,10 @@ def golden_path(trace):
 
 def main():
     write = "--write" in sys.argv[1:]
-    traces = sorted(p for d in TRACE_DIRS if d.is_dir() for p in d.glob("*.gz"))
+    by_name = {}  # each name once: the first folder's copy
+    for p in (p for d in TRACE_DIRS if d.is_dir() for p in sorted(d.glob("*.gz"))):
+        by_name.setdefault(p.name, p)
+    traces = sorted(by_name.values())
     if not traces:
         sys.exit("count_trace.py: no traces found in " + ", ".join(map(str, TRACE_DIRS)))
     differ = 0

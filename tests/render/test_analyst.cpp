@@ -7,6 +7,7 @@
 #include "render/legend.h"
 #include "render/search.h"
 #include "render/timeline.h"
+#include "test_data.h"
 
 #include <doctest/doctest.h>
 
@@ -40,15 +41,14 @@ const char* kTrace = R"J({"traceEvents":[
 
 std::unique_ptr<TraceModel> load(std::string_view json) {
   LoadResult r = load_trace_bytes("analyst.json", json);
-  REQUIRE_MESSAGE(r.model, r.error);
+  REQUIRE_MESSAGE(r.model, r.error());
   return std::move(r.model);
 }
 
-// A real trace, or null where this checkout lacks it.
+// A real trace (the caller skips the case where this checkout lacks it).
 std::unique_ptr<TraceModel> load_file(const std::string& path) {
-  if (!std::filesystem::exists(path)) return nullptr;
   LoadResult r = load_trace(path);
-  REQUIRE_MESSAGE(r.model, r.error);
+  REQUIRE_MESSAGE(r.model, r.error());
   return std::move(r.model);
 }
 
@@ -93,8 +93,9 @@ TEST_CASE("search results: per name its count, the time it covers, its longest; 
 }
 
 TEST_CASE("search results on a real trace: counts add up, times within the trace, sorted") {
-  auto model = load_file(std::string(STRATA_TEST_DATA_DIR) + "/torch2/resnet18-train-h100.pt.trace.json.gz");
-  if (!model) return;
+  const std::string path = std::string(STRATA_TEST_DATA_DIR) + "/torch2/resnet18-train-h100.pt.trace.json.gz";
+  STRATA_SKIP_UNLESS(std::filesystem::exists(path), path + " not found");
+  auto model = load_file(path);
   const TraceModel& m = *model;
   SearchResult r = find_by_name(m, "conv");
   REQUIRE(!r.names.empty());
@@ -172,8 +173,8 @@ TEST_CASE("flows: launch and GPU op, forward and backward op, CPU and GPU range,
 }
 
 TEST_CASE("flows on a real trace: every fwd/bwd pair and every launch is one click each way") {
-  auto model = load_file(std::string(STRATA_TRACES_DIR) + "/hta-resnet-v100-fwdbwd.pt.trace.json.gz");
-  if (!model) return;
+  STRATA_REQUIRE_TRACE(path, "hta-resnet-v100-fwdbwd.pt.trace.json.gz");
+  auto model = load_file(path);
   const TraceModel& m = *model;
   REQUIRE(!m.fwd_to_bwd.empty());
   size_t checked = 0;

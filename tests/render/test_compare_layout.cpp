@@ -24,7 +24,7 @@ struct Run {
 
 Run open(const std::filesystem::path& p) {
   LoadResult r = load_trace(p.string());
-  INFO(p.string() << ": " << r.error);
+  INFO(p.string() << ": " << r.error());
   REQUIRE(r.model);
   Run run{std::move(r.model), {}};
   run.annotation = annotate(*run.model);

@@ -41,7 +41,7 @@ std::unique_ptr<Read> read_first(size_t n) {
   for (size_t i = 0; i < n; ++i) r->json += std::string(i ? ",\n  " : "\n  ") + kEvents[i];
   if (n == std::size(kEvents)) r->json += "\n]}";
   LoadResult lr = load_trace_bytes("growing.json", r->json);
-  REQUIRE_MESSAGE(lr.model, lr.error);
+  REQUIRE_MESSAGE(lr.model, lr.error());
   r->model = std::move(lr.model);
   r->annotation = annotate(*r->model);
   r->timeline.build(*r->model);

@@ -5,6 +5,7 @@
 #include "render/drill.h"
 #include "render/search.h"
 #include "render/timeline.h"
+#include "test_data.h"
 
 #include <doctest/doctest.h>
 
@@ -36,7 +37,7 @@ const char* kTrace = R"J({"traceEvents":[
 
 std::unique_ptr<TraceModel> load(std::string_view json) {
   LoadResult r = load_trace_bytes("synthetic.json", json);
-  REQUIRE_MESSAGE(r.model, r.error);
+  REQUIRE_MESSAGE(r.model, r.error());
   return std::move(r.model);
 }
 
@@ -231,9 +232,9 @@ TEST_CASE("drill-down: focus path, related items, children, --focus") {
 
 TEST_CASE("timeline on a real trace: layout at every zoom stays within pixels") {
   std::filesystem::path p = std::filesystem::path(STRATA_TEST_DATA_DIR) / "torch2" / "resnet18-train-h100.pt.trace.json.gz";
-  if (!std::filesystem::exists(p)) return;
+  STRATA_SKIP_UNLESS(std::filesystem::exists(p), p.string() + " not found");
   LoadResult r = load_trace(p.string());
-  REQUIRE_MESSAGE(r.model, r.error);
+  REQUIRE_MESSAGE(r.model, r.error());
   const TraceModel& m = *r.model;
   Annotation a = annotate(m);
   Timeline tl;

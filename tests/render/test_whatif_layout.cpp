@@ -201,14 +201,14 @@ TEST_CASE("what-if layout: a real trace's iteration replayed with kernels twice 
   std::filesystem::path p = std::filesystem::path(STRATA_TEST_DATA_DIR) / "torch2" / "resnet18-train-h100.pt.trace.json.gz";
   REQUIRE_MESSAGE(std::filesystem::exists(p), p.string());  // vendored in tests/data
   LoadResult r = load_trace(p.string());
-  REQUIRE_MESSAGE(r.model, r.error);
+  REQUIRE_MESSAGE(r.model, r.error());
   const TraceModel& m = *r.model;
   const Annotation a = annotate(m);
   const whatif::Graph g = whatif::build_graph(m, a);
   REQUIRE(g.size() > 0);
-  whatif::Scenario sc;
-  std::string error;
-  REQUIRE(whatif::parse_scenario("kernels-2x", 2.0, sc, error));
+  const Result<whatif::Scenario> parsed = whatif::parse_scenario("kernels-2x", 2.0);
+  REQUIRE(parsed.is_ok());
+  const whatif::Scenario& sc = parsed.value();
   const whatif::ReplayResult unchanged = whatif::replay(g);
   const whatif::ReplayResult fast = whatif::replay(g, whatif::scenario_scale(g, sc).scale);
   std::vector<Ns> measured_end(g.size());

@@ -1,4 +1,5 @@
-// The replay graph on small made-up traces: its edges, and predictions worked out by hand.
+// The replay graph on small made-up traces: its edges, and predictions worked out by hand; and
+// its calibration (the unchanged replay gives back every measured time) on real traces too.
 #include "core/job/job.h"
 #include "core/text_format.h"
 #include "core/whatif/whatif.h"
@@ -58,10 +59,9 @@ std::unique_ptr<Replayable> replayable(const std::string& json) {
 }
 
 Scenario scenario(const char* spec) {
-  Scenario s;
-  std::string error;
-  REQUIRE_MESSAGE(parse_scenario(spec, 2, s, error), error);
-  return s;
+  Result<Scenario> s = parse_scenario(spec, 2);
+  REQUIRE_MESSAGE(s.is_ok(), s.status().message());
+  return s.value();
 }
 
 Ns predicted(const Graph& g, const char* spec) { return what_if(g, {scenario(spec)}, "test").scenarios.at(0).predicted; }
@@ -212,12 +212,12 @@ TEST_CASE("cancel: a cancelled build gives an empty graph, a cancelled what-if s
   Progress cancelled;
   cancelled.cancel = true;
   Graph none = build_graph(*r->model, r->annotation, &cancelled);
-  CHECK(none.cancelled);
+  CHECK(none.status.is_cancelled());
   CHECK(none.size() == 0);
   Report rep = what_if(r->graph, default_scenarios(), "cancelled", &cancelled);
-  CHECK(rep.cancelled);
+  CHECK(rep.status.is_cancelled());
   CHECK(rep.scenarios.empty());
-  CHECK_FALSE(r->graph.cancelled);
+  CHECK_FALSE(r->graph.status.is_cancelled());
 }
 
 TEST_CASE("cross-stream wait: stream 8's kernel waits for the op stream 7 recorded") {
@@ -306,21 +306,24 @@ TEST_CASE("a CPU-only trace replays its host time; GPU scenarios change nothing"
 }
 
 TEST_CASE("scenario specs") {
-  Scenario s;
-  std::string error;
-  CHECK(parse_scenario("kernel:*gemm*=2", 2, s, error));
-  CHECK(s.effects.at(0).kind == Effect::Kind::Kernel);
-  CHECK(s.effects[0].pattern == "*gemm*");
-  CHECK(parse_scenario("phase:data-loading=inf", 2, s, error));
-  CHECK(s.effects.at(0).phase == PhaseKind::DataLoading);
-  CHECK(parse_scenario("kernels-2x,no-launch-overhead", 2, s, error));
-  CHECK(s.effects.size() == 2);
-  CHECK(parse_scenario("amp", 3, s, error));
-  CHECK(s.effects.at(0).value == 3);
-  CHECK(parse_scenario("layer:Forward/layer1=1.5", 2, s, error));
+  Result<Scenario> s = parse_scenario("kernel:*gemm*=2", 2);
+  REQUIRE(s.is_ok());
+  CHECK(s->effects.at(0).kind == Effect::Kind::Kernel);
+  CHECK(s->effects[0].pattern == "*gemm*");
+  s = parse_scenario("phase:data-loading=inf", 2);
+  REQUIRE(s.is_ok());
+  CHECK(s->effects.at(0).phase == PhaseKind::DataLoading);
+  s = parse_scenario("kernels-2x,no-launch-overhead", 2);
+  REQUIRE(s.is_ok());
+  CHECK(s->effects.size() == 2);
+  s = parse_scenario("amp", 3);
+  REQUIRE(s.is_ok());
+  CHECK(s->effects.at(0).value == 3);
+  CHECK(parse_scenario("layer:Forward/layer1=1.5", 2).is_ok());
   for (const char* bad : {"faster", "kernel:x=0", "kernel:x=-1", "kernel:=2", "phase:lunch=2", "op:x=2", "", "kernel:x=fast"}) {
-    CHECK_MESSAGE(!parse_scenario(bad, 2, s, error), bad);
-    CHECK(!error.empty());
+    Result<Scenario> refused = parse_scenario(bad, 2);
+    CHECK_MESSAGE(!refused.is_ok(), bad);
+    CHECK(!refused.status().message().empty());
   }
 }
 
@@ -341,10 +344,10 @@ TEST_CASE("a job: a collective ends on no rank before the last one arrives") {
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "rank0.json") << rank_trace(0, 20, 30);
   std::ofstream(dir / "rank1.json") << rank_trace(1, 120, 130);
-  std::string error;
-  std::vector<JobFile> files = job_files({dir.string()}, error);
-  REQUIRE(files.size() == 2);
-  Job job = load_job(files, {});
+  Result<std::vector<JobFile>> files = job_files({dir.string()});
+  REQUIRE(files.is_ok());
+  REQUIRE(files->size() == 2);
+  Job job = load_job(files.value(), {});
   REQUIRE(job.data.size() == 2);
   Graph g = build_job_graph(job);
   CHECK(g.parts.size() == 2);
@@ -361,6 +364,45 @@ TEST_CASE("a job: a collective ends on no rank before the last one arrives") {
   CHECK(rep.scenarios[0].part_predicted.at(1) == 240 * kUs);
   CHECK(rep.scenarios[0].predicted == 240 * kUs);
   std::filesystem::remove_all(dir);
+}
+
+// The calibration check of the made-up traces above, on real ones (tests/data/traces and
+// tests/data), each bringing what the made-up ones lack.
+TEST_CASE("calibration on real traces: the unchanged replay gives back every measured time") {
+  const std::vector<std::filesystem::path> traces = {
+      find_trace("hta-alexnet-a100.pt.trace.json.gz"),                 // cuda_sync events, no ProfilerStep
+      find_trace("hta-event-sync-multistream-a100.pt.trace.json.gz"),  // cross-stream event waits
+      find_trace("hta-triton-a100.pt.trace.json.gz"),                  // cuLaunchKernel (driver API)
+      find_trace("hta-rocm-mi250.pt.trace.json.gz"),                   // an AMD GPU
+      find_trace("hta-cpu-only-gloo.pt.trace.json.gz"),                // no GPU at all
+      find_trace("hotline-resnet50-rtx3090.pt.trace.json.gz"),         // no args: no correlation ids
+      find_trace("hta-nccl-a100-2ranks.pt.trace.json.gz"),             // NCCL collectives, 3 steps
+      test_data_dir() / "torch2/resnet18-train-h100.pt.trace.json.gz",  // PyTorch 2, H100, memory events
+      test_data_dir() / "collector/mlp_5iter.pt.trace.json.gz",         // Strata's own recording
+  };
+  for (const auto& p : traces) STRATA_SKIP_UNLESS(!p.empty() && std::filesystem::exists(p), "a real trace is not here");
+  for (const auto& p : traces) {
+    CAPTURE(p.filename().string());
+    LoadResult l = load_trace(p.string());
+    REQUIRE_MESSAGE(l.model, l.error());
+    const Annotation a = annotate(*l.model);
+    const Graph g = build_graph(*l.model, a);
+    REQUIRE(g.size() > 0);
+    check_exact(g);
+  }
+}
+
+TEST_CASE("calibration on a real job: two ranks coupled by their collectives replay at their measured times") {
+  STRATA_REQUIRE_TRACE(rank, "hta-nccl-a100-2ranks.pt.trace.json.gz");
+  const auto dir = std::filesystem::temp_directory_path() / ("strata_whatif_calibration_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  for (const char* name : {"rank0.pt.trace.json.gz", "rank1.pt.trace.json.gz"}) std::filesystem::copy_file(rank, dir / name);
+  Job job = load_job(job_files({dir.string()}).value(), {});
+  std::filesystem::remove_all(dir);
+  REQUIRE(job.data.size() == 2);
+  const Graph g = build_job_graph(job);
+  CHECK(g.stats.collectives_coupled > 0);
+  check_exact(g);
 }
 
 }  // namespace
