@@ -2,14 +2,17 @@
 // ranges around the ops, by what PyTorch's modules are:
 //   units   the leaf modules: a weight op (conv, linear, embedding, an RNN over all its steps),
 //           a norm (BatchNorm with the counter it bumps first), an activation, a pooling, a
-//           dropout, a resampling; attention as one unit from its in-projection through the
-//           scores, softmax and weighted sum to its out-projection (separate q/k/v projections
-//           are child units of it, a packed one is part of it);
+//           dropout (a random mask applied by a product too: stochastic depth), a resampling;
+//           attention as one unit from its in-projection through the scores, softmax and
+//           weighted sum to its out-projection (separate q/k/v projections are child units of
+//           it, a packed one is part of it);
+//   groups  a weight op with the norm and in-place activation that follow it (ConvNormActivation);
 //   blocks  what a residual connection closes: the ops from where the block's input was made
 //           to the add that joins it back (with the activation or, post-norm, the norm that
-//           follows the add); blocks of one kind that alternate with another (attention, MLP)
-//           pair into a layer; a run of blocks from one that changes the shape (a projection
-//           shortcut) to the next is a stage;
+//           follows the add), and inside it the residual function when that is units only;
+//           blocks of one kind that alternate with another (attention, MLP) pair into a layer;
+//           a run of blocks from one that changes the shape (a projection shortcut) to the
+//           next is a stage;
 //   model   the whole forward: the root module that holds the rest.
 // Ops that are none of those (views, residual adds, concatenations, scores outside attention)
 // stay loose in the innermost block around them, as they are in the module that calls them.
@@ -105,7 +108,42 @@ struct Inference {
       }
       els.push_back(std::move(e));
     }
-    return attention(std::move(els));
+    return attention(random_masks(std::move(els)));
+  }
+
+  // A random mask applied by a product (StochasticDepth, DropPath, a dropout written by hand):
+  // the tensor made for the mask, its bernoulli draw, its scaling and the product are one
+  // dropout unit.
+  static std::vector<Element> random_masks(std::vector<Element> els) {
+    auto loose = [&](size_t j, std::initializer_list<std::string_view> prefixes) {
+      if (j >= els.size() || els[j].unit) return false;
+      for (std::string_view p : prefixes)
+        if (els[j].op.starts_with(p)) return true;
+      return false;
+    };
+    std::vector<Element> out;
+    for (size_t i = 0; i < els.size(); ++i) {
+      if (!loose(i, {"aten::bernoulli"})) {
+        out.push_back(std::move(els[i]));
+        continue;
+      }
+      Element d;
+      d.unit = true;
+      d.role = Role::Dropout;
+      d.kind = "dropout";
+      d.op = els[i].op;
+      size_t lo = out.size();
+      while (lo > 0 && !out[lo - 1].unit && (out[lo - 1].op.starts_with("aten::empty") || out[lo - 1].op.starts_with("aten::new_empty")))
+        --lo;
+      for (size_t j = lo; j < out.size(); ++j) d.ops.insert(d.ops.end(), out[j].ops.begin(), out[j].ops.end());
+      out.erase(out.begin() + long(lo), out.end());
+      d.ops.insert(d.ops.end(), els[i].ops.begin(), els[i].ops.end());
+      auto take = [&](size_t j) { d.ops.insert(d.ops.end(), els[j].ops.begin(), els[j].ops.end()); };
+      while (loose(i + 1, {"aten::div"})) take(++i);
+      if (loose(i + 1, {"aten::mul"})) take(++i);
+      out.push_back(std::move(d));
+    }
+    return out;
   }
 
   // Scores, a softmax, a weighted sum: attention, from its in-projection to its out-projection.
@@ -240,11 +278,13 @@ struct Inference {
   }
 
   // A signature of what a run of elements is, for repetition: its units' kinds in order.
-  // Transposes count: they tell a token-mixing half from a channel-mixing one.
+  // Transposes count: they tell a token-mixing half from a channel-mixing one. Dropouts do
+  // not: one with p = 0 (a first block's stochastic depth) runs no op.
   static std::string signature(const std::vector<Element>& els, size_t from, size_t to) {
     std::string s;
     for (size_t j = from; j < to; ++j)
-      if (els[j].unit) s += std::string(els[j].kind) + ",";
+      if (els[j].unit && els[j].role == Role::Dropout) continue;
+      else if (els[j].unit) s += std::string(els[j].kind) + ",";
       else if (els[j].op == "aten::transpose" || els[j].op == "aten::permute") s += "T;";
     return s;
   }
@@ -255,8 +295,9 @@ struct Inference {
   // block instead (DenseNet's layers concatenate the features before them).
   std::vector<std::pair<size_t, size_t>> residual_blocks(const std::vector<Element>& els) {
     // Post-norm (the norm right after the add closes the block) unless the first residual
-    // branch starts with a norm (pre-norm: that norm opens the next block).
-    bool pre_norm = false;
+    // branch starts with a norm (pre-norm: that norm opens the next block); without attention,
+    // pre-norm where the residual adds follow weight ops (pre-activation).
+    bool pre_norm = normalises_first(els);
     for (size_t j = 1; j < els.size(); ++j)
       if (els[j].unit && els[j].kind == "attention") {
         size_t k = j;
@@ -301,14 +342,20 @@ struct Inference {
     for (auto& s : sig) ++count[s];
     for (size_t k = 0; k < blocks.size(); ++k) {
       for (auto& [other, n] : count) {
-        if (std::count(other.begin(), other.end(), ',') < 2 || other.size() >= sig[k].size() || !sig[k].ends_with(other) ||
-            sig[k][sig[k].size() - other.size() - 1] != ',')
+        const char before = sig[k].size() > other.size() ? sig[k][sig[k].size() - other.size() - 1] : 0;
+        if (std::count(other.begin(), other.end(), ',') < 2 || !sig[k].ends_with(other) || (before != ',' && before != ';'))
           continue;
-        size_t units = size_t(std::count(other.begin(), other.end(), ','));
+        // Back over exactly the other's units and transposes, then the loose ops before them (a
+        // message passing's gather, the embeddings' sum); a transpose there is the stem's (a
+        // LayerNorm2d's permute back): the other block does not start with it.
+        auto transpose = [&](const Element& e) { return !e.unit && (e.op == "aten::transpose" || e.op == "aten::permute"); };
+        size_t tokens = size_t(std::count(other.begin(), other.end(), ',') + std::count(other.begin(), other.end(), ';'));
         size_t at = blocks[k].second;
-        while (units > 0 && at > blocks[k].first)
-          if (els[--at].unit) --units;
-        while (at > blocks[k].first && !els[at - 1].unit) --at;  // the loose ops before it are the block's
+        while (tokens > 0 && at > blocks[k].first) {
+          const Element& e = els[--at];
+          tokens -= (e.unit && e.role != Role::Dropout) || transpose(e);
+        }
+        while (at > blocks[k].first && !els[at - 1].unit && !transpose(els[at - 1])) --at;
         blocks.insert(blocks.begin() + long(k) + 1, {at, blocks[k].second});
         blocks[k].second = at;
         sig.insert(sig.begin() + long(k) + 1, other);
@@ -316,6 +363,18 @@ struct Inference {
         ++count[other];
         break;
       }
+    }
+  }
+
+  // Signatures pass over dropouts, so a dropout before a block (the embeddings') can lead it
+  // where the block's repeats start with no dropout: it is not the block's.
+  static void trim_dropouts(const std::vector<Element>& els, std::vector<std::pair<size_t, size_t>>& blocks,
+                            const std::vector<std::string>& sig) {
+    auto leads = [&](size_t k) { return blocks[k].second > blocks[k].first + 1 && els[blocks[k].first].role == Role::Dropout; };
+    for (size_t k = 0; k < blocks.size(); ++k) {
+      bool peer_without = false;
+      for (size_t o = 0; o < blocks.size(); ++o) peer_without |= o != k && sig[o] == sig[k] && !leads(o);
+      while (peer_without && leads(k)) ++blocks[k].first;
     }
   }
 
@@ -381,6 +440,7 @@ struct Inference {
     std::vector<std::string> sig;
     for (auto [f, t] : blocks) sig.push_back(signature(els, f, t));
     split_stem(els, blocks, sig);
+    trim_dropouts(els, blocks, sig);
     bool repeats = false;  // blocks of one kind one after another: each block is a module
     for (size_t k = 1; k < sig.size(); ++k) repeats |= sig[k] == sig[k - 1];
     // Blocks of two kinds that strictly alternate (attention, MLP) are halves of one layer: the
@@ -412,6 +472,84 @@ struct Inference {
       block_sig.push_back(signature(els, f, t));
     }
     stages(parent, layers, block_nodes, block_sig);
+    if (r1 - r0 < 4)
+      for (auto [f, t] : layers) residual_branch(els, f, t);
+    weight_norm_groups(els);
+  }
+
+  // What a residual block adds to its input, x + F(x): F, from the block's start to the add,
+  // without what scales it on the way (a layer scale, a stochastic depth), is a layer of its
+  // own (InvertedResidual's conv, MBConv's block, CNBlock's block) when it is made of units
+  // and reshapes only.
+  void residual_branch(const std::vector<Element>& els, size_t f, size_t t) {
+    size_t add = t;
+    while (add > f && els[add - 1].unit && (els[add - 1].role == Role::Activation || els[add - 1].role == Role::Norm)) --add;
+    if (add == f || els[add - 1].unit || els[add - 1].role != Role::Add) return;
+    size_t end = --add;
+    while (end > f && ((els[end - 1].unit && els[end - 1].role == Role::Dropout) ||
+                       (!els[end - 1].unit && els[end - 1].role != Role::Shape)))
+      --end;
+    // Ops of the block's own in F (a product, a matmul) say F is computed inline, not a module.
+    size_t units = 0;
+    for (size_t j = f; j < end; ++j) {
+      if (!els[j].unit && els[j].role != Role::Shape) return;
+      units += els[j].unit;
+    }
+    if (units < 2) return;
+    std::vector<NodeId> kids;
+    for (size_t j = f; j < end; ++j) kids.push_back(els[j].node);
+    make(numbered("Residual branch"), b.parent[kids.front()], kids);
+  }
+
+  // Whether the model normalises before its weight ops (pre-activation, pre-norm) rather than
+  // after them: its residual adds follow weight ops more often than norms.
+  static bool normalises_first(const std::vector<Element>& els) {
+    int after_norm = 0, after_weight = 0;
+    for (size_t j = 1; j < els.size(); ++j) {
+      if (els[j].unit || els[j].role != Role::Add) continue;
+      size_t k = j;
+      while (k > 0 && ((!els[k - 1].unit && els[k - 1].role == Role::Shape) || (els[k - 1].unit && els[k - 1].role == Role::Dropout))) --k;
+      if (k == 0 || !els[k - 1].unit) continue;
+      after_norm += els[k - 1].role == Role::Norm;
+      after_weight += els[k - 1].role == Role::Weight;
+    }
+    return after_weight > after_norm;
+  }
+
+  // A weight op whose output a norm takes at once, with the activation that takes the norm's
+  // (Conv-BatchNorm-ReLU): the leaf modules a ConvNormActivation or a Sequential wraps as one,
+  // a layer of its own inside the block. Convs right before it with nothing between are one
+  // factorised conv (a separable conv's depthwise and pointwise halves) the norm follows. Only
+  // units under one parent: a group never crosses a block's edge. Not where the model
+  // normalises before its weights (pre-activation: its residual adds follow a weight op):
+  // there a norm opens the next group rather than closing the one before.
+  void weight_norm_groups(std::vector<Element>& els) {
+    auto single_weight = [&](size_t j) {
+      const Element& w = els[j];
+      return w.unit && w.role == Role::Weight && w.inner.empty() && (w.kind == "conv" || w.kind == "linear");
+    };
+    if (normalises_first(els)) return;
+    for (size_t j = 0; j + 1 < els.size(); ++j) {
+      if (!single_weight(j)) continue;
+      // A LayerNorm after a linear is the next module's pre-norm (a transformer's), not its.
+      if (!(els[j + 1].unit && els[j + 1].role == Role::Norm) || (els[j].kind == "linear" && els[j + 1].kind == "layer_norm")) continue;
+      size_t from = j, end = j + 2;
+      while (from > 0 && single_weight(from - 1) && els[from - 1].kind == els[j].kind && b.parent[els[from - 1].node] == b.parent[els[j].node])
+        --from;
+      // The activation only when in place: nn.ReLU(inplace=True) is a module of the group, while
+      // F.relu(bn(conv(x))) is its caller's own op (a new tensor, as F.relu writes by default).
+      if (end < els.size() && els[end].unit && els[end].role == Role::Activation && els[end].op.ends_with("_")) ++end;
+      std::vector<NodeId> kids;
+      std::string name;
+      for (size_t k = from; k < end; ++k) {
+        kids.push_back(els[k].node);
+        name += (k > from ? " + " : "") + readable(els[k]);
+      }
+      const NodeId parent = b.parent[kids.front()];
+      if (std::all_of(kids.begin(), kids.end(), [&](NodeId k) { return b.parent[k] == parent; }))
+        make(numbered(readable(els[j]) + "-Norm") + ": " + name, parent, kids);
+      j = end - 1;
+    }
   }
 
   // Consecutive blocks from one that differs from the common kind (it changes the shape: a

@@ -179,7 +179,8 @@ TEST_CASE("diff: an added layer shows on one side only, and the rest still line 
   STRATA_SKIP_UNLESS(std::filesystem::exists(pairs_dir() / "truth.json"), "tests/data/diff-pairs is not here");
   Diff d = diff_pair("added-layer");
   CHECK(d.same_model);
-  // Truth: b inserts Conv-BatchNorm-ReLU (features.2); a's layers are all in b.
+  // Truth: b inserts Conv-BatchNorm-ReLU (features.2), inferred as one Conv-Norm layer around
+  // its three units; a's layers are all in b.
   std::map<std::string, int> only_b_forward;
   for (const DiffRow& r : d.layers) {
     CAPTURE(r.name_a);
@@ -187,7 +188,7 @@ TEST_CASE("diff: an added layer shows on one side only, and the rest still line 
     if (starts(r.name_a, "Forward/")) CHECK(r.b.has_value());  // nothing of a's forward is lost
     if (!r.a && starts(r.name_b, "Forward/")) ++only_b_forward[kind_of(r.name_b)];
   }
-  CHECK(only_b_forward == std::map<std::string, int>{{"BatchNorm", 1}, {"Conv", 1}, {"ReLU", 1}});
+  CHECK(only_b_forward == std::map<std::string, int>{{"BatchNorm", 1}, {"Conv", 1}, {"Conv-Norm", 1}, {"ReLU", 1}});
   CHECK(d.layers_aligned == d.layers_a);
   const DiffRow* forward = phase_row(d, "Forward");
   REQUIRE(forward);
