@@ -338,11 +338,30 @@ void draw_file_browser(Viewer& v) {
   if (ImGui::Button("Up")) a.go = fs::path(b.dir).parent_path().string();
   ImGui::SameLine();
   ImGui::SetNextItemWidth(-160 * v.scale);
-  if (model && ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();  // a path is usually typed or pasted
+  // A path is usually typed or pasted for a model; for a trace, letters typed while the list has
+  // the keys start the path (as in a desktop file chooser). The box takes keys from the frame
+  // after it is focused, so those letters are put in by hand and the box, which chooses all of
+  // its text when focused, is told to put the cursor after them.
+  const bool type_ahead = !model && !ImGui::IsAnyItemActive() && !ImGui::GetIO().InputQueueCharacters.empty();
+  if (type_ahead) {
+    std::string typed = b.path_buf;
+    for (ImWchar c : ImGui::GetIO().InputQueueCharacters)
+      if (c >= 32 && c < 127) typed += char(c);
+    std::snprintf(b.path_buf, sizeof b.path_buf, "%s", typed.c_str());
+    b.typed_ahead = true;
+  }
+  if ((model && ImGui::IsWindowAppearing()) || type_ahead) ImGui::SetKeyboardFocusHere();
   // Empty until typed into, and all of it chosen on a click: a click never lands inside a path
   // to be typed over.
-  const bool typed_enter = ImGui::InputTextWithHint("##path", "or type a path", b.path_buf, sizeof b.path_buf,
-                                                    ImGuiInputTextFlags_EnterReturnsTrue | ImGuiInputTextFlags_AutoSelectAll);
+  auto cursor_to_end = [](ImGuiInputTextCallbackData* d) {
+    bool& pending = *static_cast<bool*>(d->UserData);
+    if (pending) d->SelectionStart = d->SelectionEnd = d->CursorPos = d->BufTextLen, pending = false;
+    return 0;
+  };
+  const ImGuiInputTextFlags flags = ImGuiInputTextFlags_EnterReturnsTrue |
+                                    (b.typed_ahead ? ImGuiInputTextFlags_CallbackAlways : ImGuiInputTextFlags_AutoSelectAll);
+  const bool typed_enter = ImGui::InputTextWithHint("##path", "or type a path", b.path_buf, sizeof b.path_buf, flags,
+                                                    cursor_to_end, &b.typed_ahead);
   const bool typing = ImGui::IsItemActive();
   ImGui::SameLine();
   if (ImGui::Button(model ? "Load" : compare ? "Compare" : "Open") || typed_enter) open_chosen(b, a);

@@ -21,8 +21,6 @@ namespace strata::viewer {
 
 namespace {
 
-bool any_popup_open() { return ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId | ImGuiPopupFlags_AnyPopupLevel); }
-
 // Dear ImGui 1.86 reads each key as down or up when a frame begins: one pressed and let go
 // between two frames (a quick tap, keys sent by a tool, a slow frame) never counts as pressed,
 // so Ctrl+A in a text field did nothing and the next letter typed was appended. Such a
@@ -38,6 +36,8 @@ struct TappedKeys {
 TappedKeys tapped;
 
 }  // namespace
+
+bool any_popup_open() { return ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId | ImGuiPopupFlags_AnyPopupLevel); }
 
 void key_event(GLFWwindow* w, int key, int scancode, int action, int mods) {
   const bool known = key >= 0 && key <= GLFW_KEY_LAST;

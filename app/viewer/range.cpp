@@ -150,7 +150,7 @@ void draw_range_details(Viewer& v) {
 void write_range_marks(JsonWriter& j, const Viewer& v) {
   const RangeState& r = v.timeline.range;
   write_box(j, "ruler", r.ruler);
-  j.field("flags", uint64_t(r.flags.size()));
+  j.field("active", r.active).field("t0_ns", r.t0).field("t1_ns", r.t1).field("flags", uint64_t(r.flags.size()));
   j.key("flag_labels").begin_array();
   for (const auto& [text, box] : r.flag_labels) {
     // Characters the font lacks (drawn as "?").

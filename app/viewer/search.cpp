@@ -152,7 +152,9 @@ void draw_search_bar(Viewer& v) {
   SearchState& s = v.search;
   ImGuiIO& io = ImGui::GetIO();
   follow_file(v);
-  if (typed('/') || (!io.WantTextInput && io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_F, false))) s.focus_request = true;
+  // Not while a dialog is open: a path typed into File ▸ Open would land in the search box.
+  if (!any_popup_open() && (typed('/') || (!io.WantTextInput && io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_F, false))))
+    s.focus_request = true;
   if (s.focus_request) {
     ImGui::SetKeyboardFocusHere();
     s.focus_request = false;

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""The viewer's everyday paths, driven headless with keys and clicks as a person would
+(`strata view FILE --keys ...`, under xvfb-run), each checked in the layout dump:
+  - File > Open: Open with nothing chosen says so; letters typed to the list start a path; a
+    path that does not exist is said with the path; a folder typed is entered; several traces
+    chosen (Shift+arrows) open as one job; '/' typed into the dialog never reaches the search box;
+  - search: after a click on a name in the results list, Enter steps through that name's
+    occurrences; Ctrl+A in the box chooses its text (the next letter replaces it);
+  - keys: U then Backspace goes back one step, to where U started; Esc first clears a measured
+    range; a new selection opens the details panel at its top;
+  - text: the range flags' labels have every glyph in the font and sit below the ruler; at
+    1024x700 the details panel's GPU ops table keeps its Start column.
+Exit 77 (skipped) without xvfb-run or OpenGL 3.3."""
+import json, os, shutil, subprocess, sys, tempfile
+
+strata, traces, out = sys.argv[1], sys.argv[2], sys.argv[3]
+if not shutil.which("xvfb-run"):
+    print("xvfb-run not found: skipped")
+    sys.exit(77)
+os.makedirs(out, exist_ok=True)
+env = dict(os.environ, LIBGL_ALWAYS_SOFTWARE="1", XDG_CONFIG_HOME=os.path.join(out, "config"))
+
+# A folder with one trace and a job folder of three ranks beside it.
+work = tempfile.mkdtemp(dir=out)
+one = os.path.join(work, "one.json.gz")
+shutil.copy(os.path.join(traces, "hta-resnet-v100-fwdbwd.pt.trace.json.gz"), one)
+os.makedirs(os.path.join(work, "job"))
+for r in range(3):
+    shutil.copy(os.path.join(traces, "param-dlrm-torchrec-v100-8ranks", f"rank-{r}.json.gz"), os.path.join(work, "job"))
+
+
+def view(name, keys, *args, size="1600x1000"):
+    png, dump = os.path.join(out, name + ".png"), os.path.join(out, name + ".json")
+    for f in (png, dump):
+        if os.path.exists(f):
+            os.remove(f)
+    w, h = size.split("x")
+    cmd = ["xvfb-run", "-a", "-s", f"-screen 0 {w}x{h}x24", strata, "view", one, "--size", size,
+           "--screenshot", png, "--dump-layout", dump, *args]
+    if keys:
+        cmd += ["--keys", keys]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    if r.returncode != 0 and "cannot open a window" in r.stderr:
+        print("no OpenGL 3.3 under xvfb: skipped")
+        sys.exit(77)
+    assert r.returncode == 0, f"{name}: exit {r.returncode}\n{r.stderr[-2000:]}"
+    return json.load(open(dump))
+
+
+def browser(d):
+    return d["ui"]["browser"]
+
+
+# File > Open.
+d = view("open-nothing", "Ctrl+O,Enter")
+assert [x["name"] for x in d["dialogs"]] == ["Open trace"], d["dialogs"]
+assert browser(d)["error"].startswith("Nothing is chosen"), browser(d)
+assert browser(d)["path"] == "", browser(d)  # never pre-filled: a click cannot land mid-path
+
+d = view("open-bad-path", "Ctrl+O,/no/such/path,Enter")
+assert browser(d)["path"] == "/no/such/path", browser(d)  # typed to the list: nothing lost
+assert "No such file or folder: /no/such/path" in browser(d)["error"], browser(d)
+assert d["ui"]["search"]["query"] == "", d["ui"]["search"]  # the dialog's keys stay in it
+
+d = view("open-folder", "Ctrl+O,job,Enter")
+assert browser(d)["dir"] == os.path.join(work, "job"), browser(d)
+assert browser(d)["traces"] == 3 and d["dialogs"], browser(d)
+
+d = view("open-job", "Ctrl+O,job,Enter,Down,Shift+Down,Shift+Down,Enter")
+assert d["dialogs"] == [], d["dialogs"]
+assert isinstance(d.get("job"), dict) and d["job"]["ranks"] == 3, d.get("job")
+
+# Search: a name picked in the list, then Enter steps through its occurrences.
+d = view("search-list", "/,conv")
+s = d["ui"]["search"]
+assert s["list_open"] and len(s["rows"]) >= 3, s
+row = s["rows"][1]
+x, y = row["box"]["x"] + row["box"]["w"] / 2, row["box"]["y"] + row["box"]["h"] / 2
+picked = view("search-pick", f"/,conv,Move:{x:.0f}:{y:.0f},Click:{x:.0f}:{y:.0f}")["ui"]["search"]
+assert picked["narrowed"] == row["name"], (picked["narrowed"], row["name"])
+stepped = view("search-step", f"/,conv,Move:{x:.0f}:{y:.0f},Click:{x:.0f}:{y:.0f},Enter")["ui"]["search"]
+assert stepped["narrowed"] == row["name"] and stepped["current"] != picked["current"], (picked, stepped)
+
+d = view("search-select-all", "/,conv,Ctrl+A,x")
+assert d["ui"]["search"]["query"] == "x", d["ui"]["search"]["query"]
+
+# Keys: U is one step that Backspace takes back; Esc clears a measured range first.
+base = view("focus", "", "--focus", "Iteration 103/Backward")
+up = view("focus-up", "U", "--focus", "Iteration 103/Backward")
+back = view("focus-up-back", "U,Backspace", "--focus", "Iteration 103/Backward")
+assert up["path"] != base["path"] and len(up["path"]) == len(base["path"]) - 1, (base["path"], up["path"])
+assert back["path"] == base["path"], (base["path"], back["path"])
+
+ranged = view("range", "", "--range", "100:200")
+cleared = view("range-esc", "Esc", "--range", "100:200")
+assert ranged["ui"]["range"]["active"], ranged["ui"]["range"]
+assert not cleared["ui"]["range"]["active"], cleared["ui"]["range"]
+assert cleared["path"] == ranged["path"], (ranged["path"], cleared["path"])  # Esc did not also go back
+
+# The details panel opens at its top for a new selection.
+assert up["ui"]["details_scroll_y"] == 0, up["ui"]["details_scroll_y"]
+
+# Flags on the ruler: their labels' glyphs are all in the font, and they sit under the ruler.
+ruler = ranged["ui"]["range"]["ruler"]
+ry = ruler["y"] + ruler["h"] / 2
+flags = view("flags", f"Click:{ruler['x'] + 200:.0f}:{ry:.0f},Click:{ruler['x'] + 500:.0f}:{ry:.0f}")
+r = flags["ui"]["range"]
+assert r["flags"] == 2 and len(r["flag_labels"]) == 1, r
+for label in r["flag_labels"]:
+    assert label["missing_glyphs"] == 0, label
+    assert label["box"]["y"] >= r["ruler"]["y"] + r["ruler"]["h"] - 1, (label, r["ruler"])
+
+# At 1024x700 the GPU ops table keeps every column.
+small = view("small", "", "--focus", "Iteration 103/Backward", size="1024x700")
+assert "Start" in small["ui"]["kernel_columns"], small["ui"]["kernel_columns"]
+print("ok")
