@@ -40,6 +40,11 @@ void write_panels(JsonWriter& j, Viewer& v) {
     write_whatif_fields(j, v);
     j.end_object();
   }
+  if (v.trace->annotation) {  // the Roofline tab's points and roofs (laid out for the dump when never shown)
+    j.key("roofline").begin_object();
+    write_roofline_fields(j, v);
+    j.end_object();
+  }
   if (v.sel.memory_picked) {
     j.key("memory").begin_object();
     write_live_memory_fields(j, *v.trace->model, v.sel.memory);

@@ -68,7 +68,7 @@ int run_view_args(const CLI::App& sub, ViewArgs& args) {
   int width = 1600, height = 1000;
   if (!args.size.empty() && !parse_size(args.size, width, height)) return usage_error(sub, "--size WxH, e.g. 1920x1080");
   const std::string_view t = args.tab;
-  const int tab = t == "summary" ? 1 : t == "job" ? 2 : t == "batch" ? 3 : t == "whatif" ? 4 : 0;
+  const int tab = t == "summary" ? 1 : t == "job" ? 2 : t == "batch" ? 3 : t == "whatif" ? 4 : t == "roofline" ? 5 : 0;
   const bool no_details = args.no_details, no_levels = args.no_levels;
   const std::string& model_file = args.model_file;
   AttachRequest attach;
@@ -149,8 +149,8 @@ Command add_view(CLI::App& strata) {
                                             "\"?,Esc\", \"/,conv,Enter\"")
       ->type_name("KEYS");
   sub->add_option("--tab", args->tab, "the bottom panel's tab")
-      ->type_name("levels|summary|job|batch|whatif|compare")
-      ->check(CLI::IsMember({"levels", "summary", "job", "batch", "whatif", "compare"}).description(""));
+      ->type_name("levels|summary|job|batch|whatif|roofline|compare")
+      ->check(CLI::IsMember({"levels", "summary", "job", "batch", "whatif", "roofline", "compare"}).description(""));
   sub->add_option("--compare", args->compare, "another run (B) compared with FILE (A), as File > Compare does")
       ->type_name("B");
   sub->add_flag("--no-details", args->no_details, "hide the details panel");

@@ -28,6 +28,7 @@ constexpr BottomTab kBottomTabs[] = {
     {"summary", "Summary", "summary_scroll", draw_summary, always},
     {"batch", "Batch size", "batch_scroll", draw_batch_tab, always},
     {"whatif", "What-if", "whatif_scroll", draw_whatif_tab, single_trace},
+    {"roofline", "Roofline", "roofline_scroll", draw_roofline_tab, always},
     {"job", "Job", "job_scroll", draw_job_tab, whole_job},
     {"ranks", "Ranks", "ranks_scroll", draw_ranks_tab, whole_job},
     {"compare", "Compare", "compare_scroll", draw_compare_tab, has_comparison},
@@ -73,7 +74,7 @@ TabRequest& TabRequest::operator=(std::string_view tab_name) {
 }
 
 TabRequest& TabRequest::operator=(int position) {
-  static constexpr const char* kCliOrder[] = {"levels", "summary", "job", "batch", "whatif"};
+  static constexpr const char* kCliOrder[] = {"levels", "summary", "job", "batch", "whatif", "roofline"};
   name = position >= 0 && size_t(position) < std::size(kCliOrder) ? kCliOrder[position] : "";
   return *this;
 }

@@ -18,6 +18,7 @@
 //   batch.cpp      the Batch size tab: memory at the peak and throughput against the batch
 //   whatif.cpp     the What-if tab: scenarios replayed, an iteration measured above predicted
 //   compare.cpp    File ▸ Compare… and the Compare tab: a second run compared with the open trace
+//   roofline.cpp   the Roofline tab: kernel classes on the device's roofline, kernels and layers' efficiency
 //   search.cpp     search over names
 //   files.cpp      File ▸ Open and File ▸ Load model structure browsers, recent files and
 //                  the model structure chosen per trace
@@ -67,6 +68,10 @@ struct Comparison;  // compare.cpp
 struct ComparisonDelete {
   void operator()(Comparison* c) const;
 };
+struct RooflineView;  // roofline.cpp
+struct RooflineViewDelete {
+  void operator()(RooflineView* r) const;
+};
 
 struct Prepared {
   std::unique_ptr<TraceModel> model;
@@ -78,6 +83,7 @@ struct Prepared {
   std::string batch_error;   // why there is none
   // Another run (B) compared with this one (A): the Compare tab (null: none).
   std::unique_ptr<Comparison, ComparisonDelete> comparison;
+  std::unique_ptr<RooflineView, RooflineViewDelete> roofline;  // the Roofline tab's layout and picks (made on first use)
   // The What-if tab's graph and replays, made on first use. Last: it goes (its worker
   // joined) before the model and annotation it reads.
   std::unique_ptr<WhatIfView, WhatIfViewDelete> whatif;
@@ -166,6 +172,7 @@ struct FileBrowser {
   int picked = -1;  // the entry last clicked or moved to; Enter or a double-click opens it
   int anchor = -1;  // where a Shift-click's run starts
   char path_buf[1024] = {};  // a path typed (counted from `dir`); a pick leaves it alone
+  bool typed_ahead = false;  // letters typed to the list went into the path: keep them, cursor at the end
   std::string error;         // what is wrong, said in the dialog
   size_t traces = 0;         // trace files in `dir`: File ▸ Open offers to open them as one job
   std::vector<Box> entry_boxes;  // as last drawn (the layout dump)
@@ -244,7 +251,7 @@ struct Capture {
 // are shown: the panel draws those available, `--tab NAME` brings one to the front, and the
 // layout dump names them (`ui.tabs`, `ui.tab`).
 struct BottomTab {
-  const char* name;                  // "levels", "summary", "batch", "whatif", "job", "ranks"
+  const char* name;                  // "levels", "summary", "batch", "whatif", "roofline", "job", "ranks"
   const char* title;                 // on the tab: "Levels", "Batch size", "What-if"
   const char* scroll_id;             // the child window it draws in
   void (*draw)(Viewer& v);
@@ -258,7 +265,7 @@ struct TabRequest {
   std::string name;  // empty: none
   TabRequest& operator=(std::string_view tab_name);
   // `strata view`'s --tab parsing hands over a position in its list of names
-  // (levels|summary|job|batch|whatif); anything else (-1) asks for none.
+  // (levels|summary|job|batch|whatif|roofline); anything else (-1) asks for none.
   TabRequest& operator=(int position);
 };
 
@@ -374,6 +381,7 @@ void draw_memory_categories(Viewer& v, const LiveMemory& l, float width);
 void handle_keys(Viewer& v, float mouse_x, bool mouse_in);
 void handle_window_keys(Viewer& v);  // before anything is drawn: Esc on what is open, `?`
 bool typed(unsigned c);  // the character was typed this frame, outside a text field
+bool any_popup_open();   // a menu, a dialog or the key map: the keys are its
 // The window's key events (in place of Dear ImGui's GLFW callback, which they go on to): a key
 // let go before any frame saw it down is let go at the end of the next frame instead
 // (release_tapped_keys), so that a quick tap still counts as pressed.
@@ -423,6 +431,10 @@ bool has_comparison(const Viewer& v);
 void close_comparison(Viewer& v);
 void draw_compare_tab(Viewer& v);
 void write_compare_fields(JsonWriter& j, const Viewer& v);  // the layout dump's `compare`
+// roofline.cpp: the Roofline tab (the kernel classes on the device's roofline, the top kernels
+// and layers with their efficiency) and the layout dump's panels.roofline.
+void draw_roofline_tab(Viewer& v);
+void write_roofline_fields(JsonWriter& j, Viewer& v);
 void write_box(JsonWriter& j, std::string_view name, const Box& b);  // headless.cpp: {x, y, w, h}
 void write_browser_fields(JsonWriter& j, const Viewer& v);  // files.cpp: the layout dump's ui.browser
 void write_range_marks(JsonWriter& j, const Viewer& v);     // range.cpp: ui.range: the ruler, flags and their labels
