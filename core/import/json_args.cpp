@@ -111,84 +111,72 @@ size_t value_start(std::string_view src, std::string_view key) {
   return json::skip_ws(src.data(), i + 1, src.size());
 }
 
-// A flat array of integers at src[i] (its '['); i is left past its ']'. False when malformed.
-bool read_ints(std::string_view src, size_t& i, std::vector<int64_t>& out) {
+constexpr size_t kMalformed = std::string_view::npos;
+
+// The elements of the JSON array at src[i] (its '['), each read by `element(at)`, which returns
+// the index just past it or kMalformed. Returns the index just past the ']', or kMalformed.
+template <class ReadElement>
+size_t each_element(std::string_view src, size_t i, ReadElement&& element) {
+  if (i >= src.size() || src[i] != '[') return kMalformed;
   for (++i;;) {
     i = json::skip_ws(src.data(), i, src.size());
-    if (i >= src.size()) return false;
-    if (src[i] == ']') return ++i, true;
+    if (i >= src.size()) return kMalformed;
+    if (src[i] == ']') return i + 1;
     if (src[i] == ',') {
       ++i;
       continue;
     }
-    int64_t v = 0;
-    auto r = std::from_chars(src.data() + i, src.data() + src.size(), v);
-    if (r.ec != std::errc()) return false;
-    out.push_back(v);
-    i = size_t(r.ptr - src.data());
+    i = element(i);
+    if (i == kMalformed) return kMalformed;
   }
+}
+
+// A flat array of integers at src[i]: the index past its ']', or kMalformed.
+size_t read_ints(std::string_view src, size_t i, std::vector<int64_t>& out) {
+  return each_element(src, i, [&](size_t at) {
+    int64_t v = 0;
+    auto r = std::from_chars(src.data() + at, src.data() + src.size(), v);
+    if (r.ec != std::errc()) return kMalformed;
+    out.push_back(v);
+    return size_t(r.ptr - src.data());
+  });
 }
 
 // "Input Dims" at src[i]: per input, a shape `[2, 3]` or a TensorList's shapes `[[2, 3], [4]]`.
 // Empty when malformed.
 std::vector<std::vector<std::vector<int64_t>>> read_dims(std::string_view src, size_t i) {
   std::vector<std::vector<std::vector<int64_t>>> out;
-  if (i >= src.size() || src[i] != '[') return {};
-  for (++i;;) {
-    i = json::skip_ws(src.data(), i, src.size());
-    if (i >= src.size()) return {};
-    if (src[i] == ']') return out;
-    if (src[i] == ',') {
-      ++i;
-      continue;
-    }
-    if (src[i] != '[') return {};
+  const size_t end = each_element(src, i, [&](size_t at) {
+    if (src[at] != '[') return kMalformed;
     auto& shapes = out.emplace_back();
-    size_t j = json::skip_ws(src.data(), i + 1, src.size());
-    if (j >= src.size() || src[j] != '[') {
-      if (!read_ints(src, i, shapes.emplace_back())) return {};
-      continue;
-    }
-    for (i = j;;) {  // a TensorList: one shape per tensor
-      i = json::skip_ws(src.data(), i, src.size());
-      if (i >= src.size()) return {};
-      if (src[i] == ']') {
-        ++i;
-        break;
-      }
-      if (src[i] == ',') {
-        ++i;
-        continue;
-      }
-      if (src[i] != '[' || !read_ints(src, i, shapes.emplace_back())) return {};
-    }
-  }
+    const size_t first = json::skip_ws(src.data(), at + 1, src.size());
+    if (first >= src.size() || src[first] != '[') return read_ints(src, at, shapes.emplace_back());
+    return each_element(src, at, [&](size_t tensor) {  // a TensorList: one shape per tensor
+      return src[tensor] == '[' ? read_ints(src, tensor, shapes.emplace_back()) : kMalformed;
+    });
+  });
+  if (end == kMalformed) return {};
+  return out;
 }
 
 // An array of strings at src[i] ("Input type", "Concrete Inputs"); empty when malformed.
 std::vector<std::string> read_strings(std::string_view src, size_t i) {
   std::vector<std::string> out;
-  if (i >= src.size() || src[i] != '[') return {};
-  for (++i;;) {
-    i = json::skip_ws(src.data(), i, src.size());
-    if (i >= src.size()) return {};
-    if (src[i] == ']') return out;
-    if (src[i] == ',') {
-      ++i;
-      continue;
-    }
-    if (src[i] != '"') return {};
-    size_t e = i + 1;
+  const size_t end = each_element(src, i, [&](size_t at) {
+    if (src[at] != '"') return kMalformed;
+    size_t e = at + 1;
     bool escaped = false;
     for (; e < src.size() && src[e] != '"'; ++e)
       if (src[e] == '\\') escaped = true, ++e;
-    if (e >= src.size()) return {};
-    std::string_view raw = src.substr(i + 1, e - i - 1);
+    if (e >= src.size()) return kMalformed;
+    std::string_view raw = src.substr(at + 1, e - at - 1);
     std::string& s = out.emplace_back();
     if (!escaped) s = raw;
-    else if (!json::unescape(raw, s)) return {};
-    i = e + 1;
-  }
+    else if (!json::unescape(raw, s)) return kMalformed;
+    return e + 1;
+  });
+  if (end == kMalformed) return {};
+  return out;
 }
 
 }  // namespace

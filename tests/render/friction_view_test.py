@@ -11,14 +11,14 @@
   - text: the range flags' labels have every glyph in the font and sit below the ruler; at
     1024x700 the details panel's GPU ops table keeps its Start column.
 Exit 77 (skipped) without xvfb-run or OpenGL 3.3."""
-import json, os, shutil, subprocess, sys, tempfile
+import os, shutil, sys, tempfile
+
+from headless_view import require_xvfb, run_view
 
 strata, traces, out = sys.argv[1], sys.argv[2], sys.argv[3]
-if not shutil.which("xvfb-run"):
-    print("xvfb-run not found: skipped")
-    sys.exit(77)
+require_xvfb()
 os.makedirs(out, exist_ok=True)
-env = dict(os.environ, LIBGL_ALWAYS_SOFTWARE="1", XDG_CONFIG_HOME=os.path.join(out, "config"))
+env = dict(os.environ, XDG_CONFIG_HOME=os.path.join(out, "config"))  # no recent files of the person's
 
 # A folder with one trace and a job folder of three ranks beside it.
 work = tempfile.mkdtemp(dir=out)
@@ -30,21 +30,9 @@ for r in range(3):
 
 
 def view(name, keys, *args, size="1600x1000"):
-    png, dump = os.path.join(out, name + ".png"), os.path.join(out, name + ".json")
-    for f in (png, dump):
-        if os.path.exists(f):
-            os.remove(f)
-    w, h = size.split("x")
-    cmd = ["xvfb-run", "-a", "-s", f"-screen 0 {w}x{h}x24", strata, "view", one, "--size", size,
-           "--screenshot", png, "--dump-layout", dump, *args]
-    if keys:
-        cmd += ["--keys", keys]
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
-    if r.returncode != 0 and "cannot open a window" in r.stderr:
-        print("no OpenGL 3.3 under xvfb: skipped")
-        sys.exit(77)
+    d, r = run_view(strata, one, out, name, *args, *(["--keys", keys] if keys else []), size=size, env=env)
     assert r.returncode == 0, f"{name}: exit {r.returncode}\n{r.stderr[-2000:]}"
-    return json.load(open(dump))
+    return d
 
 
 def browser(d):

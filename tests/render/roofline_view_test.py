@@ -5,34 +5,23 @@ roof, inside the plot, its label on the picture, and a click on a point picks it
 kernels in the table, its longest kernel on the timeline); on a trace without shapes the tab
 says why in words and plots nothing. Exit 77 (skipped) without xvfb-run or OpenGL 3.3, or without the trace.
 Usage: roofline_view_test.py STRATA OUT_DIR TRACE_WITH_SHAPES TRACE_WITHOUT_SHAPES"""
-import json, os, shutil, subprocess, sys
+import os, sys
+
+from headless_view import require_xvfb, run_view
 
 strata, out, shapes, no_shapes = sys.argv[1:5]
-if not shutil.which("xvfb-run"):
-    print("xvfb-run not found: skipped")
-    sys.exit(77)
+require_xvfb()
 for t in (shapes, no_shapes):
     if not os.path.exists(t):
         print(f"{t} is absent: skipped")
         sys.exit(77)
 os.makedirs(out, exist_ok=True)
-env = dict(os.environ, LIBGL_ALWAYS_SOFTWARE="1")
 
 
 def view(name, trace, *args):
-    png, dump = os.path.join(out, name + ".png"), os.path.join(out, name + ".json")
-    for f in (png, dump):
-        if os.path.exists(f):
-            os.remove(f)
-    cmd = ["xvfb-run", "-a", "-s", "-screen 0 1920x1080x24", strata, "view", trace, "--size", "1920x1080",
-           "--tab", "roofline", "--screenshot", png, "--dump-layout", dump, *args]
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    d, r = run_view(strata, trace, out, name, "--tab", "roofline", *args, size="1920x1080")
     print(name, r.returncode, r.stdout[-2000:], r.stderr[-2000:])
-    if r.returncode != 0 and "cannot open a window" in r.stderr:
-        print("no OpenGL 3.3 under xvfb: skipped")
-        sys.exit(77)
     assert r.returncode == 0, f"strata view ({name}): exit {r.returncode}"
-    d = json.load(open(dump))
     assert d["ui"]["tab"] == "roofline" and "roofline" in d["ui"]["tabs"], (name, d["ui"]["tab"], d["ui"]["tabs"])
     return d
 

@@ -5,6 +5,7 @@
 #include "core/job/job.h"
 #include "core/whatif/whatif.h"
 #include "test_util.h"
+#include "two_rank_job.h"
 
 #include <doctest/doctest.h>
 
@@ -75,12 +76,7 @@ TEST_CASE("the unchanged replay is within 3% of the measured median iteration on
 
 TEST_CASE("a job of two ranks replays within 3%, its collectives coupled") {
   STRATA_REQUIRE_TRACE(rank, "hta-nccl-a100-2ranks.pt.trace.json.gz");
-  const auto dir = std::filesystem::temp_directory_path() / ("strata_whatif_nccl_" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  for (const char* name : {"rank0.pt.trace.json.gz", "rank1.pt.trace.json.gz"}) std::filesystem::copy_file(rank, dir / name);
-  Job job = load_job(job_files({dir.string()}).value(), {});
-  std::filesystem::remove_all(dir);
-  REQUIRE(job.data.size() == 2);
+  const Job job = two_rank_job(rank, "nccl");
   Graph g = build_job_graph(job);
   CHECK(g.parts.size() == 2);
   CHECK(g.stats.collectives_coupled > 0);

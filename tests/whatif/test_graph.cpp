@@ -4,6 +4,7 @@
 #include "core/text_format.h"
 #include "core/whatif/whatif.h"
 #include "test_util.h"
+#include "two_rank_job.h"
 
 #include <doctest/doctest.h>
 
@@ -394,12 +395,7 @@ TEST_CASE("calibration on real traces: the unchanged replay gives back every mea
 
 TEST_CASE("calibration on a real job: two ranks coupled by their collectives replay at their measured times") {
   STRATA_REQUIRE_TRACE(rank, "hta-nccl-a100-2ranks.pt.trace.json.gz");
-  const auto dir = std::filesystem::temp_directory_path() / ("strata_whatif_calibration_" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  for (const char* name : {"rank0.pt.trace.json.gz", "rank1.pt.trace.json.gz"}) std::filesystem::copy_file(rank, dir / name);
-  Job job = load_job(job_files({dir.string()}).value(), {});
-  std::filesystem::remove_all(dir);
-  REQUIRE(job.data.size() == 2);
+  const Job job = two_rank_job(rank, "calibration");
   const Graph g = build_job_graph(job);
   CHECK(g.stats.collectives_coupled > 0);
   check_exact(g);
