@@ -6,7 +6,7 @@
 // trace take each name once, the vendored copy first.
 //
 // A test whose data is absent is skipped, never passed: STRATA_SKIP ends the test case. Under
-// ctest every doctest case runs as its own process (tests/doctest_tests.cmake sets
+// ctest every doctest case runs as its own process (tests/testing.cmake sets
 // STRATA_CTEST_CASE=1 in its environment) and a skip ends that process with kSkipExitCode,
 // which ctest reports as "Skipped". Run by hand (the whole executable), a skip prints
 // "SKIPPED: why", returns from the case and the run goes on.
