@@ -145,6 +145,12 @@ BatchPrediction predict_batch(std::vector<BatchPoint> points) {
                               "capacity less %s for the CUDA context",
                               format_bytes(double(p.reserved_slack)).c_str(), format_bytes(double(kContextBytes)).c_str()));
 
+  p.largest_measured = pts.back().batch;
+  const double reach = kMeasuredReach * double(p.largest_measured);
+  if (p.largest_batch > 0 && p.largest_batch != INT64_MAX && double(p.largest_batch) > reach) {
+    p.largest_extrapolated = true;
+    p.largest_lower_bound = int64_t(reach);
+  }
   // The curve: powers of two around the measured batches and the largest that fits, and the measured ones.
   int64_t top = std::max<int64_t>(pts.back().batch * 4, 8);
   if (p.largest_batch > 0 && p.largest_batch != INT64_MAX) top = std::max(top, p.largest_batch * 2);
@@ -163,9 +169,38 @@ BatchPrediction predict_batch(std::vector<BatchPoint> points) {
     row.samples_per_s = row.iteration > 0 ? double(b) * 1e9 / double(row.iteration) : 0;
     row.fits = p.largest_batch < 0 || b <= p.largest_batch;
     row.measured = std::any_of(pts.begin(), pts.end(), [&](const BatchPoint& q) { return q.batch == b; });
+    row.extrapolated = double(b) > reach;
     p.curve.push_back(row);
   }
   return p;
+}
+
+namespace {
+
+// n to two significant digits, digits grouped: 13945 -> "14,000".
+std::string about(int64_t n) {
+  const double scale = std::pow(10.0, std::max(0.0, std::floor(std::log10(double(std::max<int64_t>(n, 1)))) - 1));
+  const auto rounded = int64_t(std::round(double(n) / scale) * scale);
+  std::string digits = std::to_string(rounded), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string largest_batch_text(const BatchPrediction& p) {
+  if (p.largest_batch == INT64_MAX) return "memory does not limit the batch";
+  if (p.largest_batch < 0) return {};
+  const std::string device = format_bytes(double(p.capacity));
+  if (!p.largest_extrapolated) return strprintf("the largest batch that fits the device (%s): %lld", device.c_str(), (long long)p.largest_batch);
+  return strprintf("a batch of at least %lld fits the device (%s); the largest is about %s, extrapolated %.0fx beyond the "
+                   "largest measured batch (%lld): memory per sample is assumed to stay as measured, and the allocator's "
+                   "fragmentation and workspaces at that size are not in the traces",
+                   (long long)p.largest_lower_bound, device.c_str(), about(p.largest_batch).c_str(),
+                   double(p.largest_batch) / double(std::max<int64_t>(p.largest_measured, 1)), (long long)p.largest_measured);
 }
 
 std::string prediction_text(const BatchPrediction& p) {
@@ -179,14 +214,12 @@ std::string prediction_text(const BatchPrediction& p) {
   for (size_t c = 0; c < p.category.size(); ++c)
     if (p.category[c].b > 0) o += strprintf(" %s %s", memory_category_name(MemoryCategory(c)), format_bytes(p.category[c].b).c_str());
   o += "\n";
-  if (p.largest_batch == INT64_MAX) o += "  memory does not limit the batch\n";
-  else if (p.largest_batch >= 0)
-    o += strprintf("  the largest batch that fits the device (%s): %lld\n", format_bytes(double(p.capacity)).c_str(), (long long)p.largest_batch);
+  if (const std::string largest = largest_batch_text(p); !largest.empty()) o += "  " + largest + "\n";
   o += "  batch   peak allocated   reserved     iteration   samples/s\n";
   for (const BatchPrediction::Row& r : p.curve)
     o += strprintf("  %5lld   %14s   %8s   %11s   %9.1f%s%s\n", (long long)r.batch, format_bytes(double(r.peak_allocated)).c_str(),
                    format_bytes(double(r.peak_reserved)).c_str(), format_duration(r.iteration).c_str(), r.samples_per_s,
-                   r.fits ? "" : "  does not fit", r.measured ? "  (measured)" : "");
+                   r.fits ? "" : "  does not fit", r.measured ? "  (measured)" : r.extrapolated ? "  (extrapolated)" : "");
   for (const std::string& n : p.notes) o += "  note: " + n + "\n";
   return o;
 }
@@ -194,7 +227,9 @@ std::string prediction_text(const BatchPrediction& p) {
 void write_prediction_fields(JsonWriter& w, const BatchPrediction& p) {
   w.field("estimate", p.estimate).field("capacity", p.capacity).field("usable", p.usable)
       .field("reserved_slack", p.reserved_slack)
-      .field("largest_batch", p.largest_batch == INT64_MAX ? int64_t(-2) : p.largest_batch);
+      .field("largest_batch", p.largest_batch == INT64_MAX ? int64_t(-2) : p.largest_batch)
+      .field("largest_batch_extrapolated", p.largest_extrapolated).field("largest_batch_lower_bound", p.largest_lower_bound)
+      .field("largest_measured_batch", p.largest_measured).field("largest_batch_text", largest_batch_text(p));
   w.key("points").begin_array();
   for (const BatchPoint& b : p.points) {
     w.begin_object().field("file", b.file).field("batch", b.batch).field("iteration_ns", b.iteration).field("gpu_busy_ns", b.gpu_busy)
@@ -213,7 +248,7 @@ void write_prediction_fields(JsonWriter& w, const BatchPrediction& p) {
   w.key("curve").begin_array();
   for (const BatchPrediction::Row& r : p.curve)
     w.begin_object().field("batch", r.batch).field("peak_allocated", r.peak_allocated).field("peak_reserved", r.peak_reserved)
-        .field("iteration_ns", r.iteration).field("samples_per_s", r.samples_per_s).field("fits", r.fits).field("measured", r.measured)
+        .field("iteration_ns", r.iteration).field("samples_per_s", r.samples_per_s).field("fits", r.fits).field("measured", r.measured).field("extrapolated", r.extrapolated)
         .end_object();
   w.end_array();
   w.key("notes").begin_array();

@@ -45,6 +45,13 @@ struct BatchPrediction {
   Ns host = 0;                     // the host's time per iteration (does not grow with the batch)
   double gpu_bound_share = 1;      // iteration time / GPU busy when GPU-bound
   int64_t largest_batch = -1;      // the largest that fits (-1: no capacity known; INT64_MAX: memory does not grow)
+  // Beyond kMeasuredReach times the largest measured batch the fit is an extrapolation: memory
+  // per sample, the allocator's fragmentation and workspaces there are assumed, not seen. Then
+  // the largest batch is said as a lower bound (the largest within reach that fits) and an
+  // estimate to two significant digits, never to the sample.
+  int64_t largest_measured = 0;
+  bool largest_extrapolated = false;
+  int64_t largest_lower_bound = -1;  // with largest_extrapolated: what the traces support
   struct Row {
     int64_t batch = 0;
     int64_t peak_allocated = 0, peak_reserved = 0;
@@ -52,6 +59,7 @@ struct BatchPrediction {
     double samples_per_s = 0;
     bool fits = true;
     bool measured = false;
+    bool extrapolated = false;  // beyond kMeasuredReach times the largest measured batch
   };
   std::vector<Row> curve;  // powers of two, and the measured batches
   std::vector<std::string> notes;  // assumptions and caveats, in words
@@ -60,8 +68,13 @@ struct BatchPrediction {
   Ns iteration_at(double batch) const;
 };
 
+inline constexpr double kMeasuredReach = 4;
+
 // Fits the points (at least one, each with a batch); with one, estimates.
 BatchPrediction predict_batch(std::vector<BatchPoint> points);
+// The largest batch that fits, in words, as sure as the traces allow ("the largest batch that
+// fits the device (80 GB): 134"; beyond reach "at least 64 … about 14,000 …"); empty when unknown.
+std::string largest_batch_text(const BatchPrediction& p);
 std::string prediction_text(const BatchPrediction& p);
 void write_prediction_fields(JsonWriter& w, const BatchPrediction& p);  // into an open object
 

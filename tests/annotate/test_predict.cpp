@@ -52,6 +52,30 @@ TEST_CASE("predict: two batch sizes give exact linear fits and the largest batch
   }
   CHECK(fits64);
   CHECK_FALSE(fits256);
+  // 134 is beyond 4x the largest measured batch (32): 128 is what the traces support.
+  CHECK(p.largest_extrapolated);
+  CHECK(p.largest_lower_bound == 128);
+}
+
+TEST_CASE("predict: a largest batch far beyond the measured ones is a lower bound and an estimate, never to the sample") {
+  // Batch 16 with 1 MiB of activations per sample on a 10 GiB device: 9 GiB of room is ~9,000 samples.
+  BatchPrediction p = predict_batch({point(16, 512 * MiB, 16 * MiB, 20'000'000, 19'000'000)});
+  REQUIRE(p.largest_batch > 1000);
+  CHECK(p.largest_extrapolated);
+  CHECK(p.largest_measured == 16);
+  CHECK(p.largest_lower_bound == 64);  // what the trace supports: 4x the measured batch
+  const std::string text = largest_batch_text(p);
+  CAPTURE(text);
+  CHECK(text.find("at least 64") != std::string::npos);
+  CHECK(text.find("about ") != std::string::npos);
+  CHECK(text.find(std::to_string(p.largest_batch)) == std::string::npos);  // not to five digits
+  CHECK(text.find("extrapolated") != std::string::npos);
+  for (const BatchPrediction::Row& r : p.curve) CHECK(r.extrapolated == (r.batch > 64));
+  // Within reach (256 MiB per sample: 35 fit), the figure is said to the sample.
+  BatchPrediction near = predict_batch({point(16, 512 * MiB, 16 * 256 * MiB, 20'000'000, 19'000'000)});
+  CHECK_FALSE(near.largest_extrapolated);
+  CHECK(near.largest_batch == 35);
+  CHECK(largest_batch_text(near) == "the largest batch that fits the device (10.0 GiB): 35");
 }
 
 TEST_CASE("predict: one trace is an estimate; a host-bound iteration stays as long until the GPU catches up") {
