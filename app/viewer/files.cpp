@@ -1,4 +1,4 @@
-// Opening files: File ▸ Open with a small ImGui file browser (a click chooses an entry, Ctrl- and
+// Opening files: files dropped on the window (open_dropped), File ▸ Open with a small ImGui file browser (a click chooses an entry, Ctrl- and
 // Shift-click choose several, which open as one job; Enter, Open or a double-click enters a
 // directory or opens what is chosen; arrows move the choice; a typed path counts from the
 // directory shown; "Open folder as job" opens every trace of the directory shown; what is
@@ -311,6 +311,14 @@ void draw_entries(FileBrowser& b, bool typing, BrowserAction& a) {
 }
 
 }  // namespace
+
+void open_dropped(Viewer& v, const std::vector<std::string>& paths, bool compare) {
+  if (paths.empty()) return;
+  std::error_code ec;
+  if (compare && v.trace && paths.size() == 1 && !fs::is_directory(paths[0], ec)) start_compare(v, paths[0]);
+  else if (paths.size() > 1 || fs::is_directory(paths[0], ec)) start_job_load(v, paths);
+  else start_load(v, paths[0]);
+}
 
 void draw_file_browser(Viewer& v) {
   FileBrowser& b = v.browser;

@@ -6,6 +6,7 @@
 //   Move:X:Y                    the pointer there (what it hovers shows its tooltip)
 //   Wheel:X:Y:N                 N notches of the wheel there (negative: towards the person)
 //   Tap+KEY                     down and up before the next frame, as a quick tap or xdotool does
+//   Drop:PATH                   PATH dropped on the window (Shift+Drop:PATH: with Shift held)
 #include "app/viewer/viewer.h"
 
 #include <imgui.h>
@@ -119,6 +120,13 @@ bool press_keys(Viewer& v, const std::string& keys) {
       if (token == k.name) named = k.key;
     if (named != GLFW_KEY_UNKNOWN) press(v, named, mods, 0, tap);
     else if (mouse(v, token, mods)) token.clear();
+    else if (token.starts_with("Drop:")) {
+      modifiers(v, mods, GLFW_PRESS);
+      frames(v, 1);
+      open_dropped(v, {token.substr(5)}, ImGui::GetIO().KeyShift || ImGui::GetIO().KeyCtrl);
+      modifiers(v, mods, GLFW_RELEASE);
+      token.clear();
+    }
     for (char c : named != GLFW_KEY_UNKNOWN ? std::string() : token) {  // typed, one character at a time
       bool shift = false;
       const int key = key_of(c, shift);

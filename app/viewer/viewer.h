@@ -460,6 +460,9 @@ bool read_model_structure(const std::string& file, std::vector<ModelModule>& tre
 // forgotten (`file` empty).
 void set_model_choice(Viewer& v, const std::string& trace_path, const std::string& file, std::vector<ModelModule> tree);
 void draw_file_browser(Viewer& v);
+// Files dropped on the window: one trace opens, a folder or several files open as one job, and
+// one trace dropped with Shift or Ctrl held is compared with the open one (File ▸ Compare…).
+void open_dropped(Viewer& v, const std::vector<std::string>& paths, bool compare);
 // job.cpp
 // A directory or several files; keep_view: the same job read again (a recording that grew).
 void start_job_load(Viewer& v, const std::vector<std::string>& inputs, bool keep_view = false);

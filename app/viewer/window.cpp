@@ -29,7 +29,9 @@ namespace {
 
 void on_drop(GLFWwindow* w, int count, const char** paths) {
   auto* v = static_cast<Viewer*>(glfwGetWindowUserPointer(w));
-  if (v && count > 0) start_load(*v, paths[0]);
+  if (!v || count <= 0) return;
+  const ImGuiIO& io = ImGui::GetIO();
+  open_dropped(*v, std::vector<std::string>(paths, paths + count), io.KeyShift || io.KeyCtrl);
 }
 
 void on_glfw_error(int code, const char* what) { std::fprintf(stderr, "strata: GLFW error %d: %s\n", code, what); }

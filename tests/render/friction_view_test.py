@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """The viewer's everyday paths, driven headless with keys and clicks as a person would
 (`strata view FILE --keys ...`, under xvfb-run), each checked in the layout dump:
+  - files dropped on the window: a folder opens as a job, a trace dropped with Shift held is
+    compared with the open one;
   - File > Open: Open with nothing chosen says so; letters typed to the list start a path; a
     path that does not exist is said with the path; a folder typed is entered; several traces
     chosen (Shift+arrows) open as one job; '/' typed into the dialog never reaches the search box;
@@ -57,6 +59,13 @@ assert browser(d)["traces"] == 3 and d["dialogs"], browser(d)
 d = view("open-job", "Ctrl+O,job,Enter,Down,Shift+Down,Shift+Down,Enter")
 assert d["dialogs"] == [], d["dialogs"]
 assert isinstance(d.get("job"), dict) and d["job"]["ranks"] == 3, d.get("job")
+
+# Dropped on the window: a folder opens as a job; one trace with Shift held is compared with the open one.
+d = view("drop-folder", "Drop:" + os.path.join(work, "job"))
+assert isinstance(d.get("job"), dict) and d["job"]["ranks"] == 3, d.get("job")
+d = view("drop-compare", "Shift+Drop:" + os.path.join(traces, "hta-alexnet-a100.pt.trace.json.gz"))
+assert d["compare"]["loaded"] and d["compare"]["b"].endswith("hta-alexnet-a100.pt.trace.json.gz"), d["compare"]
+assert d["ui"]["tab"] == "compare", d["ui"]["tab"]
 
 # Search: a name picked in the list, then Enter steps through its occurrences.
 d = view("search-list", "/,conv")
