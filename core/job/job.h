@@ -14,6 +14,17 @@
 
 namespace strata {
 
+// How a collective was charged to layers (docs/jobs.md, "Communication per layer"):
+//   Bucket     a gradient reduction in backward (a DDP bucket, an FSDP reduce-scatter): the
+//              layers whose backward began since its group's previous one was launched (those
+//              that finished in between, and the one whose gradient filled it), by gradient-
+//              ready order; several share it by their backward GPU time (estimated)
+//   Overlap    the innermost layer whose span holds its launch (the layer that issued it)
+//   NextLayer  launched between layers: the next layer of its phase (an FSDP prefetch)
+//   Phase      no layer: its phase
+enum class CommAttribution : uint8_t { Bucket, Overlap, NextLayer, Phase, Count };
+const char* comm_attribution_name(CommAttribution a);  // "bucket (gradient-ready order)", "overlap", …
+
 // What one rank's trace holds that the job's analyses need.
 struct RankData {
   int64_t rank = -1;
@@ -59,7 +70,16 @@ struct RankData {
     PhaseKind phase = PhaseKind::Other;  // of its launch
     Ns exposed = 0;                      // kernel time not overlapped by compute on this rank
     Breakdown before;                    // from the previous collective's end to its start
-    std::vector<uint32_t> layers;        // layers whose gradients or parameters it carries (name indices)
+    // The layers it is charged to, each with its share of the collective's time, bytes and
+    // exposed time (the shares sum to 1); none: it is charged to its phase.
+    struct LayerShare {
+      uint32_t name = 0;  // name index: the forward layer's path ("ResNet_0/layer1/conv1")
+      double share = 0;
+      bool operator==(const LayerShare&) const = default;
+    };
+    std::vector<LayerShare> layers;
+    CommAttribution attribution = CommAttribution::Phase;
+    bool estimated = false;  // the shares are a guess (a bucket of several layers: by their backward GPU time)
   };
   std::vector<Collective> collectives;  // by start
 
@@ -77,6 +97,18 @@ int64_t collective_bytes(const TraceModel& m, EventId kernel);
 
 // The rank's data from its model and annotation (`rank` is the job's rank number for it).
 RankData rank_data(const TraceModel& m, const Annotation& a, int64_t rank);
+
+// A leaf layer's stretch of a rank's timeline, what collectives are charged to.
+struct LayerSpan {
+  uint32_t name = 0;                  // name index: the forward layer's path (as in LayerShare)
+  PhaseKind phase = PhaseKind::Other;
+  Ns begin = 0, end = 0;              // host span
+  Ns gpu = 0;                         // GPU time of its own kernels (not its nested layers')
+  bool gradients = false;             // a backward layer differentiating a forward layer
+};
+// Charges each of `r.collectives` to layers (fills `layers`, `attribution`, `estimated`) from
+// its kind, phase and launch, `r.phases` and the rank's leaf layers (rank_data calls it).
+void attribute_collectives(RankData& r, std::vector<LayerSpan> spans);
 
 // The job's analyses over its ranks' data (`ranks[i]` below is the i-th of that vector, which
 // is in rank order).
@@ -128,6 +160,10 @@ struct JobAnalysis {
     uint64_t count = 0;
     int64_t bytes = 0;
     Ns time = 0, exposed = 0;  // per rank (mean over ranks)
+    // Layers: how their collectives were charged (a bit per CommAttribution) and whether a
+    // share of one was estimated; a phase's row in `comm_layers` holds the uncharged ones.
+    uint8_t attributions = 0;
+    bool estimated = false;
   };
   std::vector<Comm> comm_layers, comm_kinds, comm_phases;
   std::vector<std::string> notes;

@@ -6,6 +6,7 @@
 #include "core/median.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <unordered_map>
 
@@ -110,6 +111,55 @@ void explain(const std::vector<RankData>& ranks, const JobAnalysis::Instance& in
   s.cause = cause == IdleCause::Other ? "CPU-side gap" : std::string("CPU-side gap: ") + idle_cause_name(cause);
   s.phase = phase_name(PhaseKind(most_grown_phase(false)));
   s.layer = most_grown(me, mine.layers, other_layers, false, half);
+}
+
+// Communication per layer, kind and phase, per rank (the mean over ranks). A collective's
+// time, bytes and exposed time go to its layers by their shares, else to its phase.
+void communication_breakdown(const std::vector<RankData>& ranks, JobAnalysis& j) {
+  std::map<std::string, JobAnalysis::Comm> layers, kinds, phases;
+  auto add = [](std::map<std::string, JobAnalysis::Comm>& to, const std::string& name, int64_t bytes, Ns time, Ns exposed) {
+    JobAnalysis::Comm& c = to[name];
+    c.name = name;
+    c.count += 1;
+    c.bytes += std::max<int64_t>(bytes, 0);
+    c.time += time;
+    c.exposed += exposed;
+    return &c;
+  };
+  for (const RankData& r : ranks)
+    for (const RankData::Collective& c : r.collectives) {
+      Ns dur = c.end - c.start;
+      add(kinds, r.names[c.kind], c.bytes, dur, c.exposed);
+      add(phases, phase_name(c.phase), c.bytes, dur, c.exposed);
+      const uint8_t how = uint8_t(1u << unsigned(c.attribution));
+      if (c.layers.empty()) {
+        add(layers, phase_name(c.phase), c.bytes, dur, c.exposed)->attributions |= how;
+        continue;
+      }
+      // Cut at the shares' running sums, the last at 1: the parts add up to the whole exactly.
+      double upto = 0;
+      for (size_t k = 0; k < c.layers.size(); ++k) {
+        const double from = upto;
+        upto = k + 1 == c.layers.size() ? 1.0 : upto + c.layers[k].share;
+        auto cut = [&](int64_t v) { return Ns(std::llround(double(v) * upto)) - Ns(std::llround(double(v) * from)); };
+        JobAnalysis::Comm* l = add(layers, r.names[c.layers[k].name], c.bytes > 0 ? cut(c.bytes) : -1, cut(dur), cut(c.exposed));
+        l->attributions |= how;
+        l->estimated |= c.estimated;
+      }
+    }
+  const auto nr = Ns(ranks.size());
+  using Into = std::pair<std::map<std::string, JobAnalysis::Comm>*, std::vector<JobAnalysis::Comm>*>;
+  for (auto [from, to] : {Into{&layers, &j.comm_layers}, Into{&kinds, &j.comm_kinds}, Into{&phases, &j.comm_phases}}) {
+    for (auto& [name, c] : *from) {
+      JobAnalysis::Comm per = c;
+      per.count = c.count / uint64_t(nr);
+      per.bytes = c.bytes / nr;
+      per.time = c.time / nr;
+      per.exposed = c.exposed / nr;
+      to->push_back(std::move(per));
+    }
+    std::sort(to->begin(), to->end(), [](auto& x, auto& y) { return x.time != y.time ? x.time > y.time : x.name < y.name; });
+  }
 }
 
 }  // namespace
@@ -242,40 +292,7 @@ JobAnalysis analyze_job(const std::vector<RankData>& ranks) {
     return x.delay != y.delay ? x.delay > y.delay : x.step < y.step;
   });
 
-  // Communication per layer, kind and phase, per rank (the mean over ranks). A collective's
-  // time is shared evenly by the layers it carries.
-  std::map<std::string, JobAnalysis::Comm> layers, kinds, phases;
-  auto add = [](std::map<std::string, JobAnalysis::Comm>& to, const std::string& name, uint64_t n, int64_t bytes, Ns time,
-                Ns exposed) {
-    JobAnalysis::Comm& c = to[name];
-    c.name = name;
-    c.count += n;
-    c.bytes += std::max<int64_t>(bytes, 0);
-    c.time += time;
-    c.exposed += exposed;
-  };
-  for (const RankData& r : ranks)
-    for (const RankData::Collective& c : r.collectives) {
-      Ns dur = c.end - c.start;
-      add(kinds, r.names[c.kind], 1, c.bytes, dur, c.exposed);
-      add(phases, phase_name(c.phase), 1, c.bytes, dur, c.exposed);
-      const auto n = Ns(c.layers.size());
-      for (uint32_t l : c.layers)
-        add(layers, r.names[l], 1, c.bytes > 0 ? c.bytes / n : -1, dur / n, c.exposed / n);
-    }
-  const auto nr = Ns(ranks.size());
-  using Into = std::pair<std::map<std::string, JobAnalysis::Comm>*, std::vector<JobAnalysis::Comm>*>;
-  for (auto [from, to] : {Into{&layers, &j.comm_layers}, Into{&kinds, &j.comm_kinds}, Into{&phases, &j.comm_phases}}) {
-    for (auto& [name, c] : *from) {
-      JobAnalysis::Comm per = c;
-      per.count = c.count / uint64_t(nr);
-      per.bytes = c.bytes / nr;
-      per.time = c.time / nr;
-      per.exposed = c.exposed / nr;
-      to->push_back(std::move(per));
-    }
-    std::sort(to->begin(), to->end(), [](auto& x, auto& y) { return x.time != y.time ? x.time > y.time : x.name < y.name; });
-  }
+  communication_breakdown(ranks, j);
   if (j.instances.empty() && ranks.size() > 1)
     j.notes.push_back("no collective is shared by two ranks: clocks are left as they are and no straggler can be named");
   return j;

@@ -29,11 +29,30 @@ void write_ns_array(JsonWriter& w, const char* key, const std::array<Ns, N>& a) 
 
 double ms(Ns v) { return double(v) / 1e6; }
 
+// A layer row's attributions: "bucket (gradient-ready order)", "overlap + next layer", ….
+std::string attributions_text(uint8_t bits) {
+  std::string o;
+  for (size_t a = 0; a < size_t(CommAttribution::Count); ++a)
+    if (bits >> a & 1) o += (o.empty() ? "" : " + ") + std::string(comm_attribution_name(CommAttribution(a)));
+  return o;
+}
+
 }  // namespace
+
+const char* comm_attribution_name(CommAttribution a) {
+  switch (a) {
+    case CommAttribution::Bucket: return "bucket (gradient-ready order)";
+    case CommAttribution::Overlap: return "overlap";
+    case CommAttribution::NextLayer: return "next layer";
+    case CommAttribution::Phase: return "phase";
+    case CommAttribution::Count: break;
+  }
+  return "?";
+}
 
 void write_rank_data(JsonWriter& w, const RankData& r) {
   w.begin_object();
-  w.field("schema", "strata.rank/1").field("rank", r.rank).field("world_size", r.world_size).field("file", r.file);
+  w.field("schema", "strata.rank/2").field("rank", r.rank).field("world_size", r.world_size).field("file", r.file);
   w.field("iter_mean_ns", r.iter_mean).field("iter_median_ns", r.iter_median).field("utilization", r.utilization);
   w.field("window_ns", r.window).field("compute_ns", r.compute).field("communication_ns", r.communication);
   w.field("overlap_ns", r.overlap);
@@ -55,8 +74,9 @@ void write_rank_data(JsonWriter& w, const RankData& r) {
     w.field("step", c.step).field("index", uint64_t(c.index)).field("launch", c.launch).field("start", c.start);
     w.field("end", c.end).field("bytes", c.bytes).field("phase", int64_t(c.phase)).field("exposed", c.exposed);
     w.key("layers").begin_array();
-    for (uint32_t l : c.layers) w.value(uint64_t(l));
+    for (const RankData::Collective::LayerShare& l : c.layers) w.begin_array().value(uint64_t(l.name)).value(l.share).end_array();
     w.end_array();
+    w.field("attribution", comm_attribution_name(c.attribution)).field("estimated", c.estimated);
     const RankData::Breakdown& b = c.before;
     w.key("before").begin_object();
     write_ns_array(w, "phase_cpu", b.phase_cpu);
@@ -141,7 +161,8 @@ Result<RankData> read_rank_data(std::string_view summary_json) {
   if (doc.get(root) || root["rank_data"].get(o))
     return Status::not_found("no \"rank_data\" object (written by strata summary FILE --json)");
   Reader rd;
-  if (rd.str(o, "schema") != "strata.rank/1") return Status::unsupported("rank_data is not schema strata.rank/1");
+  if (rd.str(o, "schema") != "strata.rank/2")
+    return Status::unsupported("rank_data is not schema strata.rank/2 (a summary by another version of strata: summarize the trace again)");
   RankData r;
   r.rank = rd.i64(o, "rank");
   r.world_size = rd.i64(o, "world_size");
@@ -198,10 +219,22 @@ Result<RankData> read_rank_data(std::string_view summary_json) {
     c.phase = ph >= 0 && ph < int64_t(PhaseKind::Count) ? PhaseKind(ph) : PhaseKind::Other;
     c.exposed = rd.i64(co, "exposed");
     rd.each(co, "layers", [&](dom::element l) {
-      int64_t v = rd.i64(l);
-      if (v >= 0 && size_t(v) < n) c.layers.push_back(uint32_t(v));
+      dom::array a;
+      double share = 0;
+      if (l.get(a) || a.size() != 2 || a.at(1).get(share)) {
+        rd.ok = false;
+        return;
+      }
+      int64_t v = rd.i64(a.at(0));
+      if (v >= 0 && size_t(v) < n) c.layers.push_back({uint32_t(v), share});
       else rd.ok = false;
     });
+    const std::string how = rd.str(co, "attribution");
+    size_t a = 0;
+    while (a < size_t(CommAttribution::Count) && how != comm_attribution_name(CommAttribution(a))) ++a;
+    if (a == size_t(CommAttribution::Count)) rd.ok = false;
+    else c.attribution = CommAttribution(a);
+    if (co["estimated"].get(c.estimated)) rd.ok = false;
     rd.ns_array(b, "phase_cpu", c.before.phase_cpu);
     rd.ns_array(b, "phase_gpu", c.before.phase_gpu);
     rd.ns_array(b, "idle", c.before.idle);
@@ -261,9 +294,12 @@ std::string job_summary_json(const std::vector<RankData>& ranks, const JobAnalys
   w.key("communication").begin_object();
   auto comm = [&](const char* key, const char* name_key, const std::vector<JobAnalysis::Comm>& list) {
     w.key(key).begin_array();
-    for (const JobAnalysis::Comm& c : list)
+    for (const JobAnalysis::Comm& c : list) {
       w.begin_object().field(name_key, c.name).field("collectives", c.count).field("bytes", c.bytes).field("time_ns", c.time)
-          .field("exposed_ns", c.exposed).end_object();
+          .field("exposed_ns", c.exposed);
+      if (c.attributions) w.field("attribution", attributions_text(c.attributions)).field("estimated", c.estimated);
+      w.end_object();
+    }
     w.end_array();
   };
   comm("layers", "layer", j.comm_layers);
@@ -321,12 +357,17 @@ std::string job_summary_text(const std::vector<RankData>& ranks, const JobAnalys
     for (const JobAnalysis::Comm& c : j.comm_kinds)
       o += strprintf("    %-14s %5" PRIu64 "x  %10s, exposed (not hidden by compute) %s\n", c.name.c_str(), c.count,
                      format_duration(c.time).c_str(), format_duration(c.exposed).c_str());
-    o += "  communication per rank, by layer (top 10):\n";
+    o += "  communication per rank, by layer (top 10), and how it was charged:\n";
+    bool estimated = false;
     for (size_t i = 0; i < j.comm_layers.size() && i < 10; ++i) {
       const JobAnalysis::Comm& c = j.comm_layers[i];
-      o += strprintf("    %-60s %10s, exposed %s\n", c.name.size() > 60 ? ("..." + c.name.substr(c.name.size() - 57)).c_str() : c.name.c_str(),
-                     format_duration(c.time).c_str(), format_duration(c.exposed).c_str());
+      o += strprintf("    %-60s %10s, exposed %-10s  %s%s\n",
+                     c.name.size() > 60 ? ("..." + c.name.substr(c.name.size() - 57)).c_str() : c.name.c_str(),
+                     format_duration(c.time).c_str(), format_duration(c.exposed).c_str(), attributions_text(c.attributions).c_str(),
+                     c.estimated ? ", estimated" : "");
+      estimated |= c.estimated;
     }
+    if (estimated) o += "    (estimated: a bucket of several layers, shared by their backward GPU time)\n";
   }
   for (const std::string& n : j.notes) o += "  note: " + n + "\n";
   return o;

@@ -1,5 +1,5 @@
 // One rank's part of a job: its iterations, its collectives (what kind, which group, when,
-// how much of each was hidden behind compute, which layers it carries) and, before each
+// how much of each was hidden behind compute, which layers it is charged to) and, before each
 // collective, where the rank's time went: what a straggler is compared on.
 #include "core/event_args.h"
 #include "core/intervals.h"
@@ -115,6 +115,96 @@ uint32_t RankData::intern(std::string_view s) {
   return uint32_t(names.size() - 1);
 }
 
+namespace {
+
+// The phase span holding `ts`, or null.
+const RankData::PhaseSpan* phase_at(const RankData& r, Ns ts) {
+  auto it = std::upper_bound(r.phases.begin(), r.phases.end(), ts, [](Ns v, const RankData::PhaseSpan& p) { return v < p.begin; });
+  return it != r.phases.begin() && ts < (it - 1)->end ? &*(it - 1) : nullptr;
+}
+
+// The innermost span (by begin) holding `ts` among those beginning at `floor` or later that
+// `keep` accepts, or null. Nested spans begin later than their parents, and with equal
+// begins come after them (spans are stably sorted by begin, in tree order).
+template <class Keep>
+const LayerSpan* innermost_at(const std::vector<LayerSpan>& by_begin, Ns ts, Ns floor, Keep&& keep) {
+  auto it = std::upper_bound(by_begin.begin(), by_begin.end(), ts, [](Ns v, const LayerSpan& x) { return v < x.begin; });
+  while (it != by_begin.begin() && (it - 1)->begin >= floor) {
+    --it;
+    if (ts < it->end && keep(*it)) return &*it;
+  }
+  return nullptr;
+}
+
+// Charges `c` to `weights` (name, weight) in proportion, merging repeats of a name; equal
+// shares when no weight is known. A layer of weight 0 among others is left out: a share of
+// nothing is noise in the list.
+void charge(RankData::Collective& c, const std::vector<std::pair<uint32_t, Ns>>& weights, CommAttribution how) {
+  std::vector<std::pair<uint32_t, Ns>> merged;
+  Ns total = 0;
+  for (auto [name, w] : weights) {
+    auto it = std::find_if(merged.begin(), merged.end(), [&](auto& x) { return x.first == name; });
+    if (it == merged.end()) merged.push_back({name, w});
+    else it->second += w;
+    total += w;
+  }
+  for (auto [name, w] : merged)
+    if (total == 0 || w > 0) c.layers.push_back({name, total > 0 ? double(w) / double(total) : 1.0 / double(merged.size())});
+  c.attribution = how;
+  c.estimated = c.layers.size() > 1;
+}
+
+}  // namespace
+
+void attribute_collectives(RankData& r, std::vector<LayerSpan> spans) {
+  std::stable_sort(spans.begin(), spans.end(), [](const LayerSpan& x, const LayerSpan& y) { return x.begin < y.begin; });
+  auto first_after = [&](Ns ts) {
+    return std::upper_bound(spans.begin(), spans.end(), ts, [](Ns v, const LayerSpan& x) { return v < x.begin; });
+  };
+  std::vector<size_t> by_launch(r.collectives.size());
+  for (size_t i = 0; i < by_launch.size(); ++i) by_launch[i] = i;
+  std::stable_sort(by_launch.begin(), by_launch.end(),
+                   [&](size_t x, size_t y) { return r.collectives[x].launch < r.collectives[y].launch; });
+  std::unordered_map<uint32_t, Ns> prev_bucket;  // per process group (each has its own buckets): the last one's launch
+  for (size_t i : by_launch) {
+    RankData::Collective& c = r.collectives[i];
+    c.layers.clear();
+    c.attribution = CommAttribution::Phase;
+    c.estimated = false;
+    const RankData::PhaseSpan* ph = phase_at(r, c.launch);
+    const std::string& kind = r.names[c.kind];
+    std::vector<std::pair<uint32_t, Ns>> weights;
+    if (c.phase == PhaseKind::Backward && (kind == "allreduce" || kind == "reducescatter")) {
+      // Buckets fill in gradient-ready order and each is launched when its last gradient is
+      // ready: its layers are those whose backward finished since the previous bucket's
+      // launch, and the one running at its launch (whose gradient filled it). So: the
+      // layers whose backward began since the previous launch, within this backward.
+      auto prev = prev_bucket.try_emplace(c.group, INT64_MIN).first;
+      const Ns since = std::max(prev->second, ph ? ph->begin : INT64_MIN);
+      prev->second = c.launch;
+      for (auto it = first_after(since), end = first_after(c.launch); it != end; ++it)
+        if (it->gradients) weights.push_back({it->name, it->gpu});
+      // None began: one layer's gradients fill several buckets, and it is still running.
+      if (weights.empty() && ph)
+        if (const LayerSpan* running = innermost_at(spans, c.launch, ph->begin, [](const LayerSpan& s) { return s.gradients; }))
+          weights.push_back({running->name, running->gpu});
+      if (!weights.empty()) charge(c, weights, CommAttribution::Bucket);
+      continue;
+    }
+    // A kernel without its host launch (not in the trace) has no phase or layer to go by.
+    if (!ph || ph->phase != c.phase) continue;
+    if (const LayerSpan* in = innermost_at(spans, c.launch, ph->begin, [](const LayerSpan&) { return true; })) {
+      charge(c, {{in->name, 0}}, CommAttribution::Overlap);
+      continue;
+    }
+    for (auto next = first_after(c.launch); next != spans.end() && next->begin < ph->end; ++next)
+      if (next->phase == ph->phase) {
+        charge(c, {{next->name, 0}}, CommAttribution::NextLayer);
+        break;
+      }
+  }
+}
+
 RankData rank_data(const TraceModel& m, const Annotation& a, int64_t rank) {
   RankData r;
   r.rank = rank;
@@ -154,6 +244,7 @@ RankData rank_data(const TraceModel& m, const Annotation& a, int64_t rank) {
 
   // The GPU ops: collectives, and compute kernels with their leaf layer and phase.
   std::vector<NodeId> leaf(t.size(), kNoNode);  // per node: its leaf layer (a layer of ops) or none
+  std::vector<Ns> leaf_gpu(t.size(), 0);        // per leaf layer: its own compute kernels' time
   for (NodeId n = 0; n < t.size(); ++n) {
     bool is_leaf = t.kind[n] == NodeKind::Layer && t.first_child(n) != kNoNode && t.kind[t.first_child(n)] == NodeKind::Op;
     leaf[n] = is_leaf ? n : t.parent[n] != kNoNode ? leaf[t.parent[n]] : kNoNode;
@@ -227,6 +318,7 @@ RankData rank_data(const TraceModel& m, const Annotation& a, int64_t rank) {
     NodeId n = node_of(g);
     PhaseKind ph = n != kNoNode ? t.phase[n] : PhaseKind::Other;
     NodeId lf = n != kNoNode ? leaf[n] : kNoNode;
+    if (lf != kNoNode) leaf_gpu[lf] += m.ev.dur[g];
     uint32_t kname = UINT32_MAX, lname = UINT32_MAX;
     w.each(m.ev.start[g], m.ev.end(g), [&](size_t i, Ns o) {
       RankData::Breakdown& bd = r.collectives[i].before;
@@ -247,50 +339,19 @@ RankData rank_data(const TraceModel& m, const Annotation& a, int64_t rank) {
     keep_top(c.before.kernels);
   }
 
-  // The layers each collective carries. Gradient reductions launched in backward (DDP's
-  // buckets) carry the layers whose backward finished since the previous one; FSDP's
-  // reduce-scatter carries the layer whose backward just finished; anything else (FSDP's
-  // all-gather, a broadcast) the layer that starts next in its phase.
-  struct LeafSpan { Ns begin, end; uint32_t name; PhaseKind phase; };
-  std::vector<LeafSpan> leaves;
+  // The leaf layers, each named by the forward layer it is or differentiates.
+  std::vector<LayerSpan> spans;
   for (NodeId n = 0; n < t.size(); ++n) {
     if (leaf[n] != n) continue;
-    NodeId fwd = t.mirror[n] != kNoNode ? t.mirror[n] : n;
-    const std::string path = t.path(fwd);
-    std::string_view p = without_iteration(path);  // "Forward/…": the forward layer's path
+    const NodeId fwd = t.mirror[n];
+    const bool differentiates = fwd != kNoNode && t.kind[fwd] == NodeKind::Layer;
+    const std::string path = t.path(differentiates ? fwd : n);
+    std::string_view p = without_iteration(path);  // "Forward/…": the phase goes too
     size_t slash = p.find('/');
-    leaves.push_back({t.begin[n], t.end[n], id_of(slash == std::string_view::npos ? p : p.substr(slash + 1)), t.phase[n]});
+    spans.push_back({id_of(slash == std::string_view::npos ? p : p.substr(slash + 1)), t.phase[n], t.begin[n], t.end[n],
+                     leaf_gpu[n], differentiates && t.phase[n] == PhaseKind::Backward});
   }
-  std::vector<LeafSpan> by_end = leaves;
-  std::sort(by_end.begin(), by_end.end(), [](const LeafSpan& x, const LeafSpan& y) { return x.end < y.end; });
-  std::sort(leaves.begin(), leaves.end(), [](const LeafSpan& x, const LeafSpan& y) { return x.begin < y.begin; });
-  const uint32_t allreduce = id_of("allreduce"), reducescatter = id_of("reducescatter");
-  Ns prev_reduction = INT64_MIN;
-  int64_t prev_step = INT64_MIN;
-  for (RankData::Collective& c : r.collectives) {
-    if (c.step != prev_step) prev_reduction = INT64_MIN, prev_step = c.step;
-    const bool reduction = c.phase == PhaseKind::Backward && (c.kind == allreduce || c.kind == reducescatter);
-    if (reduction) {
-      auto hi = std::upper_bound(by_end.begin(), by_end.end(), c.launch, [](Ns v, const LeafSpan& x) { return v < x.end; });
-      auto lo = hi;
-      if (c.kind == reducescatter) {
-        if (lo != by_end.begin()) --lo;
-      } else {
-        while (lo != by_end.begin() && (lo - 1)->end > prev_reduction) --lo;
-      }
-      for (auto it = lo; it != hi; ++it)
-        if (it->phase == PhaseKind::Backward && std::find(c.layers.begin(), c.layers.end(), it->name) == c.layers.end())
-          c.layers.push_back(it->name);
-      prev_reduction = c.launch;
-    } else {
-      auto it = std::lower_bound(leaves.begin(), leaves.end(), c.launch, [](const LeafSpan& x, Ns v) { return x.begin < v; });
-      for (; it != leaves.end(); ++it)
-        if (it->phase == c.phase) {
-          c.layers.push_back(it->name);
-          break;
-        }
-    }
-  }
+  attribute_collectives(r, std::move(spans));
   return r;
 }
 
