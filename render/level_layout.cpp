@@ -107,4 +107,22 @@ int hit_test(const LayoutItem* items, size_t n, float x, float slop) {
   return best;
 }
 
+const char* level_sizing_key(LevelSizing s) { return s == LevelSizing::Gpu ? "gpu" : "wall"; }
+
+std::vector<float> level_block_edges(const std::vector<LevelBlockTime>& blocks, LevelSizing sizing, float x, float width) {
+  Ns gpu_total = 0, wall_total = 0;
+  for (const LevelBlockTime& b : blocks) gpu_total += b.gpu, wall_total += b.wall;
+  const bool by_gpu = sizing == LevelSizing::Gpu && gpu_total > 0;
+  const Ns total = by_gpu ? gpu_total : wall_total;
+  std::vector<float> edges;
+  edges.reserve(blocks.size() + 1);
+  double at = x;  // summed in double: thousands of thin blocks still end at the row's end
+  for (const LevelBlockTime& b : blocks) {
+    edges.push_back(float(at));
+    at += total > 0 ? double(by_gpu ? b.gpu : b.wall) / double(total) * double(width) : 0;
+  }
+  edges.push_back(float(at));
+  return edges;
+}
+
 }  // namespace strata::render

@@ -43,4 +43,19 @@ inline int hit_test(const std::vector<LayoutItem>& items, float x, float slop = 
   return hit_test(items.data(), items.size(), x, slop);
 }
 
+// What the levels view's blocks are sized by: their wall time (the span the timeline draws), or
+// their GPU time (the GPU busy time of their work), so that GPU-heavy items stand out even when
+// the host spends as long on light ones.
+enum class LevelSizing : uint8_t { Wall, Gpu };
+const char* level_sizing_key(LevelSizing s);  // "wall", "gpu" (the layout dump)
+
+struct LevelBlockTime {
+  Ns wall = 0, gpu = 0;
+};
+
+// The left edges of a row's blocks laid side by side from `x`, each as wide as its share of the
+// row's time by `sizing`, then the row's right end (blocks.size() + 1 values). A row whose blocks
+// have no GPU time at all is sized by wall time: a row of zero-width blocks would show nothing.
+std::vector<float> level_block_edges(const std::vector<LevelBlockTime>& blocks, LevelSizing sizing, float x, float width);
+
 }  // namespace strata::render

@@ -40,6 +40,11 @@ void write_panels(JsonWriter& j, Viewer& v) {
     write_whatif_fields(j, v);
     j.end_object();
   }
+  if (v.trace->annotation) {  // the Summary tab's ranked tables, in the order shown
+    j.key("summary_tables").begin_object();
+    write_summary_tables_fields(j, v);
+    j.end_object();
+  }
   if (v.trace->annotation) {  // the Roofline tab's points and roofs (laid out for the dump when never shown)
     j.key("roofline").begin_object();
     write_roofline_fields(j, v);
@@ -79,6 +84,9 @@ void write_ui(JsonWriter& j, Viewer& v) {
   j.field("crumbs_w", double(v.panels.crumbs_w));
   j.field("levels_content_h", double(v.panels.levels_content_h)).field("levels_visible_h", double(v.panels.levels_visible_h));
   j.field("levels_scroll_y", double(v.panels.levels_scroll_y));
+  j.key("levels_sizing").begin_object().field("mode", render::level_sizing_key(v.panels.levels_sizing));
+  write_choices(j, "buttons", v.panels.levels_sizing_buttons);  // empty before the Levels tab is shown
+  j.end_object();
   j.key("tabs").begin_array();  // the bottom panel's tabs shown, and the one in front
   for (const BottomTab& t : bottom_tabs())
     if (t.available(v)) j.value(std::string_view(t.name));
@@ -146,6 +154,16 @@ void write_box(JsonWriter& j, std::string_view name, const Box& b) {
   j.key(name).begin_object();
   j.field("x", double(b.x)).field("y", double(b.y)).field("w", double(b.w)).field("h", double(b.h));
   j.end_object();
+}
+
+void write_choices(JsonWriter& j, std::string_view name, const std::vector<Choice>& choices) {
+  j.key(name).begin_array();
+  for (const Choice& c : choices) {
+    j.begin_object().field("name", std::string_view(c.name));
+    write_box(j, "box", c.box);
+    j.end_object();
+  }
+  j.end_array();
 }
 
 std::string dump_layout(Viewer& v, const ImageStats* img) {

@@ -1,6 +1,7 @@
 // Breadcrumbs (the focus path of the selection) and the levels view in Hotline's manner:
 // stacked rows, each holding the children of the item chosen in the row above, rescaled to
-// full width after noise reduction, with durations and shares on the blocks.
+// full width after noise reduction, with durations and shares on the blocks; the blocks are
+// sized by wall time or by GPU time (render/level_layout's level_block_edges).
 #include "app/viewer/viewer.h"
 
 #include "render/elide.h"
@@ -98,21 +99,58 @@ void draw_breadcrumbs(Viewer& v) {
   }
 }
 
+namespace {
+
+// The GPU busy time of an item's work (core's figures, as the details panel shows them), kept
+// per item: the view asks for every block of every row each frame.
+Ns gpu_time_of(Viewer& v, ItemRef r) {
+  const uint64_t key = uint64_t(r.kind) << 62 | uint64_t(r.tier) << 32 | r.index;
+  auto [it, fresh] = v.trace->levels_gpu.emplace(key, 0);
+  if (fresh) it->second = render::work_of(v.trace->timeline, r).gpu_busy;
+  return it->second;
+}
+
+// A row's blocks' times. A merged block stands for a run of the unreduced children (the
+// reduction partitions them in order), so its GPU time is theirs summed.
+std::vector<render::LevelBlockTime> block_times(Viewer& v, const std::vector<render::Block>& blocks, ItemRef parent,
+                                                bool with_gpu) {
+  std::vector<render::LevelBlockTime> times(blocks.size());
+  for (size_t i = 0; i < blocks.size(); ++i) times[i].wall = blocks[i].end - blocks[i].start;
+  if (!with_gpu) return times;
+  bool merged = false;
+  for (const render::Block& b : blocks) merged |= b.merged > 1;
+  const std::vector<render::Block> members = merged ? render::children_of(v.trace->timeline, parent, nullptr) : blocks;
+  size_t k = 0;
+  for (size_t i = 0; i < blocks.size(); ++i)
+    for (uint32_t n = 0; n < blocks[i].merged && k < members.size(); ++n) times[i].gpu += gpu_time_of(v, members[k++].ref);
+  return times;
+}
+
+// "1.2 ms  34%" (a share under 1% with a decimal).
+std::string time_and_share(Ns t, double share) {
+  return format_duration(t) + "  " + (share < 1 && share > 0 ? strprintf("%.1f%%", share) : strprintf("%d%%", int(share + 0.5)));
+}
+
+}  // namespace
+
 void draw_levels(Viewer& v) {
   if (!v.trace) return;
   render::Timeline& tl = v.trace->timeline;
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float s = v.scale;
   const float row_h = 34.0f * s, gap = 4.0f * s;
-  ImVec2 origin = ImGui::GetCursorScreenPos();
-  float width = ImGui::GetContentRegionAvail().x;
-  const ImVec2 mouse = ImGui::GetIO().MousePos;
-
   std::vector<render::Block> blocks = render::level_roots(tl);
   if (blocks.empty()) {
     ImGui::TextDisabled("No levels: the trace has no iterations or CPU ops.");
     return;
   }
+  static constexpr const char* kSizing[] = {"wall time", "GPU time"};
+  const int picked = choice_row(v, "Size by:", kSizing, int(v.panels.levels_sizing), v.panels.levels_sizing_buttons);
+  if (picked >= 0) v.panels.levels_sizing = render::LevelSizing(picked);
+  const bool by_gpu = v.panels.levels_sizing == render::LevelSizing::Gpu;
+  ImVec2 origin = ImGui::GetCursorScreenPos();
+  float width = ImGui::GetContentRegionAvail().x;
+  const ImVec2 mouse = ImGui::GetIO().MousePos;
   std::string_view parent_name = "Trace";
   size_t rows = v.sel.levels_chosen.size() + 1;
   float y = origin.y;
@@ -120,10 +158,16 @@ void draw_levels(Viewer& v) {
   ItemRef clicked;
   double clicked_t0 = 0, clicked_t1 = 0;
   for (size_t row = 0; row < rows && !blocks.empty(); ++row) {
-    Ns total = 0, parent_span = 0;
-    for (const render::Block& b : blocks) total += b.end - b.start;
-    parent_span = row == 0 ? (v.trace->model->time_end - v.trace->model->time_begin)
-                           : tl.end_of(v.sel.levels_chosen[row - 1]) - tl.start_of(v.sel.levels_chosen[row - 1]);
+    const ItemRef parent = row == 0 ? ItemRef{} : v.sel.levels_chosen[row - 1];
+    const Ns parent_span = row == 0 ? (v.trace->model->time_end - v.trace->model->time_begin)
+                                    : tl.end_of(parent) - tl.start_of(parent);
+    const std::vector<render::LevelBlockTime> times = block_times(v, blocks, parent, by_gpu);
+    // By GPU time a block's share is of the row's GPU time, as its width is: its siblings' GPU
+    // work overlaps (compute beside communication), so shares of the parent's busy time would
+    // add up past 100%.
+    Ns row_gpu = 0;
+    for (const render::LevelBlockTime& t : times) row_gpu += t.gpu;
+    const bool gpu_row = by_gpu && row_gpu > 0;  // a row without GPU work is sized, and labelled, by wall time
     // Row title on the left.
     float title_w = 150.0f * s;
     const std::string title = render::elide_middle(parent_name.substr(0, 400), title_w - 8 * s, v.metrics);
@@ -131,13 +175,7 @@ void draw_levels(Viewer& v) {
     float bx = origin.x + title_w, bw = width - title_w;
     ItemRef chosen = row < v.sel.levels_chosen.size() ? v.sel.levels_chosen[row] : ItemRef{};
     // The boxes first, untextured, then the labels of those with room for one.
-    edges.clear();
-    double xcur = bx;
-    for (const render::Block& b : blocks) {
-      edges.push_back(float(xcur));
-      xcur += total > 0 ? double(b.end - b.start) / double(total) * double(bw) : 0;
-    }
-    edges.push_back(float(xcur));
+    edges = render::level_block_edges(times, v.panels.levels_sizing, bx, bw);
     auto fill_of = [&](const render::Block& b) { return b.kind == SiblingBlock::Group ? render::rgba(90, 92, 100) : tl.colour_of(b.ref); };
     begin_solid(dl);
     for (size_t i = 0; i < blocks.size(); ++i) {
@@ -156,15 +194,11 @@ void draw_levels(Viewer& v) {
       if (room <= 0 && !hovered) continue;  // no label fits
       render::Rgba c = fill_of(b);
       double share = parent_span > 0 ? 100.0 * double(b.end - b.start) / double(parent_span) : 0;
+      double gpu_share = row_gpu > 0 ? 100.0 * double(times[i].gpu) / double(row_gpu) : 0;
       std::string name = b.kind == SiblingBlock::Group      ? std::to_string(b.merged) + " small items"
                          : b.kind == SiblingBlock::SameName ? std::string(tl.name_of(b.ref).substr(0, 200)) + " \u00d7" + std::to_string(b.merged)
                                                             : std::string(tl.name_of(b.ref).substr(0, 200));
-      std::string sub = format_duration(b.end - b.start) + "  " + std::to_string(int(share + 0.5)) + "%";
-      if (share < 1 && share > 0) {
-        char buf[16];
-        std::snprintf(buf, sizeof buf, "%.1f%%", share);
-        sub = format_duration(b.end - b.start) + "  " + buf;
-      }
+      std::string sub = gpu_row ? "GPU " + time_and_share(times[i].gpu, gpu_share) : time_and_share(b.end - b.start, share);
       render::Rgba tc = render::text_on(c);
       auto put = [&](const std::string& t, float ty, render::Rgba colour) {
         std::string_view tv = t;
@@ -182,6 +216,7 @@ void draw_levels(Viewer& v) {
         ImGui::Text("%s", name.c_str());
         ImGui::Text("%s, %.1f%% of %.*s", format_duration(b.end - b.start).c_str(), share, int(parent_name.size()),
                     parent_name.data());
+        if (gpu_row) ImGui::Text("GPU busy %s, %.1f%% of the row's", format_duration(times[i].gpu).c_str(), gpu_share);
         if (b.kind == SiblingBlock::Group)
           ImGui::TextDisabled("merged: each under %.0f%% of the parent (click to zoom the timeline)",
                               v.trace->annotation ? 100.0 * v.trace->annotation->reduce_options.tiny_share : 0.0);

@@ -1,5 +1,6 @@
-// The summary panel: GPU utilisation, idle causes, GPU work, memory peak, iteration bars, top
-// GPU and CPU ops, drawn as small charts from the annotation's analyses.
+// The summary panel: the ranked tables of phases, layers, kernels and CPU ops
+// (summary_tables.cpp), then GPU utilisation, idle causes, GPU work, iteration bars and the
+// memory peak, drawn as small charts from the annotation's analyses.
 #include "app/viewer/viewer.h"
 #include "render/legend.h"
 
@@ -35,10 +36,9 @@ bool bar(Viewer& v, const std::string& label, const std::string& value, double f
   return clicked;
 }
 
-}  // namespace
-
-void draw_summary(Viewer& v) {
-  if (!v.trace || !v.trace->annotation) return;
+// Utilisation, idle causes and GPU work; the iterations; the memory peak: a column each where
+// there is room.
+void draw_charts(Viewer& v) {
   // Every figure here is the annotation's (core), as `strata summary` prints it.
   const Annotation& an = *v.trace->annotation;
   const Analyses& r = an.analyses;
@@ -106,30 +106,6 @@ void draw_summary(Viewer& v) {
     ImGui::Text("memory ops %s; tensor-core kernels %.1f%% of kernel time", format_duration(r.memory_ops).c_str(),
                 100.0 * double(r.tensor_core) / double(r.kernel_total));
   }
-  ImGui::Spacing();
-  heading("Memory peak");
-  const MemoryUse& mu = r.memory;
-  if (!mu.present) {
-    ImGui::TextDisabled("No allocator events (profile_memory was off).");
-  } else {
-    for (const DeviceMemory& d : mu.devices) {
-      ImGui::PushID(&d);
-      ImGui::Text("%s: allocated %s", memory_device_name(d.device_type, d.device_id).c_str(), format_bytes(double(d.peak_allocated)).c_str());
-      if (mu.reserved_recorded) {
-        ImGui::SameLine();
-        ImGui::TextDisabled("(reserved %s)", format_bytes(double(d.peak_reserved)).c_str());
-      }
-      if (const int64_t headroom = memory_headroom(d, mu.reserved_recorded); headroom >= 0)
-        ImGui::TextDisabled("of %s: headroom %s", format_bytes(double(d.capacity)).c_str(), format_bytes(double(headroom)).c_str());
-      if (!d.peak_where.empty()) text_wrapped(v, "at " + d.peak_where);
-      draw_memory_categories(v, d.at_peak, cw);
-      if (ImGui::SmallButton("What is alive at the peak")) pick_memory(v, d.at_peak.through);
-      ImGui::PopID();
-    }
-  }
-  ImGui::Text("Trace span %s, %zu events", format_duration(v.trace->model->time_end - v.trace->model->time_begin).c_str(),
-              v.trace->model->ev.size());
-
   // Iterations: bars of duration, GPU-busy part filled.
   if (cols > 1) ImGui::TableNextColumn();
   else ImGui::Spacing();
@@ -177,36 +153,46 @@ void draw_summary(Viewer& v) {
     ImGui::TextDisabled("orange: iteration time; green: GPU busy within it");
   }
 
-  // Top GPU ops and CPU ops.
+  // The memory peak.
   if (cols > 2) ImGui::TableNextColumn();
   else ImGui::Spacing();
   cw = ImGui::GetContentRegionAvail().x;
-  auto top_list = [&](const char* title, const std::vector<NameStat>& list, render::Hue hue, Ns denom, const char* denom_what) {
-    heading(title);
-    if (list.empty()) {
-      ImGui::TextDisabled("none");
-      return;
+  heading("Memory peak");
+  const MemoryUse& mu = r.memory;
+  if (!mu.present) {
+    ImGui::TextDisabled("No allocator events (profile_memory was off).");
+  } else {
+    for (const DeviceMemory& d : mu.devices) {
+      ImGui::PushID(&d);
+      ImGui::Text("%s: allocated %s", memory_device_name(d.device_type, d.device_id).c_str(), format_bytes(double(d.peak_allocated)).c_str());
+      if (mu.reserved_recorded) {
+        ImGui::SameLine();
+        ImGui::TextDisabled("(reserved %s)", format_bytes(double(d.peak_reserved)).c_str());
+      }
+      if (const int64_t headroom = memory_headroom(d, mu.reserved_recorded); headroom >= 0)
+        ImGui::TextDisabled("of %s: headroom %s", format_bytes(double(d.capacity)).c_str(), format_bytes(double(headroom)).c_str());
+      if (!d.peak_where.empty()) text_wrapped(v, "at " + d.peak_where);
+      draw_memory_categories(v, d.at_peak, cw);
+      if (ImGui::SmallButton("What is alive at the peak")) pick_memory(v, d.at_peak.through);
+      ImGui::PopID();
     }
-    Ns top = std::max<Ns>(list.front().total, 1);
-    std::vector<std::string_view> full;
-    for (size_t i = 0; i < list.size() && i < 8; ++i) full.push_back(list[i].name);
-    const std::vector<std::string_view> shown = render::distinct_short_names(full);
-    for (size_t i = 0; i < shown.size(); ++i) {
-      const NameStat& k = list[i];
-      std::string label = std::string(shown[i].substr(0, 120)) + "##" + title + std::to_string(i);
-      char val[64];
-      std::snprintf(val, sizeof val, "%s  %.0f%%  x%llu", format_duration(k.total).c_str(),
-                    denom > 0 ? 100.0 * double(k.total) / double(denom) : 0.0, (unsigned long long)k.count);
-      if (bar(v, label, val, double(k.total) / double(top), render::darken(render::base_colour(hue), 0.25f), cw) && k.longest != kNoEvent)
-        focus_on(v, render::ItemRef::event(k.longest));
-      if (ImGui::IsItemHovered())
-        tooltip(v, "%.*s\n%% of %s\nclick: go to the longest one", int(std::min<size_t>(k.name.size(), 300)), k.name.data(), denom_what);
-    }
-  };
-  top_list("Top GPU ops (total time)", r.kernels, render::Hue::Kernel, r.gpu_op_total, "all GPU ops' time");
-  ImGui::Spacing();
-  top_list("Top CPU ops (total time)", r.cpu_ops, render::Hue::CpuOp, window, "the window's time");
+  }
+  ImGui::Text("Trace span %s, %zu events", format_duration(v.trace->model->time_end - v.trace->model->time_begin).c_str(),
+              v.trace->model->ev.size());
   ImGui::EndTable();
+}
+
+}  // namespace
+
+void draw_summary(Viewer& v) {
+  if (!v.trace || !v.trace->annotation) return;
+  // The toggle stays in view above what scrolls: it orders the tables under it.
+  draw_rank_toggle(v);
+  ImGui::BeginChild("summary_body");
+  draw_summary_tables(v);
+  ImGui::Separator();
+  draw_charts(v);
+  ImGui::EndChild();
 }
 
 }  // namespace strata::viewer

@@ -72,6 +72,10 @@ struct RooflineView;  // roofline.cpp
 struct RooflineViewDelete {
   void operator()(RooflineView* r) const;
 };
+struct SummaryTables;  // summary_tables.cpp
+struct SummaryTablesDelete {
+  void operator()(SummaryTables* t) const;
+};
 
 struct Prepared {
   std::unique_ptr<TraceModel> model;
@@ -84,6 +88,8 @@ struct Prepared {
   // Another run (B) compared with this one (A): the Compare tab (null: none).
   std::unique_ptr<Comparison, ComparisonDelete> comparison;
   std::unique_ptr<RooflineView, RooflineViewDelete> roofline;  // the Roofline tab's layout and picks (made on first use)
+  std::unique_ptr<SummaryTables, SummaryTablesDelete> summary_tables;  // the Summary tab's ranked tables (made on first use)
+  std::unordered_map<uint64_t, Ns> levels_gpu;  // the levels view's GPU time per item (levels.cpp), asked for every frame
   // The What-if tab's graph and replays, made on first use. Last: it goes (its worker
   // joined) before the model and annotation it reads.
   std::unique_ptr<WhatIfView, WhatIfViewDelete> whatif;
@@ -269,6 +275,15 @@ struct TabRequest {
   TabRequest& operator=(int position);
 };
 
+// What the Summary tab's tables rank their rows by.
+enum class RankBy : uint8_t { Gpu, Cpu, Wall };
+
+// A named choice's button as the last frame drew it (the layout dump's click targets).
+struct Choice {
+  std::string name;
+  Box box;
+};
+
 struct PanelState {
   bool show_levels = true, show_details = true;
   bool show_keymap = false;  // the key map and the colour legend, over everything (`?`)
@@ -288,6 +303,9 @@ struct PanelState {
   float crumbs_w = 0;               // their width
   float levels_content_h = 0, levels_visible_h = 0, levels_scroll_y = 0;  // the levels view's rows, their room, the scroll
   std::vector<std::pair<std::string, Box>> dialogs;  // the dialogs drawn this frame
+  RankBy summary_rank = RankBy::Gpu;  // the Summary tab's tables, kept across traces
+  render::LevelSizing levels_sizing = render::LevelSizing::Wall;  // the levels view's blocks
+  std::vector<Choice> summary_rank_buttons, levels_sizing_buttons;  // their toggles, as last drawn
 };
 
 struct Viewer {
@@ -417,6 +435,15 @@ void draw_levels(Viewer& v);
 // details.cpp / summary.cpp / search.cpp
 void draw_details(Viewer& v);
 void draw_summary(Viewer& v);
+// summary_tables.cpp: the Summary tab's ranked tables of phases, layers, kernels and CPU ops
+// (the figures of `strata summary --json`) and the layout dump's panels.summary_tables.
+void draw_rank_toggle(Viewer& v);  // "Rank by: GPU time | CPU time | wall time", above the tables
+void draw_summary_tables(Viewer& v);
+void write_summary_tables_fields(JsonWriter& j, Viewer& v);
+const char* rank_by_key(RankBy r);  // "gpu", "cpu", "wall"
+// A row of choices after `label` ("size by:"), `chosen` marked; returns the one clicked, else
+// -1. `drawn` gets each button's box (the layout dump's click targets).
+int choice_row(Viewer& v, const char* label, std::span<const char* const> names, int chosen, std::vector<Choice>& drawn);
 void draw_batch_tab(Viewer& v);  // batch.cpp: memory and throughput against the batch size
 // whatif.cpp: the What-if tab (its graph is built and replayed on a worker on first use).
 void draw_whatif_tab(Viewer& v);
@@ -436,6 +463,7 @@ void write_compare_fields(JsonWriter& j, const Viewer& v);  // the layout dump's
 void draw_roofline_tab(Viewer& v);
 void write_roofline_fields(JsonWriter& j, Viewer& v);
 void write_box(JsonWriter& j, std::string_view name, const Box& b);  // headless.cpp: {x, y, w, h}
+void write_choices(JsonWriter& j, std::string_view name, const std::vector<Choice>& choices);  // [{name, box}]
 void write_browser_fields(JsonWriter& j, const Viewer& v);  // files.cpp: the layout dump's ui.browser
 void write_range_marks(JsonWriter& j, const Viewer& v);     // range.cpp: ui.range: the ruler, flags and their labels
 void draw_search_bar(Viewer& v);

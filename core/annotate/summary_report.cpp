@@ -1,5 +1,5 @@
 // `strata summary`: the annotation's findings as readable text or JSON (docs/summary-json.md).
-#include "core/annotate/annotation.h"
+#include "core/annotate/summary_rows.h"
 #include "core/json_writer.h"
 #include "core/text_format.h"
 
@@ -16,39 +16,48 @@ namespace {
 double pct(Ns a, Ns b) { return b > 0 ? 100.0 * double(a) / double(b) : 0.0; }
 double share(Ns a, Ns b) { return b > 0 ? double(a) / double(b) : 0.0; }
 
-struct PhaseRow {
-  PhaseKind phase;
-  std::string name;  // the phase's own name, or the program's for its time ("sparse_data_dist")
-  Ns time = 0, gpu_busy = 0;
-  uint64_t kernels = 0, count = 0;
-  std::map<Bound, Ns> bound;
-};
+// Communication no compute kernel hides: the exposed stretches the timeline draws, within
+// the window the other work figures cover.
+Ns exposed_communication(const Analyses& r) {
+  Ns sum = 0;
+  for (auto [s, e] : r.exposed_communication) sum += std::max<Ns>(0, std::min(e, r.window_end) - std::max(s, r.window_begin));
+  return sum;
+}
 
-struct LayerRow {
-  std::string path;  // without the iteration
-  Ns time = 0, gpu_busy = 0;
-  uint64_t kernels = 0, count = 0;
-  Bound bound = Bound::Unknown;
-};
+// A phase's verdict from the replays (Annotation::verdicts), else the bound most of its time had.
+const PhaseVerdict* verdict_of(const Annotation& a, const SummaryPhaseRow& r) {
+  for (const PhaseVerdict& v : a.verdicts)
+    if (v.phase == r.name && v.kind == r.phase) return &v;
+  return nullptr;
+}
 
-struct Digest {
-  std::vector<PhaseRow> phases;
-  std::vector<LayerRow> layers;
-  size_t iterations = 0;
-};
+Bound main_bound(const Annotation& a, const SummaryPhaseRow& r) {
+  if (const PhaseVerdict* v = verdict_of(a, r)) return v->bound;
+  Bound best = Bound::Unknown;
+  Ns bt = -1;
+  for (auto& [b, tm] : r.bound)
+    if (tm > bt) {
+      bt = tm;
+      best = b;
+    }
+  return best;
+}
 
-Digest digest(const Annotation& a) {
+}  // namespace
+
+SummaryRows summary_rows(const Annotation& a) {
   const AnnotationTree& t = a.tree;
-  Digest d;
+  SummaryRows d;
   d.iterations = std::max<size_t>(1, a.iterations.size());
-  std::map<std::pair<PhaseKind, std::string>, PhaseRow> ph;
-  std::unordered_map<std::string, LayerRow> ly;
+  std::map<std::pair<PhaseKind, std::string>, SummaryPhaseRow> ph;
+  std::unordered_map<std::string, SummaryLayerRow> ly;
   for (NodeId i = 0; i < t.size(); ++i) {
     if (t.kind[i] == NodeKind::Phase) {
-      PhaseRow& r = ph[{t.phase[i], std::string(t.name_of(i))}];
+      SummaryPhaseRow& r = ph[{t.phase[i], std::string(t.name_of(i))}];
       r.phase = t.phase[i];
       r.name = t.name_of(i);
       r.time += t.duration(i);
+      r.cpu += std::max<Ns>(0, t.duration(i) - t.sync[i]);
       r.gpu_busy += t.gpu_busy[i];
       r.kernels += t.kernels[i];
       r.bound[t.bound[i]] += t.duration(i);
@@ -58,9 +67,10 @@ Digest digest(const Annotation& a) {
       std::string p = t.path(i);
       size_t slash = p.find('/');
       if (slash != std::string::npos) p = p.substr(slash + 1);
-      LayerRow& r = ly[p];
+      SummaryLayerRow& r = ly[p];
       r.path = p;
       r.time += t.duration(i);
+      r.cpu += std::max<Ns>(0, t.duration(i) - t.sync[i]);
       r.gpu_busy += t.gpu_busy[i];
       r.kernels += t.kernels[i];
       r.bound = t.bound[i];
@@ -76,30 +86,9 @@ Digest digest(const Annotation& a) {
   return d;
 }
 
-// A phase's verdict from the replays (Annotation::verdicts), else the bound most of its time had.
-const PhaseVerdict* verdict_of(const Annotation& a, const PhaseRow& r) {
-  for (const PhaseVerdict& v : a.verdicts)
-    if (v.phase == r.name && v.kind == r.phase) return &v;
-  return nullptr;
-}
-
-Bound main_bound(const Annotation& a, const PhaseRow& r) {
-  if (const PhaseVerdict* v = verdict_of(a, r)) return v->bound;
-  Bound best = Bound::Unknown;
-  Ns bt = -1;
-  for (auto& [b, tm] : r.bound)
-    if (tm > bt) {
-      bt = tm;
-      best = b;
-    }
-  return best;
-}
-
-}  // namespace
-
 std::string summary_text(const TraceModel& m, const Annotation& a) {
   const Analyses& r = a.analyses;
-  Digest d = digest(a);
+  const SummaryRows d = summary_rows(a);
   std::string o = m.path + "\n";
   size_t partial = 0;
   for (auto& it : a.iterations) partial += it.partial;
@@ -174,10 +163,10 @@ std::string summary_text(const TraceModel& m, const Annotation& a) {
     o += "\n";
   }
   if (r.kernel_total)
-    o += strprintf("  compute %s, communication %s (overlapped with compute %s), memory ops %s; tensor-core kernels %.1f%% of "
-             "kernel time\n",
+    o += strprintf("  compute %s, communication %s (overlapped with compute %s, exposed %s), memory ops %s; tensor-core "
+             "kernels %.1f%% of kernel time\n",
              format_duration(r.compute).c_str(), format_duration(r.communication).c_str(), format_duration(r.compute_comm_overlap).c_str(),
-             format_duration(r.memory_ops).c_str(), pct(r.tensor_core, r.kernel_total));
+             format_duration(exposed_communication(r)).c_str(), format_duration(r.memory_ops).c_str(), pct(r.tensor_core, r.kernel_total));
   o += memory_text(r.memory);
   o += strprintf("  annotated %" PRIu64 " of %" PRIu64 " GPU ops; %zu annotation nodes (%zu after noise reduction); %.3f s\n",
            a.gpu_ops_annotated, a.gpu_ops, a.tree.size(), a.reduced.size(), a.seconds);
@@ -224,6 +213,7 @@ void write_summary_panel_fields(JsonWriter& w, const Annotation& a) {
   w.end_array();
   w.key("work").begin_object().field("compute_ns", r.compute).field("communication_ns", r.communication)
       .field("memory_ops_ns", r.memory_ops).field("compute_communication_overlap_ns", r.compute_comm_overlap)
+      .field("exposed_communication_ns", exposed_communication(r))
       .field("kernel_time_ns", r.kernel_total).field("tensor_core_ns", r.tensor_core).field("gpu_op_time_ns", r.gpu_op_total)
       .end_object();
   w.key("memory").begin_object();
@@ -241,14 +231,14 @@ std::string summary_json(const TraceModel& m, const Annotation& a) {
 
 void write_summary_fields(JsonWriter& w, const TraceModel& m, const Annotation& a) {
   const Analyses& r = a.analyses;
-  Digest d = digest(a);
+  const SummaryRows d = summary_rows(a);
   w.field("file", m.path).field("schema", "strata.summary/1");
   w.field("window_begin_ns", r.window_begin).field("window_end_ns", r.window_end);
   write_summary_panel_fields(w, a);
   w.key("throughput").begin_object().field("batch_size", r.batch_size).field("samples_per_s", r.samples_per_s).end_object();
   w.key("phases").begin_array();
   for (auto& p : d.phases)
-    w.begin_object().field("phase", p.name).field("kind", phase_name(p.phase)).field("total_ns", p.time).field("per_iteration_ns", p.time / Ns(d.iterations))
+    w.begin_object().field("phase", p.name).field("kind", phase_name(p.phase)).field("total_ns", p.time).field("cpu_ns", p.cpu).field("per_iteration_ns", p.time / Ns(d.iterations))
         .field("gpu_busy_ns", p.gpu_busy).field("kernels", p.kernels).field("segments", p.count)
         .field("bound", bound_name(main_bound(a, p)))
         .field("bound_detail", verdict_of(a, p) ? verdict_of(a, p)->detail : std::string()).end_object();
@@ -257,7 +247,7 @@ void write_summary_fields(JsonWriter& w, const TraceModel& m, const Annotation& 
   w.key("layers").begin_array();
   for (size_t i = 0; i < d.layers.size() && i < 50; ++i) {
     auto& l = d.layers[i];
-    w.begin_object().field("path", l.path).field("total_ns", l.time).field("gpu_busy_ns", l.gpu_busy).field("kernels", l.kernels)
+    w.begin_object().field("path", l.path).field("total_ns", l.time).field("cpu_ns", l.cpu).field("gpu_busy_ns", l.gpu_busy).field("kernels", l.kernels)
         .field("occurrences", l.count).field("bound", bound_name(l.bound)).end_object();
   }
   w.end_array();

@@ -4,7 +4,8 @@
 For every trace given (files or directories), runs `strata summary FILE --json` and
 `strata view FILE --dump-layout OUT.json --focus ITERATION` (headless, under xvfb-run), and
 checks that the dump's `panels.summary` holds exactly the summary's keys for what the Summary
-tab shows, with equal values, and that `panels.details` of the focused iteration equals
+tab shows, with equal values, that its ranked tables (`panels.summary_tables`: phases, layers,
+kernels, CPU ops) hold the summary's rows and efficiency figures by GPU time, and that `panels.details` of the focused iteration equals
 `strata summary FILE --item ITERATION --json`. With allocator events, `strata view FILE
 --memory-at peak` shows in `panels.memory` what `strata summary FILE --memory-at peak --json`
 prints, and its categories are the summary's `memory.at_peak`, summing to the peak. On two
@@ -14,6 +15,9 @@ traces the What-if tab (`--tab whatif --whatif kernels-2x`) shows the prediction
 usage: panels_match_summary_test.py STRATA OUT_DIR TRACE_OR_DIR...
 """
 import json, os, shutil, subprocess, sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from summary_rows import table_mismatches  # noqa: E402
 
 PANEL_KEYS = ["iterations", "utilization", "idle", "kernels", "cpu_ops", "memory", "work"]
 
@@ -74,6 +78,8 @@ for trace in traces:
         if shown.get(key) != summary.get(key):
             failures.append(f"{name}: panels.summary.{key} differs from strata summary --json:\n"
                             f"  view:    {json.dumps(shown.get(key))[:400]}\n  summary: {json.dumps(summary.get(key))[:400]}")
+    for f in table_mismatches(summary, panels.get("summary_tables", {})):
+        failures.append(f"{name}: panels.summary_tables: {f}")
     if first:
         details = panels.get("details")
         it = summary["iterations"]["list"][0]
@@ -113,7 +119,7 @@ for trace in traces:
                 {s["name"]: s["predicted_ns"] for s in printed["scenarios"]}.items() - {s["name"]: s["predicted_ns"] for s in shown["scenarios"]}.items():
             failures.append(f"{name}: panels.whatif differs from strata whatif --json:\n  view:    {json.dumps(shown)[:400]}\n"
                             f"  whatif:  {json.dumps(printed)[:400]}")
-    print(f"{name}: {len(PANEL_KEYS)} panel figures equal the summary's"
+    print(f"{name}: {len(PANEL_KEYS)} panel figures and the ranked tables equal the summary's"
           + (f"; details of {first}: bound {panels['details']['bound']}" if first and panels.get("details") else ""))
 
 for f in failures:

@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 using namespace strata::render;
@@ -300,4 +301,28 @@ TEST_CASE("short names: generic components keep their template arguments; lists 
   std::vector<std::string_view> t = distinct_short_names(same);
   CHECK(t[0] == same[0]);
   CHECK(t[1] == same[1]);
+}
+
+TEST_CASE("levels sizing: by GPU time a block is as wide as its share of the row's GPU time") {
+  // Wall time and GPU time disagree: the host spends longest on the block with the least GPU work.
+  const std::vector<LevelBlockTime> blocks = {{600, 100}, {300, 300}, {100, 600}, {50, 0}};
+  const float x = 150, width = 1000;
+  const std::vector<float> gpu = level_block_edges(blocks, LevelSizing::Gpu, x, width);
+  REQUIRE(gpu.size() == blocks.size() + 1);
+  CHECK(gpu.front() == doctest::Approx(x));
+  CHECK(gpu.back() == doctest::Approx(x + width));
+  for (size_t i = 0; i < blocks.size(); ++i)
+    CHECK(gpu[i + 1] - gpu[i] == doctest::Approx(double(blocks[i].gpu) / 1000.0 * width));
+  CHECK(gpu[4] - gpu[3] == doctest::Approx(0));  // no GPU work: no width (the view draws it a pixel wide)
+  // By wall time the same blocks follow their spans, the widest first.
+  const std::vector<float> wall = level_block_edges(blocks, LevelSizing::Wall, x, width);
+  for (size_t i = 0; i < blocks.size(); ++i)
+    CHECK(wall[i + 1] - wall[i] == doctest::Approx(double(blocks[i].wall) / 1050.0 * width));
+  CHECK(gpu[1] - gpu[0] < wall[1] - wall[0]);
+  // A row without GPU work is sized by wall time rather than drawn empty.
+  const std::vector<LevelBlockTime> cpu_only = {{200, 0}, {800, 0}};
+  const std::vector<float> e = level_block_edges(cpu_only, LevelSizing::Gpu, 0, 100);
+  CHECK(e[1] - e[0] == doctest::Approx(20));
+  CHECK(e[2] - e[1] == doctest::Approx(80));
+  CHECK(std::string(level_sizing_key(LevelSizing::Gpu)) == "gpu");
 }
