@@ -10,7 +10,10 @@
 //   blocks  what a residual connection closes: the ops from where the block's input was made
 //           to the add that joins it back (with the activation or, post-norm, the norm that
 //           follows the add), and inside it the residual function when that is units only;
-//           blocks of one kind that alternate with another (attention, MLP) pair into a layer;
+//           blocks of one kind that alternate with another (attention, MLP) pair into a layer
+//           wherever they follow each other, and, where attention is written by hand or
+//           absent, what each pre-norm half adds after its norm is the module it calls (an
+//           MLP; an attention with its output dropout);
 //           a run of blocks from one that changes the shape (a projection shortcut) to the
 //           next is a stage;
 //   model   the whole forward: the root module that holds the rest.
@@ -453,11 +456,23 @@ struct Inference {
       k = std::max(k + 1, e - 1);
     }
     std::vector<std::pair<size_t, size_t>> layers;
+    std::vector<size_t> halves;  // paired layers: the block index of each one's first half
     std::map<std::string, int> count;
     for (auto& s : sig) ++count[s];
     if (r1 - r0 >= 4) {
+      // The run's two kinds pair wherever one follows the other (each stage of a hierarchical
+      // transformer); a block of another kind that recurs (a patch merging between stages) is
+      // a module of its own.
       if (sig[r0].find("attention") == std::string::npos && sig[r0 + 1].find("attention") != std::string::npos) ++r0;
-      for (size_t k = r0; k + 1 < r1; k += 2) layers.push_back({blocks[k].first, blocks[k + 1].second});
+      const std::string first = sig[r0], second = sig[r0 + 1];
+      for (size_t k = 0; k < blocks.size(); ++k) {
+        if (sig[k] == first && k + 1 < blocks.size() && sig[k + 1] == second && blocks[k].second == blocks[k + 1].first) {
+          layers.push_back({blocks[k].first, blocks[k + 1].second});
+          halves.push_back(k++);
+        } else if (sig[k] != first && sig[k] != second && count[sig[k]] >= 2) {
+          layers.push_back(blocks[k]);
+        }
+      }
     } else {
       // Blocks whose kind recurs are modules; a lone one is not told from the stem or head.
       for (size_t k = 0; k < blocks.size(); ++k)
@@ -474,6 +489,11 @@ struct Inference {
     stages(parent, layers, block_nodes, block_sig);
     if (r1 - r0 < 4)
       for (auto [f, t] : layers) residual_branch(els, f, t);
+    else if (!std::any_of(els.begin(), els.end(), [](const Element& e) { return e.kind == "attention" && e.one_module; }))
+      for (size_t k : halves) {
+        sublayer(els, blocks[k].first, blocks[k].second);
+        sublayer(els, blocks[k + 1].first, blocks[k + 1].second);
+      }
     weight_norm_groups(els);
   }
 
@@ -499,6 +519,49 @@ struct Inference {
     std::vector<NodeId> kids;
     for (size_t j = f; j < end; ++j) kids.push_back(els[j].node);
     make(numbered("Residual branch"), b.parent[kids.front()], kids);
+  }
+
+  // A pre-norm half of a transformer layer, x + F(norm(x)): F, from after the norm to the add,
+  // is the sublayer module the layer calls (an attention with its output dropout, an MLP with
+  // its last dropout) when it is two units or more and reshapes only; what scales it on the
+  // way to the add (a stochastic depth's mask, a layer scale) and the reshapes around it are
+  // the layer's. Only where attention is written by hand or absent (timm, GPT, Swin, Mixer):
+  // nn.TransformerEncoderLayer, the layer built on nn.MultiheadAttention, computes its
+  // feed-forward inline, with no module around it.
+  void sublayer(const std::vector<Element>& els, size_t f, size_t t) {
+    size_t from = f;
+    while (from < t && !els[from].unit) ++from;
+    if (from == t || els[from].role != Role::Norm) return;
+    ++from;
+    auto loose_shape = [&](size_t j) { return !els[j].unit && els[j].role == Role::Shape; };
+    while (from < t && loose_shape(from)) ++from;
+    size_t end = t;
+    while (end > from && loose_shape(end - 1)) --end;
+    if (end == from || els[end - 1].unit || els[end - 1].role != Role::Add) return;
+    --end;
+    auto random_mask = [&](const Element& e) { return e.unit && e.role == Role::Dropout && e.op.starts_with("aten::bernoulli"); };
+    while (end > from && (random_mask(els[end - 1]) || !els[end - 1].unit)) --end;
+    size_t units = 0;
+    bool attention = false;
+    std::vector<NodeId> kids;
+    std::string name;
+    for (size_t j = from; j < end; ++j) {
+      if (!els[j].unit && els[j].role != Role::Shape) return;
+      kids.push_back(els[j].node);
+      if (!els[j].unit) continue;
+      attention |= els[j].kind == "attention";
+      name += (units++ ? " + " : "") + readable(els[j]);
+    }
+    if (units < 2) return;
+    // Attention and the dropout after its out-projection: the attention module's own output
+    // dropout (resid_dropout, proj_drop), not a module around the two.
+    if (attention && units == 2 && els[end - 1].unit && els[end - 1].role == Role::Dropout) {
+      const NodeId a = els[from].node, d = els[end - 1].node;
+      for (size_t j = from + 1; j < end; ++j) b.parent[els[j].node] = a;
+      b.widen(a, b.begin[d], b.end[d]);
+      return;
+    }
+    make(numbered(attention ? "Attention sublayer" : "MLP") + ": " + name, b.parent[kids.front()], kids);
   }
 
   // Whether the model normalises before its weight ops (pre-activation, pre-norm) rather than

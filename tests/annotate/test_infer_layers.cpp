@@ -175,3 +175,65 @@ TEST_CASE("inferred layers: a stochastic depth's random mask is one unit, and a 
   // later MBConvs and the conv-norm groups.
   CHECK(s.block_recall == doctest::Approx(1.0));
 }
+
+namespace {
+
+Mod layer_norm() { return leaf("LayerNorm", {"aten::layer_norm"}); }
+Mod linear() { return leaf("Linear", {"aten::linear"}); }
+Mod dropout() { return leaf("Dropout", {"aten::dropout"}); }
+
+// Attention written by hand (timm's, GPT's): a packed qkv projection, the scores, a softmax, an
+// attention dropout, the weighted sum, the out-projection and its output dropout.
+Mod hand_attention() {
+  return {"Attention",
+          {linear(), op("aten::reshape"), op("aten::permute"), op("aten::unbind"), op("aten::transpose"), op("aten::matmul"),
+           op("aten::mul"), op("aten::softmax"), dropout(), op("aten::matmul"), op("aten::transpose"), op("aten::reshape"), linear(),
+           dropout()},
+          nullptr};
+}
+Mod mlp() { return {"Mlp", {linear(), leaf("GELU", {"aten::gelu"}), dropout(), linear(), dropout()}, nullptr}; }
+// A pre-norm transformer block: x + attn(norm1(x)), then x + mlp(norm2(x)).
+Mod prenorm_block() { return {"Block", {layer_norm(), hand_attention(), op("aten::add"), layer_norm(), mlp(), op("aten::add")}, nullptr}; }
+
+Mod vit(std::vector<Mod> body) {
+  Mod root{"ViT", {leaf("Conv2d", {"aten::conv2d"}), op("aten::flatten"), op("aten::transpose")}, nullptr};
+  for (Mod& m : body) root.items.push_back(std::move(m));
+  root.items.push_back(layer_norm());
+  root.items.push_back(linear());
+  return root;
+}
+
+}  // namespace
+
+TEST_CASE("inferred layers: a pre-norm layer's halves call an attention and an MLP module when attention is written by hand") {
+  AccuracyScore s = bare_score(vit({prenorm_block(), prenorm_block(), prenorm_block()}));
+  CHECK(s.blocks == 18);  // each block, its attention and its MLP; two forwards
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
+
+TEST_CASE("inferred layers: the halves pair in every stage, and a patch merging between stages is a module") {
+  // Swin-like: stages of two blocks with a patch merging (slices, concatenation, norm,
+  // reduction) between them, all children of the root.
+  Mod merge{"PatchMerging", {op("aten::slice"), op("aten::slice"), op("aten::cat"), layer_norm(), linear()}, nullptr};
+  Mod b = prenorm_block();
+  AccuracyScore s = bare_score(vit({b, b, merge, b, b, merge, b, b}));
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
+
+TEST_CASE("inferred layers: nn.TransformerEncoderLayer's feed-forward is inline: no MLP layer") {
+  // norm_first: nn.MultiheadAttention's own function (packed in-projection, bmm), then the
+  // feed-forward with F.relu, the layer's own op between its linears.
+  Mod mha{"MultiheadAttention",
+          {op("aten::linear"), op("aten::chunk"), op("aten::view"), op("aten::transpose"), op("aten::bmm"), op("aten::softmax"),
+           op("aten::dropout"), op("aten::bmm"), op("aten::transpose"), op("aten::view"), op("aten::linear"), op("aten::view")},
+          nullptr};
+  Mod tel{"TransformerEncoderLayer",
+          {layer_norm(), mha, dropout(), op("aten::add"), layer_norm(), linear(), op("aten::relu"), dropout(), linear(), dropout(),
+           op("aten::add")},
+          nullptr};
+  AccuracyScore s = bare_score(vit({tel, tel, tel}));
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
