@@ -11,10 +11,14 @@ usage: cli_test.py STRATA README TRACE WORK_DIR [XVFB_RUN]
   that matches nothing), 2 usage (an unknown subcommand or option, a missing argument).
 """
 import json
+
 import os
 import re
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "render"))
+from headless_view import xvfb_run  # noqa: E402
 
 strata, readme, trace, work = (os.path.abspath(a) for a in sys.argv[1:5])
 xvfb = sys.argv[5] if len(sys.argv) > 5 and sys.argv[5] and not sys.argv[5].endswith("NOTFOUND") else None
@@ -183,7 +187,7 @@ viewer = "built without the viewer" not in run("view", "--help").stdout
 if viewer and xvfb:
     shot = os.path.join(work, "focus.png")
     r = run("view", trace, "--screenshot", shot, "--size", "800x600", "--focus", "No such item at all",
-            prefix=(xvfb, "-a"), timeout=240)
+            prefix=tuple(xvfb_run()), timeout=240)
     if r.returncode != 0 and "cannot open a window" in r.stderr:
         print("no OpenGL 3.3 under xvfb: --focus not checked")
     else:

@@ -8,6 +8,9 @@ usage: job_test.py STRATA MAKE_JOB BASE_TRACE WORK_DIR
 """
 import json, os, shutil, subprocess, sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "render"))
+from headless_view import xvfb_run  # noqa: E402
+
 strata, make_job, base, work = os.path.abspath(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 if not os.path.exists(base):
     print(f"{base} not found: skipped")
@@ -108,7 +111,7 @@ if shutil.which("xvfb-run"):
     # Mesa's GL driver is unloaded before LeakSanitizer reports, leaving allocations it cannot
     # attribute: the viewer runs without leak checks, every `strata summary` above keeps them.
     viewer_asan = ":".join(o for o in [os.environ.get("ASAN_OPTIONS", ""), "detect_leaks=0"] if o)
-    r = subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 1280x800x24", strata, "view", out, "--size", "1280x800",
+    r = subprocess.run([*xvfb_run(), "-s", "-screen 0 1280x800x24", strata, "view", out, "--size", "1280x800",
                         "--tab", "job", "--dump-layout", dump, "--screenshot", os.path.join(work, "job-view.png")],
                        capture_output=True, text=True, timeout=600,
                        env=dict(os.environ, LIBGL_ALWAYS_SOFTWARE="1", ASAN_OPTIONS=viewer_asan))

@@ -9,6 +9,8 @@ a selection's flows. Exit 77 (skipped) without xvfb-run.
     analyst_view_test.py STRATA OUT_DIR TORCH2_DIR [TRACES_DIR]"""
 import json, os, shutil, subprocess, sys
 
+from headless_view import xvfb_run
+
 strata, out, torch2 = sys.argv[1], sys.argv[2], sys.argv[3]
 traces = sys.argv[4] if len(sys.argv) > 4 else ""
 if not shutil.which("xvfb-run"):
@@ -25,7 +27,7 @@ def view(trace, size, keys="", focus="Iteration 2/Backward", shot=False):
     global runs
     runs += 1
     name = os.path.join(out, f"analyst-{runs}")
-    cmd = ["xvfb-run", "-a", "-s", f"-screen 0 {size}x24", strata, "view", trace, "--size", size,
+    cmd = [*xvfb_run(), "-s", f"-screen 0 {size}x24", strata, "view", trace, "--size", size,
            "--dump-layout", name + ".json"]
     if focus:
         cmd += ["--focus", focus]
@@ -159,7 +161,7 @@ s = d["ui"]["search"]
 assert s["query"] == "conv" and s["matches"] > 0 and not s["list_open"], s
 
 # File > Attach in a window smaller than the dialog: it fits, and stays inside.
-r = subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 700x500x24", strata, "view", "--attach-dialog", "--size", "700x500",
+r = subprocess.run([*xvfb_run(), "-s", "-screen 0 700x500x24", strata, "view", "--attach-dialog", "--size", "700x500",
                     "--dump-layout", os.path.join(out, "attach.json")], env=env, capture_output=True, text=True, timeout=120)
 assert r.returncode == 0, r.stderr
 d = json.load(open(os.path.join(out, "attach.json")))

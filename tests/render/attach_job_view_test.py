@@ -8,6 +8,8 @@ without xvfb-run or OpenGL 3.3.
 Usage: attach_job_view_test.py STRATA SIM_JOB AGENT OUT_DIR RANKS"""
 import json, os, shutil, subprocess, sys, tempfile, time
 
+from headless_view import xvfb_run
+
 strata, sim_job, agent, out, ranks = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
 if not shutil.which("xvfb-run"):
     print("xvfb-run not found: skipped")
@@ -26,7 +28,7 @@ launcher = subprocess.Popen(["sh", "-c", script], env=env, stdout=subprocess.PIP
 try:
     ready = [launcher.stdout.readline() for _ in range(ranks)]  # "ready PID" from each rank
     assert all(l.startswith(("ready", "listening")) for l in ready), ready
-    cmd = ["xvfb-run", "-a", "-s", "-screen 0 1280x800x24", strata, "view", "--size", "1280x800", "--attach-job",
+    cmd = [*xvfb_run(), "-s", "-screen 0 1280x800x24", strata, "view", "--size", "1280x800", "--attach-job",
            str(launcher.pid), "--duration", "2", "-o", job_dir, "--screenshot", final, "--dump-layout", dump]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
 finally:

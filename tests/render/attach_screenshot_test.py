@@ -9,6 +9,8 @@ without xvfb-run or OpenGL 3.3.
 Usage: attach_screenshot_test.py STRATA OUT_DIR NAME SPAN_MIN_MS SPAN_MAX_MS -- JOB ARGS..."""
 import json, os, shutil, subprocess, sys, tempfile
 
+from headless_view import xvfb_run
+
 strata, out, name = sys.argv[1], sys.argv[2], sys.argv[3]
 span_min, span_max = float(sys.argv[4]), float(sys.argv[5])
 assert sys.argv[6] == "--", "usage: STRATA OUT_DIR NAME SPAN_MIN_MS SPAN_MAX_MS -- JOB ARGS..."
@@ -26,7 +28,7 @@ env = dict(os.environ, LIBGL_ALWAYS_SOFTWARE="1", STRATA_SOCKET_DIR=sockets)
 agent = subprocess.Popen(job_cmd, env=env, stdout=subprocess.PIPE, text=True)
 try:
     pid = agent.stdout.readline().split()[1]  # "listening PID" / "ready PID"
-    cmd = ["xvfb-run", "-a", "-s", "-screen 0 1280x800x24", strata, "view", "--size", "1280x800", "--attach", pid,
+    cmd = [*xvfb_run(), "-s", "-screen 0 1280x800x24", strata, "view", "--size", "1280x800", "--attach", pid,
            "--duration", "3", "-o", os.path.join(sockets, "live.pt.trace.json"), "--focus", "Iteration 3",
            "--live-screenshot", live, "--screenshot", final, "--dump-layout", dump]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)

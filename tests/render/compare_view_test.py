@@ -8,6 +8,8 @@ inside one module (tests/data/diff-pairs/stall-a, stall-b: truth.json):
 Exit 77 (skipped) without xvfb-run or OpenGL 3.3."""
 import json, os, shutil, subprocess, sys
 
+from headless_view import xvfb_run
+
 strata, pairs, out = sys.argv[1], sys.argv[2], sys.argv[3]
 if not shutil.which("xvfb-run"):
     print("xvfb-run not found: skipped")
@@ -22,7 +24,7 @@ def view(name, *args, rc=0):
     for f in (png, dump):
         if os.path.exists(f):
             os.remove(f)
-    cmd = ["xvfb-run", "-a", "-s", "-screen 0 1600x1000x24", strata, "view", a, "--size", "1600x1000",
+    cmd = [*xvfb_run(), "-s", "-screen 0 1600x1000x24", strata, "view", a, "--size", "1600x1000",
            "--screenshot", png, "--dump-layout", dump, *args]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
     print(name, r.returncode, r.stdout[-2000:], r.stderr[-2000:])

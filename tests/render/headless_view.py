@@ -1,7 +1,22 @@
 """One headless run of `strata view` for the viewer's python tests: under xvfb-run at a window
 size, with a screenshot and the layout dump; a run that cannot open a window (no OpenGL 3.3
 under xvfb) or no xvfb-run at all ends the test as skipped (exit 77)."""
-import json, os, shutil, subprocess, sys
+import atexit, json, os, shutil, subprocess, sys, tempfile
+
+
+_auth = None
+
+
+def xvfb_run():
+    """`xvfb-run -a` with an authority file of this test's own: without one, xvfb-run makes a
+    temporary folder and exits 5 ("problem while cleaning up temporary directory") when removing
+    it fails, hiding the command's own exit status. The file goes when the test ends."""
+    global _auth
+    if _auth is None:
+        fd, _auth = tempfile.mkstemp(prefix="strata-xauth-")
+        os.close(fd)
+        atexit.register(os.remove, _auth)
+    return ["xvfb-run", "-a", "-f", _auth]
 
 
 def require_xvfb():
@@ -17,7 +32,7 @@ def run_view(strata, trace, out, name, *args, size="1600x1000", env=None, timeou
         if os.path.exists(f):
             os.remove(f)
     w, h = size.split("x")
-    cmd = ["xvfb-run", "-a", "-s", f"-screen 0 {w}x{h}x24", strata, "view", trace, "--size", size,
+    cmd = [*xvfb_run(), "-s", f"-screen 0 {w}x{h}x24", strata, "view", trace, "--size", size,
            "--screenshot", png, "--dump-layout", dump, *args]
     env = dict(env or os.environ, LIBGL_ALWAYS_SOFTWARE="1")
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)

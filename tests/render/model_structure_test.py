@@ -8,6 +8,8 @@ attribute paths (layer4.1.conv2), in the viewer as in `strata summary`:
 Exit 77 (skipped) without xvfb-run or OpenGL 3.3."""
 import json, os, re, shutil, subprocess, sys
 
+from headless_view import xvfb_run
+
 strata, trace, out = sys.argv[1], sys.argv[2], sys.argv[3]
 if not shutil.which("xvfb-run"):
     print("xvfb-run not found: skipped")
@@ -49,7 +51,7 @@ def view(name, *args):
     dump = os.path.join(out, name + ".json")
     if os.path.exists(dump):
         os.remove(dump)
-    cmd = ["xvfb-run", "-a", "-s", "-screen 0 1280x800x24", strata, "view", trace, "--size", "1280x800",
+    cmd = [*xvfb_run(), "-s", "-screen 0 1280x800x24", strata, "view", trace, "--size", "1280x800",
            "--dump-layout", dump, *args]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
     print(name, r.returncode, r.stdout[-2000:], r.stderr[-2000:])

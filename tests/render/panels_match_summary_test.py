@@ -16,6 +16,8 @@ usage: panels_match_summary_test.py STRATA OUT_DIR TRACE_OR_DIR...
 """
 import json, os, shutil, subprocess, sys
 
+from headless_view import xvfb_run
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from summary_rows import table_mismatches  # noqa: E402
 
@@ -39,7 +41,7 @@ if not os.environ.get("DISPLAY"):
         print("xvfb-run not found: skipped")
         sys.exit(77)
     # One X server for every file.
-    cmd = ["xvfb-run", "-a", "-s", "-screen 0 1024x768x24", sys.executable, __file__] + sys.argv[1:]
+    cmd = [*xvfb_run(), "-s", "-screen 0 1024x768x24", sys.executable, __file__] + sys.argv[1:]
     sys.exit(subprocess.run(cmd).returncode)
 
 os.makedirs(out, exist_ok=True)

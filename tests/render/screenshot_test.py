@@ -3,6 +3,8 @@
 layout and on image statistics (never exact pixels). Exit 77 (skipped) without xvfb-run."""
 import json, os, shutil, struct, subprocess, sys, zlib
 
+from headless_view import xvfb_run
+
 strata, trace, out = sys.argv[1], sys.argv[2], sys.argv[3]
 if not shutil.which("xvfb-run"):
     print("xvfb-run not found: skipped")
@@ -13,7 +15,7 @@ for f in (png, dump):
     if os.path.exists(f):
         os.remove(f)
 env = dict(os.environ, LIBGL_ALWAYS_SOFTWARE="1")
-cmd = ["xvfb-run", "-a", "-s", "-screen 0 1280x800x24", strata, "view", trace, "--size", "1280x800",
+cmd = [*xvfb_run(), "-s", "-screen 0 1280x800x24", strata, "view", trace, "--size", "1280x800",
        "--focus", "Iteration", "--screenshot", png, "--dump-layout", dump]
 r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
 print(r.stdout, r.stderr)

@@ -11,6 +11,8 @@ Exit 77 (skipped) without xvfb-run or OpenGL 3.3.
 usage: summary_tables_view_test.py STRATA OUT_DIR TRACE"""
 import json, os, shutil, subprocess, sys
 
+from headless_view import xvfb_run
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from summary_rows import table_mismatches  # noqa: E402
 
@@ -29,7 +31,7 @@ def view(name, tab, keys="", size="1920x1080"):
         if os.path.exists(f):
             os.remove(f)
     w, h = size.split("x")
-    cmd = ["xvfb-run", "-a", "-s", f"-screen 0 {w}x{h}x24", strata, "view", trace, "--size", size, "--tab", tab,
+    cmd = [*xvfb_run(), "-s", f"-screen 0 {w}x{h}x24", strata, "view", trace, "--size", size, "--tab", tab,
            "--screenshot", png, "--dump-layout", dump]
     if keys:
         cmd += ["--keys", keys]
