@@ -93,7 +93,7 @@ bool shared_traces_present() {
 std::filesystem::path find_trace(std::string_view name) {
   std::error_code ec;
   for (const std::filesystem::path& dir : {vendored_traces_dir(), shared_traces_dir()})
-    if (std::filesystem::path p = dir / name; std::filesystem::is_regular_file(p, ec)) return p;
+    if (std::filesystem::path p = dir / name; std::filesystem::exists(p, ec)) return p;  // a file, or a job's folder
   return {};
 }
 

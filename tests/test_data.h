@@ -31,8 +31,8 @@ std::filesystem::path shared_traces_dir();
 std::filesystem::path test_data_dir();
 bool shared_traces_present();
 
-// The real trace `name` (a file name, or a path inside a trace folder such as
-// "param-dlrm-torchrec-v100-8ranks/rank-0.json.gz"): tests/data/traces's copy, else
+// The real trace `name` (a file name, a path inside a trace folder such as
+// "param-dlrm-torchrec-v100-8ranks/rank-0.json.gz", or a job's folder): tests/data/traces's copy, else
 // ../shared/traces's; empty when neither folder has it.
 std::filesystem::path find_trace(std::string_view name);
 

@@ -8,7 +8,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
+#include <mutex>
 
 using namespace strata;
 
@@ -205,6 +207,29 @@ TEST_CASE("job: communication per layer on real DDP traces") {
     CHECK(rank_summary_json(*loaded.model, a, r).find("\"exposed_communication_ns\":" + std::to_string(exposed)) != std::string::npos);
     CHECK(summary_text(*loaded.model, a).find(", exposed " + format_duration(exposed) + ")") != std::string::npos);
   }
+}
+
+TEST_CASE("job: each rank's summary is handed over as it is made, once per rank") {
+  STRATA_REQUIRE_TRACE(dir, "param-dlrm-torchrec-v100-8ranks");
+  Result<std::vector<JobFile>> files = job_files({dir});
+  REQUIRE(files.is_ok());
+  std::mutex m;
+  std::vector<int64_t> arrived;
+  size_t with_iterations = 0;
+  JobOptions options;
+  options.on_rank = [&](const RankData& d) {
+    const std::lock_guard<std::mutex> lock(m);
+    arrived.push_back(d.rank);
+    with_iterations += !d.iterations.empty();
+  };
+  const Job job = load_job(files.value(), options);
+  std::sort(arrived.begin(), arrived.end());
+  std::vector<int64_t> loaded;
+  for (const RankData& d : job.data) loaded.push_back(d.rank);
+  std::sort(loaded.begin(), loaded.end());
+  CHECK(arrived.size() == files->size());
+  CHECK(arrived == loaded);
+  CHECK(with_iterations == arrived.size());
 }
 
 TEST_CASE("job: ranks from file names") {

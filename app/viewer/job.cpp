@@ -3,6 +3,7 @@
 // on the job's reference clock; the Job tab (ranks, stragglers, communication) and the Ranks
 // tab (one step's phases, rank under rank). Every figure is the job analysis' (core/job).
 #include "app/viewer/viewer.h"
+#include "core/median.h"
 #include "render/legend.h"
 
 #include <imgui.h>
@@ -11,6 +12,8 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <mutex>
 
 namespace strata::viewer {
 
@@ -126,7 +129,19 @@ std::unique_ptr<LoadJob> launch_job_load(const std::vector<std::string>& inputs)
     if (!files.is_ok()) {
       l->error = files.status().message();
     } else {
-      auto job = std::make_unique<Job>(load_job(files.value(), {}, &l->progress));
+      JobOptions options;
+      l->ranks_total = files->size();
+      options.on_rank = [l](const RankData& d) {  // the loading box's overview, as ranks arrive
+        LoadJob::RankArrived a{d.rank, d.file, 0, 0};
+        std::vector<Ns> times;
+        for (const RankData::IterationTime& it : d.iterations)
+          if (!it.partial) times.push_back(it.end - it.begin);
+        a.iterations = times.size();
+        a.median = median(times);
+        const std::lock_guard<std::mutex> lock(l->arrived_mutex);
+        l->arrived.push_back(std::move(a));
+      };
+      auto job = std::make_unique<Job>(load_job(files.value(), options, &l->progress));
       if (l->progress.cancelled()) {
         l->error = "Loading " + l->path + " was cancelled";
       } else if (job->data.empty()) {
@@ -146,6 +161,42 @@ std::unique_ptr<LoadJob> launch_job_load(const std::vector<std::string>& inputs)
     l->done = true;
   });
   return job_load;
+}
+
+void draw_ranks_arrived(Viewer& v, LoadJob& l) {
+  std::vector<LoadJob::RankArrived> arrived;
+  {
+    const std::lock_guard<std::mutex> lock(l.arrived_mutex);
+    arrived = l.arrived;
+  }
+  std::sort(arrived.begin(), arrived.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
+  ImGui::Text("%zu of %zu ranks loaded", arrived.size(), l.ranks_total);
+  if (arrived.empty()) return;
+  const auto slowest = std::max_element(arrived.begin(), arrived.end(), [](const auto& a, const auto& b) { return a.median < b.median; });
+  const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_SizingFixedFit;
+  const float rows = float(std::min<size_t>(arrived.size(), 8) + 1);
+  if (!ImGui::BeginTable("ranks arrived", 4, flags, ImVec2(0, rows * ImGui::GetTextLineHeightWithSpacing() + 4 * v.scale))) return;
+  ImGui::TableSetupScrollFreeze(0, 1);
+  ImGui::TableSetupColumn("rank");
+  ImGui::TableSetupColumn("iterations");
+  ImGui::TableSetupColumn("median");
+  ImGui::TableSetupColumn("file", ImGuiTableColumnFlags_WidthStretch);
+  ImGui::TableHeadersRow();
+  for (const LoadJob::RankArrived& a : arrived) {
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    ImGui::Text("%lld", (long long)a.rank);
+    ImGui::TableNextColumn();
+    ImGui::Text("%zu", a.iterations);
+    ImGui::TableNextColumn();
+    const bool slow = arrived.size() > 1 && &a == &*slowest && a.median > 0;
+    if (slow) ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.6f, 0.35f, 1));
+    ImGui::TextUnformatted(a.iterations ? (format_duration(a.median) + (slow ? "  slowest so far" : "")).c_str() : "-");
+    if (slow) ImGui::PopStyleColor();
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(std::filesystem::path(a.file).filename().c_str());
+  }
+  ImGui::EndTable();
 }
 
 void show_rank(Viewer& v, uint32_t rank) {

@@ -97,6 +97,7 @@ void draw_loading_contents(Viewer& v) {
   std::snprintf(overlay, sizeof overlay, "%s  %.0f%%  (%.1f s)", what.c_str(), double(frac) * 100, secs);
   ImGui::ProgressBar(frac, ImVec2(-1, 0), overlay);
   if (ImGui::Button("Cancel")) cancel_load(v), v.error = "Loading was cancelled.";
+  if (j.ranks_total > 0) draw_ranks_arrived(v, j);
 }
 
 void draw_welcome(Viewer& v) {

@@ -43,6 +43,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -111,6 +112,16 @@ struct LoadJob {
   bool choose = false;     // with `reannotate`: done, the model structure becomes the trace's choice
   bool keep_view = false;  // a newer version of the open trace (a recording): reinstall, not install
   std::unique_ptr<Job> job;  // a distributed job was opened: `result` is the rank shown first
+  // While a job loads: its ranks as they arrive (the loading box's overview), of `ranks_total`.
+  struct RankArrived {
+    int64_t rank = -1;
+    std::string file;
+    size_t iterations = 0;  // complete ones
+    Ns median = 0;          // their median time
+  };
+  std::mutex arrived_mutex;
+  std::vector<RankArrived> arrived;
+  size_t ranks_total = 0;
   uint32_t rank = 0;         // with `job` or `rank_switch`: the index in the job's ranks `result` shows
   bool rank_switch = false;  // `result` is another rank of the open job
   // Set: File ▸ Compare… — `path` is run B, compared with this open trace (A), which the worker
@@ -494,6 +505,9 @@ void open_dropped(Viewer& v, const std::vector<std::string>& paths, bool compare
 // job.cpp
 // A directory or several files; keep_view: the same job read again (a recording that grew).
 void start_job_load(Viewer& v, const std::vector<std::string>& inputs, bool keep_view = false);
+// While a job loads: the ranks loaded so far, their iterations and median iteration time, the
+// slowest marked (the loading box's overview of the job).
+void draw_ranks_arrived(Viewer& v, LoadJob& l);
 std::unique_ptr<LoadJob> launch_job_load(const std::vector<std::string>& inputs);  // the worker alone
 void show_rank(Viewer& v, uint32_t rank);  // loads (off the UI thread) and shows that rank's tracks
 void adopt_job(Viewer& v, LoadJob& loaded);  // a finished job or rank load: take it over

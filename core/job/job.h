@@ -8,6 +8,7 @@
 #include "core/loader.h"
 
 #include <array>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -216,6 +217,9 @@ struct JobOptions {
   uint64_t budget_bytes = 0;  // 0: memory_budget()
   bool keep_models = true;    // keep models within the budget (the viewer); false: summaries only
   unsigned workers = 0;       // ranks loaded at once (0: one per core, fewer when the budget says)
+  // Each rank's summary as soon as it is made (called from a loading thread, once per rank
+  // that loads): a viewer shows the ranks as they arrive instead of waiting for the last.
+  std::function<void(const RankData&)> on_rank;
 };
 // Models kept in memory at most: STRATA_MEMORY_BUDGET (bytes, or with a K/M/G suffix), else half
 // of the machine's physical memory.

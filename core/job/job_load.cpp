@@ -150,6 +150,7 @@ Job load_job(const std::vector<JobFile>& files, const JobOptions& options, Progr
         } else {
           jr.file.rank = r.model->distributed.rank;
           data[i] = rank_data(*r.model, *a, jr.file.rank);
+          if (options.on_rank) options.on_rank(data[i]);
           if (keep) {
             jr.model = std::move(r.model);
             jr.annotation = std::move(a);
