@@ -96,9 +96,20 @@ bool mouse(Viewer& v, const std::string& token, int mods) {
   return true;
 }
 
+// What a person waits for before the next key: a file opening, a search, the What-if tab's replay.
+void settle(Viewer& v) {
+  while (v.loading || v.search.job || whatif_busy(v)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    poll_load(v);
+    poll_search(v);
+    if (whatif_busy(v)) frames(v, 1);
+  }
+}
+
 }  // namespace
 
 bool press_keys(Viewer& v, const std::string& keys) {
+  settle(v);
   size_t at = 0;
   while (at <= keys.size()) {
     size_t comma = keys.find(',', at);
@@ -137,12 +148,7 @@ bool press_keys(Viewer& v, const std::string& keys) {
       const int m = mods | (shift && (c == '?' || !mods) ? GLFW_MOD_SHIFT : 0);  // Ctrl+F is Ctrl with f
       press(v, key, m, m & (GLFW_MOD_CONTROL | GLFW_MOD_ALT) ? 0 : static_cast<unsigned char>(c), tap);
     }
-    // A file opened or a search started: wait for it, as a person would see it arrive.
-    while (v.loading || v.search.job) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      poll_load(v);
-      poll_search(v);
-    }
+    settle(v);  // as a person would see it arrive
     frames(v, 2);
   }
   return true;

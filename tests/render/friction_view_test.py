@@ -11,7 +11,8 @@
   - keys: U then Backspace goes back one step, to where U started; Esc first clears a measured
     range; a new selection opens the details panel at its top;
   - text: the range flags' labels have every glyph in the font and sit below the ruler; at
-    1024x700 the details panel's GPU ops table keeps its Start column.
+    1024x700 the details panel's GPU ops table keeps its Start column; a What-if scenario that
+    cannot be read is said in view; thread names are not cut while there is room.
 Exit 77 (skipped) without xvfb-run or OpenGL 3.3."""
 import os, shutil, sys, tempfile
 
@@ -106,6 +107,19 @@ assert r["flags"] == 2 and len(r["flag_labels"]) == 1, r
 for label in r["flag_labels"]:
     assert label["missing_glyphs"] == 0, label
     assert label["box"]["y"] >= r["ruler"]["y"] + r["ruler"]["h"] - 1, (label, r["ruler"])
+
+# What-if: a scenario that cannot be read, typed and entered, is said where it can be seen, and
+# the box keeps the keys to put it right.
+w = view("whatif", "", "--tab", "whatif", size="1024x700")["panels"]["whatif"]
+box = w["custom_box"]
+bx, by = box["x"] + box["w"] / 2, box["y"] + box["h"] / 2
+w = view("whatif-bad", f"Move:{bx:.0f}:{by:.0f},Click:{bx:.0f}:{by:.0f},faster,Enter", "--tab", "whatif", size="1024x700")
+w = w["panels"]["whatif"]
+assert w["error"] and "faster" in w["error"] and w["error_in_view"], w
+
+# Thread names are not cut while the window has room for them.
+wide = view("titles", "", size="1600x1000")["ui"]
+assert wide["gutter_w"] >= wide["titles_w"], (wide["gutter_w"], wide["titles_w"])
 
 # At 1024x700 the GPU ops table keeps every column.
 small = view("small", "", "--focus", "Iteration 103/Backward", size="1024x700")

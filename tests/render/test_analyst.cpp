@@ -127,6 +127,30 @@ TEST_CASE("elide_middle: both ends kept, never wider than asked, UTF-8 whole") {
   CHECK(elide_middle("aaaa bbbb cccc", 70, f).find(" \xE2\x80\xA6") == std::string::npos);
 }
 
+TEST_CASE("wrap_at_spaces: lines break at spaces only, a figure never at its point") {
+  const FontMetrics f = FontMetrics::monospace(7, 13);
+  // 70 px: 10 characters a line. Dear ImGui's wrapping broke "10.129 ms" after "10.".
+  const std::string text = "GPU time 10.129 ms in 750 ops (busy 63.19 ms)";
+  const std::vector<std::string_view> lines = wrap_at_spaces(text, 70, f);
+  REQUIRE(lines.size() > 1);
+  for (std::string_view l : lines) {
+    CAPTURE(l);
+    CHECK(f.width(l) <= 70);
+    CHECK_FALSE(l.empty());
+    CHECK(l.front() != ' ');
+    CHECK(l.back() != ' ');
+  }
+  // Every word is whole on one line: the figures among them.
+  CHECK(std::find(lines.begin(), lines.end(), std::string_view("10.129 ms")) != lines.end());
+  CHECK(std::find(lines.begin(), lines.end(), std::string_view("63.19 ms)")) != lines.end());
+  // A word longer than a line is cut where the line ends; the text's own newlines break too.
+  const std::vector<std::string_view> cut = wrap_at_spaces("aaaaaaaaaaaaaaa b\nc", 70, f);
+  REQUIRE(cut.size() == 3);
+  CHECK(cut[0] == "aaaaaaaaaa");
+  CHECK(cut[1] == "aaaaa b");
+  CHECK(cut[2] == "c");
+}
+
 TEST_CASE("fit_path: the ends stay, a run in the middle hides behind one item") {
   const std::vector<float> w{50, 100, 100, 100, 100, 80};  // Trace, Iteration, Phase, layer, layer, kernel
   PathFit all = fit_path(w, 10, 20, 1000);
