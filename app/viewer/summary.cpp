@@ -2,6 +2,7 @@
 // (summary_tables.cpp), then GPU utilisation, idle causes, GPU work, iteration bars and the
 // memory peak, drawn as small charts from the annotation's analyses.
 #include "app/viewer/viewer.h"
+#include "core/annotate/summary_rows.h"
 #include "render/legend.h"
 
 #include <imgui.h>
@@ -100,9 +101,13 @@ void draw_charts(Viewer& v) {
     heading("GPU work");
     ImGui::Text("compute %s, communication %s", format_duration(r.compute).c_str(),
                 format_duration(r.communication).c_str());
-    if (r.communication > 0)
+    if (r.communication > 0) {
       ImGui::Text("communication overlapped with compute: %s (%.0f%%)", format_duration(r.compute_comm_overlap).c_str(),
                   100.0 * double(r.compute_comm_overlap) / double(r.communication));
+      const Ns exposed = exposed_communication(r);
+      ImGui::Text("exposed (no compute hides it): %s (%.0f%%)", format_duration(exposed).c_str(),
+                  100.0 * double(exposed) / double(r.communication));
+    }
     ImGui::Text("memory ops %s; tensor-core kernels %.1f%% of kernel time", format_duration(r.memory_ops).c_str(),
                 100.0 * double(r.tensor_core) / double(r.kernel_total));
   }

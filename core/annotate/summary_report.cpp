@@ -16,14 +16,6 @@ namespace {
 double pct(Ns a, Ns b) { return b > 0 ? 100.0 * double(a) / double(b) : 0.0; }
 double share(Ns a, Ns b) { return b > 0 ? double(a) / double(b) : 0.0; }
 
-// Communication no compute kernel hides: the exposed stretches the timeline draws, within
-// the window the other work figures cover.
-Ns exposed_communication(const Analyses& r) {
-  Ns sum = 0;
-  for (auto [s, e] : r.exposed_communication) sum += std::max<Ns>(0, std::min(e, r.window_end) - std::max(s, r.window_begin));
-  return sum;
-}
-
 // A phase's verdict from the replays (Annotation::verdicts), else the bound most of its time had.
 const PhaseVerdict* verdict_of(const Annotation& a, const SummaryPhaseRow& r) {
   for (const PhaseVerdict& v : a.verdicts)
@@ -44,6 +36,12 @@ Bound main_bound(const Annotation& a, const SummaryPhaseRow& r) {
 }
 
 }  // namespace
+
+Ns exposed_communication(const Analyses& r) {
+  Ns sum = 0;
+  for (auto [s, e] : r.exposed_communication) sum += std::max<Ns>(0, std::min(e, r.window_end) - std::max(s, r.window_begin));
+  return sum;
+}
 
 SummaryRows summary_rows(const Annotation& a) {
   const AnnotationTree& t = a.tree;

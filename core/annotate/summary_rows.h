@@ -1,5 +1,6 @@
-// The phase and layer rows of `strata summary` (text and JSON) and of the viewer's Summary tab:
-// one grouping for both, so the tab and the command line never disagree.
+// The phase and layer rows of `strata summary` (text and JSON) and of the viewer's Summary tab,
+// and its exposed communication: one computation for both, so the tab and the command line
+// never disagree.
 #pragma once
 
 #include "core/annotate/annotation.h"
@@ -36,5 +37,9 @@ struct SummaryRows {
 };
 
 SummaryRows summary_rows(const Annotation& a);
+
+// Communication no compute kernel hides: the exposed stretches the timeline draws, within the
+// window the other work figures cover.
+Ns exposed_communication(const Analyses& r);
 
 }  // namespace strata
