@@ -142,7 +142,7 @@ void count_ops(const TraceModel& m, const std::vector<EventId>& ops, const std::
 
 void group(const TraceModel& m, const Annotation& a, Efficiency& ef) {
   const AnnotationTree& t = a.tree;
-  std::vector<EfficiencyStat> classes(size_t(KernelClass::Count));
+  std::vector<EfficiencyStat> classes(static_cast<size_t>(KernelClass::Count));
   std::unordered_map<StrId, size_t> by_name;
   std::unordered_map<NodeId, size_t> layer_of;
   std::unordered_map<std::string, size_t> layer_by_path;

@@ -142,9 +142,10 @@ const LayerSpan* innermost_at(const std::vector<LayerSpan>& by_begin, Ns ts, Ns 
 void charge(RankData::Collective& c, const std::vector<std::pair<uint32_t, Ns>>& weights, CommAttribution how) {
   std::vector<std::pair<uint32_t, Ns>> merged;
   Ns total = 0;
-  for (auto [name, w] : weights) {
-    auto it = std::find_if(merged.begin(), merged.end(), [&](auto& x) { return x.first == name; });
-    if (it == merged.end()) merged.push_back({name, w});
+  for (const auto& [name, w] : weights) {
+    const uint32_t id = name;  // clang before 16 cannot capture a structured binding
+    auto it = std::find_if(merged.begin(), merged.end(), [id](auto& x) { return x.first == id; });
+    if (it == merged.end()) merged.push_back({id, w});
     else it->second += w;
     total += w;
   }

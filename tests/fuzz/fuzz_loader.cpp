@@ -12,7 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto r = strata::load_trace_bytes("fuzz.json", std::string_view(reinterpret_cast<const char*>(data), size), nullptr,
                                     options);
   if (!r.model) {
-    if (r.error.empty()) __builtin_trap();  // a failed load must say why
+    if (r.error().empty()) __builtin_trap();  // a failed load must say why
     return 0;
   }
   const strata::TraceModel& m = *r.model;
