@@ -11,7 +11,7 @@ Exit 77 (skipped) without xvfb-run or OpenGL 3.3.
 usage: summary_tables_view_test.py STRATA OUT_DIR TRACE"""
 import json, os, shutil, subprocess, sys
 
-from headless_view import xvfb_run
+from headless_view import run_view
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from summary_rows import table_mismatches  # noqa: E402
@@ -26,21 +26,10 @@ failures = []
 
 
 def view(name, tab, keys="", size="1920x1080"):
-    png, dump = os.path.join(out, name + ".png"), os.path.join(out, name + ".json")
-    for f in (png, dump):
-        if os.path.exists(f):
-            os.remove(f)
-    w, h = size.split("x")
-    cmd = [*xvfb_run(), "-s", f"-screen 0 {w}x{h}x24", strata, "view", trace, "--size", size, "--tab", tab,
-           "--screenshot", png, "--dump-layout", dump]
-    if keys:
-        cmd += ["--keys", keys]
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-    if r.returncode != 0 and "cannot open a window" in r.stderr:
-        print("no OpenGL 3.3 under xvfb: skipped")
-        sys.exit(77)
+    d, r = run_view(strata, trace, out, name, "--tab", tab, *(["--keys", keys] if keys else []), size=size, env=env,
+                    timeout=300)
     assert r.returncode == 0, f"{name}: exit {r.returncode}\n{r.stderr[-2000:]}"
-    return json.load(open(dump))
+    return d
 
 
 def centre(buttons, name):
