@@ -12,6 +12,23 @@
 #include <string>
 #include <vector>
 
+// Options given to CLI11 handed on, as words, to a parser that takes an argv (the collector's
+// recording and attach options keep one parser for the command line and the viewer).
+struct OptionWords {
+  std::vector<std::string> words;
+  void value(const char* name, const std::string& v) {
+    if (!v.empty()) words.insert(words.end(), {name, v});
+  }
+  void flag(const char* name, bool on) {
+    if (on) words.emplace_back(name);
+  }
+  std::vector<char*> argv() {
+    std::vector<char*> out;
+    for (std::string& w : words) out.push_back(w.data());
+    return out;
+  }
+};
+
 // Whether `inputs` name one trace file (not a job: a directory, or several files).
 bool single_file(const std::vector<std::string>& inputs);
 

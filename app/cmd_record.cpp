@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "app/cli.h"
 #include "app/commands.h"
 #include "client/jobs.h"
 #include "client/launch.h"
@@ -114,22 +115,18 @@ int run_record(const CLI::App& sub, const RecordArgs& args) {
 
 // Applies them one by one as the collector parses them (the same checks, the same messages).
 bool apply_recording_options(const RecordingArgs& a, strata::collector::RecordOptions& opt, std::string& error) {
-  std::vector<std::string> words;
-  auto value = [&](const char* name, const std::string& v) {
-    if (!v.empty()) words.insert(words.end(), {name, v});
-  };
-  value("--duration", a.duration);
-  value("--iterations", a.iterations);
-  value("--delay", a.delay);
-  value("--pattern", a.pattern);
-  value("--kinds", a.kinds);
-  value("--metrics", a.metrics);
-  value("--kernels", a.kernels);
-  value("-o", a.output);
-  if (a.profiler_range) words.emplace_back("--profiler-range");
-  if (a.gzip) words.emplace_back("--gzip");
-  std::vector<char*> argv;
-  for (std::string& w : words) argv.push_back(w.data());
+  OptionWords w;
+  w.value("--duration", a.duration);
+  w.value("--iterations", a.iterations);
+  w.value("--delay", a.delay);
+  w.value("--pattern", a.pattern);
+  w.value("--kinds", a.kinds);
+  w.value("--metrics", a.metrics);
+  w.value("--kernels", a.kernels);
+  w.value("-o", a.output);
+  w.flag("--profiler-range", a.profiler_range);
+  w.flag("--gzip", a.gzip);
+  std::vector<char*> argv = w.argv();
   const int argc = static_cast<int>(argv.size());
   for (int i = 0; i < argc; ++i) {
     const strata::Result<bool> parsed = strata::collector::parse_record_option(argc, argv.data(), i, opt);

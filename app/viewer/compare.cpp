@@ -97,6 +97,16 @@ void figure(const std::string& text, render::Rgba colour = 0) {
   else ImGui::TextUnformatted(text.c_str());
 }
 
+// A row's A, B and change columns.
+void time_cells(const DiffRow& r) {
+  ImGui::TableNextColumn();
+  figure(time_text(r.a));
+  ImGui::TableNextColumn();
+  figure(time_text(r.b));
+  ImGui::TableNextColumn();
+  figure(change_text(r.delta()), render::change_colour(r));
+}
+
 const DiffRow* phase_row(const Diff& d, std::string_view name) {
   for (const DiffRow& r : d.phases)
     if (r.name_a == name || r.name_b == name) return &r;
@@ -235,12 +245,7 @@ void draw_phase_table(const Comparison& c) {
     ImGui::TableNextRow();
     ImGui::TableNextColumn();
     ImGui::TextUnformatted((r.name_a.empty() ? r.name_b : r.name_a).c_str());
-    ImGui::TableNextColumn();
-    figure(time_text(r.a));
-    ImGui::TableNextColumn();
-    figure(time_text(r.b));
-    ImGui::TableNextColumn();
-    figure(change_text(r.delta()), render::change_colour(r));
+    time_cells(r);
   }
   ImGui::EndTable();
 }
@@ -295,12 +300,7 @@ void draw_layer_row(Viewer& v, Comparison& c, size_t i) {
   else ImGui::TextUnformatted(shown.c_str());
   if (ImGui::IsItemHovered())
     tooltip(v, "%s%s%s", path.c_str(), r.detail.empty() ? "" : "\n", r.detail.c_str());
-  ImGui::TableNextColumn();
-  figure(time_text(r.a));
-  ImGui::TableNextColumn();
-  figure(time_text(r.b));
-  ImGui::TableNextColumn();
-  figure(change_text(r.delta()), render::change_colour(r));
+  time_cells(r);
   ImGui::TableNextColumn();
   figure(change_text(r.self_delta()), self_colour(r));
 }

@@ -42,20 +42,16 @@ struct ViewArgs {
 
 // The attach options as parse_attach_option takes them; false with `error` when one is bad.
 bool attach_request(const ViewArgs& a, AttachRequest& attach, std::string& error) {
-  std::vector<std::string> words;
-  auto value = [&](const char* name, const std::string& v) {
-    if (!v.empty()) words.insert(words.end(), {name, v});
-  };
+  OptionWords w;
   // --live-screenshot before --attach/--attach-job: parse_attach_option sets `job` on each of the three.
-  value("--live-screenshot", a.live_shot);
-  value("--attach", a.attach_pid);
-  value("--attach-job", a.attach_job);
-  value("--duration", a.duration);
-  value("--iterations", a.iterations);
-  value("-o", a.output);
-  if (a.attach_dialog) words.emplace_back("--attach-dialog");
-  std::vector<char*> argv;
-  for (std::string& w : words) argv.push_back(w.data());
+  w.value("--live-screenshot", a.live_shot);
+  w.value("--attach", a.attach_pid);
+  w.value("--attach-job", a.attach_job);
+  w.value("--duration", a.duration);
+  w.value("--iterations", a.iterations);
+  w.value("-o", a.output);
+  w.flag("--attach-dialog", a.attach_dialog);
+  std::vector<char*> argv = w.argv();
   const int argc = static_cast<int>(argv.size());
   for (int i = 0; i < argc; ++i)
     if (!parse_attach_option(argc, argv.data(), i, attach, error) || !error.empty()) return false;
@@ -67,8 +63,6 @@ int run_view_args(const CLI::App& sub, ViewArgs& args) {
   HeadlessRun& run = args.run;
   int width = 1600, height = 1000;
   if (!args.size.empty() && !parse_size(args.size, width, height)) return usage_error(sub, "--size WxH, e.g. 1920x1080");
-  const std::string_view t = args.tab;
-  const int tab = t == "summary" ? 1 : t == "job" ? 2 : t == "batch" ? 3 : t == "whatif" ? 4 : t == "roofline" ? 5 : 0;
   const bool no_details = args.no_details, no_levels = args.no_levels;
   const std::string& model_file = args.model_file;
   AttachRequest attach;
@@ -86,7 +80,7 @@ int run_view_args(const CLI::App& sub, ViewArgs& args) {
   v->capture.headless = headless;
   v->panels.show_details = !no_details;
   v->panels.show_levels = !no_levels;
-  v->panels.bottom_tab = tab > 0 ? tab : -1;
+  v->panels.bottom_tab = std::string_view(args.tab);  // by name, as the tab table knows them
   v->compare_next = args.compare;  // the Compare tab comes to the front when it is ready
   if (!init_window(*v, width, height, true)) {
     std::fprintf(stderr, "strata: cannot open a window (no display, or no OpenGL 3.3)%s\n",

@@ -73,12 +73,6 @@ TabRequest& TabRequest::operator=(std::string_view tab_name) {
   return *this;
 }
 
-TabRequest& TabRequest::operator=(int position) {
-  static constexpr const char* kCliOrder[] = {"levels", "summary", "job", "batch", "whatif", "roofline"};
-  name = position >= 0 && size_t(position) < std::size(kCliOrder) ? kCliOrder[position] : "";
-  return *this;
-}
-
 namespace {
 
 // The file being loaded, its stage and progress, and Cancel.

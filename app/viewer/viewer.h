@@ -281,9 +281,6 @@ const BottomTab* find_bottom_tab(std::string_view name);  // null: no tab has th
 struct TabRequest {
   std::string name;  // empty: none
   TabRequest& operator=(std::string_view tab_name);
-  // `strata view`'s --tab parsing hands over a position in its list of names
-  // (levels|summary|job|batch|whatif|roofline); anything else (-1) asks for none.
-  TabRequest& operator=(int position);
 };
 
 // What the Summary tab's tables rank their rows by.

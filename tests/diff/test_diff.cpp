@@ -1,5 +1,6 @@
 // strata diff on pairs recorded for it (tests/data/diff-pairs: each pair's truth is how it was
 // made, see its truth.json) and on the real traces.
+#include "annotated_run.h"
 #include "core/diff/diff.h"
 #include "core/loader.h"
 #include "test_data.h"
@@ -18,19 +19,8 @@ using namespace strata::test;
 
 namespace {
 
-struct Run {
-  std::unique_ptr<TraceModel> model;
-  Annotation annotation;
-};
-
-Run open(const std::filesystem::path& p) {
-  LoadResult r = load_trace(p.string());
-  INFO(p.string() << ": " << r.error());
-  REQUIRE(r.model);
-  Run run{std::move(r.model), {}};
-  run.annotation = annotate(*run.model);
-  return run;
-}
+using Run = test::AnnotatedRun;
+Run open(const std::filesystem::path& p) { return test::open_annotated(p); }
 
 std::filesystem::path pairs_dir() { return test_data_dir() / "diff-pairs"; }
 

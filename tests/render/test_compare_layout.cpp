@@ -1,6 +1,7 @@
 // The Compare tab's picture (render/compare_layout): two runs' iterations on one time scale, a
 // row per depth, layers coloured by their change, the selected diff row outlined on both sides,
 // hit testing; on a real trace against itself and on the CPU pairs of tests/data/diff-pairs.
+#include "annotated_run.h"
 #include "core/diff/diff.h"
 #include "core/loader.h"
 #include "render/compare_layout.h"
@@ -17,19 +18,8 @@ using namespace strata::render;
 
 namespace {
 
-struct Run {
-  std::unique_ptr<TraceModel> model;
-  Annotation annotation;
-};
-
-Run open(const std::filesystem::path& p) {
-  LoadResult r = load_trace(p.string());
-  INFO(p.string() << ": " << r.error());
-  REQUIRE(r.model);
-  Run run{std::move(r.model), {}};
-  run.annotation = annotate(*run.model);
-  return run;
-}
+using Run = test::AnnotatedRun;
+Run open(const std::filesystem::path& p) { return test::open_annotated(p); }
 
 Run open_pair(const std::string& file) { return open(test::test_data_dir() / "diff-pairs" / file); }
 
