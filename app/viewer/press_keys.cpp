@@ -96,13 +96,15 @@ bool mouse(Viewer& v, const std::string& token, int mods) {
   return true;
 }
 
-// What a person waits for before the next key: a file opening, a search, the What-if tab's replay.
+// What a person waits for before the next key: a file opening, a search (one a file brought back
+// with it starts on the next frame), the What-if tab's replay.
 void settle(Viewer& v) {
-  while (v.loading || v.search.job || whatif_busy(v)) {
+  auto search_due = [&] { return v.trace && !v.search.job && v.search.ran != v.search.query; };
+  for (int idle_frames = 0; v.loading || v.search.job || whatif_busy(v) || (search_due() && idle_frames < 10);) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
     poll_load(v);
     poll_search(v);
-    if (whatif_busy(v)) frames(v, 1);
+    if (whatif_busy(v) || search_due()) frames(v, 1), idle_frames += search_due();
   }
 }
 
