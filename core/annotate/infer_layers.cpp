@@ -679,6 +679,8 @@ std::vector<InferredUnit> infer_units(Context& c, TreeBuilder& b, NodeId parent,
   return out;
 }
 
+bool is_shape_op(std::string_view n) { return role_of(n) == Role::Shape; }
+
 void infer_layers(Context& c, TreeBuilder& b, NodeId parent, const std::vector<NodeId>& ops, bool model_root) {
   Inference inference{c, b, {}};
   inference.run(parent, ops, model_root);

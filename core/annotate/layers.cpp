@@ -63,10 +63,12 @@ struct LayerBuild {
       if (!c.is_root(r)) continue;
       chain(r, ch);
       // A compiled graph (CompiledFunction, TorchScript) holds the whole forward in one op:
-      // its child ops are what gets grouped.
+      // its child ops are what gets grouped. An op whose children only move or reshape its
+      // tensors (aten::max's squeeze_ and as_strided_) is one op, not a graph.
       if (ch.empty() && !is_parametric(c.name(r))) {
         std::vector<EventId> kids = child_ops(c, r);
-        if (kids.size() >= 8) {
+        const auto computes = std::count_if(kids.begin(), kids.end(), [&](EventId k) { return !is_shape_op(c.name(k)); });
+        if (kids.size() >= 8 && computes >= 4) {
           NodeId box = b.add_named(NodeKind::Layer, c.m.ev.name[r], c.name(r), phase_node, s.phase, c.m.ev.start[r],
                                    c.m.ev.end(r), r);
           node_of[r] = box;

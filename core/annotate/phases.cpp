@@ -199,14 +199,26 @@ struct PhaseLabeler {
   void by_position() {
     size_t n = items.size();
     auto open = [&](size_t i) { return lab[i] == kUnknown && !named[i] && is_main_op(i); };
-    // loss.backward() seeds the gradient with ones_like before the autograd thread starts.
-    for (size_t i = 1; i < n; ++i)
-      if (lab[i] == P(PhaseKind::Backward) && lab[i - 1] != P(PhaseKind::Backward))
-        for (size_t k = i; k-- > 0;) {
-          if (!is_main_op(k)) continue;
-          if (open(k) && name(k) == "aten::ones_like") lab[k] = P(PhaseKind::Backward);
+    // loss.backward() seeds the gradient with ones_like before the autograd thread starts; a
+    // trace's rounded timestamps can leave ones_like's own empty_like and fill_ after it.
+    auto seed_part = [&](std::string_view op) {
+      return op == "aten::fill_" || op == "aten::empty_like" || op == "aten::empty_strided" || op == "aten::empty";
+    };
+    for (size_t i = 1; i < n; ++i) {
+      if (lab[i] != P(PhaseKind::Backward) || lab[i - 1] == P(PhaseKind::Backward)) continue;
+      std::vector<size_t> parts;
+      for (size_t k = i; k-- > 0;) {
+        if (!is_main_op(k)) continue;
+        if (!open(k)) break;
+        if (name(k) == "aten::ones_like") {
+          lab[k] = P(PhaseKind::Backward);
+          for (size_t p : parts) lab[p] = P(PhaseKind::Backward);
           break;
         }
+        if (!seed_part(name(k)) || parts.size() >= 3) break;
+        parts.push_back(k);
+      }
+    }
     // Forward starts at the first forward-labelled item, else at the first op doing real work
     // after the data was loaded (its marker, its copies) and at the latest at the model's first
     // op with weights (a conv, a linear, an embedding, a norm).
@@ -248,11 +260,17 @@ struct PhaseLabeler {
     for (size_t i = first_fwd; i < E && first_loss == n; ++i)
       if (lab[i] == P(PhaseKind::Loss)) first_loss = i;
     if (first_loss < n) {
+      // A loss takes the prediction and the target: reshapes of both just before it
+      // (logits.view(-1, V), y.view(-1)) are its own; one reshape alone (squeeze, flatten)
+      // and anything that computes (sigmoid, log_softmax) end the model.
+      std::vector<size_t> reshapes;
       for (size_t k = first_loss; k-- > first_fwd + 1;) {
         if (!is_main_op(k)) continue;
-        if (!open(k) || is_parametric(name(k))) break;
-        lab[k] = P(PhaseKind::Loss);
+        if (!open(k) || !is_shape_op(name(k))) break;
+        reshapes.push_back(k);
       }
+      if (reshapes.size() >= 2)
+        for (size_t k : reshapes) lab[k] = P(PhaseKind::Loss);
       for (size_t k = first_loss; k < E; ++k)
         if (open(k)) lab[k] = P(PhaseKind::Loss);
     } else if (c.has_backward && E < n && lab[E] != P(PhaseKind::Optimizer)) {

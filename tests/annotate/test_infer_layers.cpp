@@ -2,112 +2,13 @@
 // module tree that made the ops: each case is a small model written as its module calls, traced
 // once with its truth's hid= ranges and annotated with them stripped, as the accuracy bench
 // does (bench/annotate_accuracy.cpp). A case checks a class of model, not one trace's layers.
-#include "helpers.h"
-
-#include "core/annotate/accuracy.h"
+#include "model_trace.h"
 
 #include <string>
 #include <vector>
 
 using namespace strata;
 using namespace strata::test;
-
-namespace {
-
-// A module call: its child calls and its own ops in the order they run. An item with `op` set
-// is an op of the module itself (F.relu, a residual add), not a call.
-struct Mod {
-  std::string cls;
-  std::vector<Mod> items;
-  const char* op = nullptr;
-};
-Mod op(const char* name) { return {"", {}, name}; }
-Mod leaf(const char* cls, std::vector<const char*> ops) {
-  Mod m{cls, {}, nullptr};
-  for (const char* o : ops) m.items.push_back(op(o));
-  return m;
-}
-Mod conv() { return leaf("Conv2d", {"aten::conv2d"}); }
-Mod bn() { return leaf("BatchNorm2d", {"aten::add_", "aten::batch_norm"}); }  // its batch counter, then the norm
-Mod relu_module() { return leaf("ReLU", {"aten::relu_"}); }
-
-struct Writer {
-  std::string json = "{\"traceEvents\": [\n";
-  int next_hid = 0;
-  void x(const char* cat, const std::string& name, long ts, long dur) {
-    json += "{\"ph\": \"X\", \"cat\": \"" + std::string(cat) + "\", \"name\": \"" + name + "\", \"pid\": 1, \"tid\": 1, \"ts\": " +
-            std::to_string(ts) + ", \"dur\": " + std::to_string(dur) + "},\n";
-  }
-  // Writes a call's range and ops from t; returns the time after it.
-  long call(const Mod& m, const std::string& path, long t) {
-    const int hid = next_hid++;
-    const long begin = t;
-    t += 2;
-    int child = 0;
-    for (const Mod& it : m.items) {
-      if (it.op) {
-        x("cpu_op", it.op, t, 10);
-        t += 14;
-      } else {
-        t = call(it, path == "(root)" ? std::to_string(child) : path + "." + std::to_string(child), t);
-        ++child;
-      }
-    }
-    x("user_annotation", "hid=" + std::to_string(hid) + " " + path + " (" + m.cls + ")", begin, t - begin);
-    return t + 2;
-  }
-};
-
-// Two training steps of the model: forward, loss, backward (autograd's ops), optimizer.
-std::string trace_of(const Mod& root) {
-  Writer w;
-  long t = 1000;
-  for (int it = 0; it < 2; ++it) {
-    const long step = t;
-    w.next_hid = 0;
-    const long fwd_end = w.call(root, "(root)", t + 20);
-    w.x("user_annotation", "forward", t + 10, fwd_end - t - 5);
-    t = fwd_end + 20;
-    w.x("user_annotation", "loss", t, 40);
-    w.x("cpu_op", "aten::mse_loss", t + 5, 30);
-    t += 60;
-    w.x("user_annotation", "backward", t, 400);
-    for (int k = 0; k < 6; ++k) w.x("cpu_op", "autograd::engine::evaluate_function: ConvolutionBackward0", t + 10 + k * 60, 50);
-    t += 420;
-    w.x("user_annotation", "optimizer", t, 200);
-    w.x("user_annotation", "Optimizer.step#SGD.step", t + 5, 190);
-    for (int k = 0; k < 6; ++k) w.x("cpu_op", "aten::add_", t + 10 + k * 30, 20);
-    t += 220;
-    w.x("user_annotation", "ProfilerStep#" + std::to_string(it + 1), step, t - step);
-    t += 100;
-  }
-  return w.json + "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 1, \"args\": {\"name\": \"train\"}}]}";
-}
-
-// The model's trace annotated bare (the truth's ranges stripped), scored against them.
-AccuracyScore bare_score(const Mod& root) {
-  LoadResult full = load_trace_bytes("truth.json", trace_of(root));
-  REQUIRE(full.model);
-  const GroundTruth truth = ground_truth(*full.model);
-  REQUIRE(truth.present());
-  LoadResult bare = load_trace_bytes("bare.json", strip_events(*full.model, kStripTruthRanges));
-  REQUIRE(bare.model);
-  Annotation a = annotate(*bare.model);
-  CHECK(a.layer_source == LayerSource::Heuristic);
-  check_tree(a.tree);
-  return score_against(*bare.model, a, truth);
-}
-
-Mod model(std::vector<Mod> body) {
-  Mod root{"Net", {conv(), bn(), relu_module()}, nullptr};  // a stem
-  for (Mod& m : body) root.items.push_back(std::move(m));
-  root.items.push_back(leaf("AdaptiveAvgPool2d", {"aten::adaptive_avg_pool2d"}));
-  root.items.push_back(op("aten::flatten"));
-  root.items.push_back(leaf("Linear", {"aten::linear"}));
-  return root;
-}
-
-}  // namespace
 
 TEST_CASE("inferred layers: a conv, its norm and its in-place activation are one layer, as ConvNormActivation is") {
   Mod cna{"Conv2dNormActivation", {conv(), bn(), relu_module()}, nullptr};

@@ -1,0 +1,135 @@
+// Small models written as their module calls, traced as PyTorch's profiler would with the
+// truth's hid= and phase ranges around them, for the tests of inferred layers and phases: each
+// trace is annotated with the truth stripped, as the accuracy bench does
+// (bench/annotate_accuracy.cpp).
+#pragma once
+
+#include "helpers.h"
+
+#include "core/annotate/accuracy.h"
+
+#include <string>
+#include <vector>
+
+namespace strata::test {
+
+// A module call: its child calls and its own ops in the order they run. An item with `op` set
+// is an op of the module itself (F.relu, a residual add), not a call; `kids` are that op's
+// own child ops (aten::max's squeeze_ and as_strided_).
+struct Mod {
+  std::string cls;
+  std::vector<Mod> items;
+  const char* op = nullptr;
+  std::vector<const char*> kids = {};
+};
+inline Mod op(const char* name, std::vector<const char*> kids = {}) { return {"", {}, name, std::move(kids)}; }
+inline Mod leaf(const char* cls, std::vector<const char*> ops) {
+  Mod m{cls, {}, nullptr};
+  for (const char* o : ops) m.items.push_back(op(o));
+  return m;
+}
+inline Mod conv() { return leaf("Conv2d", {"aten::conv2d"}); }
+inline Mod bn() { return leaf("BatchNorm2d", {"aten::add_", "aten::batch_norm"}); }  // its batch counter, then the norm
+inline Mod relu_module() { return leaf("ReLU", {"aten::relu_"}); }
+
+// A training step around the model: the ops of its loss and whether loss.backward()'s seed
+// (ones_like, its fill_ left after it by the rounded timestamps) opens the backward.
+struct StepOps {
+  std::vector<const char*> loss = {"aten::mse_loss"};
+  bool seed = false;
+};
+
+struct Writer {
+  std::string json = "{\"traceEvents\": [\n";
+  int next_hid = 0;
+  void x(const char* cat, const std::string& name, long ts, long dur) {
+    json += "{\"ph\": \"X\", \"cat\": \"" + std::string(cat) + "\", \"name\": \"" + name + "\", \"pid\": 1, \"tid\": 1, \"ts\": " +
+            std::to_string(ts) + ", \"dur\": " + std::to_string(dur) + "},\n";
+  }
+  // Writes a call's range and ops from t; returns the time after it.
+  long call(const Mod& m, const std::string& path, long t) {
+    const int hid = next_hid++;
+    const long begin = t;
+    t += 2;
+    int child = 0;
+    for (const Mod& it : m.items) {
+      if (it.op) {
+        const long dur = 10 + 2 * long(it.kids.size());
+        x("cpu_op", it.op, t, dur);
+        for (size_t k = 0; k < it.kids.size(); ++k) x("cpu_op", it.kids[k], t + 1 + 2 * long(k), 1);
+        t += dur + 4;
+      } else {
+        t = call(it, path == "(root)" ? std::to_string(child) : path + "." + std::to_string(child), t);
+        ++child;
+      }
+    }
+    x("user_annotation", "hid=" + std::to_string(hid) + " " + path + " (" + m.cls + ")", begin, t - begin);
+    return t + 2;
+  }
+};
+
+// Two training steps of the model: forward, loss, backward (autograd's ops), optimizer.
+inline std::string trace_of(const Mod& root, const StepOps& step_ops = {}) {
+  Writer w;
+  long t = 1000;
+  for (int it = 0; it < 2; ++it) {
+    const long step = t;
+    w.next_hid = 0;
+    const long fwd_end = w.call(root, "(root)", t + 20);
+    w.x("user_annotation", "forward", t + 10, fwd_end - t - 5);
+    t = fwd_end + 20;
+    const long loss_dur = 20 + 20 * long(step_ops.loss.size());
+    w.x("user_annotation", "loss", t, loss_dur);
+    for (size_t k = 0; k < step_ops.loss.size(); ++k) w.x("cpu_op", step_ops.loss[k], t + 5 + 20 * long(k), 15);
+    t += loss_dur + 20;
+    w.x("user_annotation", "backward", t, 440);
+    if (step_ops.seed) {
+      w.x("cpu_op", "aten::ones_like", t + 5, 3);
+      w.x("cpu_op", "aten::fill_", t + 9, 1);
+    }
+    for (int k = 0; k < 6; ++k) w.x("cpu_op", "autograd::engine::evaluate_function: ConvolutionBackward0", t + 30 + k * 60, 50);
+    t += 460;
+    w.x("user_annotation", "optimizer", t, 200);
+    w.x("user_annotation", "Optimizer.step#SGD.step", t + 5, 190);
+    for (int k = 0; k < 6; ++k) w.x("cpu_op", "aten::add_", t + 10 + k * 30, 20);
+    t += 220;
+    w.x("user_annotation", "ProfilerStep#" + std::to_string(it + 1), step, t - step);
+    t += 100;
+  }
+  return w.json + "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 1, \"args\": {\"name\": \"train\"}}]}";
+}
+
+// A model trace annotated bare (the truth's ranges stripped) and its truth.
+struct BareRun {
+  LoadResult bare;
+  GroundTruth truth;
+  Annotation annotation;
+};
+inline BareRun bare_run(const Mod& root, const StepOps& step_ops = {}) {
+  LoadResult full = load_trace_bytes("truth.json", trace_of(root, step_ops));
+  REQUIRE(full.model);
+  BareRun r{load_trace_bytes("bare.json", strip_events(*full.model, kStripTruthRanges)), ground_truth(*full.model), {}};
+  REQUIRE(r.truth.present());
+  REQUIRE(r.bare.model);
+  r.annotation = annotate(*r.bare.model);
+  CHECK(r.annotation.layer_source == LayerSource::Heuristic);
+  check_tree(r.annotation.tree);
+  return r;
+}
+
+// The model's trace annotated bare, scored against its truth.
+inline AccuracyScore bare_score(const Mod& root, const StepOps& step_ops = {}) {
+  BareRun r = bare_run(root, step_ops);
+  return score_against(*r.bare.model, r.annotation, r.truth);
+}
+
+inline Mod model(std::vector<Mod> body) {
+  Mod root{"Net", {conv(), bn(), relu_module()}, nullptr};  // a stem
+  for (Mod& m : body) root.items.push_back(std::move(m));
+  root.items.push_back(leaf("AdaptiveAvgPool2d", {"aten::adaptive_avg_pool2d"}));
+  root.items.push_back(op("aten::flatten"));
+  root.items.push_back(leaf("Linear", {"aten::linear"}));
+  return root;
+}
+
+}  // namespace strata::test

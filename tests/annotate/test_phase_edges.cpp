@@ -1,0 +1,75 @@
+// Where one phase ends and the next begins when only the ops say it: the model's last op
+// against the loss's own, loss.backward()'s seed, and an op that only looks like a graph.
+// Each case is a small model traced with its truth (model_trace.h) and annotated bare.
+#include "model_trace.h"
+
+#include <string>
+#include <vector>
+
+using namespace strata;
+using namespace strata::test;
+
+namespace {
+
+// The phase of each event of that name in the bare trace, in time order.
+std::vector<PhaseKind> phases_of_op(const BareRun& r, std::string_view name) {
+  const TraceModel& m = *r.bare.model;
+  const Annotation& a = r.annotation;
+  std::vector<PhaseKind> out;
+  for (EventId e = 0; e < m.ev.size(); ++e) {
+    if (m.name_of(e) != name) continue;
+    const NodeId n = e < a.node_of_event.size() ? a.node_of_event[e] : kNoNode;
+    out.push_back(n == kNoNode ? PhaseKind::Other : a.tree.phase[n]);
+  }
+  return out;
+}
+
+Mod head_with(Mod last) {
+  Mod root = model({conv(), bn(), relu_module()});
+  root.items.push_back(std::move(last));
+  return root;
+}
+
+}  // namespace
+
+TEST_CASE("phases: a loss's reshapes of the prediction and the target are the loss, the model's own last op is not") {
+  SUBCASE("a language model's logits.view(-1, V) and y.view(-1) into the loss") {
+    BareRun r = bare_run(head_with(leaf("Linear", {"aten::linear"})), {{"aten::reshape", "aten::reshape", "aten::cross_entropy_loss"}});
+    CHECK(phases_of_op(r, "aten::reshape") == std::vector<PhaseKind>(4, PhaseKind::Loss));
+    CHECK(phases_of_op(r, "aten::cross_entropy_loss") == std::vector<PhaseKind>(2, PhaseKind::Loss));
+  }
+  SUBCASE("one reshape before the loss is the model's output (a squeeze head)") {
+    BareRun r = bare_run(head_with(op("aten::squeeze")), {{"aten::binary_cross_entropy_with_logits"}});
+    CHECK(phases_of_op(r, "aten::squeeze") == std::vector<PhaseKind>(2, PhaseKind::Forward));
+  }
+  SUBCASE("an op that computes (a sigmoid output) ends the model") {
+    BareRun r = bare_run(head_with(leaf("Sigmoid", {"aten::sigmoid"})), {{"aten::mse_loss"}});
+    CHECK(phases_of_op(r, "aten::sigmoid") == std::vector<PhaseKind>(2, PhaseKind::Forward));
+    CHECK(phases_of_op(r, "aten::mse_loss") == std::vector<PhaseKind>(2, PhaseKind::Loss));
+  }
+}
+
+TEST_CASE("phases: loss.backward()'s seed opens the backward, with its fill_ that rounding left after it") {
+  StepOps ops;
+  ops.seed = true;
+  BareRun r = bare_run(model({conv(), bn(), relu_module()}), ops);
+  CHECK(phases_of_op(r, "aten::ones_like") == std::vector<PhaseKind>(2, PhaseKind::Backward));
+  CHECK(phases_of_op(r, "aten::fill_") == std::vector<PhaseKind>(2, PhaseKind::Backward));
+}
+
+TEST_CASE("inferred layers: an op whose child ops only reshape (aten::max's squeeze_) is one op, not a compiled graph") {
+  const std::vector<const char*> views = {"aten::unsqueeze_", "aten::as_strided_", "aten::unsqueeze_", "aten::as_strided_",
+                                          "aten::squeeze_",   "aten::as_strided_", "aten::squeeze_",   "aten::as_strided_"};
+  Mod root{"TextCNN", {leaf("Embedding", {"aten::embedding"}), op("aten::transpose")}, nullptr};
+  for (int k = 0; k < 3; ++k) {
+    root.items.push_back(leaf("Conv1d", {"aten::conv1d"}));
+    root.items.push_back(op("aten::relu"));
+    root.items.push_back(op("aten::max", views));
+  }
+  root.items.push_back(op("aten::cat"));
+  root.items.push_back(leaf("Linear", {"aten::linear"}));
+  BareRun r = bare_run(root);
+  CHECK_FALSE(has_layer(r.annotation.tree, "aten::max"));
+  CHECK(has_layer(r.annotation.tree, "Model"));  // the forward's ops outside its units are the root module's
+  for (PhaseKind p : phases_of_op(r, "aten::conv1d")) CHECK(p == PhaseKind::Forward);
+}
