@@ -381,6 +381,29 @@ struct Inference {
     }
   }
 
+  // Where the repeats of a kind of block start with a unit, what the first one has before its
+  // first unit (the attention mask computed once for all layers) was computed before it: it
+  // stays outside. Transposes are part of the signature, so every repeat has them.
+  static void trim_loose_leads(const std::vector<Element>& els, std::vector<std::pair<size_t, size_t>>& blocks,
+                               const std::vector<std::string>& sig) {
+    auto loose = [&](const Element& e) { return !e.unit && e.op != "aten::transpose" && e.op != "aten::permute"; };
+    auto lead = [&](size_t k) {
+      size_t n = 0;
+      while (blocks[k].first + n < blocks[k].second && loose(els[blocks[k].first + n])) ++n;
+      return n;
+    };
+    std::vector<size_t> leads(blocks.size());
+    for (size_t k = 0; k < blocks.size(); ++k) leads[k] = lead(k);
+    for (size_t k = 0; k < blocks.size(); ++k) {
+      // Only the first of its kind: a repeat's own ops (a shifted window's roll) are its.
+      if (std::find(sig.begin(), sig.begin() + long(k), sig[k]) != sig.begin() + long(k)) continue;
+      size_t least = SIZE_MAX;
+      for (size_t o = k + 1; o < blocks.size(); ++o)
+        if (sig[o] == sig[k]) least = std::min(least, leads[o]);
+      if (least == 0) blocks[k].first += leads[k];
+    }
+  }
+
   std::string readable(const Element& e) const { return readable_unit(e.kind, e.op); }
 
   NodeId make(const std::string& name, NodeId parent, const std::vector<NodeId>& kids) {
@@ -444,6 +467,7 @@ struct Inference {
     for (auto [f, t] : blocks) sig.push_back(signature(els, f, t));
     split_stem(els, blocks, sig);
     trim_dropouts(els, blocks, sig);
+    trim_loose_leads(els, blocks, sig);
     bool repeats = false;  // blocks of one kind one after another: each block is a module
     for (size_t k = 1; k < sig.size(); ++k) repeats |= sig[k] == sig[k - 1];
     // Blocks of two kinds that strictly alternate (attention, MLP) are halves of one layer: the

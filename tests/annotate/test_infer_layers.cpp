@@ -138,3 +138,30 @@ TEST_CASE("inferred layers: nn.TransformerEncoderLayer's feed-forward is inline:
   CHECK(s.block_recall == doctest::Approx(1.0));
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: the mask computed once before the first layer is not the first layer's") {
+  // A post-norm encoder on hand-written attention: (1 - mask) * -inf is computed by the model
+  // before its layers, for all of them; the first layer starts at its projections, as the
+  // others do.
+  Mod attention{"SelfAttention",
+                {linear(), op("aten::view"), op("aten::permute"), linear(), op("aten::view"), op("aten::permute"), linear(),
+                 op("aten::view"), op("aten::permute"), op("aten::transpose"), op("aten::matmul"), op("aten::div"), op("aten::add"),
+                 op("aten::softmax"), dropout(), op("aten::matmul"), op("aten::permute"), op("aten::view"), linear()},
+                nullptr};
+  Mod layer{"EncoderLayer",
+            {attention, dropout(), op("aten::add"), layer_norm(), linear(), leaf("GELU", {"aten::gelu"}), linear(), dropout(),
+             op("aten::add"), layer_norm()},
+            nullptr};
+  Mod root{"Encoder",
+           {leaf("Embedding", {"aten::embedding"}), leaf("Embedding", {"aten::embedding"}), op("aten::add"), layer_norm(),
+            dropout(), op("aten::slice"), op("aten::unsqueeze"), op("aten::unsqueeze"), op("aten::to"), op("aten::rsub"),
+            op("aten::mul"), layer, layer, layer, linear()},
+           nullptr};
+  BareRun r = bare_run(root);
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.node_precision == doctest::Approx(1.0));
+  // Each layer is found with exactly its ops: the first one too.
+  for (NodeId n = 0; n < r.annotation.tree.size(); ++n)
+    if (r.annotation.tree.name_of(n).starts_with("Layer 1"))
+      for (NodeId c : r.annotation.tree.children(n)) CHECK(r.annotation.tree.name_of(c) != "aten::rsub");
+}
