@@ -213,10 +213,17 @@ struct Inference {
       a.kind = "attention";
       a.op = els[s1].op;
       // nn.MultiheadAttention's own function multiplies with bmm / baddbmm and projects with
-      // F.linear: one module. Attention written by hand multiplies with matmul (@) and calls
-      // its projections and dropout as modules of their own, children of the attention.
+      // F.linear, by slices of its one packed weight where query and key differ (a split
+      // before the projections): one module. Attention written by hand multiplies with matmul
+      // (@) and calls its projections and dropout as modules of their own, children of the
+      // attention.
       const bool own_function = els[s1].op == "aten::bmm" || els[s1].op == "aten::baddbmm";
-      a.one_module = own_function && linears < 2;
+      bool packed = linears < 2;
+      for (size_t j = lo; j < s1 && !packed; ++j) {
+        if (els[j].unit) break;
+        packed = els[j].op == "aten::split_with_sizes" || els[j].op == "aten::split";
+      }
+      a.one_module = own_function && packed;
       a.lead = lead;
       for (size_t j = lo; j < hi; ++j) {
         a.ops.insert(a.ops.end(), els[j].ops.begin(), els[j].ops.end());
@@ -311,7 +318,9 @@ struct Inference {
     std::vector<std::pair<size_t, size_t>> out;
     size_t start = 0, weights = 0;
     for (size_t j = 0; j < els.size(); ++j) {
-      if (els[j].unit && els[j].role == Role::Weight) ++weights;
+      // Lookups take ids, not a tensor a branch could be added back to: embeddings summed
+      // (tokens and positions) are no residual block.
+      if (els[j].unit && els[j].role == Role::Weight && els[j].kind != "embedding") ++weights;
       if (els[j].unit || weights == 0) continue;
       const bool merge = els[j].role == Role::Merge, add = els[j].role == Role::Add;
       if (!add && !merge) continue;
@@ -458,6 +467,50 @@ struct Inference {
     return name;
   }
 
+  // Whether blocks k, k + 1, ... are of the tuple's kinds in its order, each after the last
+  // with no unit between them (`after[k]`: block k follows block k - 1 so).
+  static bool tuple_at(const std::vector<uint8_t>& after, const std::vector<std::string>& sig, size_t k,
+                       const std::vector<std::string>& tuple) {
+    if (k + tuple.size() > sig.size()) return false;
+    for (size_t i = 0; i < tuple.size(); ++i)
+      if (sig[k + i] != tuple[i] || (i > 0 && !after[k + i])) return false;
+    return true;
+  }
+
+  // The kinds of layer made of two or three kinds of blocks: the longest run of one such tuple
+  // repeated back to back (at least twice), then the longest among the blocks left, and so
+  // on; a tuple starts at its block that holds attention, where one does. None where blocks of
+  // one kind without attention follow one another: each of those is a module (a ResNet's).
+  static std::vector<std::vector<std::string>> layer_tuples(const std::vector<uint8_t>& after, const std::vector<std::string>& sig) {
+    auto attention = [](const std::string& s) { return s.find("attention") != std::string::npos; };
+    std::vector<std::vector<std::string>> tuples;
+    for (size_t k = 1; k < sig.size(); ++k)
+      if (sig[k] == sig[k - 1] && !attention(sig[k])) return tuples;
+    std::vector<uint8_t> taken(sig.size(), 0);
+    for (;;) {
+      size_t best_k = 0, best_p = 0, best_cover = 0;
+      for (size_t k = 0; k < sig.size(); ++k)
+        for (size_t p = 2; p <= 3; ++p) {
+          if (k + 2 * p > sig.size()) continue;
+          std::vector<std::string> t(sig.begin() + long(k), sig.begin() + long(k + p));
+          if (std::all_of(t.begin(), t.end(), [&](auto& x) { return x == t[0]; })) continue;  // one kind: no tuple
+          size_t reps = 0;
+          while (tuple_at(after, sig, k + reps * p, t) && (reps == 0 || after[k + reps * p]) &&
+                 std::none_of(taken.begin() + long(k + reps * p), taken.begin() + long(k + reps * p + p), [](uint8_t x) { return x; }))
+            ++reps;
+          if (reps >= 2 && reps * p > best_cover) best_k = k, best_p = p, best_cover = reps * p;
+        }
+      if (best_cover == 0) break;
+      std::vector<std::string> t(sig.begin() + long(best_k), sig.begin() + long(best_k + best_p));
+      for (size_t i = best_k; i < best_k + best_cover; ++i) taken[i] = 1;
+      const auto a = std::find_if(t.begin(), t.end(), attention);
+      if (a != t.end()) std::rotate(t.begin(), a, t.end());
+      tuples.push_back(std::move(t));
+    }
+    std::stable_sort(tuples.begin(), tuples.end(), [](auto& x, auto& y) { return x.size() > y.size(); });
+    return tuples;
+  }
+
   void run(NodeId parent, const std::vector<NodeId>& ops, bool model_root) {
     std::vector<Element> els = units(ops);
     if (model_root && ops.size() >= 2) parent = make("Model", parent, ops);
@@ -468,39 +521,37 @@ struct Inference {
     split_stem(els, blocks, sig);
     trim_dropouts(els, blocks, sig);
     trim_loose_leads(els, blocks, sig);
-    bool repeats = false;  // blocks of one kind one after another: each block is a module
-    for (size_t k = 1; k < sig.size(); ++k) repeats |= sig[k] == sig[k - 1];
-    // Blocks of two kinds that strictly alternate (attention, MLP) are halves of one layer: the
-    // longest such run, paired from the half that holds attention.
-    size_t r0 = 0, r1 = 0;
-    for (size_t k = 0; k < sig.size() && !repeats;) {
-      size_t e = k + 1;
-      while (e < sig.size() && sig[e] != sig[e - 1] && (e < k + 2 || sig[e] == sig[e - 2])) ++e;
-      if (e - k > r1 - r0) r0 = k, r1 = e;
-      k = std::max(k + 1, e - 1);
+    // Layers made of sublayers: kinds of blocks that follow one another in a fixed order (a
+    // transformer's attention then MLP, a decoder's self-attention, cross-attention then MLP,
+    // a mixer's token then channel mixing), repeated back to back.
+    std::vector<uint8_t> after(blocks.size(), 0);
+    for (size_t k = 1; k < blocks.size(); ++k) {
+      after[k] = blocks[k - 1].second <= blocks[k].first;
+      for (size_t j = blocks[k - 1].second; j < blocks[k].first; ++j) after[k] &= !els[j].unit;
     }
+    std::vector<std::vector<std::string>> tuples = layer_tuples(after, sig);
     std::vector<std::pair<size_t, size_t>> layers;
-    std::vector<size_t> halves;  // paired layers: the block index of each one's first half
+    std::vector<std::pair<size_t, size_t>> tupled;  // layers made of sublayers: their blocks [from, to)
     std::map<std::string, int> count;
     for (auto& s : sig) ++count[s];
-    if (r1 - r0 >= 4) {
-      // The run's two kinds pair wherever one follows the other (each stage of a hierarchical
-      // transformer); a block of another kind that recurs (a patch merging between stages) is
-      // a module of its own.
-      if (sig[r0].find("attention") == std::string::npos && sig[r0 + 1].find("attention") != std::string::npos) ++r0;
-      const std::string first = sig[r0], second = sig[r0 + 1];
-      for (size_t k = 0; k < blocks.size(); ++k) {
-        if (sig[k] == first && k + 1 < blocks.size() && sig[k + 1] == second && blocks[k].second == blocks[k + 1].first) {
-          layers.push_back({blocks[k].first, blocks[k + 1].second});
-          halves.push_back(k++);
-        } else if (sig[k] != first && sig[k] != second && count[sig[k]] >= 2) {
-          layers.push_back(blocks[k]);
-        }
+    auto in_tuple = [&](const std::string& s) {
+      return std::any_of(tuples.begin(), tuples.end(), [&](auto& t) { return std::find(t.begin(), t.end(), s) != t.end(); });
+    };
+    for (size_t k = 0; k < blocks.size(); ++k) {
+      size_t matched = 0;
+      for (const auto& t : tuples)  // the longest first
+        if (matched == 0 && tuple_at(after, sig, k, t)) matched = t.size();
+      if (matched) {
+        // The tuple's kinds pair wherever they follow one another (each stage of a
+        // hierarchical transformer)...
+        layers.push_back({blocks[k].first, blocks[k + matched - 1].second});
+        tupled.push_back({k, k + matched});
+        k += matched - 1;
+      } else if (!in_tuple(sig[k]) && count[sig[k]] >= 2) {
+        // ...and a block of another kind that recurs (a patch merging between stages, a
+        // residual block) is a module; a lone one is not told from the stem or head.
+        layers.push_back(blocks[k]);
       }
-    } else {
-      // Blocks whose kind recurs are modules; a lone one is not told from the stem or head.
-      for (size_t k = 0; k < blocks.size(); ++k)
-        if (count[sig[k]] >= 2) layers.push_back(blocks[k]);
     }
     std::vector<NodeId> block_nodes;
     std::vector<std::string> block_sig;
@@ -511,13 +562,11 @@ struct Inference {
       block_sig.push_back(signature(els, f, t));
     }
     stages(parent, layers, block_nodes, block_sig);
-    if (r1 - r0 < 4)
+    if (tuples.empty())
       for (auto [f, t] : layers) residual_branch(els, f, t);
     else if (!std::any_of(els.begin(), els.end(), [](const Element& e) { return e.kind == "attention" && e.one_module; }))
-      for (size_t k : halves) {
-        sublayer(els, blocks[k].first, blocks[k].second);
-        sublayer(els, blocks[k + 1].first, blocks[k + 1].second);
-      }
+      for (auto [from, to] : tupled)
+        for (size_t k = from; k < to; ++k) sublayer(els, blocks[k].first, blocks[k].second);
     weight_norm_groups(els);
   }
 

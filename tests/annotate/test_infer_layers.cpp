@@ -165,3 +165,39 @@ TEST_CASE("inferred layers: the mask computed once before the first layer is not
     if (r.annotation.tree.name_of(n).starts_with("Layer 1"))
       for (NodeId c : r.annotation.tree.children(n)) CHECK(r.annotation.tree.name_of(c) != "aten::rsub");
 }
+
+TEST_CASE("inferred layers: a decoder layer's self-attention, cross-attention and MLP are one layer; summed embeddings are no block") {
+  // nn.Transformer, post-norm: token and position embeddings summed, two encoder layers
+  // (attention, MLP), two decoder layers (self-attention, cross-attention by slices of one
+  // packed weight, MLP).
+  auto mha = [](bool cross) {
+    Mod m{"MultiheadAttention", {}, nullptr};
+    if (cross)
+      for (const char* o : {"aten::split_with_sizes", "aten::linear", "aten::linear", "aten::chunk"}) m.items.push_back(op(o));
+    else
+      for (const char* o : {"aten::linear", "aten::chunk"}) m.items.push_back(op(o));
+    for (const char* o : {"aten::view", "aten::transpose", "aten::view", "aten::transpose", "aten::view", "aten::transpose",
+                          "aten::div", "aten::bmm", "aten::softmax", "aten::dropout", "aten::bmm", "aten::transpose", "aten::view",
+                          "aten::linear", "aten::view"})
+      m.items.push_back(op(o));
+    return m;
+  };
+  auto half = [](Mod sub) { return std::vector<Mod>{std::move(sub), dropout(), op("aten::add"), layer_norm()}; };
+  std::vector<Mod> ff = {linear(), op("aten::relu"), dropout(), linear(), dropout(), op("aten::add"), layer_norm()};
+  Mod enc{"TransformerEncoderLayer", half(mha(false)), nullptr};
+  enc.items.insert(enc.items.end(), ff.begin(), ff.end());
+  Mod dec{"TransformerDecoderLayer", half(mha(false)), nullptr};
+  for (Mod& m : half(mha(true))) dec.items.push_back(std::move(m));
+  dec.items.insert(dec.items.end(), ff.begin(), ff.end());
+  Mod emb = leaf("Embedding", {"aten::embedding"});
+  Mod root{"Seq2Seq",
+           {emb, emb, op("aten::add"), emb, emb, op("aten::add"), Mod{"TransformerEncoder", {enc, enc, layer_norm()}, nullptr},
+            Mod{"TransformerDecoder", {dec, dec, layer_norm()}, nullptr}, linear()},
+           nullptr};
+  BareRun r = bare_run(root);
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.blocks == 8);  // two encoder and two decoder layers, two forwards
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.leaf_f1 > 0.99);  // each attention one unit, its projections its own ops
+  CHECK_FALSE(has_layer(r.annotation.tree, "Block 1: 2 Embedding"));
+}
