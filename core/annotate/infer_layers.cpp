@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 namespace strata::annot {
@@ -63,6 +64,9 @@ Role role_of(std::string_view full) {
   if (in(n, {"cat", "concat", "stack", "_cat"})) return Role::Merge;
   return Role::Compute;
 }
+
+// Splits a tensor into parts that run through different branches.
+bool is_split(std::string_view op) { return op == "aten::chunk" || op.starts_with("aten::split") || op == "aten::unbind"; }
 
 bool is_unit_role(Role r) {
   return r == Role::Weight || r == Role::Norm || r == Role::Activation || r == Role::Pool || r == Role::Dropout ||
@@ -324,8 +328,9 @@ struct Inference {
       if (els[j].unit || weights == 0) continue;
       const bool merge = els[j].role == Role::Merge, add = els[j].role == Role::Add;
       if (!add && !merge) continue;
+      // Reshapes after the join are the block's; a split opens the next block's branches.
       size_t next = j + 1;
-      while (next < els.size() && !els[next].unit && els[next].role == Role::Shape) ++next;
+      while (next < els.size() && !els[next].unit && els[next].role == Role::Shape && !is_split(els[next].op)) ++next;
       if (merge && next < els.size() && els[next].role == Role::Norm) {  // opens the next block
         if (j > start) out.push_back({start, j});
         start = j;
@@ -352,15 +357,26 @@ struct Inference {
   static void split_stem(const std::vector<Element>& els, std::vector<std::pair<size_t, size_t>>& blocks, std::vector<std::string>& sig) {
     std::map<std::string, int> count;
     for (auto& s : sig) ++count[s];
+    // Kinds whose blocks take half of their input by a split (ShuffleNet's chunk): one can only
+    // begin at a split.
+    std::set<std::string> opens_split;
+    for (size_t k = 0; k < blocks.size(); ++k)
+      if (blocks[k].first < blocks[k].second && is_split(els[blocks[k].first].op)) opens_split.insert(sig[k]);
+    auto transpose = [&](const Element& e) { return !e.unit && (e.op == "aten::transpose" || e.op == "aten::permute"); };
     for (size_t k = 0; k < blocks.size(); ++k) {
+      // The longest kind it ends like: a stage's first, downsampling block (two branches)
+      // rather than the plain blocks after it, which end like both.
+      std::vector<std::string> candidates;
       for (auto& [other, n] : count) {
         const char before = sig[k].size() > other.size() ? sig[k][sig[k].size() - other.size() - 1] : 0;
-        if (std::count(other.begin(), other.end(), ',') < 2 || !sig[k].ends_with(other) || (before != ',' && before != ';'))
-          continue;
+        if (std::count(other.begin(), other.end(), ',') >= 2 && sig[k].ends_with(other) && (before == ',' || before == ';'))
+          candidates.push_back(other);
+      }
+      std::sort(candidates.begin(), candidates.end(), [](auto& x, auto& y) { return x.size() > y.size(); });
+      for (const std::string& other : candidates) {
         // Back over exactly the other's units and transposes, then the loose ops before them (a
         // message passing's gather, the embeddings' sum); a transpose there is the stem's (a
         // LayerNorm2d's permute back): the other block does not start with it.
-        auto transpose = [&](const Element& e) { return !e.unit && (e.op == "aten::transpose" || e.op == "aten::permute"); };
         size_t tokens = size_t(std::count(other.begin(), other.end(), ',') + std::count(other.begin(), other.end(), ';'));
         size_t at = blocks[k].second;
         while (tokens > 0 && at > blocks[k].first) {
@@ -368,6 +384,7 @@ struct Inference {
           tokens -= (e.unit && e.role != Role::Dropout) || transpose(e);
         }
         while (at > blocks[k].first && !els[at - 1].unit && !transpose(els[at - 1])) --at;
+        if (opens_split.contains(other) && !is_split(els[at].op)) continue;  // its branch is one of this block's
         blocks.insert(blocks.begin() + long(k) + 1, {at, blocks[k].second});
         blocks[k].second = at;
         sig.insert(sig.begin() + long(k) + 1, other);
@@ -563,7 +580,10 @@ struct Inference {
     }
     stages(parent, layers, block_nodes, block_sig);
     if (tuples.empty())
-      for (auto [f, t] : layers) residual_branch(els, f, t);
+      for (auto [f, t] : layers) {
+        residual_branch(els, f, t);
+        split_branch(els, f, t);
+      }
     else if (!std::any_of(els.begin(), els.end(), [](const Element& e) { return e.kind == "attention" && e.one_module; }))
       for (auto [from, to] : tupled)
         for (size_t k = from; k < to; ++k) sublayer(els, blocks[k].first, blocks[k].second);
@@ -592,6 +612,24 @@ struct Inference {
     std::vector<NodeId> kids;
     for (size_t j = f; j < end; ++j) kids.push_back(els[j].node);
     make(numbered("Residual branch"), b.parent[kids.front()], kids);
+  }
+
+  // A block that splits its input and concatenates what one half became with the other
+  // (ShuffleNet's units): what runs between the split and the concatenation, units and
+  // reshapes only, is a branch module of its own.
+  void split_branch(const std::vector<Element>& els, size_t f, size_t t) {
+    size_t from = f;
+    while (from < t && !(!els[from].unit && is_split(els[from].op))) ++from;
+    size_t end = from + 1;
+    while (end < t && (els[end].unit || els[end].role == Role::Shape)) ++end;
+    if (from >= t || end >= t || els[end].role != Role::Merge) return;
+    std::vector<NodeId> kids;
+    size_t units = 0;
+    for (size_t j = from + 1; j < end; ++j) {
+      kids.push_back(els[j].node);
+      units += els[j].unit;
+    }
+    if (units >= 2) make(numbered("Branch"), b.parent[kids.front()], kids);
   }
 
   // A pre-norm half of a transformer layer, x + F(norm(x)): F, from after the norm to the add,

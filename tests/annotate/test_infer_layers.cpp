@@ -201,3 +201,32 @@ TEST_CASE("inferred layers: a decoder layer's self-attention, cross-attention an
   CHECK(s.leaf_f1 > 0.99);  // each attention one unit, its projections its own ops
   CHECK_FALSE(has_layer(r.annotation.tree, "Block 1: 2 Embedding"));
 }
+
+TEST_CASE("inferred layers: a block that splits its input, runs one half through a branch and concatenates is a block with that branch") {
+  // ShuffleNetV2, two stages: a stage's first block has two branches on the whole input; the
+  // others chunk the input in two, run one half through branch2, concatenate and shuffle the
+  // channels.
+  auto cbr = [] { return std::vector<Mod>{conv(), bn(), relu_module()}; };
+  auto seq = [](std::vector<std::vector<Mod>> parts) {
+    Mod m{"Sequential", {}, nullptr};
+    for (auto& p : parts) m.items.insert(m.items.end(), p.begin(), p.end());
+    return m;
+  };
+  Mod branch2 = seq({cbr(), {conv(), bn()}, cbr()});
+  const std::vector<Mod> shuffle = {op("aten::cat"), op("aten::view"), op("aten::transpose"), op("aten::contiguous"), op("aten::view")};
+  Mod down{"InvertedResidual", {seq({{conv(), bn()}, cbr()}), branch2}, nullptr};
+  down.items.insert(down.items.end(), shuffle.begin(), shuffle.end());
+  Mod unit{"InvertedResidual", {op("aten::chunk"), branch2}, nullptr};
+  unit.items.insert(unit.items.end(), shuffle.begin(), shuffle.end());
+  Mod root{"ShuffleNet", {conv(), bn(), relu_module(), leaf("MaxPool2d", {"aten::max_pool2d"}), down, unit, unit, down, unit, unit},
+           nullptr};
+  root.items.push_back(leaf("AdaptiveAvgPool2d", {"aten::adaptive_avg_pool2d"}));
+  root.items.push_back(leaf("Linear", {"aten::linear"}));
+  const AccuracyScore s = bare_score(root);
+  // Per forward: the four later blocks, their branch2, the two first blocks, their branch1
+  // and branch2; two forwards.
+  CHECK(s.blocks == 28);
+  // All but the first blocks' branches, which run one after the other with nothing between.
+  CHECK(s.block_recall >= 20.0 / 28 - 1e-9);
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
