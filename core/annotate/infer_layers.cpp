@@ -650,6 +650,7 @@ struct Inference {
     while (end > from && loose_shape(end - 1)) --end;
     if (end == from || els[end - 1].unit || els[end - 1].role != Role::Add) return;
     --end;
+    if (mixture_of_experts(els, from, end)) return;
     auto random_mask = [&](const Element& e) { return e.unit && e.role == Role::Dropout && e.op.starts_with("aten::bernoulli"); };
     while (end > from && (random_mask(els[end - 1]) || !els[end - 1].unit)) --end;
     size_t units = 0;
@@ -673,6 +674,39 @@ struct Inference {
       return;
     }
     make(numbered(attention ? "Attention sublayer" : "MLP") + ": " + name, b.parent[kids.front()], kids);
+  }
+
+  // A half whose ops pick the top-k of a router's scores (aten::topk) routes tokens to experts:
+  // from after its norm to the add, reshapes included (it flattens the tokens itself), it is
+  // one mixture-of-experts module, and each run of units between its gathers and scatters
+  // that recurs (linear, activation, linear) is an expert of it.
+  bool mixture_of_experts(const std::vector<Element>& els, size_t from, size_t end) {
+    if (std::none_of(els.begin() + long(from), els.begin() + long(end), [](const Element& e) { return !e.unit && e.op == "aten::topk"; }))
+      return false;
+    while (from > 0 && !els[from - 1].unit && els[from - 1].role == Role::Shape) --from;
+    std::vector<NodeId> kids;
+    for (size_t j = from; j < end; ++j) kids.push_back(els[j].node);
+    std::vector<std::pair<size_t, size_t>> runs;
+    std::map<std::string, int> kinds;
+    for (size_t j = from; j < end;) {
+      size_t k = j;
+      while (k < end && els[k].unit) ++k;
+      if (k - j >= 2) {
+        runs.push_back({j, k});
+        ++kinds[signature(els, j, k)];
+      }
+      j = std::max(k, j + 1);
+    }
+    size_t experts = 0;
+    for (auto [f, t] : runs) experts += kinds[signature(els, f, t)] >= 2;
+    const NodeId moe = make(numbered("MoE") + ": router + " + std::to_string(experts) + " experts", b.parent[kids.front()], kids);
+    for (auto [f, t] : runs) {
+      if (kinds[signature(els, f, t)] < 2) continue;
+      std::vector<NodeId> units;
+      for (size_t j = f; j < t; ++j) units.push_back(els[j].node);
+      make(numbered("Expert"), moe, units);
+    }
+    return true;
   }
 
   // Whether the model normalises before its weight ops (pre-activation, pre-norm) rather than

@@ -230,3 +230,19 @@ TEST_CASE("inferred layers: a block that splits its input, runs one half through
   CHECK(s.block_recall >= 20.0 / 28 - 1e-9);
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a routed half (router, top-k, experts between gathers and scatters) is a mixture of experts with its experts") {
+  Mod expert{"Expert", {linear(), leaf("GELU", {"aten::gelu"}), linear()}, nullptr};
+  Mod moe{"MoELayer", {op("aten::reshape"), linear(), op("aten::softmax"), op("aten::topk"), op("aten::zeros_like")}, nullptr};
+  for (int e = 0; e < 4; ++e) {
+    for (const char* o : {"aten::eq", "aten::nonzero_numpy", "aten::index_select"}) moe.items.push_back(op(o));
+    moe.items.push_back(expert);
+    for (const char* o : {"aten::index", "aten::unsqueeze", "aten::mul", "aten::index_add"}) moe.items.push_back(op(o));
+  }
+  moe.items.push_back(op("aten::reshape"));
+  Mod block{"MoEBlock", {layer_norm(), hand_attention(), op("aten::add"), layer_norm(), moe, op("aten::add")}, nullptr};
+  const AccuracyScore s = bare_score(vit({block, block}));
+  CHECK(s.blocks == 2 * (2 + 2 + 2 + 8));  // blocks, attentions, mixtures, experts; two forwards
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
