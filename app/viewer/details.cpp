@@ -42,7 +42,7 @@ void draw_details(Viewer& v) {
     ImGui::PushTextWrapPos(0);
     ImGui::TextDisabled("Click an item on the timeline to see its details.");
     ImGui::Spacing();
-    ImGui::TextUnformatted(m.path.c_str());
+    text_wrapped(v, m.path);  // a path cut where the line ends, not after each '.' of "../"
     ImGui::Text("%zu events on %zu tracks, %s", m.ev.size(), m.tracks.size(),
                 format_duration(m.time_end - m.time_begin).c_str());
     ImGui::Spacing();

@@ -166,6 +166,20 @@ void write_choices(JsonWriter& j, std::string_view name, const std::vector<Choic
   j.end_array();
 }
 
+// A load under way: what it reads, and a job's ranks as the last frame showed them.
+void write_loading(JsonWriter& j, const LoadJob& l) {
+  j.key("loading").begin_object();
+  j.field("path", std::string_view(l.path)).field("ranks_total", uint64_t(l.ranks_total));
+  j.key("ranks").begin_array();
+  for (const LoadJob::RankArrived& a : l.arrived_shown) {
+    j.begin_object().field("rank", a.rank).field("file", std::string_view(a.file));
+    j.field("iterations", uint64_t(a.iterations)).field("median_ns", a.median);
+    j.end_object();
+  }
+  j.end_array();
+  j.end_object();
+}
+
 std::string dump_layout(Viewer& v, const ImageStats* img) {
   JsonWriter j;
   j.begin_object();
@@ -188,6 +202,7 @@ std::string dump_layout(Viewer& v, const ImageStats* img) {
     j.end_object();
   }
   j.end_array();
+  if (v.loading) write_loading(j, *v.loading);
   if (v.trace) {
     render::Timeline& tl = v.trace->timeline;
     j.key("sections").begin_array();
@@ -197,6 +212,13 @@ std::string dump_layout(Viewer& v, const ImageStats* img) {
     j.key("lanes").begin_array();
     for (const render::GutterLabel& g : fl.gutter)
       if (!g.section) j.value(tl.lanes[g.index].title);
+    j.end_array();
+    j.key("gutter").begin_array();  // where each section header and lane title is drawn
+    for (const render::GutterLabel& g : fl.gutter) {
+      j.begin_object().field("section", g.section);
+      j.field("title", std::string_view(g.section ? tl.sections[g.index].title : tl.lanes[g.index].title));
+      j.field("y0", double(g.y0)).field("y1", double(g.y1)).end_object();
+    }
     j.end_array();
     j.key("path").begin_array();
     for (const render::ItemRef& r : v.sel.path) j.value(tl.name_of(r));
@@ -253,7 +275,30 @@ bool save_outputs(Viewer& v, const HeadlessRun& run) {
   return ok;
 }
 
+// --while-loading N: frames until N ranks of the job have arrived (or the load ended), then
+// the outputs of that frame; the load is cancelled after.
+int run_while_loading(Viewer& v, const HeadlessRun& run) {
+  LoadJob& l = *v.loading;
+  auto arrived = [&] {
+    const std::lock_guard<std::mutex> lock(l.arrived_mutex);
+    return l.arrived.size();
+  };
+  while (!l.done && arrived() < run.while_loading) {
+    glfwPollEvents();
+    frame(v);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const size_t seen = arrived();
+  if (l.ranks_total == 0) std::fprintf(stderr, "strata view: --while-loading is for a job (a folder, or several files)\n");
+  else if (seen < run.while_loading) std::fprintf(stderr, "strata view: the load ended with %zu of %zu ranks\n", seen, run.while_loading);
+  frame(v);
+  const bool ok = save_outputs(v, run);
+  cancel_load(v);
+  return ok && l.ranks_total > 0 && seen >= run.while_loading ? 0 : 1;
+}
+
 int run_headless(Viewer& v, const HeadlessRun& run) {
+  if (run.while_loading > 0) return run_while_loading(v, run);
   v.loading->worker.join();
   v.loading->worker = std::thread();
   v.loading->done = true;

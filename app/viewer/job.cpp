@@ -164,11 +164,11 @@ std::unique_ptr<LoadJob> launch_job_load(const std::vector<std::string>& inputs)
 }
 
 void draw_ranks_arrived(Viewer& v, LoadJob& l) {
-  std::vector<LoadJob::RankArrived> arrived;
   {
     const std::lock_guard<std::mutex> lock(l.arrived_mutex);
-    arrived = l.arrived;
+    l.arrived_shown = l.arrived;
   }
+  std::vector<LoadJob::RankArrived>& arrived = l.arrived_shown;
   std::sort(arrived.begin(), arrived.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
   ImGui::Text("%zu of %zu ranks loaded", arrived.size(), l.ranks_total);
   if (arrived.empty()) return;

@@ -76,6 +76,11 @@ void note_dialog(Viewer& v, const char* name) {
   v.panels.dialogs.push_back({name, {in.x, in.y, size.x, size.y}});
 }
 
+void note_item_box(Viewer& v, const char* name) {
+  const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
+  v.panels.dialogs.push_back({name, {a.x, a.y, b.x - a.x, b.y - a.y}});
+}
+
 void text_wrapped(const Viewer& v, std::string_view text) {
   for (std::string_view line : render::wrap_at_spaces(text, std::max(ImGui::GetContentRegionAvail().x, 1.0f), v.metrics))
     ImGui::TextUnformatted(line.data(), line.data() + line.size());

@@ -70,6 +70,8 @@ int run_view_args(const CLI::App& sub, ViewArgs& args) {
   const bool headless = !run.shot.empty() || !run.dump.empty() || run.bench_frames > 0;
   if (headless && inputs.empty() && !attach.wanted())
     return usage_error(sub, "--screenshot, --dump-layout and --bench-frames need a FILE (or --attach)");
+  if (run.while_loading > 0 && (run.shot.empty() && run.dump.empty()))
+    return usage_error(sub, "--while-loading N needs --screenshot or --dump-layout: what to save while the job loads");
   if (!args.compare.empty() && inputs.empty()) return usage_error(sub, "--compare B needs a FILE (A) to compare it with");
   auto v = std::make_unique<Viewer>();
   if (!model_file.empty()) {
@@ -134,6 +136,11 @@ Command add_view(CLI::App& strata) {
   sub->add_option("--dump-layout", args->run.dump, "headless: what was laid out, and the panels' figures, as JSON")
       ->type_name("OUT.json");
   sub->add_option("--bench-frames", args->run.bench_frames, "headless: time N frames zooming from the whole trace to a kernel")
+      ->type_name("N")
+      ->check(CLI::Validator(CLI::PositiveNumber).description(""));
+  sub->add_option("--while-loading", args->run.while_loading,
+                  "headless, a job: the screenshot and layout dump once N of its ranks have loaded,\n"
+                  "as the loading box shows them while the rest still load")
       ->type_name("N")
       ->check(CLI::Validator(CLI::PositiveNumber).description(""));
   sub->add_option("--focus", args->run.focus, "select and zoom to an item (a name, or a path of names);\n"

@@ -79,7 +79,7 @@ namespace {
 void draw_loading_contents(Viewer& v) {
   LoadJob& j = *v.loading;
   const Stage st = j.progress.stage.load();
-  ImGui::TextWrapped("%s", j.path.c_str());
+  text_wrapped(v, j.path);
   if (j.reannotate && !j.model_file.empty()) ImGui::TextWrapped("annotated again with the model structure %s", j.model_file.c_str());
   else if (j.reannotate) ImGui::TextWrapped("annotated again without a model structure");
   if (j.compare_with) ImGui::TextWrapped("to compare with %s", j.compare_with->model->path.c_str());
@@ -112,13 +112,17 @@ void draw_welcome(Viewer& v) {
     ImGui::BeginGroup();
     draw_loading_contents(v);
     ImGui::EndGroup();
+    note_item_box(v, "loading box");
     ImGui::PopItemWidth();
   }
   if (!v.recent.empty()) {
     ImGui::Spacing();
+    ImGui::BeginGroup();
     ImGui::TextDisabled("Recent");
     for (const std::string& r : v.recent)
       if (ImGui::Selectable(r.c_str())) start_load(v, r);
+    ImGui::EndGroup();
+    note_item_box(v, "recent files");
   }
   ImGui::EndGroup();
 }

@@ -121,6 +121,7 @@ struct LoadJob {
   };
   std::mutex arrived_mutex;
   std::vector<RankArrived> arrived;
+  std::vector<RankArrived> arrived_shown;  // as the last frame drew them, by rank (UI thread)
   size_t ranks_total = 0;
   uint32_t rank = 0;         // with `job` or `rank_switch`: the index in the job's ranks `result` shows
   bool rank_switch = false;  // `result` is another rank of the open job
@@ -428,6 +429,9 @@ void place_dialog(float w, float h, float x, float y, bool centred);
 // nothing to end, when it is not shown. `flags`: ImGuiWindowFlags.
 bool begin_dialog(Viewer& v, const char* title, bool* open, int flags);
 void note_dialog(Viewer& v, const char* name);  // keeps the current window inside, for the layout dump
+// What the last item drawn (a group: the welcome screen's loading box, its recent files) covers,
+// listed with the dialogs for the layout dump.
+void note_item_box(Viewer& v, const char* name);
 // Text wrapped at its spaces into the room left on the line (Dear ImGui's wrapping split
 // "10.129 ms" after its point).
 void text_wrapped(const Viewer& v, std::string_view text);
@@ -543,6 +547,7 @@ struct HeadlessRun {
   std::string whatif;             // --whatif SCENARIO: the What-if tab's choice
   std::string keys;               // --keys: pressed after the focus, as a person would ("?,Esc", "/,conv,Enter")
   int bench_frames = 0;           // --bench-frames
+  size_t while_loading = 0;       // --while-loading N: the outputs once N ranks of a job have loaded, the rest still loading
 };
 int run_attach_headless(Viewer& v, const AttachRequest& r, const HeadlessRun& out);
 // press_keys.cpp: presses `keys` (comma-separated: a named key such as Esc, Enter, Backspace,
