@@ -297,7 +297,6 @@ void draw_summary_tables(Viewer& v) {
   rank(t, by);
   // Two tables side by side where a name keeps room beside the figures, else one under another.
   const int cols = ImGui::GetContentRegionAvail().x > 1240 * s ? 2 : 1;
-  const float line = ImGui::GetTextLineHeightWithSpacing();
   if (!ImGui::BeginTable("summary_tables", cols, ImGuiTableFlags_SizingStretchSame)) return;
   for (const SummaryTable& table : t.tables) {
     ImGui::TableNextColumn();
@@ -309,8 +308,10 @@ void draw_summary_tables(Viewer& v) {
       ImGui::TextDisabled("(%s)", note.c_str());
     }
     if (table.rows.empty()) continue;
-    // Up to ten rows in view; the rest scroll.
-    const float height = (float(std::min<size_t>(table.rows.size(), 10)) + 1.4f) * line;
+    // Up to ten rows in view (and the header), a row being a line and the cells' padding; the
+    // rest scroll. A table that fits shows no scrollbar over its last column.
+    const float row = ImGui::GetTextLineHeight() + 2 * ImGui::GetStyle().CellPadding.y;
+    const float height = float(std::min<size_t>(table.rows.size(), 10) + 1) * row + 2 * ImGui::GetStyle().CellPadding.y;
     draw_table(v, table, by, height);
     ImGui::Spacing();
   }
