@@ -103,7 +103,8 @@ struct Inference {
       e.op = name_of(ops[i]);
       e.role = role_of(e.op);
       e.kind = c.kind(b.event[ops[i]]);
-      e.unit = is_unit_role(e.role);
+      // nn.Flatten and nn.Unflatten are leaf modules of their own (between a trunk and its head).
+      e.unit = is_unit_role(e.role) || e.op == "aten::flatten" || e.op == "aten::unflatten";
       // What a module does before its main op: BatchNorm bumps its batch counter, an RNN
       // makes its zero initial state.
       const bool rnn = e.op == "aten::lstm" || e.op == "aten::gru" || e.op.starts_with("aten::rnn_");
@@ -805,6 +806,8 @@ std::string readable_unit(std::string_view kind, std::string_view op) {
   if (bare.find("lstm") != std::string_view::npos) return "LSTM";
   if (bare.find("gru") != std::string_view::npos) return "GRU";
   if (bare.starts_with("upsample")) return "Upsample";
+  if (bare == "flatten") return "Flatten";
+  if (bare == "unflatten") return "Unflatten";
   return std::string(kind);
 }
 

@@ -63,9 +63,10 @@ struct LayerBuild {
       if (!c.is_root(r)) continue;
       chain(r, ch);
       // A compiled graph (CompiledFunction, TorchScript) holds the whole forward in one op:
-      // its child ops are what gets grouped. An op whose children only move or reshape its
-      // tensors (aten::max's squeeze_ and as_strided_) is one op, not a graph.
-      if (ch.empty() && !is_parametric(c.name(r))) {
+      // its child ops are what gets grouped. An aten op is one op whatever it runs inside
+      // (cosine_similarity's products and sums), and so is one whose children only move or
+      // reshape its tensors.
+      if (ch.empty() && !is_parametric(c.name(r)) && !c.name(r).starts_with("aten::")) {
         std::vector<EventId> kids = child_ops(c, r);
         const auto computes = std::count_if(kids.begin(), kids.end(), [&](EventId k) { return !is_shape_op(c.name(k)); });
         if (kids.size() >= 8 && computes >= 4) {
@@ -164,7 +165,11 @@ struct LayerBuild {
     std::vector<std::string_view> kinds;
     for (const InferredUnit& u : us) kinds.push_back(u.kind);
     const std::vector<int32_t> leaf = align_to_model(kinds, leaf_kinds);
-    auto scope_of = [](std::string_view path) { return path.substr(0, std::min(path.size(), path.rfind('.'))); };
+    // "layer4.0.conv1" -> "layer4.0" -> "layer4" -> "" (the root).
+    auto scope_of = [](std::string_view path) {
+      const size_t dot = path.rfind('.');
+      return dot == std::string_view::npos ? std::string_view() : path.substr(0, dot);
+    };
     auto leaf_name = [&](size_t j) { return leaves[j].path.empty() ? leaves[j].type : leaves[j].path; };
     std::vector<std::string> names(us.size());
     std::unordered_map<std::string_view, uint32_t> counter;

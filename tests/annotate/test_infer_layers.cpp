@@ -246,3 +246,22 @@ TEST_CASE("inferred layers: a routed half (router, top-k, experts between gather
   CHECK(s.block_recall == doctest::Approx(1.0));
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: nn.Flatten before a head is a unit of its own; an aten op that runs others inside is one op") {
+  // A siamese encoder called twice, then cosine_similarity (its products and sums run inside
+  // it) scaled by the root: no layer is made of cosine_similarity's own ops.
+  Mod encoder{"Sequential",
+              {conv(), bn(), relu_module(), leaf("AdaptiveAvgPool2d", {"aten::adaptive_avg_pool2d"}), leaf("Flatten", {"aten::flatten"}),
+               linear()},
+              nullptr};
+  Mod root{"Siamese",
+           {encoder, encoder,
+            op("aten::cosine_similarity",
+               {"aten::mul", "aten::sum", "aten::mul", "aten::sum", "aten::mul", "aten::sqrt", "aten::clamp_min", "aten::div"}),
+            op("aten::mul")},
+           nullptr};
+  BareRun r = bare_run(root);
+  CHECK_FALSE(has_layer(r.annotation.tree, "aten::cosine_similarity"));
+  CHECK(has_layer(r.annotation.tree, "Flatten 1"));
+  CHECK(score_against(*r.bare.model, r.annotation, r.truth).leaf_f1 == doctest::Approx(1.0));
+}
