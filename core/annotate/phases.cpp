@@ -236,6 +236,16 @@ struct PhaseLabeler {
         if (open(i) && !is_data_movement(name(i)) && !is_sync_call(name(i)) && name(i) != "aten::zeros" && name(i) != "aten::zero_")
           first_fwd = i;
       if (first_fwd == n) first_fwd = weights;
+      // Reshapes of the batch right before the model's first op (x.unsqueeze(1)) are the
+      // model's: they move nothing. Picking the batch out of the data (select, slice) is not.
+      auto view = [&](size_t i) {
+        const std::string_view op = strip_prefix(name(i), "aten::");
+        return name(i).starts_with("aten::") && (op == "view" || op == "reshape" || op == "unsqueeze" || op == "squeeze" ||
+                                                 op == "transpose" || op == "permute" || op == "flatten" || op == "expand");
+      };
+      while (first_fwd < n && first_fwd > loaded && (!is_main_op(first_fwd - 1) || (open(first_fwd - 1) && view(first_fwd - 1))))
+        --first_fwd;
+      while (first_fwd < n && !is_main_op(first_fwd)) ++first_fwd;
       if (first_fwd < n) lab[first_fwd] = P(PhaseKind::Forward);
     }
     for (size_t i = 0; i < std::min(first_fwd, n); ++i)

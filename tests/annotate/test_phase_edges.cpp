@@ -73,3 +73,12 @@ TEST_CASE("inferred layers: an op whose child ops only reshape (aten::max's sque
   CHECK(has_layer(r.annotation.tree, "Model"));  // the forward's ops outside its units are the root module's
   for (PhaseKind p : phases_of_op(r, "aten::conv1d")) CHECK(p == PhaseKind::Forward);
 }
+
+TEST_CASE("phases: a view of the batch right before the model's first op is the forward's, not data loading") {
+  // A speech front end: x.unsqueeze(1), then its convolutions.
+  Mod subsample{"Conv2dSubsampling", {op("aten::unsqueeze"), conv(), relu_module(), conv(), relu_module()}, nullptr};
+  Mod root = model({});
+  root.items.insert(root.items.begin(), subsample);
+  BareRun r = bare_run(root);
+  CHECK(phases_of_op(r, "aten::unsqueeze") == std::vector<PhaseKind>(2, PhaseKind::Forward));
+}
