@@ -179,7 +179,7 @@ void draw_ranks_arrived(Viewer& v, LoadJob& l) {
   ImGui::TableSetupScrollFreeze(0, 1);
   ImGui::TableSetupColumn("rank");
   ImGui::TableSetupColumn("iterations");
-  ImGui::TableSetupColumn("median");
+  ImGui::TableSetupColumn("median iteration", ImGuiTableColumnFlags_WidthFixed, 220 * v.scale);
   ImGui::TableSetupColumn("file", ImGuiTableColumnFlags_WidthStretch);
   ImGui::TableHeadersRow();
   for (const LoadJob::RankArrived& a : arrived) {
@@ -190,9 +190,13 @@ void draw_ranks_arrived(Viewer& v, LoadJob& l) {
     ImGui::Text("%zu", a.iterations);
     ImGui::TableNextColumn();
     const bool slow = arrived.size() > 1 && &a == &*slowest && a.median > 0;
-    if (slow) ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.6f, 0.35f, 1));
+    if (a.iterations && slowest->median > 0) {  // a bar as long as the median against the slowest's: the overview so far
+      const ImVec2 at = ImGui::GetCursorScreenPos();
+      const float bar = ImGui::GetContentRegionAvail().x * float(double(a.median) / double(slowest->median));
+      ImGui::GetWindowDrawList()->AddRectFilled(at, ImVec2(at.x + bar, at.y + ImGui::GetTextLineHeight()),
+                                                slow ? IM_COL32(210, 95, 40, 170) : IM_COL32(60, 110, 180, 150));
+    }
     ImGui::TextUnformatted(a.iterations ? (format_duration(a.median) + (slow ? "  slowest so far" : "")).c_str() : "-");
-    if (slow) ImGui::PopStyleColor();
     ImGui::TableNextColumn();
     ImGui::TextUnformatted(std::filesystem::path(a.file).filename().c_str());
   }
