@@ -550,6 +550,7 @@ struct Inference {
     std::vector<std::vector<std::string>> tuples = layer_tuples(after, sig);
     std::vector<std::pair<size_t, size_t>> layers;
     std::vector<std::pair<size_t, size_t>> tupled;  // layers made of sublayers: their blocks [from, to)
+    std::vector<std::string> kinds;                 // per layer: its kind (a tuple's, for a layer doing extra work too)
     std::map<std::string, int> count;
     for (auto& s : sig) ++count[s];
     auto in_tuple = [&](const std::string& s) {
@@ -557,29 +558,49 @@ struct Inference {
     };
     for (size_t k = 0; k < blocks.size(); ++k) {
       size_t matched = 0;
+      std::string kind;
+      auto tuple_kind = [](const std::vector<std::string>& t) {
+        std::string all;
+        for (const std::string& x : t) all += x + "|";
+        return all;
+      };
       for (const auto& t : tuples)  // the longest first
-        if (matched == 0 && tuple_at(after, sig, k, t)) matched = t.size();
+        if (matched == 0 && tuple_at(after, sig, k, t)) matched = t.size(), kind = tuple_kind(t);
+      // A layer of the stack whose later blocks differ from its peers' (a layer doing extra
+      // work) is still one layer: it starts like them and ends where the next one starts, at
+      // most one block later than they would.
+      for (const auto& t : tuples) {
+        if (matched || sig[k] != t[0]) continue;
+        for (size_t m = k + t.size(); m <= std::min(blocks.size(), k + t.size() + 1) && !matched; ++m) {
+          bool joined = true;
+          for (size_t i = k + 1; i < m; ++i) joined &= after[i] != 0;
+          if (!joined) break;
+          bool next = false;
+          for (const auto& u : tuples) next |= tuple_at(after, sig, m, u);
+          if (next) matched = m - k, kind = tuple_kind(t);
+        }
+      }
       if (matched) {
         // The tuple's kinds pair wherever they follow one another (each stage of a
         // hierarchical transformer)...
         layers.push_back({blocks[k].first, blocks[k + matched - 1].second});
         tupled.push_back({k, k + matched});
+        kinds.push_back(kind);
         k += matched - 1;
       } else if (!in_tuple(sig[k]) && count[sig[k]] >= 2) {
         // ...and a block of another kind that recurs (a patch merging between stages, a
         // residual block) is a module; a lone one is not told from the stem or head.
         layers.push_back(blocks[k]);
+        kinds.push_back(sig[k]);
       }
     }
     std::vector<NodeId> block_nodes;
-    std::vector<std::string> block_sig;
     for (auto [f, t] : layers) {
       std::vector<NodeId> kids;
       for (size_t j = f; j < t; ++j) kids.push_back(els[j].node);
       block_nodes.push_back(make(block_name(els, f, t), parent, kids));
-      block_sig.push_back(signature(els, f, t));
     }
-    stages(parent, layers, block_nodes, block_sig);
+    stages(parent, layers, block_nodes, kinds);
     if (tuples.empty())
       for (auto [f, t] : layers) {
         residual_branch(els, f, t);

@@ -401,6 +401,22 @@ void notes(const Side& sa, const Side& sb, Diff& d) {
                                 d.layers_aligned, std::max(d.layers_a, d.layers_b), 100 * d.aligned_share));
 }
 
+// A layer as the explanation names it: its own name, and the layer it is in when it has one
+// ("Tanh 1 in Layer 2: attention + MLP"); the model's root and stages say nothing.
+std::string name_in_phase(std::string_view path) {
+  std::vector<std::string_view> parts;
+  for (size_t at = 0; at <= path.size();) {
+    const size_t slash = std::min(path.find('/', at), path.size());
+    const std::string_view part = path.substr(at, slash - at);
+    if (part != "Model" && !part.starts_with("Stage ")) parts.push_back(part);
+    at = slash + 1;
+  }
+  if (parts.empty()) return std::string(path);
+  std::string out(parts.back());
+  if (parts.size() >= 2) out += " in " + std::string(parts[parts.size() - 2]);
+  return out;
+}
+
 // The changes in words, largest first: the iteration, then each phase that moved with the
 // layer and the GPU work that moved most inside it.
 void explain(Diff& d) {
@@ -417,7 +433,7 @@ void explain(Diff& d) {
     for (const DiffRow& l : d.layers) {  // the layer inside it that moved most
       const std::string& path = l.name_b.empty() ? l.name_a : l.name_b;
       if (!path.starts_with(phase + "/") || magnitude(l.delta()) < floor / 2) continue;
-      s += ": " + short_name(l) + " " + signed_duration(l.delta());
+      s += ": " + name_in_phase(path.substr(phase.size() + 1)) + " " + signed_duration(l.delta());
       if (!l.a) s += " (added)";
       else if (!l.b) s += " (removed)";
       break;
