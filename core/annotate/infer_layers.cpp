@@ -401,10 +401,12 @@ struct Inference {
   static void trim_dropouts(const std::vector<Element>& els, std::vector<std::pair<size_t, size_t>>& blocks,
                             const std::vector<std::string>& sig) {
     auto leads = [&](size_t k) { return blocks[k].second > blocks[k].first + 1 && els[blocks[k].first].role == Role::Dropout; };
+    std::unordered_map<std::string_view, size_t> without;  // per kind: its blocks that start with no dropout
+    for (size_t k = 0; k < blocks.size(); ++k) without[sig[k]] += !leads(k);
     for (size_t k = 0; k < blocks.size(); ++k) {
-      bool peer_without = false;
-      for (size_t o = 0; o < blocks.size(); ++o) peer_without |= o != k && sig[o] == sig[k] && !leads(o);
-      while (peer_without && leads(k)) ++blocks[k].first;
+      if (!leads(k) || without[sig[k]] == 0) continue;  // a peer of its kind without one
+      while (leads(k)) ++blocks[k].first;
+      ++without[sig[k]];
     }
   }
 
@@ -419,16 +421,19 @@ struct Inference {
       while (blocks[k].first + n < blocks[k].second && loose(els[blocks[k].first + n])) ++n;
       return n;
     };
+    // Per kind: its first block, and the least lead of its repeats.
+    struct Kind { size_t first = SIZE_MAX, least = SIZE_MAX; };
+    std::unordered_map<std::string_view, Kind> kinds;
     std::vector<size_t> leads(blocks.size());
-    for (size_t k = 0; k < blocks.size(); ++k) leads[k] = lead(k);
     for (size_t k = 0; k < blocks.size(); ++k) {
-      // Only the first of its kind: a repeat's own ops (a shifted window's roll) are its.
-      if (std::find(sig.begin(), sig.begin() + long(k), sig[k]) != sig.begin() + long(k)) continue;
-      size_t least = SIZE_MAX;
-      for (size_t o = k + 1; o < blocks.size(); ++o)
-        if (sig[o] == sig[k]) least = std::min(least, leads[o]);
-      if (least == 0) blocks[k].first += leads[k];
+      leads[k] = lead(k);
+      Kind& kd = kinds[sig[k]];
+      if (kd.first == SIZE_MAX) kd.first = k;
+      else kd.least = std::min(kd.least, leads[k]);
     }
+    // Only the first of its kind: a repeat's own ops (a shifted window's roll) are its.
+    for (auto& [name, kd] : kinds)
+      if (kd.least == 0) blocks[kd.first].first += leads[kd.first];
   }
 
   std::string readable(const Element& e) const { return readable_unit(e.kind, e.op); }
@@ -505,18 +510,20 @@ struct Inference {
     for (size_t k = 1; k < sig.size(); ++k)
       if (sig[k] == sig[k - 1] && !attention(sig[k])) return tuples;
     std::vector<uint8_t> taken(sig.size(), 0);
-    for (;;) {
+    // A few kinds of layer at most (an encoder's, a decoder's); each scan passes over a run it
+    // measured, so a long stack costs its length, not its square.
+    for (int kinds = 0; kinds < 4; ++kinds) {
       size_t best_k = 0, best_p = 0, best_cover = 0;
-      for (size_t k = 0; k < sig.size(); ++k)
-        for (size_t p = 2; p <= 3; ++p) {
-          if (k + 2 * p > sig.size()) continue;
+      for (size_t p = 2; p <= 3; ++p)
+        for (size_t k = 0; k + 2 * p <= sig.size();) {
           std::vector<std::string> t(sig.begin() + long(k), sig.begin() + long(k + p));
-          if (std::all_of(t.begin(), t.end(), [&](auto& x) { return x == t[0]; })) continue;  // one kind: no tuple
           size_t reps = 0;
-          while (tuple_at(after, sig, k + reps * p, t) && (reps == 0 || after[k + reps * p]) &&
-                 std::none_of(taken.begin() + long(k + reps * p), taken.begin() + long(k + reps * p + p), [](uint8_t x) { return x; }))
-            ++reps;
+          if (!std::all_of(t.begin(), t.end(), [&](auto& x) { return x == t[0]; }))  // one kind: no tuple
+            while (tuple_at(after, sig, k + reps * p, t) && (reps == 0 || after[k + reps * p]) &&
+                   std::none_of(taken.begin() + long(k + reps * p), taken.begin() + long(k + reps * p + p), [](uint8_t x) { return x; }))
+              ++reps;
           if (reps >= 2 && reps * p > best_cover) best_k = k, best_p = p, best_cover = reps * p;
+          k += reps >= 2 ? reps * p : 1;
         }
       if (best_cover == 0) break;
       std::vector<std::string> t(sig.begin() + long(best_k), sig.begin() + long(best_k + best_p));
