@@ -169,7 +169,7 @@ void write_choices(JsonWriter& j, std::string_view name, const std::vector<Choic
 // A load under way: what it reads, and a job's ranks as the last frame showed them.
 void write_loading(JsonWriter& j, const LoadJob& l) {
   j.key("loading").begin_object();
-  j.field("path", std::string_view(l.path)).field("ranks_total", uint64_t(l.ranks_total));
+  j.field("path", std::string_view(l.path)).field("ranks_total", uint64_t(l.ranks_total.load()));
   j.key("ranks").begin_array();
   for (const LoadJob::RankArrived& a : l.arrived_shown) {
     j.begin_object().field("rank", a.rank).field("file", std::string_view(a.file));
@@ -288,13 +288,13 @@ int run_while_loading(Viewer& v, const HeadlessRun& run) {
     frame(v);
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  const size_t seen = arrived();
-  if (l.ranks_total == 0) std::fprintf(stderr, "strata view: --while-loading is for a job (a folder, or several files)\n");
+  const size_t seen = arrived(), total = l.ranks_total;
+  if (total == 0) std::fprintf(stderr, "strata view: --while-loading is for a job (a folder, or several files)\n");
   else if (seen < run.while_loading) std::fprintf(stderr, "strata view: the load ended with %zu of %zu ranks\n", seen, run.while_loading);
   frame(v);
   const bool ok = save_outputs(v, run);
-  cancel_load(v);
-  return ok && l.ranks_total > 0 && seen >= run.while_loading ? 0 : 1;
+  cancel_load(v);  // ends the load and frees it
+  return ok && total > 0 && seen >= run.while_loading ? 0 : 1;
 }
 
 int run_headless(Viewer& v, const HeadlessRun& run) {

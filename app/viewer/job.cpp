@@ -170,7 +170,7 @@ void draw_ranks_arrived(Viewer& v, LoadJob& l) {
   }
   std::vector<LoadJob::RankArrived>& arrived = l.arrived_shown;
   std::sort(arrived.begin(), arrived.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
-  ImGui::Text("%zu of %zu ranks loaded", arrived.size(), l.ranks_total);
+  ImGui::Text("%zu of %zu ranks loaded", arrived.size(), l.ranks_total.load());
   if (arrived.empty()) return;
   const auto slowest = std::max_element(arrived.begin(), arrived.end(), [](const auto& a, const auto& b) { return a.median < b.median; });
   const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_SizingFixedFit;

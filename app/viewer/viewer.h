@@ -122,7 +122,7 @@ struct LoadJob {
   std::mutex arrived_mutex;
   std::vector<RankArrived> arrived;
   std::vector<RankArrived> arrived_shown;  // as the last frame drew them, by rank (UI thread)
-  size_t ranks_total = 0;
+  std::atomic<size_t> ranks_total{0};  // set by the loader once it has listed the job's files
   uint32_t rank = 0;         // with `job` or `rank_switch`: the index in the job's ranks `result` shows
   bool rank_switch = false;  // `result` is another rank of the open job
   // Set: File ▸ Compare… — `path` is run B, compared with this open trace (A), which the worker
