@@ -64,12 +64,10 @@ struct LayerBuild {
       chain(r, ch);
       // A compiled graph (CompiledFunction, TorchScript) holds the whole forward in one op:
       // its child ops are what gets grouped. An aten op is one op whatever it runs inside
-      // (cosine_similarity's products and sums), and so is one whose children only move or
-      // reshape its tensors.
+      // (cosine_similarity's products and sums, aten::max's squeeze_ and as_strided_).
       if (ch.empty() && !is_parametric(c.name(r)) && !c.name(r).starts_with("aten::")) {
         std::vector<EventId> kids = child_ops(c, r);
-        const auto computes = std::count_if(kids.begin(), kids.end(), [&](EventId k) { return !is_shape_op(c.name(k)); });
-        if (kids.size() >= 8 && computes >= 4) {
+        if (kids.size() >= 8) {
           NodeId box = b.add_named(NodeKind::Layer, c.m.ev.name[r], c.name(r), phase_node, s.phase, c.m.ev.start[r],
                                    c.m.ev.end(r), r);
           node_of[r] = box;
