@@ -984,58 +984,71 @@ SPLIT_RULE = ("every model is heldout: this corpus is disjoint from tests/data/c
 
 # ---------------------------------------------------------------------------------------
 
-def check_disjoint():
-    path = os.path.join(TUNE_DIR, "manifest.json")
-    if not os.path.exists(path):
-        return
-    tune = json.load(open(path))["models"]
-    names = {m["name"] for m in tune}
-    clash = names & {n for n, _, _, _ in REGISTRY}
-    assert not clash, f"models also in corpus-cpu: {sorted(clash)}"
-    tune_classes = {m["modules"][0]["class"] for m in tune}
-    return tune_classes
+def check_disjoint(registry, other_dirs):
+    """Asserts no model name of `registry` is in the corpora at `other_dirs`; returns their
+    root module classes."""
+    classes = set()
+    for d in other_dirs:
+        path = os.path.join(d, "manifest.json")
+        if not os.path.exists(path):
+            continue
+        others = json.load(open(path))["models"]
+        clash = {m["name"] for m in others} & {n for n, _, _, _ in registry}
+        assert not clash, f"models also in {d}: {sorted(clash)}"
+        classes |= {m["modules"][0]["class"] for m in others}
+    return classes
 
 
-def record(out_dir, only):
+class Corpus:
+    """One recorded corpus: its models, the split they all have, and where it is written.
+    `disjoint_from` lists the corpora whose model names it must not reuse."""
+
+    def __init__(self, registry, split, split_rule, script, default_out, disjoint_from, doc):
+        self.registry, self.split, self.split_rule = registry, split, split_rule
+        self.script, self.default_out, self.disjoint_from, self.doc = \
+            script, default_out, disjoint_from, doc
+
+
+def record(corpus, out_dir, only):
     os.makedirs(out_dir, exist_ok=True)
-    tune_classes = check_disjoint() or set()
+    other_classes = check_disjoint(corpus.registry, corpus.disjoint_from)
     kind = rc.profiler_kind()
     man_path = os.path.join(out_dir, "manifest.json")
     old = {}
     if only and os.path.exists(man_path):
         old = {m["name"]: m for m in json.load(open(man_path))["models"]}
     models, t0 = [], time.time()
-    for name, family, opt_kind, builder in REGISTRY:
+    for name, family, opt_kind, builder in corpus.registry:
         if only and name not in only:
             if name in old:
                 models.append(old[name])
             continue
-        entry = dict(name=name, split="heldout")
+        entry = dict(name=name, split=corpus.split)
         entry.update(rc.record_one(name, family, opt_kind, builder, out_dir, kind))
         root = entry["modules"][0]["class"]
-        if root in tune_classes and root not in ("ResNet", "VGG", "MobileNetV3",
-                                                 "EfficientNet", "ShuffleNetV2", "RegNet"):
-            print(f"warning: {name}'s root class {root} is also a corpus-cpu root class")
+        if root in other_classes and root not in ("ResNet", "VGG", "MobileNetV3",
+                                                  "EfficientNet", "ShuffleNetV2", "RegNet"):
+            print(f"warning: {name}'s root class {root} is also another corpus's root class")
         models.append(entry)
     env = rc.environment(kind)
-    env["split_rule"] = SPLIT_RULE
-    env["recorded_by"] = "tools/record_cpu_heldout.py (recording code: tools/record_cpu_corpus.py)"
+    env["split_rule"] = corpus.split_rule
+    env["recorded_by"] = f"{corpus.script} (recording code: tools/record_cpu_corpus.py)"
     manifest = dict(environment=env, count=len(models),
-                    heldout=[m["name"] for m in models],
                     total_bytes=sum(m["bytes"] for m in models), models=models)
+    manifest[corpus.split] = [m["name"] for m in models]
     rc.write_manifest(man_path, manifest)
     print(f"{len(models)} models, {manifest['total_bytes']/1024/1024:.2f} MiB, "
           f"{time.time()-t0:.0f} s")
 
 
-def verify(out_dir, names):
+def verify(corpus, out_dir, names):
     man = json.load(open(os.path.join(out_dir, "manifest.json")))
     by = {m["name"]: m for m in man["models"]}
     bad = 0
     for n in names or list(by):
         m = by[n]
         try:
-            assert m["split"] == "heldout", f"split {m['split']}"
+            assert m["split"] == corpus.split, f"split {m['split']}"
             r = rc.verify_one(os.path.join(out_dir, m["file"]), m["modules"])
             assert r["steps"] == ["ProfilerStep#1", "ProfilerStep#2"], r["steps"]
             assert r["hid_ranges"] > 0 and r["fwd_aten"] > 0, r
@@ -1047,27 +1060,31 @@ def verify(out_dir, names):
         sys.exit(f"{bad} trace(s) failed verification")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("out_dir", nargs="?", default=DEFAULT_OUT)
+def main(corpus):
+    ap = argparse.ArgumentParser(description=corpus.doc.split("\n\n")[0])
+    ap.add_argument("out_dir", nargs="?", default=corpus.default_out)
     ap.add_argument("--only", default="", help="comma-separated model names")
     ap.add_argument("--list", action="store_true", help="list the models and exit")
     ap.add_argument("--verify", action="store_true",
                     help="verify recorded traces (all, or those given by --only) and exit")
     a = ap.parse_args()
     if a.list:
-        for n, f, o, _ in REGISTRY:
-            print(f"{n:30s} {f:13s} {o:6s} heldout")
+        for n, f, o, _ in corpus.registry:
+            print(f"{n:30s} {f:13s} {o:6s} {corpus.split}")
         return
     only = {s for s in a.only.split(",") if s}
     if a.verify:
-        verify(a.out_dir, sorted(only))
+        verify(corpus, a.out_dir, sorted(only))
         return
-    unknown = only - {n for n, _, _, _ in REGISTRY}
+    unknown = only - {n for n, _, _, _ in corpus.registry}
     if unknown:
         sys.exit(f"unknown models: {sorted(unknown)}")
-    record(a.out_dir, only)
+    record(corpus, a.out_dir, only)
+
+
+HELDOUT = Corpus(REGISTRY, "heldout", SPLIT_RULE, "tools/record_cpu_heldout.py", DEFAULT_OUT,
+                 [TUNE_DIR], __doc__)
 
 
 if __name__ == "__main__":
-    main()
+    main(HELDOUT)

@@ -116,7 +116,7 @@ struct Inference {
       }
       els.push_back(std::move(e));
     }
-    return attention(random_masks(std::move(els)));
+    return attention(written_norms(random_masks(std::move(els))));
   }
 
   // A random mask applied by a product (StochasticDepth, DropPath, a dropout written by hand):
@@ -154,6 +154,76 @@ struct Inference {
     return out;
   }
 
+  // A normalisation written by hand (RMSNorm in Llama and T5, a channels-first LayerNorm): a
+  // statistic of the input (the mean of its square, or its centred variance), its inverse
+  // square root applied, then the scale and, when centred, the shift. One norm unit.
+  static std::vector<Element> written_norms(std::vector<Element> els) {
+    auto name = [&](size_t k) -> std::string_view {
+      if (k >= els.size() || els[k].unit) return {};
+      std::string_view n = strip_prefix(els[k].op, "aten::");
+      if (n.ends_with("_")) n.remove_suffix(1);
+      return n;
+    };
+    auto cast = [&](size_t k) { return in(name(k), {"to", "_to_copy", "type_as", "float"}); };
+    auto shape = [&](size_t k) { return !name(k).empty() && role_of(els[k].op) == Role::Shape; };
+    // Past up to `most` shape ops to `op`: the index after it, or 0.
+    auto through = [&](size_t k, std::string_view op, size_t most) -> size_t {
+      for (size_t n = 0; n <= most; ++n, ++k) {
+        if (name(k) == op) return k + 1;
+        if (!shape(k)) return 0;
+      }
+      return 0;
+    };
+    auto match = [&](size_t s) -> size_t {  // the end of a norm starting at s, or 0
+      size_t j = s;
+      while (cast(j)) ++j;
+      bool centred = false;
+      if (name(j) == "mean" && name(j + 1) == "sub") centred = true, j += 2;
+      if (in(name(j), {"pow", "square"}) || (name(j) == "mul" && name(j + 1) == "mean")) {
+        if (name(++j) != "mean") return 0;
+        ++j;
+      } else if (in(name(j), {"var", "var_mean", "std"})) {
+        centred = true, ++j;
+      } else {
+        return 0;
+      }
+      if (name(j) == "add") ++j;  // epsilon
+      std::string_view apply;
+      if (name(j) == "rsqrt") apply = "mul", ++j;
+      else if (name(j) == "sqrt") apply = "div", j += name(j + 1) == "add" ? 2 : 1;
+      else return 0;
+      if (centred && name(j) == "sub") ++j;  // x - mean, again
+      size_t k = through(j, apply, 1);
+      if (k == 0) return 0;
+      j = k;
+      while (cast(j)) ++j;
+      if (size_t w = through(j, "mul", 4)) j = w;  // the scale (weight[:, None, None])
+      if (size_t bias = through(j, "add", 4); centred && bias) j = bias;
+      return j;
+    };
+    std::vector<Element> out;
+    for (size_t i = 0; i < els.size();) {
+      size_t end = name(i).empty() ? 0 : match(i);
+      if (end == 0) {
+        out.push_back(std::move(els[i++]));
+        continue;
+      }
+      bool centred = false;
+      Element n;
+      n.unit = true;
+      n.role = Role::Norm;
+      n.op = els[i].op;
+      for (size_t j = i; j < end; ++j) {
+        centred = centred || in(name(j), {"sub", "var", "var_mean", "std"});
+        n.ops.insert(n.ops.end(), els[j].ops.begin(), els[j].ops.end());
+      }
+      n.kind = centred ? "layer_norm" : "rms_norm";
+      out.push_back(std::move(n));
+      i = end;
+    }
+    return out;
+  }
+
   // Scores, a softmax, a weighted sum: attention, from its in-projection to its out-projection.
   std::vector<Element> attention(std::vector<Element> els) {
     std::vector<Element> out;
@@ -184,15 +254,19 @@ struct Inference {
         }
       }
       // In-projections: back over the linears and views that lead to the scores, and what is
-      // computed with them (a window's partition).
-      size_t back = out.size(), first_linear = SIZE_MAX;
+      // computed with them (a window's partition; rotary positions, whose sums and
+      // concatenations come after the projections: one before them is the residual path's).
+      size_t back = out.size(), first_linear = SIZE_MAX, last_join = SIZE_MAX;
       while (back > 0) {
         const Element& p = out[back - 1];
         bool proj = p.role == Role::Weight && p.kind == "linear";
-        if (!(proj || p.role == Role::Shape || (!p.unit && p.role == Role::Compute))) break;
+        bool joins = !p.unit && (p.role == Role::Add || p.role == Role::Merge);
+        if (joins && first_linear == SIZE_MAX && last_join == SIZE_MAX) last_join = back - 1;
+        if (!(proj || (joins && first_linear == SIZE_MAX) || p.role == Role::Shape || (!p.unit && p.role == Role::Compute))) break;
         if (proj) first_linear = back - 1;
         --back;
       }
+      if (first_linear == SIZE_MAX && last_join != SIZE_MAX) back = last_join + 1;
       const size_t lead = first_linear != SIZE_MAX ? first_linear - back : 0;
       size_t lo = s1, linears = 0;
       while (out.size() > back) {
@@ -332,6 +406,9 @@ struct Inference {
       // Reshapes after the join are the block's; a split opens the next block's branches.
       size_t next = j + 1;
       while (next < els.size() && !els[next].unit && els[next].role == Role::Shape && !is_split(els[next].op)) ++next;
+      // A sum another sum takes at once (two branches summed, out + shared expert, then joined
+      // back to the input): the later one is the join.
+      if (add && next < els.size() && !els[next].unit && els[next].role == Role::Add) continue;
       if (merge && next < els.size() && els[next].role == Role::Norm) {  // opens the next block
         if (j > start) out.push_back({start, j});
         start = j;
@@ -687,7 +764,7 @@ struct Inference {
     std::vector<NodeId> kids;
     std::string name;
     for (size_t j = from; j < end; ++j) {
-      if (!els[j].unit && els[j].role != Role::Shape) return;
+      if (!els[j].unit && els[j].role != Role::Shape && !gate_product(els, j, from, end)) return;
       kids.push_back(els[j].node);
       if (!els[j].unit) continue;
       attention |= els[j].kind == "attention";
@@ -705,6 +782,13 @@ struct Inference {
     make(numbered(attention ? "Attention sublayer" : "MLP") + ": " + name, b.parent[kids.front()], kids);
   }
 
+  // A gated MLP (SwiGLU, GeGLU) multiplies its two branches before its down-projection: that
+  // product, between a unit and a weight op within [from, end), is the MLP's own.
+  static bool gate_product(const std::vector<Element>& els, size_t j, size_t from, size_t end) {
+    return !els[j].unit && els[j].op.starts_with("aten::mul") && j > from && els[j - 1].unit && j + 1 < end && els[j + 1].unit &&
+           els[j + 1].role == Role::Weight;
+  }
+
   // A half whose ops pick the top-k of a router's scores (aten::topk) routes tokens to experts:
   // from after its norm to the add, reshapes included (it flattens the tokens itself), it is
   // one mixture-of-experts module, and each run of units between its gathers and scatters
@@ -719,12 +803,28 @@ struct Inference {
     std::map<std::string, int> kinds;
     for (size_t j = from; j < end;) {
       size_t k = j;
-      while (k < end && els[k].unit) ++k;
+      while (k < end && (els[k].unit || gate_product(els, k, j, end))) ++k;
       if (k - j >= 2) {
         runs.push_back({j, k});
         ++kinds[signature(els, j, k)];
       }
       j = std::max(k, j + 1);
+    }
+    // A run that starts with a whole recurring expert and goes on (a shared expert, then the
+    // gate that scales it) is that expert and the rest.
+    for (size_t r = 0; r < runs.size(); ++r) {
+      auto [f, t] = runs[r];
+      const std::string sig = signature(els, f, t);
+      for (auto& [other, n] : kinds) {
+        if (n < 2 || other.size() >= sig.size() || !sig.starts_with(other)) continue;
+        size_t cut = f;
+        while (cut < t && signature(els, f, cut) != other) ++cut;
+        if (cut == t) continue;
+        --kinds[sig];
+        ++kinds[other];
+        runs[r].second = cut;
+        break;
+      }
     }
     size_t experts = 0;
     for (auto [f, t] : runs) experts += kinds[signature(els, f, t)] >= 2;
@@ -816,7 +916,7 @@ struct Inference {
 
 std::string readable_unit(std::string_view kind, std::string_view op) {
   static constexpr std::pair<std::string_view, std::string_view> names[] = {
-      {"conv", "Conv"}, {"batch_norm", "BatchNorm"}, {"layer_norm", "LayerNorm"}, {"group_norm", "GroupNorm"},
+      {"conv", "Conv"}, {"batch_norm", "BatchNorm"}, {"layer_norm", "LayerNorm"}, {"rms_norm", "RMSNorm"}, {"group_norm", "GroupNorm"},
       {"embedding", "Embedding"}, {"attention", "Attention"}, {"loss", "Loss"}, {"softmax", "Softmax"},
       {"dropout", "Dropout"}, {"pool", "Pool"}, {"bmm", "BMM"}, {"linear", "Linear"}, {"shortcut", "Shortcut"},
       {"mlp", "MLP"}, {"ops", "Ops"}, {"squeeze_excitation", "SqueezeExcitation"}};

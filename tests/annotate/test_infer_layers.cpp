@@ -265,3 +265,87 @@ TEST_CASE("inferred layers: nn.Flatten before a head is a unit of its own; an at
   CHECK(has_layer(r.annotation.tree, "Flatten 1"));
   CHECK(score_against(*r.bare.model, r.annotation, r.truth).leaf_f1 == doctest::Approx(1.0));
 }
+
+namespace {
+
+// Llama's RMSNorm, written by hand: the mean of the square, its inverse root, the scale.
+Mod rms_norm() { return leaf("RMSNorm", {"aten::pow", "aten::mean", "aten::add", "aten::rsqrt", "aten::mul", "aten::mul"}); }
+
+// Llama's attention: bias-free q/k/v projections, rotary positions applied to q and k (products,
+// halves swapped by chunk, neg and cat, sums), grouped-query heads repeated, causal scores.
+Mod rotary_attention() {
+  Mod a{"Attention", {}, nullptr};
+  for (int p = 0; p < 3; ++p) {
+    a.items.push_back(linear());
+    a.items.push_back(op("aten::view"));
+    a.items.push_back(op("aten::transpose"));
+  }
+  for (int p = 0; p < 2; ++p)
+    for (const char* o : {"aten::mul", "aten::chunk", "aten::neg", "aten::cat", "aten::mul", "aten::add"}) a.items.push_back(op(o));
+  for (const char* o : {"aten::repeat_interleave", "aten::repeat_interleave", "aten::transpose", "aten::matmul", "aten::div", "aten::add",
+                        "aten::softmax", "aten::matmul", "aten::transpose", "aten::reshape"})
+    a.items.push_back(op(o));
+  a.items.push_back(linear());
+  return a;
+}
+
+// SwiGLU: down(silu(gate(x)) * up(x)), the product the module's own op.
+Mod swiglu() { return {"MLP", {linear(), leaf("SiLU", {"aten::silu"}), linear(), op("aten::mul"), linear()}, nullptr}; }
+
+Mod decoder_lm(const Mod& mlp_module, int depth) {
+  Mod layer{"DecoderLayer", {rms_norm(), rotary_attention(), op("aten::add"), rms_norm(), mlp_module, op("aten::add")}, nullptr};
+  Mod root{"DecoderLM",
+           {leaf("Embedding", {"aten::embedding"}), op("aten::full"), op("aten::triu"),
+            leaf("RotaryEmbedding", {"aten::arange", "aten::outer", "aten::cat", "aten::cos", "aten::sin"})},
+           nullptr};
+  for (int l = 0; l < depth; ++l) root.items.push_back(layer);
+  root.items.push_back(rms_norm());
+  root.items.push_back(linear());
+  return root;
+}
+
+}  // namespace
+
+TEST_CASE("inferred layers: a Llama-style decoder: RMSNorm written by hand is one norm, rotary attention one unit, SwiGLU an MLP") {
+  BareRun r = bare_run(decoder_lm(swiglu(), 3));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(has_layer(r.annotation.tree, "RMSNorm 1"));
+  CHECK(s.blocks == 2 * 3 * 3);  // each layer, its attention and its MLP; two forwards
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+  CHECK(s.leaf_f1 >= 0.99);  // all but the rotary table's ops, loose in the root
+}
+
+TEST_CASE("inferred layers: a LayerNorm written by hand (centred, then scaled and shifted) is one norm unit") {
+  // ConvNeXt's channels-first LayerNorm: u = mean(x), s = mean((x - u)^2),
+  // (x - u) / sqrt(s + eps), then weight[:, None, None] * x + bias[:, None, None].
+  Mod ln2d = leaf("LayerNorm2d", {"aten::mean", "aten::sub", "aten::pow", "aten::mean", "aten::add", "aten::sqrt", "aten::sub",
+                                  "aten::div", "aten::slice", "aten::unsqueeze", "aten::mul", "aten::slice", "aten::unsqueeze", "aten::add"});
+  Mod block{"Block", {conv(), ln2d, conv(), leaf("GELU", {"aten::gelu"}), conv(), op("aten::add")}, nullptr};
+  BareRun r = bare_run(model({block, block, block}));
+  CHECK(has_layer(r.annotation.tree, "LayerNorm 1"));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));
+  CHECK(s.block_recall == doctest::Approx(1.0));
+}
+
+TEST_CASE("inferred layers: a sparse MoE with a gated shared expert: gated experts whole, the shared one an expert, one join") {
+  // Qwen-MoE's block: router softmax and top-k, each expert a SwiGLU between a gather and an
+  // index_add_, then the shared expert scaled by a sigmoid gate and summed with the routed
+  // output before the residual add.
+  Mod moe{"SparseMoeBlock", {op("aten::view"), linear(), op("aten::softmax"), op("aten::topk"), op("aten::sum"), op("aten::div"),
+                             op("aten::zeros_like"), op("aten::one_hot"), op("aten::permute")},
+          nullptr};
+  for (int e = 0; e < 4; ++e) {
+    for (const char* o : {"aten::select", "aten::where", "aten::index"}) moe.items.push_back(op(o));
+    moe.items.push_back(swiglu());
+    for (const char* o : {"aten::unsqueeze", "aten::index", "aten::mul", "aten::index_add_"}) moe.items.push_back(op(o));
+  }
+  moe.items.push_back(swiglu());  // the shared expert
+  for (Mod m : {linear(), leaf("Sigmoid", {"aten::sigmoid"})}) moe.items.push_back(m);
+  for (const char* o : {"aten::mul", "aten::add", "aten::view"}) moe.items.push_back(op(o));
+  const AccuracyScore s = bare_score(decoder_lm(moe, 2));
+  CHECK(s.blocks == 2 * 2 * (3 + 5));  // each layer, attention, MoE and its five SwiGLUs; two forwards
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}

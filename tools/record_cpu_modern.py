@@ -1,0 +1,332 @@
+#!/usr/bin/env python3
+"""Record Strata's modern CPU tuning corpus: today's architectures the first corpus lacks.
+
+tests/data/corpus-cpu predates the decoder-only LLM, the shared-expert mixture of experts and
+the feature-crossing recommenders that dominate training today. This script records a third
+corpus, tests/data/corpus-cpu-modern, of such models written the way their reference code
+writes them (Llama-style RMSNorm, rotary embeddings, grouped-query attention and SwiGLU; a
+Qwen-MoE-style sparse block with a gated shared expert; DCN-v2's cross network; DeepFM over
+EmbeddingBags; GIN message passing; a pre-activation separable-conv network). Every model's
+split is "tune": the layer inference may be tuned on it. tests/data/corpus-cpu-heldout stays
+the check, and no model name is shared with either other corpus.
+
+The recording, manifest and checks are record_cpu_heldout.py's (and through it
+record_cpu_corpus.py's), imported unchanged. Run with the interpreter that has torch:
+
+    /usr/bin/python3 tools/record_cpu_modern.py [OUT_DIR] [--only NAME,NAME] [--list]
+    /usr/bin/python3 tools/record_cpu_modern.py --verify [OUT_DIR] [--only NAME,NAME]
+
+OUT_DIR defaults to tests/data/corpus-cpu-modern.
+"""
+
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import record_cpu_heldout as rh  # noqa: E402  (imports record_cpu_corpus: 1 thread, torch)
+from record_cpu_corpus import b_graph, b_lm, bce, image_cls, randint, randn  # noqa: E402
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(os.path.dirname(HERE), "tests", "data")
+
+
+# ---------------------------------------------------------------------------------------
+# decoder-only LLM (Llama-style) and a Qwen-MoE-style sparse decoder
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x):
+        var = x.pow(2).mean(-1, keepdim=True)
+        return self.weight * (x * torch.rsqrt(var + self.eps))
+
+
+class RotaryEmbedding(nn.Module):
+    def __init__(self, head_dim, base=10000.0):
+        super().__init__()
+        self.register_buffer("inv_freq", 1.0 / (base ** (torch.arange(0, head_dim, 2).float()
+                                                          / head_dim)))
+
+    def forward(self, seq):
+        freqs = torch.outer(torch.arange(seq).float(), self.inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos(), emb.sin()
+
+
+def rotate_half(x):
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class GQAttention(nn.Module):
+    """Bias-free q/k/v/o projections, rotary positions, grouped-query attention."""
+
+    def __init__(self, dim, heads, kv_heads):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, dim // heads
+        self.q_proj = nn.Linear(dim, dim, bias=False)
+        self.k_proj = nn.Linear(dim, kv_heads * self.head_dim, bias=False)
+        self.v_proj = nn.Linear(dim, kv_heads * self.head_dim, bias=False)
+        self.o_proj = nn.Linear(dim, dim, bias=False)
+
+    def forward(self, x, cos, sin, mask):
+        b, n, _ = x.shape
+        q = self.q_proj(x).view(b, n, self.heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(b, n, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(b, n, self.kv_heads, self.head_dim).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        rep = self.heads // self.kv_heads
+        k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+        att = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.head_dim) + mask
+        att = F.softmax(att.float(), dim=-1).type_as(q)
+        y = torch.matmul(att, v).transpose(1, 2).reshape(b, n, -1)
+        return self.o_proj(y)
+
+
+class SwiGLU(nn.Module):
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.gate_proj = nn.Linear(dim, hidden, bias=False)
+        self.up_proj = nn.Linear(dim, hidden, bias=False)
+        self.down_proj = nn.Linear(hidden, dim, bias=False)
+        self.act_fn = nn.SiLU()
+
+    def forward(self, x):
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+
+
+class SparseMoeBlock(nn.Module):
+    """Softmax router, top-k experts gathered by index and summed back with index_add_, plus
+    a shared expert scaled by a sigmoid gate."""
+
+    def __init__(self, dim, hidden, experts=4, top_k=2):
+        super().__init__()
+        self.top_k = top_k
+        self.gate = nn.Linear(dim, experts, bias=False)
+        self.experts = nn.ModuleList(SwiGLU(dim, hidden) for _ in range(experts))
+        self.shared_expert = SwiGLU(dim, hidden)
+        self.shared_expert_gate = nn.Linear(dim, 1, bias=False)
+
+    def forward(self, x):
+        b, n, c = x.shape
+        h = x.view(-1, c)
+        weights = F.softmax(self.gate(h), dim=1, dtype=torch.float)
+        weights, chosen = torch.topk(weights, self.top_k, dim=-1)
+        weights = weights / weights.sum(dim=-1, keepdim=True)
+        out = torch.zeros_like(h)
+        mask = F.one_hot(chosen, num_classes=len(self.experts)).permute(2, 1, 0)
+        for e, expert in enumerate(self.experts):
+            slot, token = torch.where(mask[e])
+            y = expert(h[token]) * weights[token, slot, None]
+            out.index_add_(0, token, y)
+        shared = self.shared_expert(h) * torch.sigmoid(self.shared_expert_gate(h))
+        return (out + shared).view(b, n, c)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, dim, heads, kv_heads, mlp):
+        super().__init__()
+        self.input_layernorm = RMSNorm(dim)
+        self.self_attn = GQAttention(dim, heads, kv_heads)
+        self.post_attention_layernorm = RMSNorm(dim)
+        self.mlp = mlp
+
+    def forward(self, x, cos, sin, mask):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class DecoderLM(nn.Module):
+    def __init__(self, make_mlp, vocab=600, dim=64, depth=4, heads=4, kv_heads=2):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(vocab, dim)
+        self.rotary_emb = RotaryEmbedding(dim // heads)
+        self.layers = nn.ModuleList(DecoderLayer(dim, heads, kv_heads, make_mlp(dim))
+                                    for _ in range(depth))
+        self.norm = RMSNorm(dim)
+        self.lm_head = nn.Linear(dim, vocab, bias=False)
+
+    def forward(self, ids):
+        n = ids.shape[1]
+        x = self.embed_tokens(ids)
+        mask = torch.full((n, n), float("-inf")).triu(1)
+        cos, sin = self.rotary_emb(n)
+        for layer in self.layers:
+            x = layer(x, cos, sin, mask)
+        return self.lm_head(self.norm(x))
+
+
+# ---------------------------------------------------------------------------------------
+# recommendation: DCN-v2 and DeepFM
+
+class CrossLayer(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.linear = nn.Linear(dim, dim)
+
+    def forward(self, x0, x):
+        return x0 * self.linear(x) + x
+
+
+class DCNv2(nn.Module):
+    def __init__(self, fields=8, vocab=100, emb=8, dense=13, cross=3):
+        super().__init__()
+        self.embeddings = nn.ModuleList(nn.Embedding(vocab, emb) for _ in range(fields))
+        self.dense_norm = nn.BatchNorm1d(dense)
+        d = fields * emb + dense
+        self.cross = nn.ModuleList(CrossLayer(d) for _ in range(cross))
+        self.deep = nn.Sequential(nn.Linear(d, 128), nn.ReLU(), nn.Dropout(0.1),
+                                  nn.Linear(128, 64), nn.ReLU())
+        self.head = nn.Linear(d + 64, 1)
+
+    def forward(self, sparse, dense):
+        feats = [e(sparse[:, i]) for i, e in enumerate(self.embeddings)]
+        x0 = torch.cat(feats + [self.dense_norm(dense)], dim=1)
+        x = x0
+        for layer in self.cross:
+            x = layer(x0, x)
+        return self.head(torch.cat([x, self.deep(x0)], dim=1)).squeeze(1)
+
+
+class FMInteraction(nn.Module):
+    def forward(self, e):
+        s = e.sum(dim=1)
+        return 0.5 * (s * s - (e * e).sum(dim=1)).sum(dim=1, keepdim=True)
+
+
+class DeepFM(nn.Module):
+    def __init__(self, fields=6, vocab=200, emb=8):
+        super().__init__()
+        self.first_order = nn.ModuleList(nn.EmbeddingBag(vocab, 1, mode="sum")
+                                         for _ in range(fields))
+        self.embeddings = nn.ModuleList(nn.EmbeddingBag(vocab, emb, mode="mean")
+                                        for _ in range(fields))
+        self.fm = FMInteraction()
+        self.dnn = nn.Sequential(nn.Linear(fields * emb, 64), nn.ReLU(), nn.Dropout(0.1),
+                                 nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 1))
+
+    def forward(self, bags):
+        first = sum(e(bags[:, i]) for i, e in enumerate(self.first_order))
+        emb = torch.stack([e(bags[:, i]) for i, e in enumerate(self.embeddings)], dim=1)
+        return (first + self.fm(emb) + self.dnn(emb.flatten(1))).squeeze(1)
+
+
+# ---------------------------------------------------------------------------------------
+# GIN message passing
+
+class GINConv(nn.Module):
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.eps = nn.Parameter(torch.zeros(1))
+        self.mlp = nn.Sequential(nn.Linear(cin, cout), nn.BatchNorm1d(cout), nn.ReLU(),
+                                 nn.Linear(cout, cout))
+
+    def forward(self, x, src, dst):
+        agg = torch.zeros_like(x).index_add_(0, dst, x.index_select(0, src))
+        return self.mlp((1 + self.eps) * x + agg)
+
+
+class GIN(nn.Module):
+    def __init__(self, cin=32, hidden=48, classes=7, depth=3):
+        super().__init__()
+        self.convs = nn.ModuleList(GINConv(cin if i == 0 else hidden, hidden)
+                                   for i in range(depth))
+        self.norms = nn.ModuleList(nn.BatchNorm1d(hidden) for _ in range(depth))
+        self.act = nn.ReLU()
+        self.classifier = nn.Linear(hidden, classes)
+
+    def forward(self, x, src, dst, deg_inv):
+        for conv, norm in zip(self.convs, self.norms):
+            x = self.act(norm(conv(x, src, dst)))
+        return self.classifier(x)
+
+
+# ---------------------------------------------------------------------------------------
+# pre-activation separable-conv network
+
+class SepConv(nn.Module):
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.dw = nn.Conv2d(cin, cin, 3, 1, 1, groups=cin, bias=False)
+        self.pw = nn.Conv2d(cin, cout, 1, bias=False)
+
+    def forward(self, x):
+        return self.pw(self.dw(x))
+
+
+class PreActSepBlock(nn.Module):
+    """BN-ReLU-SepConv twice, a 1x1 projection on the shortcut when the shape changes."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.bn1, self.relu1, self.conv1 = nn.BatchNorm2d(cin), nn.ReLU(), SepConv(cin, cout)
+        self.bn2, self.relu2, self.conv2 = nn.BatchNorm2d(cout), nn.ReLU(), SepConv(cout, cout)
+        self.pool = nn.AvgPool2d(2) if stride > 1 else nn.Identity()
+        self.shortcut = (nn.Conv2d(cin, cout, 1, stride, bias=False)
+                         if stride > 1 or cin != cout else None)
+
+    def forward(self, x):
+        out = self.conv1(self.relu1(self.bn1(x)))
+        out = self.pool(self.conv2(self.relu2(self.bn2(out))))
+        return out + (x if self.shortcut is None else self.shortcut(x))
+
+
+class PreActSepNet(nn.Module):
+    def __init__(self, classes=10):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 24, 3, 1, 1, bias=False)
+        cfg = [(24, 24, 1), (24, 48, 2), (48, 48, 1), (48, 96, 2), (96, 96, 1)]
+        self.blocks = nn.Sequential(*(PreActSepBlock(i, o, s) for i, o, s in cfg))
+        self.bn = nn.BatchNorm2d(96)
+        self.relu = nn.ReLU()
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(96, classes)
+
+    def forward(self, x):
+        x = self.pool(self.relu(self.bn(self.blocks(self.stem(x)))))
+        return self.fc(torch.flatten(x, 1))
+
+
+def b_dcn():
+    return dict(model=DCNv2(), inputs=(randint(100, 64, 8), randn(64, 13)),
+                target=randint(2, 64, seed=7).float(), loss=bce)
+
+
+def b_deepfm():
+    return dict(model=DeepFM(), inputs=(randint(200, 64, 6, 3),),
+                target=randint(2, 64, seed=7).float(), loss=bce)
+
+
+REGISTRY = [
+    # name, family, optimizer, builder
+    ("llama_tiny", "llm", "adamw",
+     lambda: b_lm(DecoderLM(lambda d: SwiGLU(d, 172)), 600, 4, 32)),
+    ("qwen_moe_tiny", "moe", "adamw",
+     lambda: b_lm(DecoderLM(lambda d: SparseMoeBlock(d, 96), depth=3), 600, 4, 24)),
+    ("dcn_v2", "recsys", "adam", b_dcn),
+    ("deepfm", "recsys", "adam", b_deepfm),
+    ("gin", "gnn", "adam", lambda: b_graph(GIN())),
+    ("preact_sepnet", "depthwise", "sgd", lambda: image_cls(PreActSepNet(), 2, 32)),
+]
+
+SPLIT_RULE = ("every model is tune: this corpus adds today's architectures to "
+              "tests/data/corpus-cpu's tuning set and shares no model name with it or with "
+              "tests/data/corpus-cpu-heldout")
+
+MODERN = rh.Corpus(REGISTRY, "tune", SPLIT_RULE, "tools/record_cpu_modern.py",
+                   os.path.join(DATA, "corpus-cpu-modern"),
+                   [os.path.join(DATA, "corpus-cpu"), os.path.join(DATA, "corpus-cpu-heldout")],
+                   __doc__)
+
+if __name__ == "__main__":
+    rh.main(MODERN)
