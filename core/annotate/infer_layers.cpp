@@ -114,6 +114,18 @@ struct Inference {
         e.ops.insert(e.ops.begin(), els.back().ops.front());
         els.pop_back();
       }
+      // An EmbeddingBag given a 2-D batch of bags makes their offsets (arange) and flattens the
+      // ids itself.
+      if (e.kind == "embedding" && e.op.find("embedding_bag") != std::string_view::npos) {
+        size_t k = els.size();
+        while (k > 0 && !els[k - 1].unit && els[k - 1].role == Role::Shape && els[k - 1].op != "aten::select") --k;
+        if (k < els.size() && k > 0 && !els[k - 1].unit && els[k - 1].op == "aten::arange") {
+          std::vector<NodeId> own;
+          for (size_t j = k - 1; j < els.size(); ++j) own.insert(own.end(), els[j].ops.begin(), els[j].ops.end());
+          e.ops.insert(e.ops.begin(), own.begin(), own.end());
+          els.erase(els.begin() + long(k - 1), els.end());
+        }
+      }
       els.push_back(std::move(e));
     }
     return attention(written_norms(random_masks(std::move(els))));
@@ -581,6 +593,15 @@ struct Inference {
   // repeated back to back (at least twice), then the longest among the blocks left, and so
   // on; a tuple starts at its block that holds attention, where one does. None where blocks of
   // one kind without attention follow one another: each of those is a module (a ResNet's).
+  // Kinds of which one holds another whole (a downsampling block: a plain one plus a pooling
+  // and a projection) are variants of one kind of block, not sublayers doing different work.
+  static bool variants(const std::vector<std::string>& kinds) {
+    for (const std::string& x : kinds)
+      for (const std::string& y : kinds)
+        if (x.size() > y.size() && x.find(y) != std::string::npos) return true;
+    return false;
+  }
+
   static std::vector<std::vector<std::string>> layer_tuples(const std::vector<uint8_t>& after, const std::vector<std::string>& sig) {
     auto attention = [](const std::string& s) { return s.find("attention") != std::string::npos; };
     std::vector<std::vector<std::string>> tuples;
@@ -595,7 +616,7 @@ struct Inference {
         for (size_t k = 0; k + 2 * p <= sig.size();) {
           std::vector<std::string> t(sig.begin() + long(k), sig.begin() + long(k + p));
           size_t reps = 0;
-          if (!std::all_of(t.begin(), t.end(), [&](auto& x) { return x == t[0]; }))  // one kind: no tuple
+          if (!std::all_of(t.begin(), t.end(), [&](auto& x) { return x == t[0]; }) && !variants(t))  // one kind: no tuple
             while (tuple_at(after, sig, k + reps * p, t) && (reps == 0 || after[k + reps * p]) &&
                    std::none_of(taken.begin() + long(k + reps * p), taken.begin() + long(k + reps * p + p), [](uint8_t x) { return x; }))
               ++reps;
@@ -748,7 +769,9 @@ struct Inference {
   void sublayer(const std::vector<Element>& els, size_t f, size_t t) {
     size_t from = f;
     while (from < t && !els[from].unit) ++from;
-    if (from == t || els[from].role != Role::Norm) return;
+    // A BatchNorm first is a pre-activation conv block's, which computes its residual function
+    // inline (PreAct ResNet): no sublayer module.
+    if (from == t || els[from].role != Role::Norm || els[from].kind == "batch_norm") return;
     ++from;
     auto loose_shape = [&](size_t j) { return !els[j].unit && els[j].role == Role::Shape; };
     while (from < t && loose_shape(from)) ++from;

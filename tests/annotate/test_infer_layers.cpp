@@ -349,3 +349,44 @@ TEST_CASE("inferred layers: a sparse MoE with a gated shared expert: gated exper
   CHECK(s.block_recall == doctest::Approx(1.0));
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: pre-activation blocks alternating with downsampling ones are blocks, not layers of sublayers") {
+  // BN, ReLU, conv twice inline in the block (no residual-function module), a downsampling
+  // block adding a pooling and a projection shortcut: the two kinds alternate, as a stage of
+  // two blocks each makes them, yet each is a block of its own.
+  Mod plain{"PreActBlock", {bn(), relu_module(), conv(), bn(), relu_module(), conv(), op("aten::add")}, nullptr};
+  Mod down{"PreActBlock",
+           {bn(), relu_module(), conv(), bn(), relu_module(), conv(), leaf("AvgPool2d", {"aten::avg_pool2d"}), conv(), op("aten::add")},
+           nullptr};
+  BareRun r = bare_run(model({plain, down, plain, down, plain}));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+  for (NodeId i = 0; i < r.annotation.tree.size(); ++i) {
+    CHECK_FALSE(r.annotation.tree.name_of(i).starts_with("Layer "));
+    CHECK_FALSE(r.annotation.tree.name_of(i).starts_with("MLP"));
+  }
+}
+
+TEST_CASE("inferred layers: an EmbeddingBag over a 2-D batch of bags makes its offsets and flattens its ids itself") {
+  Mod bag = leaf("EmbeddingBag", {"aten::arange", "aten::reshape", "aten::embedding_bag"});
+  Mod root{"Recommender", {}, nullptr};
+  for (int f = 0; f < 4; ++f) {
+    root.items.push_back(op("aten::select"));
+    root.items.push_back(bag);
+  }
+  for (Mod m : {op("aten::stack"), op("aten::view"), linear(), leaf("ReLU", {"aten::relu"}), linear()}) root.items.push_back(m);
+  BareRun r = bare_run(root);
+  // Each op a line: index, op, its module, its inferred layer path.
+  const std::string dump = truth_dump(*r.bare.model, r.annotation, r.truth, 0);
+  int bag_ops = 0;
+  for (size_t at = 0, end; at < dump.size(); at = end + 1) {
+    end = dump.find('\n', at);
+    if (end == std::string::npos) end = dump.size();
+    const std::string line = dump.substr(at, end - at);
+    if (line.find("(EmbeddingBag)") == std::string::npos) continue;
+    ++bag_ops;
+    CHECK_MESSAGE(line.find("/Embedding ") != std::string::npos, line);
+  }
+  CHECK(bag_ops == 4 * 3);
+}
