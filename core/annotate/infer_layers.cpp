@@ -440,7 +440,7 @@ struct Inference {
     return out;
   }
 
-  // A block that ends like another block (of two units or more) holds what came before that
+  // A block that ends like another block (of two units or more, or of one unit recurring: DCN's cross layers) holds what came before that
   // one (the stem: ResNet's conv, norm and pooling before its first residual block, a
   // transformer's embeddings before its first layer; ConvNeXt's downsampling before each
   // stage's first block): only its end is the block.
@@ -459,7 +459,7 @@ struct Inference {
       std::vector<std::string> candidates;
       for (auto& [other, n] : count) {
         const char before = sig[k].size() > other.size() ? sig[k][sig[k].size() - other.size() - 1] : 0;
-        if (std::count(other.begin(), other.end(), ',') >= 2 && sig[k].ends_with(other) && (before == ',' || before == ';'))
+        if ((std::count(other.begin(), other.end(), ',') >= 2 || n >= 2) && sig[k].ends_with(other) && (before == ',' || before == ';'))
           candidates.push_back(other);
       }
       std::sort(candidates.begin(), candidates.end(), [](auto& x, auto& y) { return x.size() > y.size(); });

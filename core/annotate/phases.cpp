@@ -237,11 +237,15 @@ struct PhaseLabeler {
           first_fwd = i;
       if (first_fwd == n) first_fwd = weights;
       // Reshapes of the batch right before the model's first op (x.unsqueeze(1)) are the
-      // model's: they move nothing. Picking the batch out of the data (select, slice) is not.
+      // model's: they move nothing. So is taking a column of the whole batch (x[:, i]: a full
+      // slice, then a select). Picking the batch out of the data (data[i], data[a:b]) is not.
       auto view = [&](size_t i) {
         const std::string_view op = strip_prefix(name(i), "aten::");
-        return name(i).starts_with("aten::") && (op == "view" || op == "reshape" || op == "unsqueeze" || op == "squeeze" ||
-                                                 op == "transpose" || op == "permute" || op == "flatten" || op == "expand");
+        if (!name(i).starts_with("aten::")) return false;
+        if (op == "select") return i > 0 && name(i - 1) == "aten::slice";
+        if (op == "slice") return i + 1 < n && name(i + 1) == "aten::select";
+        return op == "view" || op == "reshape" || op == "unsqueeze" || op == "squeeze" || op == "transpose" || op == "permute" ||
+               op == "flatten" || op == "expand";
       };
       while (first_fwd < n && first_fwd > loaded && (!is_main_op(first_fwd - 1) || (open(first_fwd - 1) && view(first_fwd - 1))))
         --first_fwd;

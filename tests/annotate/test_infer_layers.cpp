@@ -390,3 +390,15 @@ TEST_CASE("inferred layers: an EmbeddingBag over a 2-D batch of bags makes its o
   }
   CHECK(bag_ops == 4 * 3);
 }
+
+TEST_CASE("inferred layers: the first of a run of one-unit blocks (DCN's cross layers) is cut from what came before it") {
+  Mod cross{"CrossLayer", {linear(), op("aten::mul"), op("aten::add")}, nullptr};
+  Mod root{"DCN", {}, nullptr};
+  for (int f = 0; f < 3; ++f)
+    for (Mod m : {op("aten::slice"), op("aten::select"), leaf("Embedding", {"aten::embedding"})}) root.items.push_back(m);
+  for (Mod m : {bn(), op("aten::cat"), cross, cross, cross, linear()}) root.items.push_back(m);
+  const AccuracyScore s = bare_score(root);
+  CHECK(s.blocks == 2 * 3);
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}

@@ -82,3 +82,19 @@ TEST_CASE("phases: a view of the batch right before the model's first op is the 
   BareRun r = bare_run(root);
   CHECK(phases_of_op(r, "aten::unsqueeze") == std::vector<PhaseKind>(2, PhaseKind::Forward));
 }
+
+TEST_CASE("phases: a column of the whole batch (x[:, i]) taken first is the forward's; picking the batch (data[i]) is data loading") {
+  // A recommender looking up each field's ids: sparse[:, i] is a full slice, then a select.
+  Mod root{"Recommender", {}, nullptr};
+  for (int f = 0; f < 3; ++f)
+    for (Mod m : {op("aten::slice"), op("aten::select"), leaf("Embedding", {"aten::embedding"})}) root.items.push_back(m);
+  for (Mod m : {op("aten::cat"), leaf("Linear", {"aten::linear"})}) root.items.push_back(m);
+  BareRun r = bare_run(root);
+  for (PhaseKind p : phases_of_op(r, "aten::select")) CHECK(p == PhaseKind::Forward);
+  for (PhaseKind p : phases_of_op(r, "aten::slice")) CHECK(p == PhaseKind::Forward);
+  // The batch picked out of the data before the model: a lone select.
+  Mod picked = model({});
+  picked.items.insert(picked.items.begin(), op("aten::select"));
+  BareRun q = bare_run(picked);
+  CHECK(phases_of_op(q, "aten::select") == std::vector<PhaseKind>(2, PhaseKind::DataLoading));
+}
