@@ -383,11 +383,13 @@ struct Inference {
   // not: one with p = 0 (a first block's stochastic depth) runs no op.
   static std::string signature(const std::vector<Element>& els, size_t from, size_t to) {
     std::string s;
-    for (size_t j = from; j < to; ++j)
-      if (els[j].unit && els[j].role == Role::Dropout) continue;
-      else if (els[j].unit) s += std::string(els[j].kind) + ",";
-      else if (els[j].op == "aten::transpose" || els[j].op == "aten::permute") s += "T;";
+    for (size_t j = from; j < to; ++j) add_to_signature(s, els[j]);
     return s;
+  }
+  static void add_to_signature(std::string& s, const Element& e) {
+    if (e.unit && e.role == Role::Dropout) return;
+    if (e.unit) s.append(e.kind).push_back(',');
+    else if (e.op == "aten::transpose" || e.op == "aten::permute") s += "T;";
   }
 
   // Blocks: [from, to) spans of elements, each where branches join: closed by an add that joins
@@ -440,6 +442,60 @@ struct Inference {
     return out;
   }
 
+  // Message passing (a GNN's layers): each layer sums its messages into the nodes with a
+  // scatter (index_add_, scatter_add_, a sparse product); where the forward's scatters repeat
+  // in a fixed pattern, each repetition is a layer. A layer starts at the gather that feeds its
+  // first scatter (and the buffer it sums into), or at the weight op right before that gather
+  // when it transforms first (GCN); it ends where the next one starts, less a dropout its
+  // caller applies between layers; the last is as long as the one before. Sums inside a layer
+  // (a self term, (1 + eps) x) are its own, not residual joins.
+  std::vector<std::pair<size_t, size_t>> message_passing_layers(const std::vector<Element>& els) {
+    auto scatter = [&](size_t j) {
+      std::string_view n = strip_prefix(els[j].op, "aten::");
+      return !els[j].unit && (n.starts_with("index_add") || n.starts_with("scatter_add") || n.starts_with("scatter_reduce") ||
+                              n == "_sparse_mm" || n == "spmm" || n == "sparse_mm" || n == "_sparse_addmm");
+    };
+    // A router's top-k scatters tokens back from experts, not messages along edges.
+    if (std::any_of(els.begin(), els.end(), [](const Element& e) { return !e.unit && e.op == "aten::topk"; })) return {};
+    std::vector<size_t> at;
+    for (size_t j = 0; j < els.size(); ++j)
+      if (scatter(j)) at.push_back(j);
+    size_t period = 0;
+    for (size_t p = 1; p <= at.size() / 2 && period == 0; ++p) {
+      if (at.size() % p) continue;
+      bool same = true;
+      for (size_t i = p; i < at.size() && same; ++i) same = els[at[i]].op == els[at[i - p]].op;
+      if (same) period = p;
+    }
+    if (period == 0) return {};
+    std::vector<size_t> starts;
+    for (size_t k = 0; k < at.size(); k += period) {
+      size_t st = at[k];
+      while (st > 0 && !els[st - 1].unit && (starts.empty() || st - 1 > at[k - 1])) --st;
+      if (st > 0 && els[st - 1].unit && els[st - 1].role == Role::Weight && els[st - 1].kind != "embedding") --st;
+      starts.push_back(st);
+    }
+    for (size_t k = 1; k < starts.size(); ++k)
+      if (starts[k] <= starts[k - 1]) return {};
+    std::vector<std::pair<size_t, size_t>> out;
+    for (size_t k = 0; k < starts.size(); ++k) {
+      size_t end = k + 1 < starts.size() ? starts[k + 1] : els.size();
+      if (k + 1 == starts.size()) {  // the last: through the units the one before has
+        const std::string before = signature(els, out.back().first, out.back().second);
+        std::string sig;
+        size_t e = starts[k];
+        while (e < els.size() && sig != before && sig.size() <= before.size()) add_to_signature(sig, els[e++]);
+        end = sig == before ? e : std::min(els.size(), starts[k] + (out.back().second - out.back().first));
+      }
+      while (end > starts[k] + 1 && els[end - 1].unit && els[end - 1].role == Role::Dropout) --end;
+      // A layer has weights: scatters without any between them are one computation's parts.
+      if (std::none_of(els.begin() + long(starts[k]), els.begin() + long(end), [](const Element& e) { return e.unit && e.role == Role::Weight; }))
+        return {};
+      out.push_back({starts[k], end});
+    }
+    return out;
+  }
+
   // A block that ends like another block (of two units or more, or of one unit recurring: DCN's cross layers) holds what came before that
   // one (the stem: ResNet's conv, norm and pooling before its first residual block, a
   // transformer's embeddings before its first layer; ConvNeXt's downsampling before each
@@ -475,6 +531,7 @@ struct Inference {
         }
         while (at > blocks[k].first && !els[at - 1].unit && !transpose(els[at - 1])) --at;
         if (opens_split.contains(other) && !is_split(els[at].op)) continue;  // its branch is one of this block's
+        if (at == blocks[k].first) continue;  // no stem before it
         blocks.insert(blocks.begin() + long(k) + 1, {at, blocks[k].second});
         blocks[k].second = at;
         sig.insert(sig.begin() + long(k) + 1, other);
@@ -522,7 +579,7 @@ struct Inference {
     }
     // Only the first of its kind: a repeat's own ops (a shifted window's roll) are its.
     for (auto& [name, kd] : kinds)
-      if (kd.least == 0) blocks[kd.first].first += leads[kd.first];
+      if (kd.least == 0 && blocks[kd.first].first + leads[kd.first] < blocks[kd.first].second) blocks[kd.first].first += leads[kd.first];
   }
 
   std::string readable(const Element& e) const { return readable_unit(e.kind, e.op); }
@@ -638,7 +695,8 @@ struct Inference {
     std::vector<Element> els = units(ops);
     if (model_root && ops.size() >= 2) parent = make("Model", parent, ops);
     place_units(els, parent);
-    std::vector<std::pair<size_t, size_t>> blocks = residual_blocks(els);
+    std::vector<std::pair<size_t, size_t>> blocks = message_passing_layers(els);
+    if (blocks.empty()) blocks = residual_blocks(els);
     std::vector<std::string> sig;
     for (auto [f, t] : blocks) sig.push_back(signature(els, f, t));
     split_stem(els, blocks, sig);

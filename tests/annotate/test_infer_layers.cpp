@@ -402,3 +402,28 @@ TEST_CASE("inferred layers: the first of a run of one-unit blocks (DCN's cross l
   CHECK(s.block_recall == doctest::Approx(1.0));
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: message passing layers start at their gather (or the transform before it) and hold their own sums") {
+  // GraphSAGE: gather the neighbours' features, sum them into their targets, a self and a
+  // neighbour linear summed, a norm, an activation; GIN-like sums ((1 + eps) x + messages)
+  // inside the layer are no residual joins.
+  Mod sage{"SAGELayer",
+           {op("aten::index"), op("aten::zeros_like"), op("aten::unsqueeze"), op("aten::expand_as"), op("aten::scatter_add_"), linear(),
+            op("aten::unsqueeze"), op("aten::mul"), linear(), op("aten::add"), layer_norm(), leaf("ReLU", {"aten::relu"})},
+           nullptr};
+  Mod graph{"GraphSAGE", {sage, sage, sage, linear()}, nullptr};
+  const AccuracyScore s = bare_score(graph);
+  CHECK(s.blocks == 2 * 3);
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+  // GCN: transform first, then gather and sum; the model's dropout between layers is not the
+  // layer's.
+  Mod gcn{"GCNLayer",
+          {linear(), op("aten::index_select"), op("aten::zeros_like"), op("aten::index_add_"), op("aten::mul"), op("aten::add"),
+           leaf("ReLU", {"aten::relu"})},
+          nullptr};
+  Mod net{"GCN", {gcn, dropout(), gcn, dropout(), gcn, dropout(), linear()}, nullptr};
+  const AccuracyScore g = bare_score(net);
+  CHECK(g.block_recall == doctest::Approx(1.0));
+  CHECK(g.node_precision == doctest::Approx(1.0));
+}
