@@ -1,0 +1,346 @@
+// Leaf units of inferred layers: see core/annotate/infer_units.h and, for what the units are,
+// core/annotate/infer_layers.cpp's opening comment.
+#include "core/annotate/infer_units.h"
+
+#include <algorithm>
+
+namespace strata::annot::infer {
+
+bool in(std::string_view n, std::initializer_list<std::string_view> names) {
+  return std::find(names.begin(), names.end(), n) != names.end();
+}
+
+Role role_of(std::string_view full) {
+  std::string_view n = strip_prefix(full, "aten::");
+  if (n.ends_with("_") && !n.ends_with("__")) n.remove_suffix(1);  // in-place spellings: relu_, add_
+  if (n.starts_with("conv") || n.starts_with("_conv") || in(n, {"linear", "addmm", "embedding", "embedding_bag", "_embedding_bag",
+                                                                  "lstm", "gru", "rnn_tanh", "rnn_relu", "lstm_cell", "gru_cell",
+                                                                  "rnn_tanh_cell", "rnn_relu_cell", "bilinear", "prelu"}))
+    return Role::Weight;
+  if (in(n, {"batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "local_response_norm", "native_layer_norm"}))
+    return Role::Norm;
+  if (in(n, {"relu", "gelu", "silu", "sigmoid", "tanh", "hardswish", "hardsigmoid", "leaky_relu", "elu", "selu", "celu",
+             "softplus", "mish", "hardtanh", "threshold", "relu6", "glu", "log_sigmoid", "softsign", "tanhshrink"}))
+    return Role::Activation;
+  if (n.find("pool") != std::string_view::npos) return Role::Pool;
+  if (n.find("dropout") != std::string_view::npos) return Role::Dropout;
+  if (n.starts_with("upsample") || in(n, {"interpolate", "pixel_shuffle", "pixel_unshuffle", "grid_sampler"})) return Role::Resample;
+  if (in(n, {"matmul", "bmm", "baddbmm", "mm", "einsum", "scaled_dot_product_attention", "_scaled_dot_product_attention"}))
+    return Role::Score;
+  if (in(n, {"softmax", "_softmax", "log_softmax"})) return Role::Softmax;
+  if (in(n, {"view", "reshape", "transpose", "t", "permute", "contiguous", "as_strided", "expand", "expand_as", "unsqueeze",
+             "squeeze", "flatten", "chunk", "split", "split_with_sizes", "unbind", "select", "slice", "narrow", "unflatten",
+             "view_as", "clone", "detach", "alias", "to", "_to_copy", "type_as", "movedim", "swapaxes", "copy",
+             "_unsafe_view", "unsafe_split", "unsafe_chunk", "repeat", "roll", "pad", "constant_pad_nd"}))
+    return Role::Shape;
+  if (in(n, {"add", "sub"})) return Role::Add;
+  if (in(n, {"cat", "concat", "stack", "_cat"})) return Role::Merge;
+  return Role::Compute;
+}
+
+bool is_split(std::string_view op) { return op == "aten::chunk" || op.starts_with("aten::split") || op == "aten::unbind"; }
+
+bool is_unit_role(Role r) {
+  return r == Role::Weight || r == Role::Norm || r == Role::Activation || r == Role::Pool || r == Role::Dropout ||
+         r == Role::Resample;
+}
+
+namespace {
+
+struct UnitFinder {
+  Context& c;
+  const TreeBuilder& b;
+
+  std::string_view name_of(NodeId op) const { return c.name(b.event[op]); }
+
+  // Leaf units over the op nodes: BatchNorm takes the counter it bumps first; attention spans
+  // its projections; the rest are single ops.
+  std::vector<Element> units(const std::vector<NodeId>& ops) {
+    std::vector<Element> els;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      Element e;
+      e.ops = {ops[i]};
+      e.op = name_of(ops[i]);
+      e.role = role_of(e.op);
+      e.kind = c.kind(b.event[ops[i]]);
+      // nn.Flatten and nn.Unflatten are leaf modules of their own (between a trunk and its head).
+      e.unit = is_unit_role(e.role) || e.op == "aten::flatten" || e.op == "aten::unflatten";
+      // What a module does before its main op: BatchNorm bumps its batch counter, an RNN
+      // makes its zero initial state.
+      const bool rnn = e.op == "aten::lstm" || e.op == "aten::gru" || e.op.starts_with("aten::rnn_");
+      auto makes_state = [](std::string_view n) { return n == "aten::zeros" || n == "aten::zero_" || n == "aten::empty"; };
+      while (!els.empty() && !els.back().unit &&
+             ((e.kind == "batch_norm" && els.back().op == "aten::add_" && e.ops.size() == 1) || (rnn && makes_state(els.back().op)))) {
+        e.ops.insert(e.ops.begin(), els.back().ops.front());
+        els.pop_back();
+      }
+      // An EmbeddingBag given a 2-D batch of bags makes their offsets (arange) and flattens the
+      // ids itself.
+      if (e.kind == "embedding" && e.op.find("embedding_bag") != std::string_view::npos) {
+        size_t k = els.size();
+        while (k > 0 && !els[k - 1].unit && els[k - 1].role == Role::Shape && els[k - 1].op != "aten::select") --k;
+        if (k < els.size() && k > 0 && !els[k - 1].unit && els[k - 1].op == "aten::arange") {
+          std::vector<NodeId> own;
+          for (size_t j = k - 1; j < els.size(); ++j) own.insert(own.end(), els[j].ops.begin(), els[j].ops.end());
+          e.ops.insert(e.ops.begin(), own.begin(), own.end());
+          els.erase(els.begin() + long(k - 1), els.end());
+        }
+      }
+      els.push_back(std::move(e));
+    }
+    return attention(written_norms(random_masks(std::move(els))));
+  }
+
+  // A random mask applied by a product (StochasticDepth, DropPath, a dropout written by hand):
+  // the tensor made for the mask, its bernoulli draw, its scaling and the product are one
+  // dropout unit.
+  static std::vector<Element> random_masks(std::vector<Element> els) {
+    auto loose = [&](size_t j, std::initializer_list<std::string_view> prefixes) {
+      if (j >= els.size() || els[j].unit) return false;
+      for (std::string_view p : prefixes)
+        if (els[j].op.starts_with(p)) return true;
+      return false;
+    };
+    std::vector<Element> out;
+    for (size_t i = 0; i < els.size(); ++i) {
+      if (!loose(i, {"aten::bernoulli"})) {
+        out.push_back(std::move(els[i]));
+        continue;
+      }
+      Element d;
+      d.unit = true;
+      d.role = Role::Dropout;
+      d.kind = "dropout";
+      d.op = els[i].op;
+      size_t lo = out.size();
+      while (lo > 0 && !out[lo - 1].unit && (out[lo - 1].op.starts_with("aten::empty") || out[lo - 1].op.starts_with("aten::new_empty")))
+        --lo;
+      for (size_t j = lo; j < out.size(); ++j) d.ops.insert(d.ops.end(), out[j].ops.begin(), out[j].ops.end());
+      out.erase(out.begin() + long(lo), out.end());
+      d.ops.insert(d.ops.end(), els[i].ops.begin(), els[i].ops.end());
+      auto take = [&](size_t j) { d.ops.insert(d.ops.end(), els[j].ops.begin(), els[j].ops.end()); };
+      while (loose(i + 1, {"aten::div"})) take(++i);
+      if (loose(i + 1, {"aten::mul"})) take(++i);
+      out.push_back(std::move(d));
+    }
+    return out;
+  }
+
+  // A normalisation written by hand (RMSNorm in Llama and T5, a channels-first LayerNorm): a
+  // statistic of the input (the mean of its square, or its centred variance), its inverse
+  // square root applied, then the scale and, when centred, the shift. One norm unit.
+  static std::vector<Element> written_norms(std::vector<Element> els) {
+    auto name = [&](size_t k) -> std::string_view {
+      if (k >= els.size() || els[k].unit) return {};
+      std::string_view n = strip_prefix(els[k].op, "aten::");
+      if (n.ends_with("_")) n.remove_suffix(1);
+      return n;
+    };
+    auto cast = [&](size_t k) { return in(name(k), {"to", "_to_copy", "type_as", "float"}); };
+    auto shape = [&](size_t k) { return !name(k).empty() && role_of(els[k].op) == Role::Shape; };
+    // Past up to `most` shape ops to `op`: the index after it, or 0.
+    auto through = [&](size_t k, std::string_view op, size_t most) -> size_t {
+      for (size_t n = 0; n <= most; ++n, ++k) {
+        if (name(k) == op) return k + 1;
+        if (!shape(k)) return 0;
+      }
+      return 0;
+    };
+    auto match = [&](size_t s) -> size_t {  // the end of a norm starting at s, or 0
+      size_t j = s;
+      while (cast(j)) ++j;
+      bool centred = false;
+      if (name(j) == "mean" && name(j + 1) == "sub") centred = true, j += 2;
+      if (in(name(j), {"pow", "square"}) || (name(j) == "mul" && name(j + 1) == "mean")) {
+        if (name(++j) != "mean") return 0;
+        ++j;
+      } else if (in(name(j), {"var", "var_mean", "std"})) {
+        centred = true, ++j;
+      } else {
+        return 0;
+      }
+      if (name(j) == "add") ++j;  // epsilon
+      std::string_view apply;
+      if (name(j) == "rsqrt") apply = "mul", ++j;
+      else if (name(j) == "sqrt") apply = "div", j += name(j + 1) == "add" ? 2 : 1;
+      else return 0;
+      if (centred && name(j) == "sub") ++j;  // x - mean, again
+      size_t k = through(j, apply, 1);
+      if (k == 0) return 0;
+      j = k;
+      while (cast(j)) ++j;
+      if (size_t w = through(j, "mul", 4)) j = w;  // the scale (weight[:, None, None])
+      if (size_t bias = through(j, "add", 4); centred && bias) j = bias;
+      return j;
+    };
+    std::vector<Element> out;
+    for (size_t i = 0; i < els.size();) {
+      size_t end = name(i).empty() ? 0 : match(i);
+      if (end == 0) {
+        out.push_back(std::move(els[i++]));
+        continue;
+      }
+      bool centred = false;
+      Element n;
+      n.unit = true;
+      n.role = Role::Norm;
+      n.op = els[i].op;
+      for (size_t j = i; j < end; ++j) {
+        centred = centred || in(name(j), {"sub", "var", "var_mean", "std"});
+        n.ops.insert(n.ops.end(), els[j].ops.begin(), els[j].ops.end());
+      }
+      n.kind = centred ? "layer_norm" : "rms_norm";
+      out.push_back(std::move(n));
+      i = end;
+    }
+    return out;
+  }
+
+  // Scores, a softmax, a weighted sum: attention, from its in-projection to its out-projection.
+  std::vector<Element> attention(std::vector<Element> els) {
+    std::vector<Element> out;
+    size_t i = 0;
+    while (i < els.size()) {
+      size_t s1 = i;
+      bool fused = els[i].role == Role::Score && els[i].op.find("scaled_dot_product") != std::string_view::npos;
+      size_t s2 = i, k = i + 1;
+      if (!fused) {
+        if (els[i].role != Role::Score) {
+          out.push_back(std::move(els[i++]));
+          continue;
+        }
+        // softmax within a few ops, then the second product
+        size_t sm = SIZE_MAX;
+        for (; k < els.size(); ++k) {  // a bias and a mask (a shifted window's) may come between
+          if (els[k].role == Role::Softmax) { sm = k; break; }
+          if ((els[k].unit && els[k].role != Role::Dropout) || els[k].role == Role::Score) break;
+        }
+        s2 = SIZE_MAX;
+        for (k = sm == SIZE_MAX ? els.size() : sm + 1; k < els.size() && k < sm + 8; ++k) {
+          if (els[k].role == Role::Score) { s2 = k; break; }
+          if (els[k].unit && els[k].role != Role::Dropout) break;
+        }
+        if (sm == SIZE_MAX || s2 == SIZE_MAX) {
+          out.push_back(std::move(els[i++]));
+          continue;
+        }
+      }
+      // In-projections: back over the linears and views that lead to the scores, and what is
+      // computed with them (a window's partition; rotary positions, whose sums and
+      // concatenations come after the projections: one before them is the residual path's).
+      size_t back = out.size(), first_linear = SIZE_MAX, last_join = SIZE_MAX;
+      while (back > 0) {
+        const Element& p = out[back - 1];
+        bool proj = p.role == Role::Weight && p.kind == "linear";
+        bool joins = !p.unit && (p.role == Role::Add || p.role == Role::Merge);
+        if (joins && first_linear == SIZE_MAX && last_join == SIZE_MAX) last_join = back - 1;
+        if (!(proj || (joins && first_linear == SIZE_MAX) || p.role == Role::Shape || (!p.unit && p.role == Role::Compute))) break;
+        if (proj) first_linear = back - 1;
+        --back;
+      }
+      if (first_linear == SIZE_MAX && last_join != SIZE_MAX) back = last_join + 1;
+      const size_t lead = first_linear != SIZE_MAX ? first_linear - back : 0;
+      size_t lo = s1, linears = 0;
+      while (out.size() > back) {
+        linears += out.back().role == Role::Weight && out.back().kind == "linear";
+        els[--lo] = std::move(out.back());
+        out.pop_back();
+      }
+      // Out-projection: views, one linear, views; a dropout the windows' views follow is the
+      // attention's own (Swin's), not a module after it.
+      size_t hi = s2 + 1;
+      auto views = [&](size_t j) {
+        while (j < els.size() && els[j].role == Role::Shape) ++j;
+        return j;
+      };
+      hi = views(hi);
+      if (hi < els.size() && els[hi].role == Role::Weight && els[hi].kind == "linear") {
+        hi = views(hi + 1);
+        if (hi < els.size() && els[hi].role == Role::Dropout && views(hi + 1) >= hi + 3) hi = views(hi + 1);
+      }
+      Element a;
+      a.unit = true;
+      a.role = Role::Weight;
+      a.kind = "attention";
+      a.op = els[s1].op;
+      // nn.MultiheadAttention's own function multiplies with bmm / baddbmm and projects with
+      // F.linear, by slices of its one packed weight where query and key differ (a split
+      // before the projections): one module. Attention written by hand multiplies with matmul
+      // (@) and calls its projections and dropout as modules of their own, children of the
+      // attention.
+      const bool own_function = els[s1].op == "aten::bmm" || els[s1].op == "aten::baddbmm";
+      bool packed = linears < 2;
+      for (size_t j = lo; j < s1 && !packed; ++j) {
+        if (els[j].unit) break;
+        packed = els[j].op == "aten::split_with_sizes" || els[j].op == "aten::split";
+      }
+      a.one_module = own_function && packed;
+      a.lead = lead;
+      for (size_t j = lo; j < hi; ++j) {
+        a.ops.insert(a.ops.end(), els[j].ops.begin(), els[j].ops.end());
+        a.inner.push_back(std::move(els[j]));
+      }
+      out.push_back(std::move(a));
+      i = hi;
+    }
+    first_attention(out);
+    return squeeze_excitation(std::move(out));
+  }
+
+  // Squeeze and excitation: a global pooling, two weight ops with an activation between, a
+  // gate, and the product that scales the input by it: one module.
+  static std::vector<Element> squeeze_excitation(std::vector<Element> els) {
+    auto at = [&](size_t j, Role role) { return j < els.size() && els[j].unit && els[j].role == role; };
+    auto gate = [&](size_t j) {
+      return at(j, Role::Activation) && (els[j].op.find("sigmoid") != std::string_view::npos);
+    };
+    std::vector<Element> out;
+    for (size_t i = 0; i < els.size();) {
+      const bool global_pool = at(i, Role::Pool) && els[i].op.find("adaptive") != std::string_view::npos;
+      if (global_pool && at(i + 1, Role::Weight) && at(i + 2, Role::Activation) && at(i + 3, Role::Weight) && gate(i + 4) &&
+          i + 5 < els.size() && !els[i + 5].unit && els[i + 5].op.starts_with("aten::mul")) {
+        Element se;
+        se.unit = true;
+        se.role = Role::Weight;
+        se.kind = "squeeze_excitation";
+        se.op = els[i].op;
+        for (size_t j = i; j <= i + 5; ++j) {
+          se.ops.insert(se.ops.end(), els[j].ops.begin(), els[j].ops.end());
+          se.inner.push_back(std::move(els[j]));
+        }
+        out.push_back(std::move(se));
+        i += 6;
+        continue;
+      }
+      out.push_back(std::move(els[i++]));
+    }
+    return out;
+  }
+
+  // What the first attention has before its projections that the others do not was computed
+  // once before it (a mask for all layers), not by it: it goes back out.
+  static void first_attention(std::vector<Element>& els) {
+    size_t first = SIZE_MAX, least = SIZE_MAX;
+    for (size_t j = 0; j < els.size(); ++j)
+      if (els[j].unit && els[j].kind == "attention") {
+        if (first == SIZE_MAX) first = j;
+        else least = std::min(least, els[j].lead);
+      }
+    if (first == SIZE_MAX || least == SIZE_MAX || els[first].lead <= least) return;
+    Element& a = els[first];
+    const size_t extra = a.lead - least;
+    std::vector<Element> out(std::make_move_iterator(a.inner.begin()), std::make_move_iterator(a.inner.begin() + long(extra)));
+    a.inner.erase(a.inner.begin(), a.inner.begin() + long(extra));
+    size_t moved = 0;
+    for (const Element& e : out) moved += e.ops.size();
+    a.ops.erase(a.ops.begin(), a.ops.begin() + long(moved));
+    a.lead = least;
+    els.insert(els.begin() + long(first), std::make_move_iterator(out.begin()), std::make_move_iterator(out.end()));
+  }
+};
+
+}  // namespace
+
+std::vector<Element> leaf_units(Context& c, const TreeBuilder& b, const std::vector<NodeId>& ops) { return UnitFinder{c, b}.units(ops); }
+
+}  // namespace strata::annot::infer

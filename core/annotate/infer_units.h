@@ -1,0 +1,39 @@
+// Leaf units of inferred layers (core/annotate/infer_layers.cpp): each forward op classified by
+// what PyTorch's leaf modules are, and the ops of one leaf module gathered into one element
+// (a norm written by hand, attention from its in-projection to its out-projection, a random
+// mask, squeeze-and-excitation). Internal to the annotator.
+#pragma once
+
+#include "core/annotate/internal.h"
+
+#include <initializer_list>
+#include <string_view>
+#include <vector>
+
+namespace strata::annot::infer {
+
+enum class Role : uint8_t { Weight, Norm, Activation, Pool, Dropout, Resample, Score, Softmax, Shape, Add, Merge, Compute };
+
+bool in(std::string_view n, std::initializer_list<std::string_view> names);
+Role role_of(std::string_view full);
+// Splits a tensor into parts that run through different branches.
+bool is_split(std::string_view op);
+bool is_unit_role(Role r);
+
+// A leaf unit or a loose op, in forward order.
+struct Element {
+  bool unit = false;
+  Role role = Role::Compute;
+  std::string_view kind;     // op_kind of its main op ("conv", "attention")
+  std::string_view op;       // its main op's name
+  std::vector<NodeId> ops;   // its op nodes, in order
+  std::vector<Element> inner;  // attention: what it is made of, in order
+  bool one_module = false;     // attention: its parts are one module's ops, not child modules
+  size_t lead = 0;             // attention: its parts before its first projection
+  NodeId node = kNoNode;
+};
+
+// The forward's op nodes as leaf units and loose ops, in order.
+std::vector<Element> leaf_units(Context& c, const TreeBuilder& b, const std::vector<NodeId>& ops);
+
+}  // namespace strata::annot::infer
