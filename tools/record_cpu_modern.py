@@ -26,11 +26,12 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import record_cpu_heldout as rh  # noqa: E402  (imports record_cpu_corpus: 1 thread, torch)
-from record_cpu_corpus import b_graph, b_lm, bce, image_cls, randint, randn  # noqa: E402
+from record_cpu_corpus import b_graph, b_lm, bce, ce, image_cls, mse, randint, randn, tv  # noqa: E402
 
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from torchvision import models as tvm  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(os.path.dirname(HERE), "tests", "data")
@@ -297,6 +298,179 @@ class PreActSepNet(nn.Module):
         return self.fc(torch.flatten(x, 1))
 
 
+# ---------------------------------------------------------------------------------------
+# GPT-J / NeoX-style parallel block, Whisper-style encoder, diffusion UNet
+
+class ParallelBlock(nn.Module):
+    """One LayerNorm feeding attention and MLP side by side: x + attn(h) + mlp(h)."""
+
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.ln = nn.LayerNorm(dim)
+        self.attn = GQAttention(dim, heads, heads)
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+    def forward(self, x, cos, sin, mask):
+        h = self.ln(x)
+        return x + self.attn(h, cos, sin, mask) + self.mlp(h)
+
+
+class ParallelLM(nn.Module):
+    def __init__(self, vocab=600, dim=64, depth=4, heads=4):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.rotary = RotaryEmbedding(dim // heads)
+        self.blocks = nn.ModuleList(ParallelBlock(dim, heads) for _ in range(depth))
+        self.ln_f = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, vocab, bias=False)
+
+    def forward(self, ids):
+        n = ids.shape[1]
+        x = self.embed(ids)
+        mask = torch.full((n, n), float("-inf")).triu(1)
+        cos, sin = self.rotary(n)
+        for block in self.blocks:
+            x = block(x, cos, sin, mask)
+        return self.head(self.ln_f(x))
+
+
+class WhisperAttention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.query = nn.Linear(dim, dim)
+        self.key = nn.Linear(dim, dim, bias=False)
+        self.value = nn.Linear(dim, dim)
+        self.out = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        b, n, c = x.shape
+        q = self.query(x).view(b, n, self.heads, -1).permute(0, 2, 1, 3)
+        k = self.key(x).view(b, n, self.heads, -1).permute(0, 2, 3, 1)
+        v = self.value(x).view(b, n, self.heads, -1).permute(0, 2, 1, 3)
+        scale = (c // self.heads) ** -0.25
+        w = F.softmax((q * scale) @ (k * scale), dim=-1)
+        return self.out((w @ v).permute(0, 2, 1, 3).flatten(start_dim=2))
+
+
+class WhisperBlock(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.attn_ln = nn.LayerNorm(dim)
+        self.attn = WhisperAttention(dim, heads)
+        self.mlp_ln = nn.LayerNorm(dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+    def forward(self, x):
+        x = x + self.attn(self.attn_ln(x))
+        return x + self.mlp(self.mlp_ln(x))
+
+
+class WhisperEncoderClassifier(nn.Module):
+    def __init__(self, mels=40, dim=64, heads=4, depth=3, frames=64, classes=10):
+        super().__init__()
+        self.conv1 = nn.Conv1d(mels, dim, 3, padding=1)
+        self.conv2 = nn.Conv1d(dim, dim, 3, stride=2, padding=1)
+        pos = torch.arange(frames // 2).float()[:, None] * torch.exp(
+            -math.log(10000) * torch.arange(dim // 2).float() / (dim // 2 - 1))[None]
+        self.register_buffer("positional_embedding", torch.cat([pos.sin(), pos.cos()], dim=1))
+        self.blocks = nn.ModuleList(WhisperBlock(dim, heads) for _ in range(depth))
+        self.ln_post = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, mel):
+        x = F.gelu(self.conv1(mel))
+        x = F.gelu(self.conv2(x)).permute(0, 2, 1)
+        x = x + self.positional_embedding
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.ln_post(x).mean(dim=1))
+
+
+def timestep_embedding(t, dim):
+    half = dim // 2
+    freqs = torch.exp(-math.log(10000) * torch.arange(half).float() / half)
+    args = t[:, None].float() * freqs[None]
+    return torch.cat([torch.cos(args), torch.sin(args)], dim=-1)
+
+
+class ResBlock(nn.Module):
+    def __init__(self, cin, cout, tdim):
+        super().__init__()
+        self.norm1 = nn.GroupNorm(8, cin)
+        self.conv1 = nn.Conv2d(cin, cout, 3, padding=1)
+        self.time_emb = nn.Linear(tdim, cout)
+        self.norm2 = nn.GroupNorm(8, cout)
+        self.dropout = nn.Dropout(0.1)
+        self.conv2 = nn.Conv2d(cout, cout, 3, padding=1)
+        self.skip = nn.Conv2d(cin, cout, 1) if cin != cout else nn.Identity()
+
+    def forward(self, x, temb):
+        h = self.conv1(F.silu(self.norm1(x)))
+        h = h + self.time_emb(F.silu(temb))[:, :, None, None]
+        h = self.conv2(self.dropout(F.silu(self.norm2(h))))
+        return self.skip(x) + h
+
+
+class AttnBlock(nn.Module):
+    def __init__(self, ch):
+        super().__init__()
+        self.norm = nn.GroupNorm(8, ch)
+        self.qkv = nn.Conv2d(ch, 3 * ch, 1)
+        self.proj = nn.Conv2d(ch, ch, 1)
+
+    def forward(self, x):
+        b, c, hgt, wid = x.shape
+        q, k, v = self.qkv(self.norm(x)).reshape(b, 3, c, hgt * wid).unbind(1)
+        w = torch.softmax(torch.bmm(q.transpose(1, 2), k) / math.sqrt(c), dim=-1)
+        h = torch.bmm(v, w.transpose(1, 2)).reshape(b, c, hgt, wid)
+        return x + self.proj(h)
+
+
+class DiffusionUNet(nn.Module):
+    """A small DDPM-style UNet: time embedding MLP, ResBlocks with GroupNorm and SiLU, self
+    attention at the lowest resolution, skips concatenated on the way up."""
+
+    def __init__(self, ch=32, tdim=64):
+        super().__init__()
+        self.tdim = tdim
+        self.time_mlp = nn.Sequential(nn.Linear(tdim, tdim), nn.SiLU(), nn.Linear(tdim, tdim))
+        self.inc = nn.Conv2d(3, ch, 3, padding=1)
+        self.down1 = ResBlock(ch, ch, tdim)
+        self.pool1 = nn.Conv2d(ch, ch, 3, stride=2, padding=1)
+        self.down2 = ResBlock(ch, 2 * ch, tdim)
+        self.pool2 = nn.Conv2d(2 * ch, 2 * ch, 3, stride=2, padding=1)
+        self.mid1 = ResBlock(2 * ch, 2 * ch, tdim)
+        self.mid_attn = AttnBlock(2 * ch)
+        self.mid2 = ResBlock(2 * ch, 2 * ch, tdim)
+        self.up2 = nn.Upsample(scale_factor=2, mode="nearest")
+        self.dec2 = ResBlock(4 * ch, 2 * ch, tdim)
+        self.up1 = nn.Upsample(scale_factor=2, mode="nearest")
+        self.dec1 = ResBlock(3 * ch, ch, tdim)
+        self.out_norm = nn.GroupNorm(8, ch)
+        self.out = nn.Conv2d(ch, 3, 3, padding=1)
+
+    def forward(self, x, t):
+        temb = self.time_mlp(timestep_embedding(t, self.tdim))
+        h0 = self.inc(x)
+        h1 = self.down1(h0, temb)
+        h2 = self.down2(self.pool1(h1), temb)
+        h = self.mid2(self.mid_attn(self.mid1(self.pool2(h2), temb)), temb)
+        h = self.dec2(torch.cat([self.up2(h), h2], dim=1), temb)
+        h = self.dec1(torch.cat([self.up1(h), h1], dim=1), temb)
+        return self.out(F.silu(self.out_norm(h)))
+
+
+def b_whisper():
+    return dict(model=WhisperEncoderClassifier(), inputs=(randn(4, 40, 64),),
+                target=randint(10, 4), loss=ce)
+
+
+def b_diffusion():
+    return dict(model=DiffusionUNet(), inputs=(randn(2, 3, 32, 32), randint(1000, 2)),
+                target=randn(2, 3, 32, 32, seed=9), loss=mse)
+
+
 def b_dcn():
     return dict(model=DCNv2(), inputs=(randint(100, 64, 8), randn(64, 13)),
                 target=randint(2, 64, seed=7).float(), loss=bce)
@@ -317,6 +491,12 @@ REGISTRY = [
     ("deepfm", "recsys", "adam", b_deepfm),
     ("gin", "gnn", "adam", lambda: b_graph(GIN())),
     ("preact_sepnet", "depthwise", "sgd", lambda: image_cls(PreActSepNet(), 2, 32)),
+    ("neox_parallel", "gpt", "adamw", lambda: b_lm(ParallelLM(), 600, 4, 32)),
+    ("whisper_encoder", "speech", "adamw", b_whisper),
+    ("diffusion_unet", "unet", "adamw", b_diffusion),
+    ("efficientnet_v2_s", "depthwise", "adamw",
+     lambda: image_cls(tv(tvm.efficientnet_v2_s, num_classes=10), 2, 64)),
+    ("swin_v2_t", "swin", "adamw", lambda: image_cls(tv(tvm.swin_v2_t, num_classes=10), 1, 64)),
 ]
 
 SPLIT_RULE = ("every model is tune: this corpus adds today's architectures to "

@@ -81,6 +81,15 @@ struct Inference {
       // Reshapes after the join are the block's; a split opens the next block's branches.
       size_t next = j + 1;
       while (next < els.size() && !els[next].unit && els[next].role == Role::Shape && !is_split(els[next].op)) ++next;
+      // A vector broadcast over the map and added (a diffusion ResBlock's time embedding,
+      // emb[:, :, None, None]): only reshapes adding dimensions lead to it from the unit before,
+      // and it conditions the branch rather than joining it back to its input.
+      if (add) {
+        size_t k = j;
+        bool grows = false;
+        while (k > 0 && !els[k - 1].unit && els[k - 1].role == Role::Shape) grows |= els[--k].op == "aten::unsqueeze";
+        if (grows && k > 0 && els[k - 1].unit) continue;
+      }
       // A sum another sum takes at once (two branches summed, out + shared expert, then joined
       // back to the input): the later one is the join.
       if (add && next < els.size() && !els[next].unit && els[next].role == Role::Add) continue;
@@ -100,7 +109,56 @@ struct Inference {
       weights = 0;
       j = end - 1;
     }
+    if (pre_norm) open_at_norms(els, out);
     return out;
+  }
+
+  // Pre-norm blocks open with their norm: a weight op or a resampling before a block's first
+  // norm (a downsampling conv, an upsampling between a UNet's blocks) is between blocks where
+  // without it the block is one of a kind that opens with its norm (or a variant of one);
+  // otherwise it is the block's own (ConvNeXt's depthwise conv). A norm that ends the block
+  // before, nothing between, is then the next one's.
+  static void open_at_norms(const std::vector<Element>& els, std::vector<std::pair<size_t, size_t>>& blocks) {
+    auto first_unit = [&](size_t from, size_t to) {
+      while (from < to && !els[from].unit) ++from;
+      return from;
+    };
+    std::vector<std::string> opening;  // kinds that open with a norm
+    for (size_t k = 1; k < blocks.size(); ++k) {
+      const size_t u = first_unit(blocks[k].first, blocks[k].second);
+      if (u < blocks[k].second && els[u].role == Role::Norm) opening.push_back(signature(els, blocks[k].first, blocks[k].second));
+    }
+    auto of_an_opening_kind = [&](const std::string& sig) {
+      for (const std::string& o : opening) {
+        const std::string& big = o.size() > sig.size() ? o : sig;
+        const std::string& small = o.size() > sig.size() ? sig : o;
+        if (sig == o || (big.find(small) != std::string::npos && std::count(big.begin(), big.end(), ',') == std::count(small.begin(), small.end(), ',') + 1))
+          return true;
+      }
+      return false;
+    };
+    for (size_t k = 1; k < blocks.size(); ++k) {
+      auto& [f, t] = blocks[k];
+      const size_t first = first_unit(f, t);
+      if (first == t || els[first].role == Role::Norm) continue;
+      size_t norm = first, before = 0;
+      while (norm < t && !(els[norm].unit && els[norm].role == Role::Norm)) {
+        before += els[norm].unit;
+        const bool between = !els[norm].unit || els[norm].role == Role::Resample || els[norm].role == Role::Weight;
+        if (!between || before > 2) break;
+        ++norm;
+      }
+      if (norm < t && els[norm].unit && els[norm].role == Role::Norm && of_an_opening_kind(signature(els, norm, t))) {
+        f = norm;
+        continue;
+      }
+      auto& [pf, pt] = blocks[k - 1];
+      const size_t last = pt - 1;
+      if (pt > pf + 1 && els[last].unit && els[last].role == Role::Norm && of_an_opening_kind(signature(els, last, t))) {
+        --pt;  // the norm ends the block before
+        f = last;
+      }
+    }
   }
 
   // Message passing (a GNN's layers): each layer sums its messages into the nodes with a
@@ -311,6 +369,19 @@ struct Inference {
   // repeated back to back (at least twice), then the longest among the blocks left, and so
   // on; a tuple starts at its block that holds attention, where one does. None where blocks of
   // one kind without attention follow one another: each of those is a module (a ResNet's).
+  // Whether another block is a variant of block k's kind: one holds the other whole but for
+  // one unit (a projection on the shortcut where the channels change).
+  static bool has_variant(const std::vector<std::string>& sig, size_t k) {
+    auto units = [](const std::string& x) { return std::count(x.begin(), x.end(), ','); };
+    for (size_t j = 0; j < sig.size(); ++j) {
+      if (j == k || sig[j].empty() || sig[k].empty()) continue;
+      const std::string& big = sig[j].size() > sig[k].size() ? sig[j] : sig[k];
+      const std::string& small = sig[j].size() > sig[k].size() ? sig[k] : sig[j];
+      if (units(big) == units(small) + 1 && units(small) >= 2 && big.find(small) != std::string::npos) return true;
+    }
+    return false;
+  }
+
   // Kinds of which one holds another whole (a downsampling block: a plain one plus a pooling
   // and a projection) are variants of one kind of block, not sublayers doing different work.
   static bool variants(const std::vector<std::string>& kinds) {
@@ -411,7 +482,7 @@ struct Inference {
         tupled.push_back({k, k + matched});
         kinds.push_back(kind);
         k += matched - 1;
-      } else if (!in_tuple(sig[k]) && count[sig[k]] >= 2) {
+      } else if (!in_tuple(sig[k]) && (count[sig[k]] >= 2 || has_variant(sig, k))) {
         // ...and a block of another kind that recurs (a patch merging between stages, a
         // residual block) is a module; a lone one is not told from the stem or head.
         layers.push_back(blocks[k]);

@@ -225,13 +225,15 @@ struct UnitFinder {
           continue;
         }
       }
-      // In-projections: back over the linears and views that lead to the scores, and what is
+      // In-projections: back over the linears (or pointwise convs projecting a map's channels:
+      // a non-local block's, a diffusion UNet's) and views that lead to the scores, and what is
       // computed with them (a window's partition; rotary positions, whose sums and
       // concatenations come after the projections: one before them is the residual path's).
+      auto projection = [](const Element& e) { return e.role == Role::Weight && (e.kind == "linear" || e.kind == "conv"); };
       size_t back = out.size(), first_linear = SIZE_MAX, last_join = SIZE_MAX;
       while (back > 0) {
         const Element& p = out[back - 1];
-        bool proj = p.role == Role::Weight && p.kind == "linear";
+        bool proj = projection(p);
         bool joins = !p.unit && (p.role == Role::Add || p.role == Role::Merge);
         if (joins && first_linear == SIZE_MAX && last_join == SIZE_MAX) last_join = back - 1;
         if (!(proj || (joins && first_linear == SIZE_MAX) || p.role == Role::Shape || (!p.unit && p.role == Role::Compute))) break;
@@ -242,11 +244,11 @@ struct UnitFinder {
       const size_t lead = first_linear != SIZE_MAX ? first_linear - back : 0;
       size_t lo = s1, linears = 0;
       while (out.size() > back) {
-        linears += out.back().role == Role::Weight && out.back().kind == "linear";
+        linears += projection(out.back());
         els[--lo] = std::move(out.back());
         out.pop_back();
       }
-      // Out-projection: views, one linear, views; a dropout the windows' views follow is the
+      // Out-projection: views, one linear (or conv), views; a dropout the windows' views follow is the
       // attention's own (Swin's), not a module after it.
       size_t hi = s2 + 1;
       auto views = [&](size_t j) {
@@ -254,7 +256,7 @@ struct UnitFinder {
         return j;
       };
       hi = views(hi);
-      if (hi < els.size() && els[hi].role == Role::Weight && els[hi].kind == "linear") {
+      if (hi < els.size() && projection(els[hi])) {
         hi = views(hi + 1);
         if (hi < els.size() && els[hi].role == Role::Dropout && views(hi + 1) >= hi + 3) hi = views(hi + 1);
       }

@@ -230,7 +230,8 @@ struct PhaseLabeler {
       for (size_t i = 0; i < n && weights == n; ++i) {
         if (lab[i] == P(PhaseKind::Backward) || lab[i] == P(PhaseKind::Loss)) break;
         if (open(i) && is_parametric(name(i))) weights = i;
-        else if (lab[i] == P(PhaseKind::DataLoading) || (open(i) && is_host_copy(name(i)))) loaded = i + 1;
+        // A copy to the device ends the loading; on a trace with no device, aten::to is a cast.
+        else if (lab[i] == P(PhaseKind::DataLoading) || (c.has_gpu && open(i) && is_host_copy(name(i)))) loaded = i + 1;
       }
       for (size_t i = loaded; i < weights && first_fwd == n; ++i)
         if (open(i) && !is_data_movement(name(i)) && !is_sync_call(name(i)) && name(i) != "aten::zeros" && name(i) != "aten::zero_")

@@ -427,3 +427,32 @@ TEST_CASE("inferred layers: message passing layers start at their gather (or the
   CHECK(g.block_recall == doctest::Approx(1.0));
   CHECK(g.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a diffusion UNet's ResBlocks open at their norm, add a broadcast time embedding, and recur with or without a projection") {
+  // GroupNorm, SiLU, conv; the time embedding's projection broadcast over the map
+  // (emb[:, :, None, None]) and added; GroupNorm, SiLU, dropout, conv; a 1x1 conv on the
+  // shortcut where the channels change; downsampling convs between blocks, and an attention
+  // block projecting with pointwise convs.
+  auto res = [](bool projection) {
+    Mod r{"ResBlock",
+          {leaf("GroupNorm", {"aten::group_norm"}), op("aten::silu"), conv(), op("aten::silu"), linear(), op("aten::slice"),
+           op("aten::unsqueeze"), op("aten::unsqueeze"), op("aten::add"), leaf("GroupNorm", {"aten::group_norm"}), op("aten::silu"),
+           dropout(), conv()},
+          nullptr};
+    if (projection) r.items.push_back(conv());
+    r.items.push_back(op("aten::add"));
+    return r;
+  };
+  Mod attn{"AttnBlock",
+           {leaf("GroupNorm", {"aten::group_norm"}), conv(), op("aten::reshape"), op("aten::unbind"), op("aten::transpose"), op("aten::bmm"),
+            op("aten::div"), op("aten::softmax"), op("aten::transpose"), op("aten::bmm"), op("aten::reshape"), conv(), op("aten::add")},
+           nullptr};
+  Mod root{"UNet", {linear(), leaf("SiLU", {"aten::silu"}), linear(), conv()}, nullptr};
+  for (Mod m : {res(false), res(false), conv(), res(true), res(false), conv(), res(false), attn, res(false),
+                leaf("Upsample", {"aten::upsample_nearest2d"}), op("aten::cat"), res(true), res(false), conv()})
+    root.items.push_back(m);
+  BareRun r = bare_run(root);
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(has_layer(r.annotation.tree, "Attention 1"));
+}

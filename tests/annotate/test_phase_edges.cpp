@@ -98,3 +98,14 @@ TEST_CASE("phases: a column of the whole batch (x[:, i]) taken first is the forw
   BareRun q = bare_run(picked);
   CHECK(phases_of_op(q, "aten::select") == std::vector<PhaseKind>(2, PhaseKind::DataLoading));
 }
+
+TEST_CASE("phases: on a trace with no device, aten::to at the forward's start is a cast, not the end of data loading") {
+  // A timestep embedding computed first: arange, a cast, exp, products, sin and cos.
+  Mod root = model({});
+  const std::vector<const char*> first = {"aten::arange", "aten::to", "aten::mul", "aten::exp", "aten::to", "aten::mul", "aten::cos",
+                                          "aten::sin", "aten::cat"};
+  for (size_t k = 0; k < first.size(); ++k) root.items.insert(root.items.begin() + long(k), op(first[k]));
+  BareRun r = bare_run(root);
+  for (const char* o : {"aten::arange", "aten::exp", "aten::cos"})
+    CHECK(phases_of_op(r, o) == std::vector<PhaseKind>(2, PhaseKind::Forward));
+}
