@@ -503,7 +503,7 @@ struct Inference {
       }
     else if (!std::any_of(els.begin(), els.end(), [](const Element& e) { return e.kind == "attention" && e.one_module; }))
       for (auto [from, to] : tupled)
-        for (size_t k = from; k < to; ++k) sublayer(els, blocks[k].first, blocks[k].second);
+        for (size_t k = from; k < to; ++k) sublayer(els, blocks[k].first, blocks[k].second, k > from);
     weight_norm_groups(els);
   }
 
@@ -556,13 +556,16 @@ struct Inference {
   // the layer's. Only where attention is written by hand or absent (timm, GPT, Swin, Mixer):
   // nn.TransformerEncoderLayer, the layer built on nn.MultiheadAttention, computes its
   // feed-forward inline, with no module around it.
-  void sublayer(const std::vector<Element>& els, size_t f, size_t t) {
+  // A later half with no norm of its own takes the first half's (GPT-J's and NeoX's parallel
+  // attention and MLP, x + attn(h) + mlp(h)): F runs from its start.
+  void sublayer(const std::vector<Element>& els, size_t f, size_t t, bool shares_norm) {
     size_t from = f;
     while (from < t && !els[from].unit) ++from;
+    if (from == t) return;
     // A BatchNorm first is a pre-activation conv block's, which computes its residual function
     // inline (PreAct ResNet): no sublayer module.
-    if (from == t || els[from].role != Role::Norm || els[from].kind == "batch_norm") return;
-    ++from;
+    if (els[from].role == Role::Norm && els[from].kind != "batch_norm") ++from;
+    else if (!shares_norm || els[from].role == Role::Norm) return;
     auto loose_shape = [&](size_t j) { return !els[j].unit && els[j].role == Role::Shape; };
     while (from < t && loose_shape(from)) ++from;
     size_t end = t;

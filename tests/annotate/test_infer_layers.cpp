@@ -456,3 +456,12 @@ TEST_CASE("inferred layers: a diffusion UNet's ResBlocks open at their norm, add
   CHECK(s.block_recall == doctest::Approx(1.0));
   CHECK(has_layer(r.annotation.tree, "Attention 1"));
 }
+
+TEST_CASE("inferred layers: parallel attention and MLP sharing one norm (GPT-J, NeoX): the MLP is a module too") {
+  Mod seq_mlp{"Sequential", {linear(), leaf("GELU", {"aten::gelu"}), linear()}, nullptr};
+  Mod block{"ParallelBlock", {layer_norm(), hand_attention(), op("aten::add"), seq_mlp, op("aten::add")}, nullptr};
+  const AccuracyScore s = bare_score(vit({block, block, block}));
+  CHECK(s.blocks == 2 * 3 * 3);  // each block, its attention and its MLP; two forwards
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
