@@ -280,6 +280,7 @@ struct UnitFinder {
       a.lead = lead;
       for (size_t j = lo; j < hi; ++j) {
         a.ops.insert(a.ops.end(), els[j].ops.begin(), els[j].ops.end());
+        if (els[j].role == Role::Shape) els[j].unit = false;  // a flatten merging the heads is a reshape, not nn.Flatten
         a.inner.push_back(std::move(els[j]));
       }
       out.push_back(std::move(a));

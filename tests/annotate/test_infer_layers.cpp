@@ -465,3 +465,16 @@ TEST_CASE("inferred layers: parallel attention and MLP sharing one norm (GPT-J, 
   CHECK(s.block_recall == doctest::Approx(1.0));
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a flatten merging attention heads is the attention's reshape, not an nn.Flatten") {
+  Mod attn{"Attention",
+           {linear(), op("aten::view"), op("aten::permute"), linear(), op("aten::view"), op("aten::permute"), linear(), op("aten::view"),
+            op("aten::permute"), op("aten::matmul"), op("aten::softmax"), op("aten::matmul"), op("aten::permute"), op("aten::flatten"),
+            linear()},
+           nullptr};
+  Mod mlp_seq{"Sequential", {linear(), leaf("GELU", {"aten::gelu"}), linear()}, nullptr};
+  Mod block{"Block", {layer_norm(), attn, op("aten::add"), layer_norm(), mlp_seq, op("aten::add")}, nullptr};
+  BareRun r = bare_run(vit({block, block}));
+  CHECK_FALSE(has_layer(r.annotation.tree, "Flatten 2"));  // the one before the head is
+  CHECK(score_against(*r.bare.model, r.annotation, r.truth).block_recall == doctest::Approx(1.0));
+}
