@@ -57,18 +57,21 @@ struct Inference {
   // a branch holding a weight op back to its input, or by a concatenation of branches holding
   // weight ops (an Inception or Fire module); a concatenation that a norm follows opens the
   // block instead (DenseNet's layers concatenate the features before them).
-  std::vector<std::pair<size_t, size_t>> residual_blocks(const std::vector<Element>& els) {
-    // Post-norm (the norm right after the add closes the block) unless the first residual
-    // branch starts with a norm (pre-norm: that norm opens the next block); without attention,
-    // pre-norm where the residual adds follow weight ops (pre-activation).
-    bool pre_norm = normalises_first(els);
+  // Post-norm (the norm right after the add closes the block) unless the first residual
+  // branch starts with a norm (pre-norm: that norm opens the next block); without attention,
+  // pre-norm where the residual adds follow weight ops (pre-activation).
+  static bool pre_norm_model(const std::vector<Element>& els) {
     for (size_t j = 1; j < els.size(); ++j)
       if (els[j].unit && els[j].kind == "attention") {
         size_t k = j;
         while (k > 0 && !els[k - 1].unit) --k;  // the unit before it, past views and the like
-        pre_norm = k > 0 && els[k - 1].role == Role::Norm;
-        break;
+        return k > 0 && els[k - 1].role == Role::Norm;
       }
+    return normalises_first(els);
+  }
+
+  std::vector<std::pair<size_t, size_t>> residual_blocks(const std::vector<Element>& els) {
+    const bool pre_norm = pre_norm_model(els);
     std::vector<std::pair<size_t, size_t>> out;
     size_t start = 0, weights = 0;
     for (size_t j = 0; j < els.size(); ++j) {
@@ -423,8 +426,57 @@ struct Inference {
     return tuples;
   }
 
+  // A post-norm layer written by hand (BERT's: separate query, key and value modules) ends
+  // each half with an output module: the projection, its dropout, the add and the norm (HF's
+  // SelfOutput and Output), so the attention ends at its weighted sum. nn.MultiheadAttention
+  // (one packed in-projection) keeps its out-projection.
+  static bool output_modules(const std::vector<Element>& els) {
+    return !pre_norm_model(els) && std::any_of(els.begin(), els.end(), [](const Element& e) {
+      if (!e.unit || e.kind != "attention" || e.one_module) return false;
+      size_t projections = 0;
+      for (const Element& in : e.inner) {
+        if (in.role == Role::Score) break;
+        projections += in.unit && in.role == Role::Weight;
+      }
+      return projections >= 3;
+    });
+  }
+  static void split_output_projections(std::vector<Element>& els) {
+    for (size_t j = 0; j < els.size(); ++j) {
+      Element& a = els[j];
+      if (!a.unit || a.kind != "attention" || a.inner.empty()) continue;
+      size_t w = a.inner.size();
+      while (w > 0 && a.inner[w - 1].role == Role::Shape && !a.inner[w - 1].unit) --w;
+      if (w == 0 || !a.inner[w - 1].unit || a.inner[w - 1].role != Role::Weight) continue;
+      --w;
+      size_t k = j + 1;
+      if (k < els.size() && els[k].unit && els[k].role == Role::Dropout) ++k;
+      if (!(k + 1 < els.size() && !els[k].unit && els[k].role == Role::Add && els[k + 1].unit && els[k + 1].role == Role::Norm)) continue;
+      std::vector<Element> tail(std::make_move_iterator(a.inner.begin() + long(w)), std::make_move_iterator(a.inner.end()));
+      a.inner.erase(a.inner.begin() + long(w), a.inner.end());
+      size_t moved = 0;
+      for (const Element& e : tail) moved += e.ops.size();
+      a.ops.resize(a.ops.size() - moved);
+      els.insert(els.begin() + long(j + 1), std::make_move_iterator(tail.begin()), std::make_move_iterator(tail.end()));
+    }
+  }
+  void output_module(const std::vector<Element>& els, size_t f, size_t t) {
+    for (size_t j = f; j + 2 < t; ++j) {
+      if (!els[j].unit || els[j].role != Role::Weight) continue;
+      size_t k = j + 1;
+      if (els[k].unit && els[k].role == Role::Dropout) ++k;
+      if (k + 1 >= t || els[k].unit || els[k].role != Role::Add || !els[k + 1].unit || els[k + 1].role != Role::Norm) continue;
+      std::vector<NodeId> kids;
+      for (size_t i = j; i <= k + 1; ++i) kids.push_back(els[i].node);
+      make(numbered("Output") + ": " + readable(els[j]) + " + " + readable(els[k + 1]), b.parent[kids.front()], kids);
+      j = k + 1;
+    }
+  }
+
   void run(NodeId parent, const std::vector<NodeId>& ops, bool model_root) {
     std::vector<Element> els = units(ops);
+    const bool outputs = output_modules(els);
+    if (outputs) split_output_projections(els);
     if (model_root && ops.size() >= 2) parent = make("Model", parent, ops);
     place_units(els, parent);
     std::vector<std::pair<size_t, size_t>> blocks = message_passing_layers(els);
@@ -504,6 +556,8 @@ struct Inference {
     else if (!std::any_of(els.begin(), els.end(), [](const Element& e) { return e.kind == "attention" && e.one_module; }))
       for (auto [from, to] : tupled)
         for (size_t k = from; k < to; ++k) sublayer(els, blocks[k].first, blocks[k].second, k > from);
+    if (outputs)
+      for (auto [from, to] : tupled) output_module(els, blocks[from].first, blocks[to - 1].second);
     weight_norm_groups(els);
   }
 

@@ -478,3 +478,22 @@ TEST_CASE("inferred layers: a flatten merging attention heads is the attention's
   CHECK_FALSE(has_layer(r.annotation.tree, "Flatten 2"));  // the one before the head is
   CHECK(score_against(*r.bare.model, r.annotation, r.truth).block_recall == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a post-norm encoder written by hand (BERT) ends each half with an output module; the attention ends at its weighted sum") {
+  Mod self_attn{"SelfAttention", {}, nullptr};
+  for (int p = 0; p < 3; ++p)
+    for (Mod m : {linear(), op("aten::view"), op("aten::permute")}) self_attn.items.push_back(m);
+  for (Mod m : {op("aten::transpose"), op("aten::matmul"), op("aten::div"), op("aten::add"), op("aten::softmax"), dropout(),
+                op("aten::matmul"), op("aten::permute"), op("aten::contiguous"), op("aten::view")})
+    self_attn.items.push_back(m);
+  Mod output{"SelfOutput", {linear(), dropout(), op("aten::add"), layer_norm()}, nullptr};
+  Mod layer{"BertLayer", {self_attn, output, linear(), leaf("GELU", {"aten::gelu"}), output}, nullptr};
+  Mod root{"Bert", {leaf("Embedding", {"aten::embedding"}), leaf("Embedding", {"aten::embedding"}), op("aten::add"), layer_norm(), dropout()},
+           nullptr};
+  for (int l = 0; l < 3; ++l) root.items.push_back(layer);
+  root.items.push_back(linear());
+  const AccuracyScore s = bare_score(root);
+  CHECK(s.blocks == 2 * 3 * 4);  // each layer, its self-attention and its two outputs; two forwards
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
