@@ -140,18 +140,17 @@ TEST_CASE("inferred layers: nn.TransformerEncoderLayer's feed-forward is inline:
 }
 
 TEST_CASE("inferred layers: the mask computed once before the first layer is not the first layer's") {
-  // A post-norm encoder on hand-written attention: (1 - mask) * -inf is computed by the model
-  // before its layers, for all of them; the first layer starts at its projections, as the
-  // others do.
+  // A post-norm encoder on hand-written attention (BERT's modules: the output projection,
+  // dropout, add and norm of each half in an output module): (1 - mask) * -inf is computed by
+  // the model before its layers, for all of them; the first layer starts at its projections,
+  // as the others do.
   Mod attention{"SelfAttention",
                 {linear(), op("aten::view"), op("aten::permute"), linear(), op("aten::view"), op("aten::permute"), linear(),
                  op("aten::view"), op("aten::permute"), op("aten::transpose"), op("aten::matmul"), op("aten::div"), op("aten::add"),
-                 op("aten::softmax"), dropout(), op("aten::matmul"), op("aten::permute"), op("aten::view"), linear()},
+                 op("aten::softmax"), dropout(), op("aten::matmul"), op("aten::permute"), op("aten::view")},
                 nullptr};
-  Mod layer{"EncoderLayer",
-            {attention, dropout(), op("aten::add"), layer_norm(), linear(), leaf("GELU", {"aten::gelu"}), linear(), dropout(),
-             op("aten::add"), layer_norm()},
-            nullptr};
+  Mod output{"SelfOutput", {linear(), dropout(), op("aten::add"), layer_norm()}, nullptr};
+  Mod layer{"EncoderLayer", {attention, output, linear(), leaf("GELU", {"aten::gelu"}), output}, nullptr};
   Mod root{"Encoder",
            {leaf("Embedding", {"aten::embedding"}), leaf("Embedding", {"aten::embedding"}), op("aten::add"), layer_norm(),
             dropout(), op("aten::slice"), op("aten::unsqueeze"), op("aten::unsqueeze"), op("aten::to"), op("aten::rsub"),
