@@ -74,6 +74,13 @@ struct UnitFinder {
         e.ops.insert(e.ops.begin(), els.back().ops.front());
         els.pop_back();
       }
+      // LayerNorm over a batch of sequences returns its output through a view of its own (torch
+      // 1.13's CPU kernel): one op of the norm.
+      if (e.op == "aten::view" && !els.empty() && els.back().unit && els.back().kind == "layer_norm" && els.back().ops.size() == 1 &&
+          els.back().role == Role::Norm) {
+        els.back().ops.push_back(ops[i]);
+        continue;
+      }
       // An EmbeddingBag given a 2-D batch of bags makes their offsets (arange) and flattens the
       // ids itself.
       if (e.kind == "embedding" && e.op.find("embedding_bag") != std::string_view::npos) {
