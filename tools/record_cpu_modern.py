@@ -26,7 +26,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import record_cpu_heldout as rh  # noqa: E402  (imports record_cpu_corpus: 1 thread, torch)
-from record_cpu_corpus import b_graph, b_lm, bce, ce, image_cls, mse, randint, randn, tv  # noqa: E402
+from record_cpu_corpus import b_graph, b_lm, bce, ce, ctc, image_cls, mse, randint, randn, tv  # noqa: E402
 
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
@@ -471,6 +471,83 @@ def b_diffusion():
                 target=randn(2, 3, 32, 32, seed=9), loss=mse)
 
 
+# ---------------------------------------------------------------------------------------
+# Conformer (ESPnet-style block: macaron feed-forwards, self-attention, convolution module)
+
+class FeedForwardModule(nn.Module):
+    def __init__(self, dim, mult=4):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.w_1 = nn.Linear(dim, mult * dim)
+        self.act = nn.SiLU()
+        self.dropout1 = nn.Dropout(0.1)
+        self.w_2 = nn.Linear(mult * dim, dim)
+        self.dropout2 = nn.Dropout(0.1)
+
+    def forward(self, x):
+        return self.dropout2(self.w_2(self.dropout1(self.act(self.w_1(self.norm(x))))))
+
+
+class ConvolutionModule(nn.Module):
+    def __init__(self, dim, kernel=15):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.pointwise_conv1 = nn.Conv1d(dim, 2 * dim, 1)
+        self.glu = nn.GLU(dim=1)
+        self.depthwise_conv = nn.Conv1d(dim, dim, kernel, padding=kernel // 2, groups=dim)
+        self.batch_norm = nn.BatchNorm1d(dim)
+        self.act = nn.SiLU()
+        self.pointwise_conv2 = nn.Conv1d(dim, dim, 1)
+        self.dropout = nn.Dropout(0.1)
+
+    def forward(self, x):
+        x = self.glu(self.pointwise_conv1(self.norm(x).transpose(1, 2)))
+        x = self.pointwise_conv2(self.act(self.batch_norm(self.depthwise_conv(x))))
+        return self.dropout(x).transpose(1, 2)
+
+
+class ConformerLayer(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.ffn1 = FeedForwardModule(dim)
+        self.attn_norm = nn.LayerNorm(dim)
+        self.self_attn = nn.MultiheadAttention(dim, heads, dropout=0.1, batch_first=True)
+        self.attn_dropout = nn.Dropout(0.1)
+        self.conv = ConvolutionModule(dim)
+        self.ffn2 = FeedForwardModule(dim)
+        self.final_norm = nn.LayerNorm(dim)
+
+    def forward(self, x):
+        x = x + 0.5 * self.ffn1(x)
+        h = self.attn_norm(x)
+        x = x + self.attn_dropout(self.self_attn(h, h, h, need_weights=False)[0])
+        x = x + self.conv(x)
+        x = x + 0.5 * self.ffn2(x)
+        return self.final_norm(x)
+
+
+class ConformerEncoderCTC(nn.Module):
+    def __init__(self, mels=40, dim=64, heads=4, depth=3, vocab=20):
+        super().__init__()
+        self.subsample = nn.Sequential(nn.Conv2d(1, dim, 3, 2), nn.ReLU(), nn.Conv2d(dim, dim, 3, 2), nn.ReLU())
+        self.proj = nn.Linear(dim * (((mels - 1) // 2 - 1) // 2), dim)
+        self.layers = nn.ModuleList(ConformerLayer(dim, heads) for _ in range(depth))
+        self.head = nn.Linear(dim, vocab)
+
+    def forward(self, feats):
+        x = self.subsample(feats.unsqueeze(1))
+        b, c, t, f = x.shape
+        x = self.proj(x.transpose(1, 2).reshape(b, t, c * f))
+        for layer in self.layers:
+            x = layer(x)
+        return self.head(x).log_softmax(-1)
+
+
+def b_conformer_espnet():
+    return dict(model=ConformerEncoderCTC(), inputs=(randn(4, 80, 40),),
+                target=randint(19, 4, 10, seed=5) + 1, loss=ctc)
+
+
 def b_dcn():
     return dict(model=DCNv2(), inputs=(randint(100, 64, 8), randn(64, 13)),
                 target=randint(2, 64, seed=7).float(), loss=bce)
@@ -497,6 +574,7 @@ REGISTRY = [
     ("efficientnet_v2_s", "depthwise", "adamw",
      lambda: image_cls(tv(tvm.efficientnet_v2_s, num_classes=10), 2, 64)),
     ("swin_v2_t", "swin", "adamw", lambda: image_cls(tv(tvm.swin_v2_t, num_classes=10), 1, 64)),
+    ("conformer_espnet", "speech", "adam", b_conformer_espnet),
 ]
 
 SPLIT_RULE = ("every model is tune: this corpus adds today's architectures to "

@@ -125,7 +125,7 @@ std::string_view op_kind(std::string_view n) {
   if (has("dropout")) return "dropout";
   if (has("pool")) return "pool";
   if (has("relu") || has("threshold") || has("gelu") || has("silu") || has("sigmoid") || has("tanh") ||
-      has("hardtanh") || has("elu"))
+      has("hardtanh") || has("elu") || has("glu") || has("hardswish") || has("mish") || has("softplus"))
     return "activation";
   if (has("baddbmm") || has("bmm")) return "bmm";
   if (has("addmm") || has("linear") || has("matmul") || s == "mm" || s == "Mm" || has("einsum")) return "linear";

@@ -107,6 +107,8 @@ struct Inference {
       if (merge) end = next;  // the branches' join is reshaped in the block (ShuffleNet's channel shuffle)
       else if (end < els.size() && els[end].unit && (els[end].role == Role::Activation || (els[end].role == Role::Norm && !pre_norm)))
         ++end;
+      else if (end + 1 < els.size() && els[end].unit && els[end].role == Role::Norm && els[end + 1].unit && els[end + 1].role == Role::Norm)
+        ++end;  // two norms back to back: the first ends the layer (a Conformer block's final norm)
       out.push_back({start, end});
       start = end;
       weights = 0;
@@ -389,8 +391,12 @@ struct Inference {
   // and a projection) are variants of one kind of block, not sublayers doing different work.
   static bool variants(const std::vector<std::string>& kinds) {
     for (const std::string& x : kinds)
-      for (const std::string& y : kinds)
-        if (x.size() > y.size() && x.find(y) != std::string::npos) return true;
+      for (const std::string& y : kinds) {
+        const size_t at = x.size() > y.size() ? x.find(y) : std::string::npos;
+        if (at == std::string::npos) continue;
+        const std::string extra = x.substr(0, at) + x.substr(at + y.size());
+        if (extra.find("conv,") != std::string::npos || extra.find("linear,") != std::string::npos) return true;
+      }
     return false;
   }
 
@@ -404,7 +410,7 @@ struct Inference {
     // measured, so a long stack costs its length, not its square.
     for (int kinds = 0; kinds < 4; ++kinds) {
       size_t best_k = 0, best_p = 0, best_cover = 0;
-      for (size_t p = 2; p <= 3; ++p)
+      for (size_t p = 2; p <= 4; ++p)  // up to a Conformer's four halves
         for (size_t k = 0; k + 2 * p <= sig.size();) {
           std::vector<std::string> t(sig.begin() + long(k), sig.begin() + long(k + p));
           size_t reps = 0;
@@ -418,8 +424,12 @@ struct Inference {
       if (best_cover == 0) break;
       std::vector<std::string> t(sig.begin() + long(best_k), sig.begin() + long(best_k + best_p));
       for (size_t i = best_k; i < best_k + best_cover; ++i) taken[i] = 1;
-      const auto a = std::find_if(t.begin(), t.end(), attention);
-      if (a != t.end()) std::rotate(t.begin(), a, t.end());
+      // A layer starts with its attention, unless one kind alone ends with a norm (a
+      // Conformer's second feed-forward and the layer's final norm): that one ends the layer.
+      auto ends_normed = [](const std::string& k) { return k.ends_with("layer_norm,") || k.ends_with("rms_norm,"); };
+      const auto normed = std::find_if(t.begin(), t.end(), ends_normed);
+      if (normed != t.end() && std::count_if(t.begin(), t.end(), ends_normed) == 1) std::rotate(t.begin(), normed + 1, t.end());
+      else if (const auto a = std::find_if(t.begin(), t.end(), attention); a != t.end()) std::rotate(t.begin(), a, t.end());
       tuples.push_back(std::move(t));
     }
     std::stable_sort(tuples.begin(), tuples.end(), [](auto& x, auto& y) { return x.size() > y.size(); });
@@ -793,7 +803,7 @@ std::string readable_unit(std::string_view kind, std::string_view op) {
   if (kind == "activation") {
     static constexpr std::pair<std::string_view, std::string_view> acts[] = {
         {"leaky_relu", "LeakyReLU"}, {"relu", "ReLU"}, {"gelu", "GELU"}, {"silu", "SiLU"}, {"sigmoid", "Sigmoid"},
-        {"hardtanh", "Hardtanh"}, {"tanh", "Tanh"}, {"elu", "ELU"}, {"threshold", "ReLU"}};
+        {"hardtanh", "Hardtanh"}, {"tanh", "Tanh"}, {"glu", "GLU"}, {"elu", "ELU"}, {"threshold", "ReLU"}};
     for (auto [k, n] : acts)
       if (op.find(k) != std::string_view::npos) return std::string(n);
     return "Activation";

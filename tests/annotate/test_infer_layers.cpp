@@ -508,3 +508,30 @@ TEST_CASE("inferred layers: the view LayerNorm returns its output through (torch
   CHECK(s.block_recall == doctest::Approx(1.0));
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a Conformer layer is its four halves and its final norm, starting with the first feed-forward") {
+  Mod ffn{"FeedForward", {layer_norm(), linear(), leaf("SiLU", {"aten::silu"}), dropout(), linear(), dropout()}, nullptr};
+  Mod mha{"MultiheadAttention",
+          {op("aten::linear"), op("aten::chunk"), op("aten::view"), op("aten::transpose"), op("aten::bmm"), op("aten::softmax"),
+           op("aten::dropout"), op("aten::bmm"), op("aten::transpose"), op("aten::view"), op("aten::linear"), op("aten::view")},
+          nullptr};
+  Mod conv_module{"ConvolutionModule",
+                  {layer_norm(), op("aten::transpose"), leaf("Conv1d", {"aten::conv1d"}), leaf("GLU", {"aten::glu"}),
+                   leaf("Conv1d", {"aten::conv1d"}), leaf("BatchNorm1d", {"aten::add_", "aten::batch_norm"}), leaf("SiLU", {"aten::silu"}),
+                   leaf("Conv1d", {"aten::conv1d"}), dropout(), op("aten::transpose")},
+                  nullptr};
+  Mod layer{"ConformerLayer",
+            {ffn, op("aten::mul"), op("aten::add"), layer_norm(), mha, dropout(), op("aten::add"), conv_module, op("aten::add"), ffn,
+             op("aten::mul"), op("aten::add"), layer_norm()},
+            nullptr};
+  Mod root{"Conformer", {leaf("Conv2d", {"aten::conv2d"}), leaf("ReLU", {"aten::relu"}), op("aten::transpose"), linear()}, nullptr};
+  for (int l = 0; l < 3; ++l) root.items.push_back(layer);
+  root.items.push_back(layer_norm());
+  root.items.push_back(linear());
+  BareRun r = bare_run(root);
+  CHECK(has_layer(r.annotation.tree, "GLU 1"));
+  // Each layer found with exactly its ops: from its first feed-forward's norm to its final norm.
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.node_precision == doctest::Approx(1.0));
+  CHECK(s.block_recall >= 2.0 * 3 / double(s.blocks) - 1e-9);
+}
