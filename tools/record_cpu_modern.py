@@ -5,8 +5,10 @@ tests/data/corpus-cpu predates the decoder-only LLM, the shared-expert mixture o
 the feature-crossing recommenders that dominate training today. This script records a third
 corpus, tests/data/corpus-cpu-modern, of such models written the way their reference code
 writes them (Llama-style RMSNorm, rotary embeddings, grouped-query attention and SwiGLU; a
-Qwen-MoE-style sparse block with a gated shared expert; DCN-v2's cross network; DeepFM over
-EmbeddingBags; GIN message passing; a pre-activation separable-conv network). Every model's
+Qwen-MoE-style sparse block with a gated shared expert; GPT-NeoX parallel blocks; a Whisper
+encoder; an ESPnet-style Conformer; a diffusion UNet; DCN-v2's cross network; DeepFM over
+EmbeddingBags; GIN message passing; a pre-activation separable-conv network; torchvision's
+EfficientNetV2-S and Swin V2-T). Every model's
 split is "tune": the layer inference may be tuned on it. tests/data/corpus-cpu-heldout stays
 the check, and no model name is shared with either other corpus.
 
