@@ -563,9 +563,14 @@ struct Inference {
         residual_branch(els, f, t);
         split_branch(els, f, t);
       }
-    else if (!std::any_of(els.begin(), els.end(), [](const Element& e) { return e.kind == "attention" && e.one_module; }))
+    else {
+      // nn.TransformerEncoderLayer computes its feed-forward inline; a routed half is a module
+      // whatever the attention.
+      const bool inline_halves =
+          std::any_of(els.begin(), els.end(), [](const Element& e) { return e.kind == "attention" && e.one_module; });
       for (auto [from, to] : tupled)
-        for (size_t k = from; k < to; ++k) sublayer(els, blocks[k].first, blocks[k].second, k > from);
+        for (size_t k = from; k < to; ++k) sublayer(els, blocks[k].first, blocks[k].second, k > from, inline_halves);
+    }
     if (outputs)
       for (auto [from, to] : tupled) output_module(els, blocks[from].first, blocks[to - 1].second);
     weight_norm_groups(els);
@@ -622,7 +627,7 @@ struct Inference {
   // feed-forward inline, with no module around it.
   // A later half with no norm of its own takes the first half's (GPT-J's and NeoX's parallel
   // attention and MLP, x + attn(h) + mlp(h)): F runs from its start.
-  void sublayer(const std::vector<Element>& els, size_t f, size_t t, bool shares_norm) {
+  void sublayer(const std::vector<Element>& els, size_t f, size_t t, bool shares_norm, bool experts_only) {
     size_t from = f;
     while (from < t && !els[from].unit) ++from;
     if (from == t) return;
@@ -636,7 +641,7 @@ struct Inference {
     while (end > from && loose_shape(end - 1)) --end;
     if (end == from || els[end - 1].unit || els[end - 1].role != Role::Add) return;
     --end;
-    if (mixture_of_experts(els, from, end)) return;
+    if (mixture_of_experts(els, from, end) || experts_only) return;
     auto random_mask = [&](const Element& e) { return e.unit && e.role == Role::Dropout && e.op.starts_with("aten::bernoulli"); };
     while (end > from && (random_mask(els[end - 1]) || !els[end - 1].unit)) --end;
     size_t units = 0;
