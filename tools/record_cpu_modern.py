@@ -550,6 +550,129 @@ def b_conformer_espnet():
                 target=randint(19, 4, 10, seed=5) + 1, loss=ctc)
 
 
+# ---------------------------------------------------------------------------------------
+# two-tower retrieval, GATv2-style attention over edges, DenseNet concatenating after each layer
+
+class Tower(nn.Module):
+    def __init__(self, ids, bag_vocab, dim=32, out=32, bag_mode="mean"):
+        super().__init__()
+        self.id_embedding = nn.Embedding(ids, dim)
+        self.bag = nn.EmbeddingBag(bag_vocab, dim, mode=bag_mode)
+        self.mlp = nn.Sequential(nn.Linear(2 * dim, 64), nn.ReLU(), nn.Linear(64, out))
+
+    def forward(self, ids, bag_ids, offsets):
+        x = torch.cat([self.id_embedding(ids), self.bag(bag_ids, offsets)], dim=1)
+        return F.normalize(self.mlp(x), dim=-1)
+
+
+class TwoTowerRetrieval(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.query_tower = Tower(300, 500)
+        self.candidate_tower = Tower(400, 60, bag_mode="sum")
+        self.temperature = 0.05
+
+    def forward(self, user, history, history_offsets, item, tags, tag_offsets):
+        q = self.query_tower(user, history, history_offsets)
+        c = self.candidate_tower(item, tags, tag_offsets)
+        return q @ c.t() / self.temperature
+
+
+class GATv2Layer(nn.Module):
+    """GATv2: scores from the sum of both ends' projections, a softmax over each node's incoming
+    edges by scatter_add_, messages summed with index_add_; heads concatenated."""
+
+    def __init__(self, cin, cout, heads=4):
+        super().__init__()
+        self.heads, self.cout = heads, cout
+        self.lin_src = nn.Linear(cin, heads * cout)
+        self.lin_dst = nn.Linear(cin, heads * cout)
+        self.att = nn.Parameter(torch.randn(heads, cout) * 0.1)
+        self.act = nn.LeakyReLU(0.2)
+
+    def forward(self, x, src, dst):
+        n = x.shape[0]
+        xs = self.lin_src(x).view(n, self.heads, self.cout)
+        xd = self.lin_dst(x).view(n, self.heads, self.cout)
+        e = (self.act(xs[src] + xd[dst]) * self.att).sum(-1)
+        e = (e - e.max()).exp()
+        denom = torch.zeros(n, self.heads).scatter_add_(0, dst.unsqueeze(1).expand_as(e), e)
+        alpha = e / denom[dst].clamp(min=1e-9)
+        out = torch.zeros(n, self.heads, self.cout).index_add_(0, dst, xs[src] * alpha.unsqueeze(-1))
+        return out.reshape(n, self.heads * self.cout)
+
+
+class GATv2(nn.Module):
+    def __init__(self, cin=32, hidden=16, heads=4, classes=7):
+        super().__init__()
+        self.conv1 = GATv2Layer(cin, hidden, heads)
+        self.conv2 = GATv2Layer(hidden * heads, hidden, heads)
+        self.dropout = nn.Dropout(0.2)
+        self.classifier = nn.Linear(hidden * heads, classes)
+
+    def forward(self, x, src, dst, deg_inv):
+        x = self.dropout(F.elu(self.conv1(x, src, dst)))
+        x = self.dropout(F.elu(self.conv2(x, src, dst)))
+        return self.classifier(x)
+
+
+class DenseBottleneck(nn.Module):
+    def __init__(self, cin, growth):
+        super().__init__()
+        self.net = nn.Sequential(nn.BatchNorm2d(cin), nn.ReLU(), nn.Conv2d(cin, 4 * growth, 1, bias=False),
+                                 nn.BatchNorm2d(4 * growth), nn.ReLU(),
+                                 nn.Conv2d(4 * growth, growth, 3, padding=1, bias=False))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class DenseStage(nn.Module):
+    def __init__(self, cin, growth, layers):
+        super().__init__()
+        self.layers = nn.ModuleList(DenseBottleneck(cin + i * growth, growth) for i in range(layers))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = torch.cat([x, layer(x)], dim=1)
+        return x
+
+
+class Transition(nn.Sequential):
+    def __init__(self, cin, cout):
+        super().__init__(nn.BatchNorm2d(cin), nn.ReLU(), nn.Conv2d(cin, cout, 1, bias=False), nn.AvgPool2d(2))
+
+
+class DenseNetCatAfter(nn.Module):
+    def __init__(self, growth=8, classes=10):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, padding=1, bias=False)
+        c, stages = 16, []
+        for i, n in enumerate((3, 4, 3)):
+            stages.append(DenseStage(c, growth, n))
+            c += n * growth
+            if i < 2:
+                stages.append(Transition(c, c // 2))
+                c //= 2
+        self.features = nn.Sequential(*stages)
+        self.norm = nn.BatchNorm2d(c)
+        self.fc = nn.Linear(c, classes)
+
+    def forward(self, x):
+        x = F.relu(self.norm(self.features(self.stem(x))))
+        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
+def b_two_tower_retrieval():
+    b = 32
+    hist_len, tag_len = randint(6, b, seed=11) + 1, randint(3, b, seed=12) + 1
+    hist_off = torch.cat([torch.zeros(1, dtype=torch.long), hist_len.cumsum(0)[:-1]])
+    tag_off = torch.cat([torch.zeros(1, dtype=torch.long), tag_len.cumsum(0)[:-1]])
+    inputs = (randint(300, b, seed=13), randint(500, int(hist_len.sum()), seed=14), hist_off,
+              randint(400, b, seed=15), randint(60, int(tag_len.sum()), seed=16), tag_off)
+    return dict(model=TwoTowerRetrieval(), inputs=inputs, target=torch.arange(b), loss=ce)
+
+
 def b_dcn():
     return dict(model=DCNv2(), inputs=(randint(100, 64, 8), randn(64, 13)),
                 target=randint(2, 64, seed=7).float(), loss=bce)
@@ -577,6 +700,9 @@ REGISTRY = [
      lambda: image_cls(tv(tvm.efficientnet_v2_s, num_classes=10), 2, 64)),
     ("swin_v2_t", "swin", "adamw", lambda: image_cls(tv(tvm.swin_v2_t, num_classes=10), 1, 64)),
     ("conformer_espnet", "speech", "adam", b_conformer_espnet),
+    ("two_tower_retrieval", "recsys", "adam", b_two_tower_retrieval),
+    ("gatv2", "gnn", "adam", lambda: b_graph(GATv2())),
+    ("densenet_cat_after", "dense", "sgd", lambda: image_cls(DenseNetCatAfter(), 4, 32)),
 ]
 
 SPLIT_RULE = ("every model is tune: this corpus adds today's architectures to "

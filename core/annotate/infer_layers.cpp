@@ -168,9 +168,9 @@ struct Inference {
 
   // Message passing (a GNN's layers): each layer sums its messages into the nodes with a
   // scatter (index_add_, scatter_add_, a sparse product); where the forward's scatters repeat
-  // in a fixed pattern, each repetition is a layer. A layer starts at the gather that feeds its
-  // first scatter (and the buffer it sums into), or at the weight op right before that gather
-  // when it transforms first (GCN); it ends where the next one starts, less a dropout its
+  // in a fixed pattern, each repetition is a layer. A layer starts at its first gather (and the
+  // buffer it sums into), or at the weight ops right before that gather when it transforms
+  // first (GCN, GAT); it ends where the next one starts, less a dropout its
   // caller applies between layers; the last is as long as the one before. Sums inside a layer
   // (a self term, (1 + eps) x) are its own, not residual joins.
   std::vector<std::pair<size_t, size_t>> message_passing_layers(const std::vector<Element>& els) {
@@ -192,11 +192,22 @@ struct Inference {
       if (same) period = p;
     }
     if (period == 0) return {};
+    auto gather = [&](size_t j) {
+      return !els[j].unit && (els[j].op == "aten::index" || els[j].op == "aten::index_select" || els[j].op == "aten::gather");
+    };
+    auto transform = [&](size_t j) { return els[j].unit && els[j].role == Role::Weight && els[j].kind != "embedding"; };
     std::vector<size_t> starts;
     for (size_t k = 0; k < at.size(); k += period) {
+      // From its first gather since the layer before (what runs between it and the scatter, an
+      // attention's scores too, is the layer's), back over the loose ops before it, then over
+      // the weight ops (and their views) whose output it gathers.
+      const size_t floor = k == 0 ? 0 : at[k - 1] + 1;
       size_t st = at[k];
-      while (st > 0 && !els[st - 1].unit && (starts.empty() || st - 1 > at[k - 1])) --st;
-      if (st > 0 && els[st - 1].unit && els[st - 1].role == Role::Weight && els[st - 1].kind != "embedding") --st;
+      for (size_t j = at[k]; j > floor; --j)
+        if (gather(j - 1)) st = j - 1;
+      while (st > floor && !els[st - 1].unit) --st;
+      for (size_t j = st; j > floor && (transform(j - 1) || (!els[j - 1].unit && els[j - 1].role == Role::Shape)); --j)
+        if (transform(j - 1)) st = j - 1;
       starts.push_back(st);
     }
     for (size_t k = 1; k < starts.size(); ++k)

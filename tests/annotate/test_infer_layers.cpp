@@ -555,3 +555,18 @@ TEST_CASE("inferred layers: a routed half is a mixture of experts beside nn.Mult
   CHECK(s.block_recall == doctest::Approx(1.0));
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a graph attention layer starts at the projections it gathers, its scores' activation inside it") {
+  Mod gat{"GATLayer",
+          {linear(), op("aten::view"), linear(), op("aten::view"), op("aten::index"), op("aten::index"), op("aten::add"),
+           leaf("LeakyReLU", {"aten::leaky_relu"}), op("aten::mul"), op("aten::sum"), op("aten::exp"), op("aten::zeros"),
+           op("aten::unsqueeze"), op("aten::expand_as"), op("aten::scatter_add_"), op("aten::index"), op("aten::div"), op("aten::zeros"),
+           op("aten::index"), op("aten::unsqueeze"), op("aten::mul"), op("aten::index_add_"), op("aten::reshape"),
+           leaf("ELU", {"aten::elu"})},
+          nullptr};
+  Mod net{"GAT", {gat, dropout(), gat, dropout(), gat, linear()}, nullptr};
+  const AccuracyScore s = bare_score(net);
+  CHECK(s.blocks == 2 * 3);
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
