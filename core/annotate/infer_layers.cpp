@@ -315,6 +315,16 @@ struct Inference {
     // Only the first of its kind: a repeat's own ops (a shifted window's roll) are its.
     for (auto& [name, kd] : kinds)
       if (kd.least == 0 && blocks[kd.first].first + leads[kd.first] < blocks[kd.first].second) blocks[kd.first].first += leads[kd.first];
+    // And the other way: where the first of a kind starts with no concatenation and its repeats
+    // with one, that concatenation joins the block before to what it was given (a DenseNet
+    // written as torch.cat([x, layer(x)]) in a loop): the caller's, not the block's.
+    for (size_t k = 0; k < blocks.size(); ++k) {
+      const Kind& kd = kinds[sig[k]];
+      if (k == kd.first || leads[kd.first] != 0 || leads[k] == 0) continue;
+      bool joins = true;
+      for (size_t j = blocks[k].first; j < blocks[k].first + leads[k]; ++j) joins &= els[j].role == Role::Merge;
+      if (joins && blocks[k].first + leads[k] < blocks[k].second) blocks[k].first += leads[k];
+    }
   }
 
   std::string readable(const Element& e) const { return readable_unit(e.kind, e.op); }

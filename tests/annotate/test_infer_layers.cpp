@@ -570,3 +570,16 @@ TEST_CASE("inferred layers: a graph attention layer starts at the projections it
   CHECK(s.block_recall == doctest::Approx(1.0));
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a DenseNet concatenating after each layer in its loop: the concatenation is the loop's, not the next layer's") {
+  // x = torch.cat([x, layer(x)], 1) for each layer of a stage; transitions between stages.
+  Mod layer{"DenseLayer", {bn(), relu_module(), conv(), bn(), relu_module(), conv()}, nullptr};
+  Mod stage{"DenseStage", {layer, op("aten::cat"), layer, op("aten::cat"), layer, op("aten::cat")}, nullptr};
+  Mod transition{"Transition", {bn(), relu_module(), conv(), leaf("AvgPool2d", {"aten::avg_pool2d"})}, nullptr};
+  Mod root{"DenseNet", {conv(), stage, transition, stage, transition, stage, bn(), leaf("AdaptiveAvgPool2d", {"aten::adaptive_avg_pool2d"}),
+                        op("aten::flatten"), linear()},
+           nullptr};
+  const AccuracyScore s = bare_score(root);
+  // Every layer found with exactly its ops (the stages and transitions are blocks too).
+  CHECK(s.block_recall >= 2.0 * 9 / double(s.blocks) - 1e-9);
+}
