@@ -128,19 +128,14 @@ struct Inference {
       while (from < to && !els[from].unit) ++from;
       return from;
     };
-    std::vector<std::string> opening;  // kinds that open with a norm
+    std::set<std::string> opening;  // kinds that open with a norm
     for (size_t k = 1; k < blocks.size(); ++k) {
       const size_t u = first_unit(blocks[k].first, blocks[k].second);
-      if (u < blocks[k].second && els[u].role == Role::Norm) opening.push_back(signature(els, blocks[k].first, blocks[k].second));
+      if (u < blocks[k].second && els[u].role == Role::Norm) opening.insert(signature(els, blocks[k].first, blocks[k].second));
     }
     auto of_an_opening_kind = [&](const std::string& sig) {
-      for (const std::string& o : opening) {
-        const std::string& big = o.size() > sig.size() ? o : sig;
-        const std::string& small = o.size() > sig.size() ? sig : o;
-        if (sig == o || (big.find(small) != std::string::npos && std::count(big.begin(), big.end(), ',') == std::count(small.begin(), small.end(), ',') + 1))
-          return true;
-      }
-      return false;
+      if (opening.contains(sig)) return true;
+      return opening.size() <= 256 && std::any_of(opening.begin(), opening.end(), [&](const std::string& o) { return variant_of(o, sig); });
     };
     for (size_t k = 1; k < blocks.size(); ++k) {
       auto& [f, t] = blocks[k];
@@ -391,21 +386,20 @@ struct Inference {
     return true;
   }
 
-  // The kinds of layer made of two or three kinds of blocks: the longest run of one such tuple
-  // repeated back to back (at least twice), then the longest among the blocks left, and so
-  // on; a tuple starts at its block that holds attention, where one does. None where blocks of
-  // one kind without attention follow one another: each of those is a module (a ResNet's).
-  // Whether another block is a variant of block k's kind: one holds the other whole but for
-  // one unit (a projection on the shortcut where the channels change).
-  static bool has_variant(const std::vector<std::string>& sig, size_t k) {
-    auto units = [](const std::string& x) { return std::count(x.begin(), x.end(), ','); };
-    for (size_t j = 0; j < sig.size(); ++j) {
-      if (j == k || sig[j].empty() || sig[k].empty()) continue;
-      const std::string& big = sig[j].size() > sig[k].size() ? sig[j] : sig[k];
-      const std::string& small = sig[j].size() > sig[k].size() ? sig[k] : sig[j];
-      if (units(big) == units(small) + 1 && units(small) >= 2 && big.find(small) != std::string::npos) return true;
-    }
-    return false;
+  // Whether one kind is a variant of another: it holds the other whole but for one unit (a
+  // projection on the shortcut where the channels change).
+  static bool variant_of(const std::string& x, const std::string& y) {
+    if (x.empty() || y.empty() || x == y) return false;
+    const std::string& big = x.size() > y.size() ? x : y;
+    const std::string& small = x.size() > y.size() ? y : x;
+    const auto units = [](const std::string& s) { return std::count(s.begin(), s.end(), ','); };
+    return units(big) == units(small) + 1 && units(small) >= 2 && big.find(small) != std::string::npos;
+  }
+  // Whether some other kind among `kinds` (distinct) is a variant of `kind`; not looked for
+  // among very many kinds, where it would cost their square.
+  static bool has_variant(const std::map<std::string, int>& kinds, const std::string& kind) {
+    if (kinds.size() > 256) return false;
+    return std::any_of(kinds.begin(), kinds.end(), [&](auto& other) { return variant_of(other.first, kind); });
   }
 
   // Kinds of which one holds another whole (a downsampling block: a plain one plus a pooling
@@ -421,6 +415,10 @@ struct Inference {
     return false;
   }
 
+  // The kinds of layer made of two to four kinds of blocks: the longest run of one such tuple
+  // repeated back to back (at least twice), then the longest among the blocks left, and so
+  // on. None where blocks of one kind without attention follow one another: each of those is
+  // a module (a ResNet's).
   static std::vector<std::vector<std::string>> layer_tuples(const std::vector<uint8_t>& after, const std::vector<std::string>& sig) {
     auto attention = [](const std::string& s) { return s.find("attention") != std::string::npos; };
     std::vector<std::vector<std::string>> tuples;
@@ -565,7 +563,7 @@ struct Inference {
         tupled.push_back({k, k + matched});
         kinds.push_back(kind);
         k += matched - 1;
-      } else if (!in_tuple(sig[k]) && (count[sig[k]] >= 2 || has_variant(sig, k))) {
+      } else if (!in_tuple(sig[k]) && (count[sig[k]] >= 2 || has_variant(count, sig[k]))) {
         // ...and a block of another kind that recurs (a patch merging between stages, a
         // residual block) is a module; a lone one is not told from the stem or head.
         layers.push_back(blocks[k]);
