@@ -169,6 +169,65 @@ class DecoderLM(nn.Module):
         return self.lm_head(self.norm(x))
 
 
+class GemmaRMSNorm(nn.Module):
+    """Gemma's RMSNorm: computed in float32, scaled by (1 + weight)."""
+
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.zeros(dim))
+        self.eps = eps
+
+    def forward(self, x):
+        h = x.float()
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        return (h * (1.0 + self.weight.float())).type_as(x)
+
+
+class GeGLU(nn.Module):
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.gate_proj = nn.Linear(dim, hidden, bias=False)
+        self.up_proj = nn.Linear(dim, hidden, bias=False)
+        self.down_proj = nn.Linear(hidden, dim, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.gelu(self.gate_proj(x), approximate="tanh") * self.up_proj(x))
+
+
+class GemmaLayer(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.input_layernorm = GemmaRMSNorm(dim)
+        self.self_attn = GQAttention(dim, heads, 1)
+        self.post_attention_layernorm = GemmaRMSNorm(dim)
+        self.mlp = GeGLU(dim, 3 * dim)
+
+    def forward(self, x, cos, sin, mask):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class GemmaLM(nn.Module):
+    """Gemma-style: embeddings scaled by sqrt(dim), multi-query attention, GeGLU, tied head."""
+
+    def __init__(self, vocab=600, dim=64, depth=3, heads=4):
+        super().__init__()
+        self.dim = dim
+        self.embed_tokens = nn.Embedding(vocab, dim)
+        self.rotary_emb = RotaryEmbedding(dim // heads)
+        self.layers = nn.ModuleList(GemmaLayer(dim, heads) for _ in range(depth))
+        self.norm = GemmaRMSNorm(dim)
+
+    def forward(self, ids):
+        n = ids.shape[1]
+        x = self.embed_tokens(ids) * math.sqrt(self.dim)
+        mask = torch.full((n, n), float("-inf")).triu(1)
+        cos, sin = self.rotary_emb(n)
+        for layer in self.layers:
+            x = layer(x, cos, sin, mask)
+        return F.linear(self.norm(x), self.embed_tokens.weight)
+
+
 # ---------------------------------------------------------------------------------------
 # recommendation: DCN-v2 and DeepFM
 
@@ -703,6 +762,7 @@ REGISTRY = [
     ("two_tower_retrieval", "recsys", "adam", b_two_tower_retrieval),
     ("gatv2", "gnn", "adam", lambda: b_graph(GATv2())),
     ("densenet_cat_after", "dense", "sgd", lambda: image_cls(DenseNetCatAfter(), 4, 32)),
+    ("gemma_tiny", "llm", "adamw", lambda: b_lm(GemmaLM(), 600, 4, 32)),
 ]
 
 SPLIT_RULE = ("every model is tune: this corpus adds today's architectures to "

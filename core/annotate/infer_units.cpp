@@ -176,8 +176,10 @@ struct UnitFinder {
       if (k == 0) return 0;
       j = k;
       while (cast(j)) ++j;
-      if (size_t w = through(j, "mul", 4)) j = w;  // the scale (weight[:, None, None])
+      if (!centred && name(j) == "add" && name(j + 1) == "mul") j += 2;  // scaled by (1 + weight): Gemma's
+      else if (size_t w = through(j, "mul", 4)) j = w;                   // the scale (weight[:, None, None])
       if (size_t bias = through(j, "add", 4); centred && bias) j = bias;
+      while (cast(j)) ++j;  // back to the input's dtype
       return j;
     };
     std::vector<Element> out;

@@ -291,14 +291,14 @@ Mod rotary_attention() {
 // SwiGLU: down(silu(gate(x)) * up(x)), the product the module's own op.
 Mod swiglu() { return {"MLP", {linear(), leaf("SiLU", {"aten::silu"}), linear(), op("aten::mul"), linear()}, nullptr}; }
 
-Mod decoder_lm(const Mod& mlp_module, int depth) {
-  Mod layer{"DecoderLayer", {rms_norm(), rotary_attention(), op("aten::add"), rms_norm(), mlp_module, op("aten::add")}, nullptr};
+Mod decoder_lm(const Mod& mlp_module, int depth, const Mod& norm = rms_norm()) {
+  Mod layer{"DecoderLayer", {norm, rotary_attention(), op("aten::add"), norm, mlp_module, op("aten::add")}, nullptr};
   Mod root{"DecoderLM",
            {leaf("Embedding", {"aten::embedding"}), op("aten::full"), op("aten::triu"),
             leaf("RotaryEmbedding", {"aten::arange", "aten::outer", "aten::cat", "aten::cos", "aten::sin"})},
            nullptr};
   for (int l = 0; l < depth; ++l) root.items.push_back(layer);
-  root.items.push_back(rms_norm());
+  root.items.push_back(norm);
   root.items.push_back(linear());
   return root;
 }
@@ -582,4 +582,14 @@ TEST_CASE("inferred layers: a DenseNet concatenating after each layer in its loo
   const AccuracyScore s = bare_score(root);
   // Every layer found with exactly its ops (the stages and transitions are blocks too).
   CHECK(s.block_recall >= 2.0 * 9 / double(s.blocks) - 1e-9);
+}
+
+TEST_CASE("inferred layers: Gemma's RMSNorm (in float32, scaled by 1 + weight, cast back) is one norm") {
+  Mod gemma_norm = leaf("GemmaRMSNorm", {"aten::to", "aten::pow", "aten::mean", "aten::add", "aten::rsqrt", "aten::mul", "aten::to",
+                                         "aten::add", "aten::mul", "aten::type_as"});
+  BareRun r = bare_run(decoder_lm(swiglu(), 3, gemma_norm));
+  CHECK(has_layer(r.annotation.tree, "RMSNorm 1"));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
 }
