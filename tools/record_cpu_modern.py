@@ -7,8 +7,10 @@ corpus, tests/data/corpus-cpu-modern, of such models written the way their refer
 writes them (Llama-style RMSNorm, rotary embeddings, grouped-query attention and SwiGLU; a
 Qwen-MoE-style sparse block with a gated shared expert; GPT-NeoX parallel blocks; a Whisper
 encoder; an ESPnet-style Conformer; a diffusion UNet; DCN-v2's cross network; DeepFM over
-EmbeddingBags; GIN message passing; a pre-activation separable-conv network; torchvision's
-EfficientNetV2-S and Swin V2-T). Every model's
+EmbeddingBags; a two-tower retrieval model; GIN and GATv2 message passing; a pre-activation
+separable-conv network; a DenseNet concatenating in its loop; a Gemma-style decoder; the common
+CIFAR ResNet; an LSTM encoder-decoder with attention; torchvision's EfficientNetV2-S and Swin
+V2-T). Every model's
 split is "tune": the layer inference may be tuned on it. tests/data/corpus-cpu-heldout stays
 the check, and no model name is shared with either other corpus.
 
@@ -28,7 +30,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import record_cpu_heldout as rh  # noqa: E402  (imports record_cpu_corpus: 1 thread, torch)
-from record_cpu_corpus import b_graph, b_lm, bce, ce, ctc, image_cls, mse, randint, randn, tv  # noqa: E402
+from record_cpu_corpus import b_graph, b_lm, bce, ce, ce_tokens, ctc, image_cls, mse, randint, randn, tv  # noqa: E402
 
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
@@ -732,6 +734,86 @@ def b_two_tower_retrieval():
     return dict(model=TwoTowerRetrieval(), inputs=inputs, target=torch.arange(b), loss=ce)
 
 
+# ---------------------------------------------------------------------------------------
+# a CIFAR ResNet written the common way, and an LSTM encoder-decoder with attention
+
+class BasicBlockF(nn.Module):
+    """F.relu, the shortcut a Sequential (empty, or a 1x1 conv and BN) run after the branch."""
+
+    def __init__(self, cin, cout, stride=1):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.shortcut = nn.Sequential()
+        if stride != 1 or cin != cout:
+            self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        out += self.shortcut(x)
+        return F.relu(out)
+
+
+class CifarResNet(nn.Module):
+    def __init__(self, blocks=(2, 2, 2), classes=10):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 16, 3, 1, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(16)
+        layers, c = [], 16
+        for i, n in enumerate(blocks):
+            out = 16 * 2 ** i
+            layers.append(nn.Sequential(*(BasicBlockF(c if j == 0 else out, out, 2 if (i and j == 0) else 1)
+                                          for j in range(n))))
+            c = out
+        self.layer1, self.layer2, self.layer3 = layers
+        self.linear = nn.Linear(c, classes)
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.layer3(self.layer2(self.layer1(out)))
+        out = F.avg_pool2d(out, out.shape[3]).flatten(1)
+        return self.linear(out)
+
+
+class AttnSeq2Seq(nn.Module):
+    """Bi-LSTM encoder; LSTMCell decoder with additive attention over the encoder states, fed
+    its previous target (teacher forcing)."""
+
+    def __init__(self, vocab=300, emb=32, hidden=48):
+        super().__init__()
+        self.src_embed = nn.Embedding(vocab, emb)
+        self.encoder = nn.LSTM(emb, hidden, batch_first=True, bidirectional=True)
+        self.bridge = nn.Linear(2 * hidden, hidden)
+        self.tgt_embed = nn.Embedding(vocab, emb)
+        self.cell = nn.LSTMCell(emb + 2 * hidden, hidden)
+        self.attn_query = nn.Linear(hidden, hidden, bias=False)
+        self.attn_key = nn.Linear(2 * hidden, hidden)
+        self.attn_v = nn.Linear(hidden, 1, bias=False)
+        self.out = nn.Linear(hidden, vocab)
+
+    def forward(self, src, tgt_in):
+        enc, _ = self.encoder(self.src_embed(src))
+        keys = self.attn_key(enc)
+        h = torch.tanh(self.bridge(enc.mean(1)))
+        c = torch.zeros_like(h)
+        emb = self.tgt_embed(tgt_in)
+        logits = []
+        for t in range(tgt_in.shape[1]):
+            scores = self.attn_v(torch.tanh(keys + self.attn_query(h).unsqueeze(1))).squeeze(-1)
+            ctx = (scores.softmax(-1).unsqueeze(-1) * enc).sum(1)
+            h, c = self.cell(torch.cat([emb[:, t], ctx], -1), (h, c))
+            logits.append(self.out(h))
+        return torch.stack(logits, 1)
+
+
+def b_attn_seq2seq():
+    src, tgt = randint(300, 8, 12, seed=21), randint(300, 8, 7, seed=22)
+    return dict(model=AttnSeq2Seq(), inputs=(src, tgt[:, :-1]), target=tgt[:, 1:], loss=ce_tokens)
+
+
 def b_dcn():
     return dict(model=DCNv2(), inputs=(randint(100, 64, 8), randn(64, 13)),
                 target=randint(2, 64, seed=7).float(), loss=bce)
@@ -763,6 +845,8 @@ REGISTRY = [
     ("gatv2", "gnn", "adam", lambda: b_graph(GATv2())),
     ("densenet_cat_after", "dense", "sgd", lambda: image_cls(DenseNetCatAfter(), 4, 32)),
     ("gemma_tiny", "llm", "adamw", lambda: b_lm(GemmaLM(), 600, 4, 32)),
+    ("cifar_resnet_f", "residual", "sgd", lambda: image_cls(CifarResNet(), 4, 32)),
+    ("lstm_attn_seq2seq", "rnn", "adam", b_attn_seq2seq),
 ]
 
 SPLIT_RULE = ("every model is tune: this corpus adds today's architectures to "
