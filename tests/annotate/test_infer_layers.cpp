@@ -230,7 +230,11 @@ TEST_CASE("inferred layers: a block that splits its input, runs one half through
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
 
-TEST_CASE("inferred layers: a routed half (router, top-k, experts between gathers and scatters) is a mixture of experts with its experts") {
+namespace {
+
+// A routed mixture of four experts: a router, its top-k, each expert between a gather and a
+// scatter back.
+Mod routed_experts() {
   Mod expert{"Expert", {linear(), leaf("GELU", {"aten::gelu"}), linear()}, nullptr};
   Mod moe{"MoELayer", {op("aten::reshape"), linear(), op("aten::softmax"), op("aten::topk"), op("aten::zeros_like")}, nullptr};
   for (int e = 0; e < 4; ++e) {
@@ -239,7 +243,13 @@ TEST_CASE("inferred layers: a routed half (router, top-k, experts between gather
     for (const char* o : {"aten::index", "aten::unsqueeze", "aten::mul", "aten::index_add"}) moe.items.push_back(op(o));
   }
   moe.items.push_back(op("aten::reshape"));
-  Mod block{"MoEBlock", {layer_norm(), hand_attention(), op("aten::add"), layer_norm(), moe, op("aten::add")}, nullptr};
+  return moe;
+}
+
+}  // namespace
+
+TEST_CASE("inferred layers: a routed half (router, top-k, experts between gathers and scatters) is a mixture of experts with its experts") {
+  Mod block{"MoEBlock", {layer_norm(), hand_attention(), op("aten::add"), layer_norm(), routed_experts(), op("aten::add")}, nullptr};
   const AccuracyScore s = bare_score(vit({block, block}));
   CHECK(s.blocks == 2 * (2 + 2 + 2 + 8));  // blocks, attentions, mixtures, experts; two forwards
   CHECK(s.block_recall == doctest::Approx(1.0));
@@ -537,19 +547,11 @@ TEST_CASE("inferred layers: a Conformer layer is its four halves and its final n
 }
 
 TEST_CASE("inferred layers: a routed half is a mixture of experts beside nn.MultiheadAttention too") {
-  Mod expert{"Expert", {linear(), leaf("GELU", {"aten::gelu"}), linear()}, nullptr};
-  Mod moe{"MoELayer", {op("aten::reshape"), linear(), op("aten::softmax"), op("aten::topk"), op("aten::zeros_like")}, nullptr};
-  for (int e = 0; e < 4; ++e) {
-    for (const char* o : {"aten::eq", "aten::nonzero_numpy", "aten::index_select"}) moe.items.push_back(op(o));
-    moe.items.push_back(expert);
-    for (const char* o : {"aten::index", "aten::unsqueeze", "aten::mul", "aten::index_add"}) moe.items.push_back(op(o));
-  }
-  moe.items.push_back(op("aten::reshape"));
   Mod mha{"MultiheadAttention",
           {op("aten::linear"), op("aten::chunk"), op("aten::view"), op("aten::transpose"), op("aten::bmm"), op("aten::softmax"),
            op("aten::dropout"), op("aten::bmm"), op("aten::transpose"), op("aten::view"), op("aten::linear"), op("aten::view")},
           nullptr};
-  Mod block{"MoEBlock", {layer_norm(), mha, dropout(), op("aten::add"), layer_norm(), moe, op("aten::add")}, nullptr};
+  Mod block{"MoEBlock", {layer_norm(), mha, dropout(), op("aten::add"), layer_norm(), routed_experts(), op("aten::add")}, nullptr};
   const AccuracyScore s = bare_score(vit({block, block}));
   CHECK(s.blocks == 2 * (2 + 2 + 8));  // blocks, mixtures, experts; two forwards
   CHECK(s.block_recall == doctest::Approx(1.0));
