@@ -1,0 +1,45 @@
+// Blocks of inferred layers (core/annotate/infer_blocks.cpp): spans [from, to) of a forward's
+// leaf units and loose ops (core/annotate/infer_units.h) that one module call made, found from
+// where branches join, from repeating scatters, and from kinds of block repeated in a fixed
+// order. Internal to the annotator.
+#pragma once
+
+#include "core/annotate/infer_units.h"
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace strata::annot::infer {
+
+using Span = std::pair<size_t, size_t>;
+
+// What a run of elements is, for repetition: its units' kinds in order, and its transposes.
+std::string signature(const std::vector<Element>& els, size_t from, size_t to);
+void add_to_signature(std::string& s, const Element& e);
+
+// Whether the model normalises before its weight ops (pre-activation) rather than after them.
+bool normalises_first(const std::vector<Element>& els);
+// Whether a norm opens each residual branch (pre-norm) rather than following the add.
+bool pre_norm_model(const std::vector<Element>& els);
+
+// Blocks closed where branches join: residual adds and concatenations.
+std::vector<Span> residual_blocks(const std::vector<Element>& els);
+// A GNN's layers from the forward's repeating scatters; none where they do not repeat.
+std::vector<Span> message_passing_layers(const std::vector<Element>& els);
+// The stem cut from a block that ends like another kind of block.
+void split_stem(const std::vector<Element>& els, std::vector<Span>& blocks, std::vector<std::string>& sig);
+// A first block's dropout that its kind's other blocks lack is the block before's.
+void trim_dropouts(const std::vector<Element>& els, std::vector<Span>& blocks, const std::vector<std::string>& sig);
+// Loose ops leading one block of a kind but not its others are outside it.
+void trim_loose_leads(const std::vector<Element>& els, std::vector<Span>& blocks, const std::vector<std::string>& sig);
+
+// Whether the blocks from k are `tuple`'s kinds in order, each right after the one before.
+bool tuple_at(const std::vector<uint8_t>& after, const std::vector<std::string>& sig, size_t k, const std::vector<std::string>& tuple);
+// Whether some other kind among `kinds` is a variant of `kind` (it but for a projection).
+bool has_variant(const std::map<std::string, int>& kinds, const std::string& kind);
+// The kinds of layer made of two to four kinds of block repeated back to back.
+std::vector<std::vector<std::string>> layer_tuples(const std::vector<uint8_t>& after, const std::vector<std::string>& sig);
+
+}  // namespace strata::annot::infer
