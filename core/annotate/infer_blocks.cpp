@@ -151,6 +151,9 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els) {
       continue;
     }
     if (merge && weights < 2) continue;  // one branch: a concatenation inside a block
+    // A concatenation an RNN cell takes at once is that step's input (a decoder unrolled in
+    // Python feeding its cell the previous token and the attention's context), not a join.
+    if (merge && next < els.size() && els[next].unit && els[next].op.ends_with("_cell")) continue;
     size_t end = j + 1;
     if (merge) end = next;  // the branches' join is reshaped in the block (ShuffleNet's channel shuffle)
     else if (end < els.size() && els[end].unit && (els[end].role == Role::Activation || (els[end].role == Role::Norm && !pre_norm)))

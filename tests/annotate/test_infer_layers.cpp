@@ -595,3 +595,19 @@ TEST_CASE("inferred layers: Gemma's RMSNorm (in float32, scaled by 1 + weight, c
   CHECK(s.block_recall == doctest::Approx(1.0));
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: the input an unrolled decoder concatenates for its cell each step is no join closing a block") {
+  // An LSTMCell decoder with additive attention, unrolled in Python: per step, the query's
+  // projection, scores, a softmax, the context, then cat([token, context]) into the cell.
+  Mod root{"Seq2Seq", {leaf("Embedding", {"aten::embedding"}), leaf("LSTM", {"aten::zeros", "aten::lstm"}), linear(),
+                       leaf("Embedding", {"aten::embedding"})},
+           nullptr};
+  for (int t = 0; t < 4; ++t)
+    for (Mod m : {linear(), op("aten::unsqueeze"), op("aten::add"), op("aten::tanh"), linear(), op("aten::squeeze"), op("aten::softmax"),
+                  op("aten::mul"), op("aten::sum"), op("aten::select"), op("aten::cat"), leaf("LSTMCell", {"aten::lstm_cell"}), linear()})
+      root.items.push_back(m);
+  root.items.push_back(op("aten::stack"));
+  BareRun r = bare_run(root);
+  for (NodeId i = 0; i < r.annotation.tree.size(); ++i) CHECK_FALSE(r.annotation.tree.name_of(i).starts_with("Block "));
+  CHECK(score_against(*r.bare.model, r.annotation, r.truth).node_precision == doctest::Approx(1.0));
+}
