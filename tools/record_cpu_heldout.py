@@ -20,6 +20,7 @@ OUT_DIR defaults to tests/data/corpus-cpu-heldout.
 """
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -999,14 +1000,17 @@ def check_disjoint(registry, other_dirs):
     return classes
 
 
+@dataclasses.dataclass
 class Corpus:
     """One recorded corpus: its models, the split they all have, and where it is written.
     `disjoint_from` lists the corpora whose model names it must not reuse."""
-
-    def __init__(self, registry, split, split_rule, script, default_out, disjoint_from, doc):
-        self.registry, self.split, self.split_rule = registry, split, split_rule
-        self.script, self.default_out, self.disjoint_from, self.doc = \
-            script, default_out, disjoint_from, doc
+    registry: list
+    split: str
+    split_rule: str
+    script: str
+    default_out: str
+    disjoint_from: list
+    doc: str
 
 
 def record(corpus, out_dir, only):

@@ -25,6 +25,13 @@ void add_to_signature(std::string& s, const Element& e) {
   else if (e.op == "aten::transpose" || e.op == "aten::permute") s += "T;";
 }
 
+size_t end_of_signature(const std::vector<Element>& els, size_t from, size_t to, const std::string& sig) {
+  std::string s;
+  size_t e = from;
+  while (e < to && s != sig && s.size() <= sig.size()) add_to_signature(s, els[e++]);
+  return s == sig ? e : SIZE_MAX;
+}
+
 // Whether the model normalises before its weight ops (pre-activation, pre-norm) rather than
 // after them: its residual adds follow weight ops more often than norms.
 bool normalises_first(const std::vector<Element>& els) {
@@ -69,9 +76,6 @@ bool variant_of(const std::string& x, const std::string& y) {
   return units(big) == units(small) + 1 && units(small) >= 2 && big.find(small) != std::string::npos;
 }
 
-}  // namespace
-
-namespace {
 
 // Pre-norm blocks open with their norm: a weight op or a resampling before a block's first
 // norm (a downsampling conv, an upsampling between a UNet's blocks) is between blocks where
@@ -118,8 +122,7 @@ void open_at_norms(const std::vector<Element>& els, std::vector<Span>& blocks) {
 
 }  // namespace
 
-std::vector<Span> residual_blocks(const std::vector<Element>& els) {
-  const bool pre_norm = pre_norm_model(els);
+std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm) {
   std::vector<Span> out;
   size_t start = 0, weights = 0;
   for (size_t j = 0; j < els.size(); ++j) {
@@ -173,9 +176,9 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els) {
 // scatter (index_add_, scatter_add_, a sparse product); where the forward's scatters repeat
 // in a fixed pattern, each repetition is a layer. A layer starts at its first gather (and the
 // buffer it sums into), or at the weight ops right before that gather when it transforms
-// first (GCN, GAT); it ends where the next one starts, less a dropout its
-// caller applies between layers; the last is as long as the one before. Sums inside a layer
-// (a self term, (1 + eps) x) are its own, not residual joins.
+// first (GCN, GAT); it ends where the next one starts, less a dropout its caller applies
+// between layers; the last runs through the units the one before has. Sums inside a layer (a
+// self term, (1 + eps) x) are its own, not residual joins.
 std::vector<Span> message_passing_layers(const std::vector<Element>& els) {
   auto scatter = [&](size_t j) {
     std::string_view n = strip_prefix(els[j].op, "aten::");
@@ -219,11 +222,8 @@ std::vector<Span> message_passing_layers(const std::vector<Element>& els) {
   for (size_t k = 0; k < starts.size(); ++k) {
     size_t end = k + 1 < starts.size() ? starts[k + 1] : els.size();
     if (k + 1 == starts.size()) {  // the last: through the units the one before has
-      const std::string before = signature(els, out.back().first, out.back().second);
-      std::string sig;
-      size_t e = starts[k];
-      while (e < els.size() && sig != before && sig.size() <= before.size()) add_to_signature(sig, els[e++]);
-      end = sig == before ? e : std::min(els.size(), starts[k] + (out.back().second - out.back().first));
+      end = end_of_signature(els, starts[k], els.size(), signature(els, out.back().first, out.back().second));
+      if (end == SIZE_MAX) end = std::min(els.size(), starts[k] + (out.back().second - out.back().first));
     }
     while (end > starts[k] + 1 && els[end - 1].unit && els[end - 1].role == Role::Dropout) --end;
     // A layer has weights: scatters without any between them are one computation's parts.
@@ -234,10 +234,10 @@ std::vector<Span> message_passing_layers(const std::vector<Element>& els) {
   return out;
 }
 
-// A block that ends like another block (of two units or more, or of one unit recurring: DCN's cross layers) holds what came before that
-// one (the stem: ResNet's conv, norm and pooling before its first residual block, a
-// transformer's embeddings before its first layer; ConvNeXt's downsampling before each
-// stage's first block): only its end is the block.
+// A block that ends like another block (of two units or more, or of one unit recurring: DCN's
+// cross layers) holds what came before that one (the stem: ResNet's conv, norm and pooling
+// before its first residual block, a transformer's embeddings before its first layer;
+// ConvNeXt's downsampling before each stage's first block): only its end is the block.
 void split_stem(const std::vector<Element>& els, std::vector<Span>& blocks, std::vector<std::string>& sig) {
   std::map<std::string, int> count;
   for (auto& s : sig) ++count[s];

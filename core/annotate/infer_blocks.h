@@ -18,14 +18,18 @@ using Span = std::pair<size_t, size_t>;
 // What a run of elements is, for repetition: its units' kinds in order, and its transposes.
 std::string signature(const std::vector<Element>& els, size_t from, size_t to);
 void add_to_signature(std::string& s, const Element& e);
+// The end of the shortest run from `from` (to `to` at most) whose signature is `sig`, or
+// SIZE_MAX where none is.
+size_t end_of_signature(const std::vector<Element>& els, size_t from, size_t to, const std::string& sig);
 
 // Whether the model normalises before its weight ops (pre-activation) rather than after them.
 bool normalises_first(const std::vector<Element>& els);
 // Whether a norm opens each residual branch (pre-norm) rather than following the add.
 bool pre_norm_model(const std::vector<Element>& els);
 
-// Blocks closed where branches join: residual adds and concatenations.
-std::vector<Span> residual_blocks(const std::vector<Element>& els);
+// Blocks closed where branches join: residual adds and concatenations (`pre_norm`:
+// pre_norm_model's answer).
+std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm);
 // A GNN's layers from the forward's repeating scatters; none where they do not repeat.
 std::vector<Span> message_passing_layers(const std::vector<Element>& els);
 // The stem cut from a block that ends like another kind of block.

@@ -100,8 +100,8 @@ struct Inference {
   // each half with an output module: the projection, its dropout, the add and the norm (HF's
   // SelfOutput and Output), so the attention ends at its weighted sum. nn.MultiheadAttention
   // (one packed in-projection) keeps its out-projection.
-  static bool output_modules(const std::vector<Element>& els) {
-    return !pre_norm_model(els) && std::any_of(els.begin(), els.end(), [](const Element& e) {
+  static bool output_modules(const std::vector<Element>& els, bool pre_norm) {
+    return !pre_norm && std::any_of(els.begin(), els.end(), [](const Element& e) {
       if (!e.unit || e.kind != "attention" || e.one_module) return false;
       size_t projections = 0;
       for (const Element& in : e.inner) {
@@ -111,6 +111,13 @@ struct Inference {
       return projections >= 3;
     });
   }
+  // Where els[i] is followed by its dropout (or not), the add and the norm: the norm's index.
+  static size_t add_and_norm_after(const std::vector<Element>& els, size_t i, size_t end) {
+    size_t k = i + 1;
+    if (k < end && els[k].unit && els[k].role == Role::Dropout) ++k;
+    const bool found = k + 1 < end && !els[k].unit && els[k].role == Role::Add && els[k + 1].unit && els[k + 1].role == Role::Norm;
+    return found ? k + 1 : 0;
+  }
   static void split_output_projections(std::vector<Element>& els) {
     for (size_t j = 0; j < els.size(); ++j) {
       Element& a = els[j];
@@ -119,9 +126,7 @@ struct Inference {
       while (w > 0 && a.inner[w - 1].role == Role::Shape && !a.inner[w - 1].unit) --w;
       if (w == 0 || !a.inner[w - 1].unit || a.inner[w - 1].role != Role::Weight) continue;
       --w;
-      size_t k = j + 1;
-      if (k < els.size() && els[k].unit && els[k].role == Role::Dropout) ++k;
-      if (!(k + 1 < els.size() && !els[k].unit && els[k].role == Role::Add && els[k + 1].unit && els[k + 1].role == Role::Norm)) continue;
+      if (add_and_norm_after(els, j, els.size()) == 0) continue;
       std::vector<Element> tail(std::make_move_iterator(a.inner.begin() + long(w)), std::make_move_iterator(a.inner.end()));
       a.inner.erase(a.inner.begin() + long(w), a.inner.end());
       size_t moved = 0;
@@ -133,24 +138,24 @@ struct Inference {
   void output_module(const std::vector<Element>& els, size_t f, size_t t) {
     for (size_t j = f; j + 2 < t; ++j) {
       if (!els[j].unit || els[j].role != Role::Weight) continue;
-      size_t k = j + 1;
-      if (els[k].unit && els[k].role == Role::Dropout) ++k;
-      if (k + 1 >= t || els[k].unit || els[k].role != Role::Add || !els[k + 1].unit || els[k + 1].role != Role::Norm) continue;
+      const size_t norm = add_and_norm_after(els, j, t);
+      if (norm == 0) continue;
       std::vector<NodeId> kids;
-      for (size_t i = j; i <= k + 1; ++i) kids.push_back(els[i].node);
-      make(numbered("Output") + ": " + readable(els[j]) + " + " + readable(els[k + 1]), b.parent[kids.front()], kids);
-      j = k + 1;
+      for (size_t i = j; i <= norm; ++i) kids.push_back(els[i].node);
+      make(numbered("Output") + ": " + readable(els[j]) + " + " + readable(els[norm]), b.parent[kids.front()], kids);
+      j = norm;
     }
   }
 
   void run(NodeId parent, const std::vector<NodeId>& ops, bool model_root) {
     std::vector<Element> els = units(ops);
-    const bool outputs = output_modules(els);
+    const bool pre_norm = pre_norm_model(els);
+    const bool outputs = output_modules(els, pre_norm);
     if (outputs) split_output_projections(els);
     if (model_root && ops.size() >= 2) parent = make("Model", parent, ops);
     place_units(els, parent);
     std::vector<std::pair<size_t, size_t>> blocks = message_passing_layers(els);
-    if (blocks.empty()) blocks = residual_blocks(els);
+    if (blocks.empty()) blocks = residual_blocks(els, pre_norm);
     std::vector<std::string> sig;
     for (auto [f, t] : blocks) sig.push_back(signature(els, f, t));
     split_stem(els, blocks, sig);
@@ -362,9 +367,8 @@ struct Inference {
       const std::string sig = signature(els, f, t);
       for (auto& [other, n] : kinds) {
         if (n < 2 || other.size() >= sig.size() || !sig.starts_with(other)) continue;
-        size_t cut = f;
-        while (cut < t && signature(els, f, cut) != other) ++cut;
-        if (cut == t) continue;
+        const size_t cut = end_of_signature(els, f, t, other);
+        if (cut >= t) continue;  // none, or the whole run
         --kinds[sig];
         ++kinds[other];
         runs[r].second = cut;
@@ -484,8 +488,6 @@ std::vector<InferredUnit> infer_units(Context& c, TreeBuilder& b, NodeId parent,
   }
   return out;
 }
-
-bool is_shape_op(std::string_view n) { return role_of(n) == Role::Shape; }
 
 void infer_layers(Context& c, TreeBuilder& b, NodeId parent, const std::vector<NodeId>& ops, bool model_root) {
   Inference inference{c, b, {}};

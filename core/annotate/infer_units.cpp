@@ -153,54 +153,54 @@ struct UnitFinder {
       }
       return 0;
     };
-    auto match = [&](size_t s) -> size_t {  // the end of a norm starting at s, or 0
+    struct Match {
+      size_t end = 0;  // 0: no norm starts here
+      bool centred = false;
+    };
+    auto match = [&](size_t s) -> Match {
       size_t j = s;
       while (cast(j)) ++j;
       bool centred = false;
       if (name(j) == "mean" && name(j + 1) == "sub") centred = true, j += 2;
       if (in(name(j), {"pow", "square"}) || (name(j) == "mul" && name(j + 1) == "mean")) {
-        if (name(++j) != "mean") return 0;
+        if (name(++j) != "mean") return {};
         ++j;
       } else if (in(name(j), {"var", "var_mean", "std"})) {
         centred = true, ++j;
       } else {
-        return 0;
+        return {};
       }
       if (name(j) == "add") ++j;  // epsilon
       std::string_view apply;
       if (name(j) == "rsqrt") apply = "mul", ++j;
       else if (name(j) == "sqrt") apply = "div", j += name(j + 1) == "add" ? 2 : 1;
-      else return 0;
+      else return {};
       if (centred && name(j) == "sub") ++j;  // x - mean, again
       size_t k = through(j, apply, 1);
-      if (k == 0) return 0;
+      if (k == 0) return {};
       j = k;
       while (cast(j)) ++j;
       if (!centred && name(j) == "add" && name(j + 1) == "mul") j += 2;  // scaled by (1 + weight): Gemma's
       else if (size_t w = through(j, "mul", 4)) j = w;                   // the scale (weight[:, None, None])
       if (size_t bias = through(j, "add", 4); centred && bias) j = bias;
       while (cast(j)) ++j;  // back to the input's dtype
-      return j;
+      return {j, centred};
     };
     std::vector<Element> out;
     for (size_t i = 0; i < els.size();) {
-      size_t end = name(i).empty() ? 0 : match(i);
-      if (end == 0) {
+      const Match m = name(i).empty() ? Match{} : match(i);
+      if (m.end == 0) {
         out.push_back(std::move(els[i++]));
         continue;
       }
-      bool centred = false;
       Element n;
       n.unit = true;
       n.role = Role::Norm;
       n.op = els[i].op;
-      for (size_t j = i; j < end; ++j) {
-        centred = centred || in(name(j), {"sub", "var", "var_mean", "std"});
-        n.ops.insert(n.ops.end(), els[j].ops.begin(), els[j].ops.end());
-      }
-      n.kind = centred ? "layer_norm" : "rms_norm";
+      n.kind = m.centred ? "layer_norm" : "rms_norm";
+      for (size_t j = i; j < m.end; ++j) n.ops.insert(n.ops.end(), els[j].ops.begin(), els[j].ops.end());
       out.push_back(std::move(n));
-      i = end;
+      i = m.end;
     }
     return out;
   }
@@ -356,3 +356,9 @@ struct UnitFinder {
 std::vector<Element> leaf_units(Context& c, const TreeBuilder& b, const std::vector<NodeId>& ops) { return UnitFinder{c, b}.units(ops); }
 
 }  // namespace strata::annot::infer
+
+namespace strata::annot {
+
+bool is_shape_op(std::string_view n) { return infer::role_of(n) == infer::Role::Shape; }
+
+}  // namespace strata::annot
