@@ -52,6 +52,9 @@ void activities_flush();                // forced: returns partly filled buffers
 void set_trigger_callbacks(Trigger t, bool on);
 // The kernel-launch API callbacks that --metrics profiles from (range_profiler.h).
 void set_launch_callbacks(bool on);
+// Called by a switch of the recording (state Starting or Disabling): waits, bounded, for the
+// kernel launches in flight, so each launch is profiled exactly when its kernel is recorded.
+void wait_for_launches();
 // Between recordings CUPTI is taken out of the job (cuptiFinalize): once activities have
 // been on it keeps slowing every launch. cuptiFinalize belongs at a CUDA call's exit, so
 // cupti_release only asks for it and the job's next CUDA call does it.

@@ -208,6 +208,7 @@ void start_recording(Session& s) {
   }
   if (!s.metrics.empty()) set_launch_callbacks(true);
   sh.state.store(State::Starting);
+  wait_for_launches();
   activities_enable();
   sh.state.store(State::Recording);
   if (s.duration_ms > 0) s.stop_at_ms = now_ms() + static_cast<int64_t>(s.duration_ms);
@@ -225,6 +226,7 @@ void stop_recording() {
     if (st == State::Armed && !sh.state.compare_exchange_strong(st, State::Dormant)) continue;
     if (st == State::Recording) {
       if (!sh.state.compare_exchange_strong(st, State::Disabling)) continue;
+      wait_for_launches();
       activities_disable();
       sh.state.store(State::Stopping);
     }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <iterator>
 #include <cstring>
@@ -82,6 +83,45 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, 
   wake_control();
 }
 
+// The launch gate. While hardware metrics are on, the recording switches on or off only between
+// launches: the switch waits for the launches in flight, and a launch entering during a switch
+// waits for it to end (a few CUPTI calls). A launch is then profiled exactly when its kernel is
+// recorded. The counter is reset whenever the launch callbacks are turned on or off, since an
+// exit callback may then never come; the wait is bounded, so a lost exit costs time, never a stall.
+struct LaunchGate {
+  std::atomic<int> in_flight{0};
+  std::atomic<uint32_t> epoch{1};
+};
+LaunchGate& gate() {
+  static LaunchGate g;
+  return g;
+}
+thread_local uint32_t t_gate_epoch = 0;
+thread_local int t_gate_depth = 0;  // the runtime's launch calls the driver's: counted once
+
+bool switching(State st) { return st == State::Starting || st == State::Disabling; }
+
+// Returns whether the recording is on for this launch.
+bool gate_enter() {
+  LaunchGate& g = gate();
+  if (const uint32_t e = g.epoch.load(); t_gate_epoch != e) {
+    t_gate_epoch = e;
+    t_gate_depth = 0;
+  }
+  if (t_gate_depth++ > 0) return shared().state.load() == State::Recording;
+  for (;;) {
+    while (switching(shared().state.load())) std::this_thread::yield();
+    g.in_flight.fetch_add(1);
+    if (const State st = shared().state.load(); !switching(st)) return st == State::Recording;
+    g.in_flight.fetch_sub(1);
+  }
+}
+
+void gate_exit() {
+  if (t_gate_epoch != gate().epoch.load() || t_gate_depth == 0) return;
+  if (--t_gate_depth == 0) gate().in_flight.fetch_sub(1);
+}
+
 // Armed -> Recording on the job's thread, so the first iteration is recorded whole.
 // `range` is the NVTX range that triggered it, if any.
 void trigger_start(const char* range) {
@@ -94,6 +134,7 @@ void trigger_start(const char* range) {
     std::strncpy(sh.trigger_range_name, range, sizeof sh.trigger_range_name - 1);
     sh.trigger_range_ready.store(true, std::memory_order_release);
   }
+  wait_for_launches();
   activities_enable();
   sh.state.store(State::Recording);
   wake_control();
@@ -105,6 +146,7 @@ void trigger_iteration_done() {
   if (sh.iterations_done.fetch_add(1) + 1 < sh.iterations_target.load()) return;
   State expected = State::Recording;
   if (!sh.state.compare_exchange_strong(expected, State::Disabling)) return;
+  wait_for_launches();
   activities_disable();
   sh.state.store(State::Stopping);
   wake_control();
@@ -187,7 +229,9 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   }
   const auto* d = static_cast<const CUpti_CallbackData*>(data);
   if (is_launch_api(domain, cbid)) {
-    metrics_on_launch(*d);
+    const bool recording = d->callbackSite == CUPTI_API_ENTER && gate_enter();
+    metrics_on_launch(*d, recording);
+    if (d->callbackSite == CUPTI_API_EXIT) gate_exit();
     return;
   }
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API || shared().trigger.load() != Trigger::ProfilerApi) return;
@@ -354,6 +398,11 @@ void activities_disable() {
   c.enabled = 0;
 }
 
+void wait_for_launches() {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(250);
+  while (gate().in_flight.load() > 0 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+}
+
 void activities_flush() { cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); }
 
 void set_trigger_callbacks(Trigger t, bool on) {
@@ -371,6 +420,8 @@ void set_trigger_callbacks(Trigger t, bool on) {
 }
 
 void set_launch_callbacks(bool on) {
+  gate().epoch.fetch_add(1);
+  gate().in_flight.store(0);
   const uint32_t enable = on ? 1 : 0;
   CUpti_SubscriberHandle sub = cupti().subscriber;
   for (CUpti_CallbackId id : kRuntimeLaunches) cuptiEnableCallback(enable, sub, CUPTI_CB_DOMAIN_RUNTIME_API, id);

@@ -356,7 +356,7 @@ MetricsSetup metrics_prepare(const std::vector<std::string>& metrics, bool defer
 #endif
 }
 
-void metrics_on_launch(const CUpti_CallbackData& data) {
+void metrics_on_launch(const CUpti_CallbackData& data, bool recording) {
 #ifdef STRATA_RANGE_PROFILER
   Profiler& p = profiler();
   if (data.callbackSite == CUPTI_API_EXIT) {
@@ -366,7 +366,7 @@ void metrics_on_launch(const CUpti_CallbackData& data) {
     unlock(p);
     return;
   }
-  if (t_profiling != 0 || shared().state.load(std::memory_order_relaxed) != State::Recording) return;
+  if (t_profiling != 0 || !recording) return;
   const Status st = p.status.load(std::memory_order_relaxed);
   if (st != Status::Ready && st != Status::NeedsHostSetup) return;
   const char* glob = shared().kernel_glob.load(std::memory_order_acquire);
@@ -382,6 +382,7 @@ void metrics_on_launch(const CUpti_CallbackData& data) {
   t_profiling = data.correlationId;  // `busy` stays held until this launch's exit
 #else
   (void)data;
+  (void)recording;
 #endif
 }
 

@@ -25,7 +25,8 @@ enum class MetricsSetup {
 // and an unknown metric then stops metrics with a note rather than refusing the start.
 MetricsSetup metrics_prepare(const std::vector<std::string>& metrics, bool defer_host_setup, std::string& why);
 // From the CUPTI callback for a kernel-launch API (enter and exit), on the job's thread.
-void metrics_on_launch(const CUpti_CallbackData& data);
+// `recording`: whether the recording was on when the launch entered (the launch gate's view).
+void metrics_on_launch(const CUpti_CallbackData& data, bool recording);
 // Counters read since the last call, oldest first (control thread).
 void metrics_drain(const std::function<void(const collector::KernelCounters&)>& fn);
 // Why metrics stopped during the recording (the recording went on without them); empty if they did not.
