@@ -654,6 +654,26 @@ std::string truth_dump(const TraceModel& m, const Annotation& a, const GroundTru
     std::string layer = l == kNoNode ? (n == kNoNode ? std::string("-") : "(" + std::string(t.name_of(t.parent[n])) + ")") : t.path(l);
     out += std::to_string(i - f.op_begin) + "\t" + name + "\t" + call + "\t" + layer + "\n";
   }
+  // Where the phases disagree: each truth phase range with our phase spans over it.
+  for (const auto& r : truth.ranges) {
+    if (!r.is_phase) continue;
+    std::string spans;
+    Ns agree = 0;
+    for (NodeId i = 0; i < t.size(); ++i) {
+      if (t.kind[i] != NodeKind::Phase || t.end[i] <= r.begin || t.begin[i] >= r.end) continue;
+      if (t.phase[i] == r.phase) agree += std::min(t.end[i], r.end) - std::max(t.begin[i], r.begin);
+      spans += std::string(" ") + phase_name(t.phase[i]) + "[" + std::to_string(t.begin[i] - r.begin) + "," +
+               std::to_string(t.end[i] - r.begin) + "]";
+      if (t.phase[i] != r.phase)  // the outermost ops in the part that disagrees
+        for (EventId e = 0; e < m.ev.size(); ++e)
+          if (m.ev.depth[e] <= 2 && m.ev.start[e] >= std::max(t.begin[i], r.begin) &&
+              m.ev.start[e] < std::min(t.end[i], r.end))
+            spans += " <" + std::to_string(m.ev.depth[e]) + std::string(m.name_of(e)) + ">";
+    }
+    if (agree < r.end - r.begin)
+      out += std::string("phase ") + phase_name(r.phase) + " " + std::to_string(r.end - r.begin) + " ns, agree " +
+             std::to_string(agree) + ":" + spans + "\n";
+  }
   return out;
 }
 

@@ -195,6 +195,23 @@ struct PhaseLabeler {
     }
   }
 
+  // torch 1.13's record_function allocates a one-element tensor (aten::zeros: empty, zero_)
+  // as it is made, just before its range opens: those ops are the range's.
+  void range_allocations() {
+    for (size_t j = 1; j < items.size(); ++j) {
+      if (!is_marker[j]) continue;
+      for (size_t k = j, taken = 0; k-- > 0 && taken < 3;) {
+        if (is_annotation[k] && !c.is_root(items[k])) continue;  // a child of the allocation
+        const std::string_view op = name(k);
+        if (!is_main_op(k) || lab[k] != kUnknown || named[k] ||
+            (op != "aten::zeros" && op != "aten::empty" && op != "aten::zero_"))
+          break;
+        lab[k] = lab[j], label[k] = label[j];
+        ++taken;
+      }
+    }
+  }
+
   // Step 3, for the ops nothing named.
   void by_position() {
     size_t n = items.size();
@@ -378,6 +395,14 @@ struct PhaseLabeler {
       w.segments.back().items.push_back(items[i]);
     }
     if (w.segments.empty()) w.segments.push_back({PhaseKind::Other, ib, ie, kNoNode, {}, {}});
+    // The host's time between two phases goes to the later one: a phase's Python (a module's
+    // call, the loss, backward() entering the engine, the optimizer's loop over its groups)
+    // runs before its first op, while after its last op it only returns.
+    for (size_t i = 0; i + 1 < w.segments.size(); ++i) {
+      Ns last = w.segments[i].begin;
+      for (EventId e : w.segments[i].items) last = std::max(last, ev.end(e));
+      if (last < w.segments[i].end) w.segments[i].end = w.segments[i + 1].begin = last + (w.segments[i].end - last) / 2;
+    }
     // Inside an iteration a segment's end never precedes its start (items can start together).
     for (auto& s : w.segments) s.end = std::max(s.end, s.begin);
     // Empty-duration segments give their items to the next one.
@@ -408,6 +433,7 @@ void find_phases(Context& c, IterWork& w, Annotation&) {
   p.find_markers();
   p.drop_layer_ranges();
   p.by_identity_and_names();
+  p.range_allocations();
   p.by_position();
   p.fill_gaps();
   p.serving_labels();

@@ -37,6 +37,7 @@ inline Mod relu_module() { return leaf("ReLU", {"aten::relu_"}); }
 struct StepOps {
   std::vector<const char*> loss = {"aten::mse_loss"};
   bool seed = false;
+  bool range_allocation = false;  // torch 1.13's record_function: aten::zeros just before Optimizer.step#
 };
 
 struct Writer {
@@ -90,6 +91,11 @@ inline std::string trace_of(const Mod& root, const StepOps& step_ops = {}) {
     for (int k = 0; k < 6; ++k) w.x("cpu_op", "autograd::engine::evaluate_function: ConvolutionBackward0", t + 30 + k * 60, 50);
     t += 460;
     w.x("user_annotation", "optimizer", t, 200);
+    if (step_ops.range_allocation) {
+      w.x("cpu_op", "aten::zeros", t + 1, 3);
+      w.x("cpu_op", "aten::empty", t + 1, 1);
+      w.x("cpu_op", "aten::zero_", t + 3, 1);
+    }
     w.x("user_annotation", "Optimizer.step#SGD.step", t + 5, 190);
     for (int k = 0; k < 6; ++k) w.x("cpu_op", "aten::add_", t + 10 + k * 30, 20);
     t += 220;

@@ -100,7 +100,7 @@ TEST_CASE("hotline traces: one step, reverse-order backward mapping") {
   struct Case { const char* file; uint64_t bwd, order; };
   const Case cases[] = {Case{"hotline-resnet50-rtx3090.pt.trace.json.gz", 339, 337},
                         Case{"hotline-transformer-rtx3090.pt.trace.json.gz", 1058, 799},
-                        Case{"hotline-gnn-rtx3090.pt.trace.json.gz", 213, 148}};
+                        Case{"hotline-gnn-rtx3090.pt.trace.json.gz", 213, 143}};
   for (Case c : cases) STRATA_SKIP_UNLESS(exists(shared_trace(c.file)), std::string("real trace not found: ") + c.file);
   for (Case c : cases) {
     std::string p = shared_trace(c.file);
@@ -209,7 +209,8 @@ TEST_CASE("kineto 2021 format: markers written as ops still give phases") {
   STRATA_REQUIRE_TRACE(p, "kineto-resnet50-v100-legacy2021.pt.trace.json.gz");
   auto m = load(p);
   Annotation a = annotate(*m);
-  CHECK(phases_of(a, 1) == std::vector<std::string>{"Data loading", "Forward", "Loss", "Zero grad", "Backward", "Other",
+  // torch's record_function allocates (aten::zeros) just before Optimizer.step# opens: the step's.
+  CHECK(phases_of(a, 1) == std::vector<std::string>{"Data loading", "Forward", "Loss", "Zero grad", "Backward",
                                                     "Optimizer step"});
   CHECK(a.backward_mapped_links == 1062);
 }

@@ -109,3 +109,32 @@ TEST_CASE("phases: on a trace with no device, aten::to at the forward's start is
   for (const char* o : {"aten::arange", "aten::exp", "aten::cos"})
     CHECK(phases_of_op(r, o) == std::vector<PhaseKind>(2, PhaseKind::Forward));
 }
+
+TEST_CASE("phases: the allocation torch 1.13's record_function makes just before its range is that range's phase") {
+  StepOps ops;
+  ops.range_allocation = true;
+  BareRun r = bare_run(model({conv(), bn(), relu_module()}), ops);
+  for (const char* o : {"aten::zeros", "aten::empty", "aten::zero_"})
+    CHECK(phases_of_op(r, o) == std::vector<PhaseKind>(2, PhaseKind::Optimizer));
+}
+
+TEST_CASE("phases: the host's time between two phases is split between them, not given to the earlier one") {
+  BareRun r = bare_run(model({conv(), bn(), relu_module()}));
+  const TraceModel& m = *r.bare.model;
+  const AnnotationTree& t = r.annotation.tree;
+  // The first step's loss op, and the forward's last op before it.
+  Ns loss_start = -1, forward_end = -1;
+  for (EventId e = 0; e < m.ev.size(); ++e)
+    if (m.name_of(e) == "aten::mse_loss" && (loss_start < 0 || m.ev.start[e] < loss_start)) loss_start = m.ev.start[e];
+  REQUIRE(loss_start > 0);
+  for (EventId e = 0; e < m.ev.size(); ++e)
+    if (m.ev.end(e) <= loss_start) forward_end = std::max(forward_end, m.ev.end(e));
+  REQUIRE(forward_end < loss_start);
+  bool seen = false;
+  for (NodeId n = 0; n < t.size() && !seen; ++n) {
+    if (t.kind[n] != NodeKind::Phase || t.phase[n] != PhaseKind::Forward) continue;
+    seen = true;
+    CHECK(t.end[n] == forward_end + (loss_start - forward_end) / 2);
+  }
+  CHECK(seen);
+}
