@@ -395,9 +395,9 @@ struct PhaseLabeler {
       w.segments.back().items.push_back(items[i]);
     }
     if (w.segments.empty()) w.segments.push_back({PhaseKind::Other, ib, ie, kNoNode, {}, {}});
-    // The host's time between two phases goes to the later one: a phase's Python (a module's
-    // call, the loss, backward() entering the engine, the optimizer's loop over its groups)
-    // runs before its first op, while after its last op it only returns.
+    // The host's time between two phases is split evenly: both sides spend it in Python with
+    // no op to show whose it is (the next phase's call and hooks before its first op, the
+    // previous one's loop without ops after its last, zero_grad setting grads to None).
     for (size_t i = 0; i + 1 < w.segments.size(); ++i) {
       Ns last = w.segments[i].begin;
       for (EventId e : w.segments[i].items) last = std::max(last, ev.end(e));
