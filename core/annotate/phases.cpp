@@ -293,15 +293,19 @@ struct PhaseLabeler {
       if (lab[i] == P(PhaseKind::Loss)) first_loss = i;
     if (first_loss < n) {
       // A loss takes the prediction and the target: reshapes of both just before it
-      // (logits.view(-1, V), y.view(-1)) are its own; one reshape alone (squeeze, flatten)
-      // and anything that computes (sigmoid, log_softmax) end the model.
+      // (logits.view(-1, V), y.view(-1)) are its own, and so is broadcasting one to the other
+      // (F.mse_loss's broadcast_tensors); one reshape alone (squeeze, flatten) and anything
+      // that computes (sigmoid, log_softmax) end the model.
       std::vector<size_t> reshapes;
+      bool both = false;
       for (size_t k = first_loss; k-- > first_fwd + 1;) {
         if (!is_main_op(k)) continue;
-        if (!open(k) || !is_shape_op(name(k))) break;
+        const bool broadcast = name(k) == "aten::broadcast_tensors";
+        if (!open(k) || (!broadcast && !is_shape_op(name(k)))) break;
+        both |= broadcast;
         reshapes.push_back(k);
       }
-      if (reshapes.size() >= 2)
+      if (reshapes.size() >= 2 || both)
         for (size_t k : reshapes) lab[k] = P(PhaseKind::Loss);
       for (size_t k = first_loss; k < E; ++k)
         if (open(k)) lab[k] = P(PhaseKind::Loss);

@@ -32,11 +32,16 @@ Mod head_with(Mod last) {
 
 }  // namespace
 
-TEST_CASE("phases: a loss's reshapes of the prediction and the target are the loss, the model's own last op is not") {
+TEST_CASE("phases: a loss's reshapes or broadcast of the prediction and the target are the loss, the model's own last op is not") {
   SUBCASE("a language model's logits.view(-1, V) and y.view(-1) into the loss") {
     BareRun r = bare_run(head_with(leaf("Linear", {"aten::linear"})), {{"aten::reshape", "aten::reshape", "aten::cross_entropy_loss"}});
     CHECK(phases_of_op(r, "aten::reshape") == std::vector<PhaseKind>(4, PhaseKind::Loss));
     CHECK(phases_of_op(r, "aten::cross_entropy_loss") == std::vector<PhaseKind>(2, PhaseKind::Loss));
+  }
+  SUBCASE("F.mse_loss broadcasting the prediction to the target first") {
+    BareRun r = bare_run(head_with(leaf("Linear", {"aten::linear"})), {{"aten::broadcast_tensors", "aten::mse_loss"}});
+    CHECK(phases_of_op(r, "aten::broadcast_tensors") == std::vector<PhaseKind>(2, PhaseKind::Loss));
+    for (PhaseKind k : phases_of_op(r, "aten::linear")) CHECK(k == PhaseKind::Forward);
   }
   SUBCASE("one reshape before the loss is the model's output (a squeeze head)") {
     BareRun r = bare_run(head_with(op("aten::squeeze")), {{"aten::binary_cross_entropy_with_logits"}});
