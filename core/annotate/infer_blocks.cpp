@@ -122,6 +122,10 @@ void open_at_norms(const std::vector<Element>& els, std::vector<Span>& blocks) {
 
 }  // namespace
 
+bool upsamples(const Element& e) {
+  return e.unit && (e.role == Role::Resample || e.op.find("conv_transpose") != std::string_view::npos);
+}
+
 std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm) {
   std::vector<Span> out;
   size_t start = 0, weights = 0;
@@ -154,6 +158,13 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
       continue;
     }
     if (merge && weights < 2) continue;  // one branch: a concatenation inside a block
+    // A concatenation right after an upsampling (past a padding) takes a skip from the encoder
+    // (a U-Net's decoder): the map it joins was made long before, no branch of a block.
+    if (merge) {
+      size_t k = j;
+      while (k > 0 && !els[k - 1].unit) --k;
+      if (k > 0 && upsamples(els[k - 1])) continue;
+    }
     // A concatenation an RNN cell takes at once is that step's input (a decoder unrolled in
     // Python feeding its cell the previous token and the attention's context), not a join.
     if (merge && next < els.size() && els[next].unit && els[next].op.ends_with("_cell")) continue;
@@ -169,6 +180,38 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
     j = end - 1;
   }
   if (pre_norm) open_at_norms(els, out);
+  return out;
+}
+
+std::vector<Span> plain_blocks(const std::vector<Element>& els) {
+  auto cut = [&](const Element& e) { return (e.unit && e.role == Role::Pool) || upsamples(e) || (!e.unit && e.role == Role::Merge); };
+  std::vector<Span> runs;
+  for (size_t j = 0; j < els.size();) {
+    while (j < els.size() && (cut(els[j]) || !els[j].unit)) ++j;
+    size_t end = j, weights = 0;
+    for (size_t k = j; k < els.size() && !cut(els[k]); ++k)
+      if (els[k].unit) {
+        end = k + 1;
+        weights += els[k].role == Role::Weight;
+      }
+    if (weights >= 2) runs.push_back({j, end});
+    j = std::max(end, j + 1);
+  }
+  std::map<std::string, int> count;
+  std::vector<std::string> sig;
+  for (auto [f, t] : runs) ++count[sig.emplace_back(signature(els, f, t))];
+  std::vector<Span> out;
+  for (size_t k = 0; k < runs.size(); ++k) {
+    if (count[sig[k]] >= 2) {
+      out.push_back(runs[k]);
+      continue;
+    }
+    for (auto& [kind, n] : count)  // a run that starts with a recurring kind: that kind's block
+      if (n >= 2 && kind.size() < sig[k].size() && sig[k].starts_with(kind)) {
+        out.push_back({runs[k].first, end_of_signature(els, runs[k].first, runs[k].second, kind)});
+        break;
+      }
+  }
   return out;
 }
 

@@ -30,6 +30,11 @@ bool pre_norm_model(const std::vector<Element>& els);
 // Blocks closed where branches join: residual adds and concatenations (`pre_norm`:
 // pre_norm_model's answer).
 std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm);
+// Where no branches join (a U-Net's encoder and decoder, a VGG): the runs of units between
+// resamplings (pooling, upsampling, a transposed conv) and concatenations, each of two weight
+// units or more, whose kind recurs (a U-Net's double convs); a run that starts with a
+// recurring kind and goes on (the last double conv, then the output conv) is that kind's.
+std::vector<Span> plain_blocks(const std::vector<Element>& els);
 // A GNN's layers from the forward's repeating scatters; none where they do not repeat.
 std::vector<Span> message_passing_layers(const std::vector<Element>& els);
 // The stem cut from a block that ends like another kind of block.

@@ -17,6 +17,8 @@
 //           MLP; an attention with its output dropout);
 //           a run of blocks from one that changes the shape (a projection shortcut) to the
 //           next is a stage; a GNN's layers are the repetitions of its scatters instead;
+//           where no branches join (a U-Net, a VGG), the runs of units between resamplings
+//           whose kind recurs (double convs);
 //   model   the whole forward: the root module that holds the rest.
 // Ops that are none of those (views, residual adds, concatenations, scores outside attention)
 // stay loose in the innermost block around them, as they are in the module that calls them.
@@ -156,6 +158,7 @@ struct Inference {
     place_units(els, parent);
     std::vector<std::pair<size_t, size_t>> blocks = message_passing_layers(els);
     if (blocks.empty()) blocks = residual_blocks(els, pre_norm);
+    if (blocks.empty()) blocks = plain_blocks(els);
     std::vector<std::string> sig;
     for (auto [f, t] : blocks) sig.push_back(signature(els, f, t));
     split_stem(els, blocks, sig);

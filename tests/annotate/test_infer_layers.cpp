@@ -611,3 +611,16 @@ TEST_CASE("inferred layers: the input an unrolled decoder concatenates for its c
   for (NodeId i = 0; i < r.annotation.tree.size(); ++i) CHECK_FALSE(r.annotation.tree.name_of(i).starts_with("Block "));
   CHECK(score_against(*r.bare.model, r.annotation, r.truth).node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a U-Net's double convs are blocks; its decoder's concatenation of a skip after upsampling joins no branch") {
+  Mod double_conv{"DoubleConv", {conv(), bn(), relu_module(), conv(), bn(), relu_module()}, nullptr};
+  Mod pool = leaf("MaxPool2d", {"aten::max_pool2d"});
+  Mod down{"Down", {pool, double_conv}, nullptr};
+  Mod up = leaf("ConvTranspose2d", {"aten::conv_transpose2d"});
+  Mod root{"UNet", {double_conv, down, down, up, op("aten::cat"), double_conv, up, op("aten::cat"), double_conv, conv()}, nullptr};
+  const AccuracyScore s = bare_score(root);
+  // Per forward: five double convs and two downs; every double conv is found.
+  CHECK(s.blocks == 14);
+  CHECK(s.block_recall >= 10.0 / 14 - 1e-9);
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
