@@ -183,18 +183,31 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
   return out;
 }
 
+namespace {
+
+// Weight units other than lookups (embeddings take ids: a loop over tables is no computation
+// repeated), or SIZE_MAX where the run holds an RNN cell (an unrolled loop's time step, which
+// no module wraps).
+size_t computing_weights(const std::vector<Element>& els, size_t from, size_t to) {
+  size_t weights = 0;
+  for (size_t j = from; j < to; ++j) {
+    if (els[j].unit && els[j].op.ends_with("_cell")) return SIZE_MAX;
+    weights += els[j].unit && els[j].role == Role::Weight && els[j].kind != "embedding";
+  }
+  return weights;
+}
+
+}  // namespace
+
 std::vector<Span> plain_blocks(const std::vector<Element>& els) {
   auto cut = [&](const Element& e) { return (e.unit && e.role == Role::Pool) || upsamples(e) || (!e.unit && e.role == Role::Merge); };
   std::vector<Span> runs;
   for (size_t j = 0; j < els.size();) {
     while (j < els.size() && (cut(els[j]) || !els[j].unit)) ++j;
-    size_t end = j, weights = 0;
+    size_t end = j;
     for (size_t k = j; k < els.size() && !cut(els[k]); ++k)
-      if (els[k].unit) {
-        end = k + 1;
-        weights += els[k].role == Role::Weight;
-      }
-    if (weights >= 2) runs.push_back({j, end});
+      if (els[k].unit) end = k + 1;
+    if (const size_t w = computing_weights(els, j, end); w >= 2 && w != SIZE_MAX) runs.push_back({j, end});
     j = std::max(end, j + 1);
   }
   std::map<std::string, int> count;
@@ -212,6 +225,50 @@ std::vector<Span> plain_blocks(const std::vector<Element>& els) {
         break;
       }
   }
+  return out;
+}
+
+std::vector<Span> repeated_calls(const std::vector<Element>& els) {
+  // On units only: a loose op more or less in one call (a copy the runtime adds) breaks no repeat.
+  std::vector<size_t> at;
+  for (size_t j = 0; j < els.size(); ++j)
+    if (els[j].unit) at.push_back(j);
+  const size_t n = at.size();
+  if (n < 4 || n > 4096) return {};  // the search costs the square of the units' count
+  std::vector<uint32_t> tok(n);
+  std::unordered_map<std::string_view, uint32_t> ids;
+  for (size_t i = 0; i < n; ++i) tok[i] = ids.emplace(els[at[i]].op, uint32_t(ids.size())).first->second;
+  // The repeat covering the most units, the shortest of those (three calls, not one and a half
+  // twice).
+  size_t best_s = 0, best_p = 0, best_reps = 0;
+  for (size_t p = 2; p <= n / 2; ++p) {
+    size_t run = 0;  // how many i in a row have tok[i] == tok[i + p]
+    for (size_t i = 0; i + p < n; ++i) {
+      run = tok[i] == tok[i + p] ? run + 1 : 0;
+      if (run < p) continue;
+      const size_t s = i + 1 - p;
+      size_t reps = 2;
+      while (s + (reps + 1) * p <= n && std::equal(tok.begin() + long(s), tok.begin() + long(s + p), tok.begin() + long(s + reps * p)))
+        ++reps;
+      run = 0;
+      i = s + reps * p - 1;
+      // Lookups opening each repeat may be the caller's (features looked up, then passed in)
+      // as well as the module's: the ops cannot tell, so no call is inferred there.
+      const size_t w = computing_weights(els, at[s], at[s + p - 1] + 1);
+      if (w < 2 || w == SIZE_MAX || els[at[s]].kind == "embedding") continue;
+      if (reps * p > best_reps * best_p) best_s = s, best_p = p, best_reps = reps;
+    }
+  }
+  if (best_reps == 0) return {};
+  const size_t s = best_s, p = best_p, reps = best_reps;
+  // A call runs to the next one's first unit (what it does to its output: a normalize); the
+  // last takes as many loose ops after its last unit as the one before it had.
+  std::vector<Span> out;
+  for (size_t r = 0; r + 1 < reps; ++r) out.push_back({at[s + r * p], at[s + (r + 1) * p]});
+  const size_t last = at[s + reps * p - 1] + 1, tail = out.back().second - (at[s + (reps - 1) * p - 1] + 1);
+  size_t e = last;
+  while (e < els.size() && e < last + tail && !els[e].unit) ++e;
+  out.push_back({at[s + (reps - 1) * p], e});
   return out;
 }
 

@@ -32,9 +32,16 @@ bool pre_norm_model(const std::vector<Element>& els);
 std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm);
 // Where no branches join (a U-Net's encoder and decoder, a VGG): the runs of units between
 // resamplings (pooling, upsampling, a transposed conv) and concatenations, each of two weight
-// units or more, whose kind recurs (a U-Net's double convs); a run that starts with a
-// recurring kind and goes on (the last double conv, then the output conv) is that kind's.
+// units or more (lookups aside), whose kind recurs (a U-Net's double convs); a run that starts
+// with a recurring kind and goes on (the last double conv, then the output conv) is that
+// kind's. Not a run holding an RNN cell: an unrolled loop's time step, no module's call.
 std::vector<Span> plain_blocks(const std::vector<Element>& els);
+// Where neither joins nor resamplings make blocks: the run of units (by their ops; loose ops
+// may differ) repeated back to back that covers the most units, each repetition holding two
+// weight units or more (lookups aside), is one module called again (a siamese encoder),
+// running to the next call's first unit; not a run holding an RNN cell, nor one opening with
+// a lookup (which may be the caller's).
+std::vector<Span> repeated_calls(const std::vector<Element>& els);
 // A GNN's layers from the forward's repeating scatters; none where they do not repeat.
 std::vector<Span> message_passing_layers(const std::vector<Element>& els);
 // The stem cut from a block that ends like another kind of block.

@@ -18,7 +18,8 @@
 //           a run of blocks from one that changes the shape (a projection shortcut) to the
 //           next is a stage; a GNN's layers are the repetitions of its scatters instead;
 //           where no branches join (a U-Net, a VGG), the runs of units between resamplings
-//           whose kind recurs (double convs);
+//           whose kind recurs (double convs), else a run of units repeated back to back (one
+//           module called again: a siamese encoder);
 //   model   the whole forward: the root module that holds the rest.
 // Ops that are none of those (views, residual adds, concatenations, scores outside attention)
 // stay loose in the innermost block around them, as they are in the module that calls them.
@@ -149,6 +150,14 @@ struct Inference {
     }
   }
 
+  // Whether some kind of block recurs (or has a variant): a lone block is not told from the
+  // stem or the head, so blocks none of which recur make no layer.
+  static bool any_recurs(const std::vector<Element>& els, const std::vector<Span>& blocks) {
+    std::map<std::string, int> count;
+    for (auto [f, t] : blocks) ++count[signature(els, f, t)];
+    return std::any_of(count.begin(), count.end(), [&](auto& k) { return k.second >= 2 || has_variant(count, k.first); });
+  }
+
   void run(NodeId parent, const std::vector<NodeId>& ops, bool model_root) {
     std::vector<Element> els = units(ops);
     const bool pre_norm = pre_norm_model(els);
@@ -158,7 +167,8 @@ struct Inference {
     place_units(els, parent);
     std::vector<std::pair<size_t, size_t>> blocks = message_passing_layers(els);
     if (blocks.empty()) blocks = residual_blocks(els, pre_norm);
-    if (blocks.empty()) blocks = plain_blocks(els);
+    if (!any_recurs(els, blocks)) blocks = plain_blocks(els);
+    if (!any_recurs(els, blocks)) blocks = repeated_calls(els);
     std::vector<std::string> sig;
     for (auto [f, t] : blocks) sig.push_back(signature(els, f, t));
     split_stem(els, blocks, sig);

@@ -624,3 +624,26 @@ TEST_CASE("inferred layers: a U-Net's double convs are blocks; its decoder's con
   CHECK(s.block_recall >= 10.0 / 14 - 1e-9);
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: one module called twice back to back (a siamese encoder) is a block each time, a loose op more or less") {
+  Mod pool = leaf("MaxPool2d", {"aten::max_pool2d"});
+  Mod head = leaf("AdaptiveAvgPool2d", {"aten::adaptive_avg_pool2d"});
+  Mod encoder{"Encoder", {conv(), bn(), relu_module(), pool, conv(), bn(), relu_module(), head, leaf("Flatten", {"aten::flatten"}), linear()},
+              nullptr};
+  Mod encoder_copying = encoder;  // the runtime adds a copy in one call
+  encoder_copying.items.insert(encoder_copying.items.begin() + 4, op("aten::copy_"));
+  const AccuracyScore s = bare_score(model({encoder, encoder_copying, op("aten::cosine_similarity")}));
+  CHECK(s.blocks == 4);
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
+
+TEST_CASE("inferred layers: repeats that open with lookups claim no call: the lookups may be the caller's") {
+  // Features looked up at the root, then each passed through one MLP module.
+  Mod mlp{"Sequential", {linear(), relu_module(), linear()}, nullptr};
+  Mod root{"TwoTower", {leaf("Embedding", {"aten::embedding"}), leaf("EmbeddingBag", {"aten::embedding_bag"}), op("aten::cat"), mlp,
+                        leaf("Embedding", {"aten::embedding"}), leaf("EmbeddingBag", {"aten::embedding_bag"}), op("aten::cat"), mlp,
+                        op("aten::t"), op("aten::matmul")},
+           nullptr};
+  CHECK(bare_score(root).node_precision == doctest::Approx(1.0));
+}
