@@ -8,6 +8,7 @@
 //           weighted sum to its out-projection (separate q/k/v projections are child units of
 //           it, a packed one is part of it);
 //   groups  a weight op with the norm and in-place activation that follow it (ConvNormActivation);
+//           convs back to back with nothing between, one separable conv (depthwise, pointwise);
 //   blocks  what a residual connection closes: the ops from where the block's input was made
 //           to the add that joins it back (with the activation or, post-norm, the norm that
 //           follows the add), and inside it the residual function when that is units only;
@@ -252,7 +253,7 @@ struct Inference {
     }
     if (outputs)
       for (auto [from, to] : tupled) output_module(els, blocks[from].first, blocks[to - 1].second);
-    weight_norm_groups(els);
+    weight_norm_groups(els, factorised_convs(els));
   }
 
   // What a residual block adds to its input, x + F(x): F, from the block's start to the add,
@@ -408,18 +409,38 @@ struct Inference {
   // units under one parent: a group never crosses a block's edge. Not where the model
   // normalises before its weights (pre-activation: its residual adds follow a weight op):
   // there a norm opens the next group rather than closing the one before.
-  void weight_norm_groups(std::vector<Element>& els) {
+  // Convs back to back with nothing between (a depthwise conv, then a pointwise one) are one
+  // factorised conv: a separable conv module. Returns, per element, the layer made around it.
+  std::vector<NodeId> factorised_convs(const std::vector<Element>& els) {
+    std::vector<NodeId> around(els.size(), kNoNode);
+    auto conv = [&](size_t j) { return els[j].unit && els[j].role == Role::Weight && els[j].inner.empty() && els[j].kind == "conv"; };
+    for (size_t j = 0; j + 1 < els.size(); ++j) {
+      size_t end = j;
+      while (end < els.size() && conv(end) && b.parent[els[end].node] == b.parent[els[j].node]) ++end;
+      if (end - j >= 2) {
+        std::vector<NodeId> kids;
+        for (size_t k = j; k < end; ++k) kids.push_back(els[k].node);
+        const NodeId id = make(numbered("Separable conv") + ": " + std::to_string(end - j) + " Conv", b.parent[kids.front()], kids);
+        for (size_t k = j; k < end; ++k) around[k] = id;
+      }
+      j = std::max(j, end == j ? j : end - 1);
+    }
+    return around;
+  }
+
+  void weight_norm_groups(std::vector<Element>& els, const std::vector<NodeId>& factorised) {
     auto single_weight = [&](size_t j) {
       const Element& w = els[j];
       return w.unit && w.role == Role::Weight && w.inner.empty() && (w.kind == "conv" || w.kind == "linear");
     };
+    auto node_of = [&](size_t k) { return factorised[k] != kNoNode ? factorised[k] : els[k].node; };
     if (normalises_first(els)) return;
     for (size_t j = 0; j + 1 < els.size(); ++j) {
       if (!single_weight(j)) continue;
       // A LayerNorm after a linear is the next module's pre-norm (a transformer's), not its.
       if (!(els[j + 1].unit && els[j + 1].role == Role::Norm) || (els[j].kind == "linear" && els[j + 1].kind == "layer_norm")) continue;
       size_t from = j, end = j + 2;
-      while (from > 0 && single_weight(from - 1) && els[from - 1].kind == els[j].kind && b.parent[els[from - 1].node] == b.parent[els[j].node])
+      while (from > 0 && single_weight(from - 1) && els[from - 1].kind == els[j].kind && b.parent[node_of(from - 1)] == b.parent[node_of(j)])
         --from;
       // The activation only when in place: nn.ReLU(inplace=True) is a module of the group, while
       // F.relu(bn(conv(x))) is its caller's own op (a new tensor, as F.relu writes by default).
@@ -427,7 +448,7 @@ struct Inference {
       std::vector<NodeId> kids;
       std::string name;
       for (size_t k = from; k < end; ++k) {
-        kids.push_back(els[k].node);
+        if (kids.empty() || kids.back() != node_of(k)) kids.push_back(node_of(k));
         name += (k > from ? " + " : "") + readable(els[k]);
       }
       const NodeId parent = b.parent[kids.front()];

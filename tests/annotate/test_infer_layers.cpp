@@ -647,3 +647,20 @@ TEST_CASE("inferred layers: repeats that open with lookups claim no call: the lo
            nullptr};
   CHECK(bare_score(root).node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: convs back to back (depthwise, then pointwise) are one separable conv, before a norm or without one") {
+  Mod sep{"SeparableConv2d", {conv(), conv()}, nullptr};
+  SUBCASE("pre-activation blocks: norm, activation, separable conv, twice, then the add") {
+    Mod block{"PreActSepBlock", {bn(), relu_module(), sep, bn(), relu_module(), sep, op("aten::add")}, nullptr};
+    const AccuracyScore s = bare_score(model({block, block, block}));
+    CHECK(s.block_recall == doctest::Approx(1.0));
+    CHECK(s.node_precision == doctest::Approx(1.0));
+  }
+  SUBCASE("Xception's middle flow: activation, separable conv, norm, three times, then the add") {
+    Mod block{"XceptionBlock", {relu_module(), sep, bn(), relu_module(), sep, bn(), relu_module(), sep, bn(), op("aten::add")}, nullptr};
+    const AccuracyScore s = bare_score(model({block, block, block}));
+    // Every separable conv is found (18 of the 24 blocks); the blocks themselves are not: the
+    // ops cannot tell a ReLU that opens the next block from one that ends a conv's group.
+    CHECK(s.block_recall >= 18.0 / 24 - 1e-9);
+  }
+}
