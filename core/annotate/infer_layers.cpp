@@ -17,7 +17,9 @@
 //           absent, what each pre-norm half adds after its norm is the module it calls (an
 //           MLP; an attention with its output dropout);
 //           a run of blocks from one that changes the shape (a projection shortcut) to the
-//           next is a stage; a GNN's layers are the repetitions of its scatters instead;
+//           next is a stage, with the concatenations its loop makes; a block of another kind
+//           (a DenseNet's transition, a patch merging) stands between stages; a GNN's layers
+//           are the repetitions of its scatters instead;
 //           where no branches join (a U-Net, a VGG), the runs of units between resamplings
 //           whose kind recurs (double convs), else a run of units repeated back to back (one
 //           module called again: a siamese encoder);
@@ -237,7 +239,7 @@ struct Inference {
       for (size_t j = f; j < t; ++j) kids.push_back(els[j].node);
       block_nodes.push_back(make(block_name(els, f, t), parent, kids));
     }
-    stages(parent, layers, block_nodes, kinds);
+    stages(els, parent, layers, block_nodes, kinds);
     if (tuples.empty())
       for (auto [f, t] : layers) {
         residual_branch(els, f, t);
@@ -458,24 +460,71 @@ struct Inference {
     }
   }
 
-  // Consecutive blocks from one that differs from the common kind (it changes the shape: a
-  // projection shortcut) up to the next such one are a stage; only when there are several.
-  void stages(NodeId parent, const std::vector<std::pair<size_t, size_t>>& layers, const std::vector<NodeId>& nodes,
-              const std::vector<std::string>& sig) {
+  // Stages, where there are several: runs of blocks of the common kind. A block of another kind
+  // that holds the common kind's units in order (a downsampling block with its projection
+  // shortcut), or is that projection alone computed first, opens a stage; one that does not
+  // (a DenseNet's transition, a patch merging, a norm-first downsampling) stands between
+  // stages in none. Loose ops between a stage's blocks (a DenseNet loop's
+  // concatenations) are the stage's, and so are the same ops right after its last block.
+  void stages(const std::vector<Element>& els, NodeId parent, const std::vector<std::pair<size_t, size_t>>& layers,
+              const std::vector<NodeId>& nodes, const std::vector<std::string>& sig) {
     if (nodes.size() < 4) return;
     std::map<std::string, int> count;
     for (auto& s : sig) ++count[s];
     const std::string common = std::max_element(count.begin(), count.end(), [](auto& x, auto& y) { return x.second < y.second; })->first;
-    std::vector<size_t> starts;
+    auto holds_common = [&](const std::string& kind) {  // common's units, in order, within kind
+      size_t at = 0;
+      for (size_t from = 0; from < common.size();) {
+        const size_t end = common.find_first_of(",;", from);
+        const std::string unit = common.substr(from, end - from + 1);
+        at = kind.find(unit, at);
+        if (at == std::string::npos) return false;
+        at += unit.size();
+        from = end + 1;
+      }
+      return true;
+    };
+    auto units_between = [&](size_t from, size_t to) {
+      return std::any_of(els.begin() + long(from), els.begin() + long(to), [](const Element& e) { return e.unit; });
+    };
+    // A weight op and its norm right before a block is that block's projection shortcut,
+    // computed first: it opens the stage with it.
+    auto projection = [&](size_t k) {
+      const std::string& x = sig[k];
+      return k + 1 < nodes.size() && !units_between(layers[k].second, layers[k + 1].first) &&
+             (x.starts_with("conv,") || x.starts_with("linear,")) && std::count(x.begin(), x.end(), ',') == 2 && x.ends_with("norm,");
+    };
+    std::vector<uint8_t> between(nodes.size());
+    std::vector<std::pair<size_t, size_t>> runs;  // [first layer, last layer + 1)
     for (size_t k = 0; k < nodes.size(); ++k) {
-      bool contiguous = k > 0 && layers[k].first == layers[k - 1].second;
-      if (k == 0 || !contiguous || sig[k] != common) starts.push_back(k);
+      between[k] = sig[k] != common && !holds_common(sig[k]) && !projection(k);
+      const bool opens = k == 0 || (sig[k] != common && !between[k]) || units_between(layers[k - 1].second, layers[k].first) ||
+                         runs.empty() || runs.back().second != k;
+      if (between[k]) continue;
+      if (opens) runs.push_back({k, k + 1});
+      else runs.back().second = k + 1;
     }
-    if (starts.size() < 2 || starts.size() == nodes.size()) return;
-    starts.push_back(nodes.size());
-    for (size_t s = 0; s + 1 < starts.size(); ++s) {
-      if (starts[s + 1] - starts[s] < 2) continue;
-      std::vector<NodeId> kids(nodes.begin() + long(starts[s]), nodes.begin() + long(starts[s + 1]));
+    if (runs.size() < 2 || runs.size() == nodes.size()) return;
+    auto under = [&](NodeId n, NodeId p) {  // n's ancestor (or n) whose parent is p
+      while (b.parent[n] != p) n = b.parent[n];
+      return n;
+    };
+    for (auto [first, last] : runs) {
+      if (last - first < 2) continue;
+      std::set<std::string_view> joins;  // the loose ops between its blocks
+      for (size_t k = first + 1; k < last; ++k)
+        for (size_t j = layers[k - 1].second; j < layers[k].first; ++j) joins.insert(els[j].op);
+      // The same ops after its last block are its own, also where the block standing next
+      // took them (a DenseNet's last concatenation before the transition).
+      const size_t stop = last == nodes.size() ? els.size() : between[last] ? layers[last].second : layers[last].first;
+      size_t to = layers[last - 1].second;
+      while (to < stop && !els[to].unit && joins.contains(els[to].op)) ++to;
+      std::vector<NodeId> kids;
+      for (size_t j = layers[first].first; j < to; ++j) {
+        const bool taken = last < nodes.size() && j >= layers[last].first;  // from the block standing next
+        if (const NodeId n = taken ? els[j].node : under(els[j].node, parent); kids.empty() || kids.back() != n) kids.push_back(n);
+      }
+      if (last < nodes.size() && to > layers[last].first) b.begin[nodes[last]] = b.begin[under(els[to].node, nodes[last])];
       make(numbered("Stage"), parent, kids);
     }
   }
