@@ -81,6 +81,13 @@ struct UnitFinder {
         els.back().ops.push_back(ops[i]);
         continue;
       }
+      // An EmbeddingBag may copy its result once more (a copy_ right after its own op, inside
+      // the module): one op of the bag.
+      if (e.op == "aten::copy_" && !els.empty() && els.back().unit && els.back().op.find("embedding_bag") != std::string_view::npos &&
+          name_of(els.back().ops.back()) != "aten::copy_") {
+        els.back().ops.push_back(ops[i]);
+        continue;
+      }
       // An EmbeddingBag given a 2-D batch of bags makes their offsets (arange) and flattens the
       // ids itself.
       if (e.kind == "embedding" && e.op.find("embedding_bag") != std::string_view::npos) {

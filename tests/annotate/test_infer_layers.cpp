@@ -377,12 +377,13 @@ TEST_CASE("inferred layers: pre-activation blocks alternating with downsampling 
   }
 }
 
-TEST_CASE("inferred layers: an EmbeddingBag over a 2-D batch of bags makes its offsets and flattens its ids itself") {
+TEST_CASE("inferred layers: an EmbeddingBag over a 2-D batch of bags makes its offsets and flattens its ids itself; one may copy its result") {
   Mod bag = leaf("EmbeddingBag", {"aten::arange", "aten::reshape", "aten::embedding_bag"});
+  Mod copying = leaf("EmbeddingBag", {"aten::arange", "aten::reshape", "aten::embedding_bag", "aten::copy_"});
   Mod root{"Recommender", {}, nullptr};
   for (int f = 0; f < 4; ++f) {
     root.items.push_back(op("aten::select"));
-    root.items.push_back(bag);
+    root.items.push_back(f % 2 ? copying : bag);
   }
   for (Mod m : {op("aten::stack"), op("aten::view"), linear(), leaf("ReLU", {"aten::relu"}), linear()}) root.items.push_back(m);
   BareRun r = bare_run(root);
@@ -397,7 +398,7 @@ TEST_CASE("inferred layers: an EmbeddingBag over a 2-D batch of bags makes its o
     ++bag_ops;
     CHECK_MESSAGE(line.find("/Embedding ") != std::string::npos, line);
   }
-  CHECK(bag_ops == 4 * 3);
+  CHECK(bag_ops == 4 * 3 + 2);
 }
 
 TEST_CASE("inferred layers: the first of a run of one-unit blocks (DCN's cross layers) is cut from what came before it") {
