@@ -326,6 +326,9 @@ struct Inference {
     if (mixture_of_experts(els, from, end) || experts_only) return;
     auto random_mask = [&](const Element& e) { return e.unit && e.role == Role::Dropout && e.op.starts_with("aten::bernoulli"); };
     while (end > from && (random_mask(els[end - 1]) || !els[end - 1].unit)) --end;
+    // A norm of the branch's output right before it joins (Swin V2's res-post-norm, a sandwich
+    // norm) is the layer's, as the norm opening a pre-norm half is.
+    if (end > from && els[end - 1].unit && els[end - 1].role == Role::Norm) --end;
     size_t units = 0;
     bool attention = false;
     std::vector<NodeId> kids;
@@ -487,12 +490,10 @@ struct Inference {
     auto units_between = [&](size_t from, size_t to) {
       return std::any_of(els.begin() + long(from), els.begin() + long(to), [](const Element& e) { return e.unit; });
     };
-    // A weight op and its norm right before a block is that block's projection shortcut,
+    // A conv and its BatchNorm right before a block is that block's projection shortcut,
     // computed first: it opens the stage with it.
     auto projection = [&](size_t k) {
-      const std::string& x = sig[k];
-      return k + 1 < nodes.size() && !units_between(layers[k].second, layers[k + 1].first) &&
-             (x.starts_with("conv,") || x.starts_with("linear,")) && std::count(x.begin(), x.end(), ',') == 2 && x.ends_with("norm,");
+      return k + 1 < nodes.size() && !units_between(layers[k].second, layers[k + 1].first) && sig[k] == "conv,batch_norm,";
     };
     std::vector<uint8_t> between(nodes.size());
     std::vector<std::pair<size_t, size_t>> runs;  // [first layer, last layer + 1)

@@ -684,3 +684,13 @@ TEST_CASE("inferred layers: convs back to back (depthwise, then pointwise) are o
     CHECK(s.block_recall >= 18.0 / 24 - 1e-9);
   }
 }
+
+TEST_CASE("inferred layers: a norm of the branch's output before it joins (Swin V2's res-post-norm) is the layer's, not the MLP's") {
+  Mod merge{"PatchMerging", {op("aten::slice"), op("aten::slice"), op("aten::cat"), linear(), layer_norm()}, nullptr};
+  Mod b{"SwinBlockV2", {hand_attention(), layer_norm(), op("aten::add"), mlp(), layer_norm(), op("aten::add")}, nullptr};
+  Mod root{"SwinV2", {conv(), leaf("Permute", {"aten::permute"}), layer_norm(), b, b, merge, b, b, merge, b, b, layer_norm(), linear()}, nullptr};
+  BareRun r = bare_run(root);
+  for (int k = 1; k <= 6; ++k) CHECK(has_layer(r.annotation.tree, "MLP " + std::to_string(k) + ": Linear + GELU + Dropout + Linear + Dropout"));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall >= 0.65);
+}
