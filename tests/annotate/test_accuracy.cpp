@@ -342,6 +342,41 @@ TEST_CASE("corpus truth: resnet18's module calls and blocks, with and without ca
   CHECK(score_against(*bare0.model, annotate(*bare0.model), g0).leaf_ops_unmatched == 0);
 }
 
+TEST_CASE("every corpus model annotated bare gives a well-formed tree") {
+  // The inference's rewrites (stages taking a concatenation from the block after them, blocks
+  // made from repeats) must leave every node inside its parent.
+  for (const char* corpus : {"../corpus-cpu", "../corpus-cpu-modern", "../corpus-cpu-heldout"}) {
+    const std::string dir = torch2_trace(corpus);
+    if (!exists(dir + "/manifest.json")) continue;
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    REQUIRE_FALSE(parser.load(dir + "/manifest.json").get(doc));
+    for (simdjson::dom::element mo : doc["models"].get_array()) {
+      const std::string file = dir + "/" + std::string(std::string_view(mo["file"].get_string()));
+      CAPTURE(file);
+      auto full = load(file);
+      LoadResult bare = load_trace_bytes("bare", strip_events(*full, kStripTruthRanges));
+      REQUIRE(bare.model);
+      const Annotation a = annotate(*bare.model);
+      check_tree(a.tree);
+      // In a forward, each layer lies inside its parent and apart from its siblings.
+      std::map<NodeId, std::vector<NodeId>> kids;
+      for (NodeId i = 1; i < a.tree.size(); ++i) {
+        const NodeId p = a.tree.parent[i];
+        if (a.tree.kind[i] != NodeKind::Layer || a.tree.phase[i] != PhaseKind::Forward) continue;
+        kids[p].push_back(i);
+        if (a.tree.kind[p] != NodeKind::Layer) continue;
+        CHECK(a.tree.begin[i] >= a.tree.begin[p]);
+        CHECK(a.tree.end[i] <= a.tree.end[p]);
+      }
+      for (auto& [p, k] : kids) {
+        std::sort(k.begin(), k.end(), [&](NodeId x, NodeId y) { return a.tree.begin[x] < a.tree.begin[y]; });
+        for (size_t j = 1; j < k.size(); ++j) CHECK(a.tree.begin[k[j]] >= a.tree.end[k[j - 1]]);
+      }
+    }
+  }
+}
+
 TEST_CASE("hotline accuracy: hid= annotations stripped and visible") {
   struct Case { const char* file; double phase, f1; };
   // Measured (stripped): phases 99.98% / 99.88% / 100.00%; kernel F1 81.1% / 59.8% / 55.3%.
