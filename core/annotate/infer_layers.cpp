@@ -415,20 +415,30 @@ struct Inference {
   // normalises before its weights (pre-activation: its residual adds follow a weight op):
   // there a norm opens the next group rather than closing the one before.
   // Convs back to back with nothing between (a depthwise conv, then a pointwise one) are one
-  // factorised conv: a separable conv module. Returns, per element, the layer made around it.
+  // factorised conv: a separable conv module. Without shapes a pair right before a residual
+  // add may as well be a branch's last conv and the shortcut's projection (a diffusion
+  // ResBlock's): only a model with such a pair before a norm or an activation somewhere uses
+  // separable convs. Returns, per element, the layer made around it.
   std::vector<NodeId> factorised_convs(const std::vector<Element>& els) {
     std::vector<NodeId> around(els.size(), kNoNode);
     auto conv = [&](size_t j) { return els[j].unit && els[j].role == Role::Weight && els[j].inner.empty() && els[j].kind == "conv"; };
-    for (size_t j = 0; j + 1 < els.size(); ++j) {
+    std::vector<Span> runs;
+    bool separable = false;
+    for (size_t j = 0; j < els.size(); ++j) {
       size_t end = j;
       while (end < els.size() && conv(end) && b.parent[els[end].node] == b.parent[els[j].node]) ++end;
       if (end - j >= 2) {
-        std::vector<NodeId> kids;
-        for (size_t k = j; k < end; ++k) kids.push_back(els[k].node);
-        const NodeId id = make(numbered("Separable conv") + ": " + std::to_string(end - j) + " Conv", b.parent[kids.front()], kids);
-        for (size_t k = j; k < end; ++k) around[k] = id;
+        runs.push_back({j, end});
+        separable |= end < els.size() && els[end].unit && (els[end].role == Role::Norm || els[end].role == Role::Activation);
       }
-      j = std::max(j, end == j ? j : end - 1);
+      j = std::max(j, end) - (end > j ? 1 : 0);
+    }
+    if (!separable) return around;
+    for (auto [from, to] : runs) {
+      std::vector<NodeId> kids;
+      for (size_t k = from; k < to; ++k) kids.push_back(els[k].node);
+      const NodeId id = make(numbered("Separable conv") + ": " + std::to_string(to - from) + " Conv", b.parent[kids.front()], kids);
+      for (size_t k = from; k < to; ++k) around[k] = id;
     }
     return around;
   }

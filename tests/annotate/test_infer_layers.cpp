@@ -465,6 +465,8 @@ TEST_CASE("inferred layers: a diffusion UNet's ResBlocks open at their norm, add
   const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.block_recall == doctest::Approx(1.0));
   CHECK(has_layer(r.annotation.tree, "Attention 1"));
+  // The branch's last conv and the shortcut's projection, back to back, are no separable conv.
+  for (NodeId i = 0; i < r.annotation.tree.size(); ++i) CHECK_FALSE(r.annotation.tree.name_of(i).starts_with("Separable conv"));
 }
 
 TEST_CASE("inferred layers: parallel attention and MLP sharing one norm (GPT-J, NeoX): the MLP is a module too") {
