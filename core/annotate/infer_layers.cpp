@@ -246,12 +246,16 @@ struct Inference {
         split_branch(els, f, t);
       }
     else {
-      // nn.TransformerEncoderLayer computes its feed-forward inline; a routed half is a module
-      // whatever the attention.
-      const bool inline_halves =
-          std::any_of(els.begin(), els.end(), [](const Element& e) { return e.kind == "attention" && e.one_module; });
-      for (auto [from, to] : tupled)
-        for (size_t k = from; k < to; ++k) sublayer(els, blocks[k].first, blocks[k].second, k > from, inline_halves);
+      // nn.TransformerEncoderLayer and DecoderLayer compute their feed-forward inline: a layer
+      // on nn.MultiheadAttention whose halves are attention but one. A layer with more halves
+      // of other kinds (a Conformer's feed-forwards and convolution module) calls them as
+      // modules, and a routed half is a module whatever the attention.
+      const bool on_mha = std::any_of(els.begin(), els.end(), [](const Element& e) { return e.kind == "attention" && e.one_module; });
+      for (auto [from, to] : tupled) {
+        size_t other = 0;
+        for (size_t k = from; k < to; ++k) other += sig[k].find("attention") == std::string::npos;
+        for (size_t k = from; k < to; ++k) sublayer(els, blocks[k].first, blocks[k].second, k > from, on_mha && other <= 1);
+      }
     }
     if (outputs)
       for (auto [from, to] : tupled) output_module(els, blocks[from].first, blocks[to - 1].second);
@@ -315,12 +319,15 @@ struct Inference {
     if (from == t) return;
     // A BatchNorm first is a pre-activation conv block's, which computes its residual function
     // inline (PreAct ResNet): no sublayer module.
-    if (els[from].role == Role::Norm && els[from].kind != "batch_norm") ++from;
+    const bool own_norm = els[from].role == Role::Norm && els[from].kind != "batch_norm";
+    if (own_norm) ++from;
     else if (!shares_norm || els[from].role == Role::Norm) return;
     auto loose_shape = [&](size_t j) { return !els[j].unit && els[j].role == Role::Shape; };
     while (from < t && loose_shape(from)) ++from;
     size_t end = t;
     while (end > from && loose_shape(end - 1)) --end;
+    // A pre-norm layer's final norm after its last half's add (a Conformer's) is the layer's.
+    if (own_norm && end > from + 1 && els[end - 1].unit && els[end - 1].role == Role::Norm && !els[end - 2].unit && els[end - 2].role == Role::Add) --end;
     if (end == from || els[end - 1].unit || els[end - 1].role != Role::Add) return;
     --end;
     if (mixture_of_experts(els, from, end) || experts_only) return;
@@ -330,7 +337,7 @@ struct Inference {
     // norm) is the layer's, as the norm opening a pre-norm half is.
     if (end > from && els[end - 1].unit && els[end - 1].role == Role::Norm) --end;
     size_t units = 0;
-    bool attention = false;
+    bool attention = false, conv = false;
     std::vector<NodeId> kids;
     std::string name;
     for (size_t j = from; j < end; ++j) {
@@ -338,6 +345,7 @@ struct Inference {
       kids.push_back(els[j].node);
       if (!els[j].unit) continue;
       attention |= els[j].kind == "attention";
+      conv |= els[j].kind == "conv";
       name += (units++ ? " + " : "") + readable(els[j]);
     }
     if (units < 2) return;
@@ -349,7 +357,7 @@ struct Inference {
       b.widen(a, b.begin[d], b.end[d]);
       return;
     }
-    make(numbered(attention ? "Attention sublayer" : "MLP") + ": " + name, b.parent[kids.front()], kids);
+    make(numbered(attention ? "Attention sublayer" : conv ? "Conv module" : "MLP") + ": " + name, b.parent[kids.front()], kids);
   }
 
   // A gated MLP (SwiGLU, GeGLU) multiplies its two branches before its down-projection: that

@@ -342,6 +342,20 @@ TEST_CASE("corpus truth: resnet18's module calls and blocks, with and without ca
   CHECK(score_against(*bare0.model, annotate(*bare0.model), g0).leaf_ops_unmatched == 0);
 }
 
+TEST_CASE("torch 2's post-norm nn.TransformerEncoderLayer annotated bare: the layers and nothing inside them that is no module") {
+  // Its feed-forward is inline: a half's add and norm closing it are no MLP module's end.
+  const std::string p = torch2_trace("transformer-train-h100.pt.trace.json.gz");
+  STRATA_SKIP_UNLESS(exists(p), "tests/data/torch2 is not here");
+  auto full = load(p);
+  const GroundTruth truth = ground_truth(*full);
+  REQUIRE(truth.present());
+  LoadResult bare = load_trace_bytes("bare", strip_events(*full, kStripTruthRanges | kStripModules | kStripStacks));
+  REQUIRE(bare.model);
+  const AccuracyScore s = score_against(*bare.model, annotate(*bare.model), truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
+
 TEST_CASE("every corpus model annotated bare gives a well-formed tree") {
   // The inference's rewrites (stages taking a concatenation from the block after them, blocks
   // made from repeats) must leave every node inside its parent.

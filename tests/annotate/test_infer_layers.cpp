@@ -522,7 +522,7 @@ TEST_CASE("inferred layers: the view LayerNorm returns its output through (torch
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
 
-TEST_CASE("inferred layers: a Conformer layer is its four halves and its final norm, starting with the first feed-forward") {
+TEST_CASE("inferred layers: a Conformer layer is its four halves and its final norm, starting with the first feed-forward; its feed-forwards and conv module are modules") {
   Mod ffn{"FeedForward", {layer_norm(), linear(), leaf("SiLU", {"aten::silu"}), dropout(), linear(), dropout()}, nullptr};
   Mod mha{"MultiheadAttention",
           {op("aten::linear"), op("aten::chunk"), op("aten::view"), op("aten::transpose"), op("aten::bmm"), op("aten::softmax"),
@@ -543,6 +543,11 @@ TEST_CASE("inferred layers: a Conformer layer is its four halves and its final n
   root.items.push_back(linear());
   BareRun r = bare_run(root);
   CHECK(has_layer(r.annotation.tree, "GLU 1"));
+  // Its halves other than the attention are modules (a layer on nn.MultiheadAttention with
+  // more than one half of another kind is no nn.TransformerEncoderLayer), the last one too,
+  // before the layer's final norm.
+  CHECK(has_layer(r.annotation.tree, "MLP 6: Linear + SiLU + Dropout + Linear + Dropout"));
+  CHECK(has_layer(r.annotation.tree, "Conv module 3: Conv + GLU + Conv + BatchNorm + SiLU + Conv + Dropout"));
   // Each layer found with exactly its ops: from its first feed-forward's norm to its final norm.
   const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.node_precision == doctest::Approx(1.0));
