@@ -274,6 +274,10 @@ struct Inference {
     while (end > f && ((els[end - 1].unit && els[end - 1].role == Role::Dropout) ||
                        (!els[end - 1].unit && els[end - 1].role != Role::Shape)))
       --end;
+    // A conv and its BatchNorm that another conv follows at once is the projection shortcut,
+    // computed first (an activation would follow a conv of F): F starts after it.
+    auto is = [&](size_t j, std::string_view kind) { return j < end && els[j].unit && els[j].kind == kind; };
+    if (is(f, "conv") && is(f + 1, "batch_norm") && is(f + 2, "conv")) f += 2;
     // Ops of the block's own in F (a product, a matmul) say F is computed inline, not a module.
     size_t units = 0;
     for (size_t j = f; j < end; ++j) {
