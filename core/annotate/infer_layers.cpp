@@ -11,7 +11,9 @@
 //           convs back to back with nothing between, one separable conv (depthwise, pointwise);
 //   blocks  what a residual connection closes: the ops from where the block's input was made
 //           to the add that joins it back (with the activation or, post-norm, the norm that
-//           follows the add), and inside it the residual function when that is units only;
+//           follows the add), and inside it the residual function when that is units only,
+//           or a ShuffleNet unit's branches (the one split off; in a downsampling unit, the
+//           run of that kind before the concatenation and the run before it);
 //           blocks of one kind that alternate with another (attention, MLP) pair into a layer
 //           wherever they follow each other, and, where attention is written by hand or
 //           absent, what each pre-norm half adds after its norm is the module it calls (an
@@ -45,6 +47,7 @@ struct Inference {
   Context& c;
   TreeBuilder& b;
   std::map<std::string, uint32_t> counters;  // per readable kind: how many named so far
+  std::set<std::string> branch_kinds;         // kinds of the branches split blocks made
 
   std::vector<Element> units(const std::vector<NodeId>& ops) { return leaf_units(c, b, ops); }
 
@@ -240,11 +243,13 @@ struct Inference {
       block_nodes.push_back(make(block_name(els, f, t), parent, kids));
     }
     stages(els, parent, layers, block_nodes, kinds);
-    if (tuples.empty())
+    if (tuples.empty()) {
       for (auto [f, t] : layers) {
         residual_branch(els, f, t);
         split_branch(els, f, t);
       }
+      for (auto [f, t] : layers) parallel_branches(els, f, t);
+    }
     else {
       // nn.TransformerEncoderLayer and DecoderLayer compute their feed-forward inline: a layer
       // on nn.MultiheadAttention whose halves are attention but one. A layer with more halves
@@ -305,7 +310,37 @@ struct Inference {
       kids.push_back(els[j].node);
       units += els[j].unit;
     }
-    if (units >= 2) make(numbered("Branch"), b.parent[kids.front()], kids);
+    if (units < 2) return;
+    make(numbered("Branch"), b.parent[kids.front()], kids);
+    branch_kinds.insert(signature(els, from + 1, end));
+  }
+
+  // A block that concatenates two branches both taking its input (ShuffleNet's downsampling
+  // unit): where the run right before the concatenation is of a kind seen as a branch (split
+  // off in the other blocks), it is a branch, and the run before it, from the block's first
+  // unit, is the other one.
+  void parallel_branches(const std::vector<Element>& els, size_t f, size_t t) {
+    size_t merge = t;
+    while (merge > f && !(!els[merge - 1].unit && els[merge - 1].role == Role::Merge)) --merge;
+    if (merge == f || branch_kinds.empty()) return;
+    const size_t end = merge - 1;
+    size_t first = f;
+    while (first < end && !els[first].unit) ++first;
+    for (size_t j = f; j < end; ++j)
+      if (!els[j].unit && (els[j].role != Role::Shape || is_split(els[j].op))) return;  // a split block, or computation of its own
+    for (size_t at = end; at-- > first + 1;) {
+      if (!els[at].unit || !branch_kinds.contains(signature(els, at, end))) continue;
+      for (auto [from, to] : {std::pair{first, at}, std::pair{at, end}}) {
+        std::vector<NodeId> kids;
+        size_t units = 0;
+        for (size_t j = from; j < to; ++j) {
+          kids.push_back(els[j].node);
+          units += els[j].unit;
+        }
+        if (units >= 2) make(numbered("Branch"), b.parent[kids.front()], kids);
+      }
+      return;
+    }
   }
 
   // A pre-norm half of a transformer layer, x + F(norm(x)): F, from after the norm to the add,
@@ -581,7 +616,7 @@ std::string readable_unit(std::string_view kind, std::string_view op) {
 }
 
 std::vector<InferredUnit> infer_units(Context& c, TreeBuilder& b, NodeId parent, const std::vector<NodeId>& ops) {
-  Inference inference{c, b, {}};
+  Inference inference{c, b, {}, {}};
   std::vector<Element> els = inference.units(ops);
   inference.place_units(els, parent);
   std::vector<InferredUnit> out;
@@ -597,7 +632,7 @@ std::vector<InferredUnit> infer_units(Context& c, TreeBuilder& b, NodeId parent,
 }
 
 void infer_layers(Context& c, TreeBuilder& b, NodeId parent, const std::vector<NodeId>& ops, bool model_root) {
-  Inference inference{c, b, {}};
+  Inference inference{c, b, {}, {}};
   inference.run(parent, ops, model_root);
 }
 
