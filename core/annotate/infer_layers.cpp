@@ -19,7 +19,8 @@
 //           absent, what each pre-norm half adds after its norm is the module it calls (an
 //           MLP; an attention with its output dropout);
 //           a run of blocks from one that changes the shape (a projection shortcut) to the
-//           next is a stage, with the concatenations its loop makes; a block of another kind
+//           next is a stage (so is one from a block that adds nothing back: the first of a
+//           MobileNet stack), with the concatenations its loop makes; a block of another kind
 //           (a DenseNet's transition, a patch merging) stands between stages; a GNN's layers
 //           are the repetitions of its scatters instead;
 //           where no branches join (a U-Net, a VGG), the runs of units between resamplings
@@ -552,12 +553,19 @@ struct Inference {
     auto projection = [&](size_t k) {
       return k + 1 < nodes.size() && !units_between(layers[k].second, layers[k + 1].first) && sig[k] == "conv,batch_norm,";
     };
+    // A block of the common kind that adds nothing back (it changes the shape: MobileNet's
+    // and MnasNet's first block of a stack) opens a stage too, where the others do.
+    std::vector<uint8_t> adds_back(nodes.size());
+    for (size_t k = 0; k < nodes.size(); ++k)
+      adds_back[k] = std::any_of(els.begin() + long(layers[k].first), els.begin() + long(layers[k].second),
+                             [](const Element& e) { return !e.unit && (e.role == Role::Add || e.role == Role::Merge); });
+    const bool mostly_join = 2 * size_t(std::count(adds_back.begin(), adds_back.end(), 1)) > nodes.size();
     std::vector<uint8_t> between(nodes.size());
     std::vector<std::pair<size_t, size_t>> runs;  // [first layer, last layer + 1)
     for (size_t k = 0; k < nodes.size(); ++k) {
       between[k] = sig[k] != common && !holds_common(sig[k]) && !projection(k);
-      const bool opens = k == 0 || (sig[k] != common && !between[k]) || units_between(layers[k - 1].second, layers[k].first) ||
-                         runs.empty() || runs.back().second != k;
+      const bool opens = k == 0 || (sig[k] != common && !between[k]) || (mostly_join && !adds_back[k]) ||
+                         units_between(layers[k - 1].second, layers[k].first) || runs.empty() || runs.back().second != k;
       if (between[k]) continue;
       if (opens) runs.push_back({k, k + 1});
       else runs.back().second = k + 1;

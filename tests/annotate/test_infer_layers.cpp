@@ -703,3 +703,20 @@ TEST_CASE("inferred layers: a norm of the branch's output before it joins (Swin 
   const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.block_recall >= 0.65);
 }
+
+TEST_CASE("inferred layers: a block that adds nothing back (the first of a MobileNet or MnasNet stack) opens a stage") {
+  auto ir = [](bool residual) {
+    Mod m{"InvertedResidual", {conv(), bn(), relu_module(), conv(), bn(), relu_module(), conv(), bn()}, nullptr};
+    if (residual) m.items.push_back(op("aten::add"));
+    return m;
+  };
+  Mod stack{"Sequential", {ir(false), ir(true), ir(true)}, nullptr};
+  Mod root{"MNASNet", {conv(), bn(), relu_module(), stack, stack, stack, leaf("AdaptiveAvgPool2d", {"aten::adaptive_avg_pool2d"}),
+                       op("aten::flatten"), linear()},
+           nullptr};
+  BareRun r = bare_run(root);
+  CHECK(has_layer(r.annotation.tree, "Stage 3"));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // each stack and each residual block
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
