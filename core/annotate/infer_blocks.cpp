@@ -127,6 +127,15 @@ bool upsamples(const Element& e) {
 }
 
 std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm) {
+  // Post-norm where most adds are followed by a norm (BERT's); elsewhere a norm right after
+  // an add is the next thing's (a ConvNeXt stage's last block, then the downsampling's norm).
+  size_t adds = 0, normed = 0;
+  for (size_t j = 0; j + 1 < els.size(); ++j)
+    if (!els[j].unit && els[j].role == Role::Add) {
+      ++adds;
+      normed += els[j + 1].unit && els[j + 1].role == Role::Norm;
+    }
+  const bool post_norm = !pre_norm && 2 * normed > adds;
   std::vector<Span> out;
   size_t start = 0, weights = 0;
   for (size_t j = 0; j < els.size(); ++j) {
@@ -170,7 +179,7 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
     if (merge && next < els.size() && els[next].unit && els[next].op.ends_with("_cell")) continue;
     size_t end = j + 1;
     if (merge) end = next;  // the branches' join is reshaped in the block (ShuffleNet's channel shuffle)
-    else if (end < els.size() && els[end].unit && (els[end].role == Role::Activation || (els[end].role == Role::Norm && !pre_norm)))
+    else if (end < els.size() && els[end].unit && (els[end].role == Role::Activation || (els[end].role == Role::Norm && post_norm)))
       ++end;
     else if (end + 1 < els.size() && els[end].unit && els[end].role == Role::Norm && els[end + 1].unit && els[end + 1].role == Role::Norm)
       ++end;  // two norms back to back: the first ends the layer (a Conformer block's final norm)

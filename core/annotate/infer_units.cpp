@@ -177,7 +177,8 @@ struct UnitFinder {
       } else {
         return {};
       }
-      if (name(j) == "add") ++j;  // epsilon
+      if (centred && name(j) == "sub") ++j;  // x - mean again, before the epsilon's sum
+      if (name(j) == "add") ++j;              // epsilon
       std::string_view apply;
       if (name(j) == "rsqrt") apply = "mul", ++j;
       else if (name(j) == "sqrt") apply = "div", j += name(j + 1) == "add" ? 2 : 1;
@@ -188,8 +189,8 @@ struct UnitFinder {
       j = k;
       while (cast(j)) ++j;
       if (!centred && name(j) == "add" && name(j + 1) == "mul") j += 2;  // scaled by (1 + weight): Gemma's
-      else if (size_t w = through(j, "mul", 4)) j = w;                   // the scale (weight[:, None, None])
-      if (size_t bias = through(j, "add", 4); centred && bias) j = bias;
+      else if (size_t w = through(j, "mul", 6)) j = w;                   // the scale (weight[:, None, None]: its views)
+      if (size_t bias = through(j, "add", 6); centred && bias) j = bias;
       while (cast(j)) ++j;  // back to the input's dtype
       return {j, centred};
     };

@@ -339,6 +339,31 @@ TEST_CASE("inferred layers: a LayerNorm written by hand (centred, then scaled an
   CHECK(s.block_recall == doctest::Approx(1.0));
 }
 
+TEST_CASE("inferred layers: ConvNeXt's downsampling with a LayerNorm written by hand: the norm after a stage's last add is the downsampling's") {
+  // (x - u) computed again before the epsilon's sum, and the weight's and bias's [:, None, None]
+  // as torch 1.13 records them; the norm right after a block's add opens the downsampling (a
+  // norm after an add is post-norm only where most adds have one).
+  Mod ln_cf = leaf("LayerNorm", {"aten::mean", "aten::sub", "aten::pow", "aten::mean", "aten::sub", "aten::add", "aten::sqrt", "aten::div",
+                                 "aten::slice", "aten::unsqueeze", "aten::unsqueeze", "aten::as_strided", "aten::mul", "aten::slice",
+                                 "aten::as_strided", "aten::unsqueeze", "aten::unsqueeze", "aten::as_strided", "aten::add"});
+  Mod block{"Block",
+            {conv(), op("aten::permute"), layer_norm(), linear(), leaf("GELU", {"aten::gelu"}), linear(), op("aten::mul"), op("aten::permute"),
+             op("aten::add")},
+            nullptr};
+  Mod down{"Sequential", {ln_cf, conv()}, nullptr};
+  Mod stage1{"Sequential", {block}, nullptr}, stage3{"Sequential", {block, block, block}, nullptr};
+  Mod root{"ConvNeXt",
+           {Mod{"Sequential", {conv(), ln_cf}, nullptr}, stage1, down, stage1, down, stage3, down, stage1, op("aten::mean"), layer_norm(),
+            linear()},
+           nullptr};
+  BareRun r = bare_run(root);
+  CHECK(has_layer(r.annotation.tree, "LayerNorm 11"));  // four written by hand, six in the blocks, the head's
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
+
 TEST_CASE("inferred layers: a sparse MoE with a gated shared expert: gated experts whole, the shared one an expert, one join") {
   // Qwen-MoE's block: router softmax and top-k, each expert a SwiGLU between a gather and an
   // index_add_, then the shared expert scaled by a sigmoid gate and summed with the routed
