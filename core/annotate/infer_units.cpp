@@ -31,7 +31,8 @@ Role role_of(std::string_view full) {
   if (in(n, {"view", "reshape", "transpose", "t", "permute", "contiguous", "as_strided", "expand", "expand_as", "unsqueeze",
              "squeeze", "flatten", "chunk", "split", "split_with_sizes", "unbind", "select", "slice", "narrow", "unflatten",
              "view_as", "clone", "detach", "alias", "to", "_to_copy", "type_as", "movedim", "swapaxes", "copy",
-             "_unsafe_view", "unsafe_split", "unsafe_chunk", "repeat", "roll", "pad", "constant_pad_nd"}))
+             "_unsafe_view", "unsafe_split", "unsafe_chunk", "repeat", "roll", "pad", "constant_pad_nd", "resolve_conj",
+             "resolve_neg"}))
     return Role::Shape;
   if (in(n, {"add", "sub"})) return Role::Add;
   if (in(n, {"cat", "concat", "stack", "_cat"})) return Role::Merge;
@@ -338,23 +339,35 @@ struct UnitFinder {
   }
 
   // What the first attention has before its projections that the others do not was computed
-  // once before it (a mask for all layers), not by it: it goes back out.
+  // once before it (a mask for all layers), not by it: it goes back out. Where the others'
+  // leads compute nothing (views only, one more or less as the profiler records them), the
+  // first's goes out up to its last op that computes; else what it has more than they do.
   static void first_attention(std::vector<Element>& els) {
     size_t first = SIZE_MAX, least = SIZE_MAX;
+    bool others_compute = false;
+    auto computes = [](const Element& e) { return !e.unit && e.role != Role::Shape; };
     for (size_t j = 0; j < els.size(); ++j)
       if (els[j].unit && els[j].kind == "attention") {
-        if (first == SIZE_MAX) first = j;
-        else least = std::min(least, els[j].lead);
+        if (first == SIZE_MAX) {
+          first = j;
+          continue;
+        }
+        least = std::min(least, els[j].lead);
+        for (size_t k = 0; k < els[j].lead; ++k) others_compute |= computes(els[j].inner[k]);
       }
-    if (first == SIZE_MAX || least == SIZE_MAX || els[first].lead <= least) return;
+    if (first == SIZE_MAX || least == SIZE_MAX) return;
     Element& a = els[first];
-    const size_t extra = a.lead - least;
+    size_t extra = a.lead > least ? a.lead - least : 0;
+    if (!others_compute)
+      for (size_t k = 0; k < a.lead; ++k)
+        if (computes(a.inner[k])) extra = std::max(extra, k + 1);
+    if (extra == 0) return;
     std::vector<Element> out(std::make_move_iterator(a.inner.begin()), std::make_move_iterator(a.inner.begin() + long(extra)));
     a.inner.erase(a.inner.begin(), a.inner.begin() + long(extra));
     size_t moved = 0;
     for (const Element& e : out) moved += e.ops.size();
     a.ops.erase(a.ops.begin(), a.ops.begin() + long(moved));
-    a.lead = least;
+    a.lead -= extra;
     els.insert(els.begin() + long(first), std::make_move_iterator(out.begin()), std::make_move_iterator(out.end()));
   }
 };

@@ -745,3 +745,30 @@ TEST_CASE("inferred layers: a block that adds nothing back (the first of a Mobil
   CHECK(s.block_recall == doctest::Approx(1.0));  // each stack and each residual block
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a causal mask built before the first layer is not its attention's, even where later leads hold a view more") {
+  // nn.TransformerDecoder's layers on nn.MultiheadAttention (batch first: a transpose leads each
+  // attention); torch.triu(torch.full(...)) made by the model first; the profiler records an
+  // as_strided more before the later attentions.
+  auto mha = [](bool extra_view) {
+    Mod m{"MultiheadAttention", {}, nullptr};
+    if (extra_view) m.items.push_back(op("aten::as_strided"));
+    for (const char* o : {"aten::transpose", "aten::linear", "aten::chunk", "aten::view", "aten::transpose", "aten::baddbmm",
+                          "aten::softmax", "aten::dropout", "aten::bmm", "aten::transpose", "aten::view", "aten::linear", "aten::view"})
+      m.items.push_back(op(o));
+    return m;
+  };
+  auto layer = [&](bool extra_view) {
+    return Mod{"TransformerEncoderLayer",
+               {mha(extra_view), dropout(), op("aten::add"), layer_norm(), linear(), op("aten::relu"), dropout(), linear(), dropout(),
+                op("aten::add"), layer_norm()},
+               nullptr};
+  };
+  Mod root{"Decoder",
+           {leaf("Embedding", {"aten::embedding"}), op("aten::add"), op("aten::full"), op("aten::triu"), layer(false), layer(true),
+            layer(true), linear()},
+           nullptr};
+  BareRun r = bare_run(root);
+  for (NodeId n = 0; n < r.annotation.tree.size(); ++n)
+    if (r.annotation.tree.name_of(n) == "aten::triu") CHECK(r.annotation.tree.name_of(r.annotation.tree.parent[n]) == "Model");
+}
