@@ -127,6 +127,7 @@ std::string_view op_kind(std::string_view n) {
   if (has("relu") || has("threshold") || has("gelu") || has("silu") || has("sigmoid") || has("tanh") ||
       has("hardtanh") || has("elu") || has("glu") || has("hardswish") || has("mish") || has("softplus"))
     return "activation";
+  if (has("upsample") || has("interpolate")) return "upsample";  // upsample_bilinear2d is no linear
   if (has("baddbmm") || has("bmm")) return "bmm";
   if (has("addmm") || has("linear") || has("matmul") || s == "mm" || s == "Mm" || has("einsum")) return "linear";
   if (s == "t" || s == "T" || has("transpose") || has("permute") || has("view") || has("reshape") || has("expand") ||

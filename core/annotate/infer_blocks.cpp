@@ -167,11 +167,14 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
       continue;
     }
     if (merge && weights < 2) continue;  // one branch: a concatenation inside a block
-    // A concatenation right after an upsampling (past a padding) takes a skip from the encoder
-    // (a U-Net's decoder): the map it joins was made long before, no branch of a block.
+    // A concatenation after an upsampling, with no pooling or other join since (past the
+    // upsampled map's conv, a padding, a gate on the skip), takes a skip from the encoder (a
+    // U-Net's decoder): the map it joins was made long before, no branch of a block.
     if (merge) {
       size_t k = j;
-      while (k > 0 && !els[k - 1].unit) --k;
+      while (k > 0 && !upsamples(els[k - 1]) && !(els[k - 1].unit && els[k - 1].role == Role::Pool) &&
+             !(!els[k - 1].unit && (els[k - 1].role == Role::Merge || els[k - 1].role == Role::Add)))
+        --k;
       if (k > 0 && upsamples(els[k - 1])) continue;
     }
     // A concatenation an RNN cell takes at once is that step's input (a decoder unrolled in
@@ -209,7 +212,10 @@ size_t computing_weights(const std::vector<Element>& els, size_t from, size_t to
 }  // namespace
 
 std::vector<Span> plain_blocks(const std::vector<Element>& els) {
-  auto cut = [&](const Element& e) { return (e.unit && e.role == Role::Pool) || upsamples(e) || (!e.unit && e.role == Role::Merge); };
+  // A gate on a skip (Attention U-Net's) is a module of its own between the runs too.
+  auto cut = [&](const Element& e) {
+    return (e.unit && (e.role == Role::Pool || e.kind == "attention_gate")) || upsamples(e) || (!e.unit && e.role == Role::Merge);
+  };
   std::vector<Span> runs;
   for (size_t j = 0; j < els.size();) {
     while (j < els.size() && (cut(els[j]) || !els[j].unit)) ++j;

@@ -7,7 +7,9 @@
 //           attention as one unit from its in-projection through the scores, softmax and
 //           weighted sum to its out-projection (separate q/k/v projections are child units of
 //           it, a packed one is part of it);
-//   groups  a weight op with the norm and in-place activation that follow it (ConvNormActivation);
+//           gates: squeeze and excitation, an additive attention gate on a U-Net's skip;
+//   groups  a weight op with the norm and in-place activation that follow it (ConvNormActivation),
+//           with the upsampling right before it (an up-convolution);
 //           convs back to back with nothing between, one separable conv (depthwise, pointwise);
 //   blocks  what a residual connection closes: the ops from where the block's input was made
 //           to the add that joins it back (with the activation or, post-norm, the norm that
@@ -266,6 +268,8 @@ struct Inference {
     if (outputs)
       for (auto [from, to] : tupled) output_module(els, blocks[from].first, blocks[to - 1].second);
     weight_norm_groups(els, factorised_convs(els));
+    for (Element& e : els)  // a gate's projections with their norms (W_g, W_x: conv and BatchNorm)
+      if (e.unit && e.kind == "attention_gate") weight_norm_groups(e.inner, std::vector<NodeId>(e.inner.size(), kNoNode));
   }
 
   // What a residual block adds to its input, x + F(x): F, from the block's start to the add,
@@ -508,6 +512,17 @@ struct Inference {
       // The activation only when in place: nn.ReLU(inplace=True) is a module of the group, while
       // F.relu(bn(conv(x))) is its caller's own op (a new tensor, as F.relu writes by default).
       if (end < els.size() && els[end].unit && els[end].role == Role::Activation && els[end].op.ends_with("_")) ++end;
+      // An upsampling right before the conv is the same step's (an up-convolution: upsample,
+      // then conv, norm and activation), unless it restores the size of a global pooling's
+      // branch before it (ASPP's image pooling: pool, conv, activation, upsample).
+      auto restores_pool = [&](size_t u) {
+        for (size_t k = u; k-- > 0 && els[k].unit && els[k].role != Role::Norm;)
+          if (els[k].role == Role::Pool && els[k].op.find("adaptive") != std::string_view::npos) return true;
+        return false;
+      };
+      const bool up = from > 0 && els[from - 1].unit && els[from - 1].role == Role::Resample && els[j].kind == "conv" &&
+                      b.parent[els[from - 1].node] == b.parent[node_of(from)] && !restores_pool(from - 1);
+      if (up) --from;
       std::vector<NodeId> kids;
       std::string name;
       for (size_t k = from; k < end; ++k) {
@@ -516,7 +531,7 @@ struct Inference {
       }
       const NodeId parent = b.parent[kids.front()];
       if (std::all_of(kids.begin(), kids.end(), [&](NodeId k) { return b.parent[k] == parent; }))
-        make(numbered(readable(els[j]) + "-Norm") + ": " + name, parent, kids);
+        make(numbered(up ? "Up-conv" : readable(els[j]) + "-Norm") + ": " + name, parent, kids);
       j = end - 1;
     }
   }
@@ -603,7 +618,7 @@ std::string readable_unit(std::string_view kind, std::string_view op) {
       {"conv", "Conv"}, {"batch_norm", "BatchNorm"}, {"layer_norm", "LayerNorm"}, {"rms_norm", "RMSNorm"}, {"group_norm", "GroupNorm"},
       {"embedding", "Embedding"}, {"attention", "Attention"}, {"loss", "Loss"}, {"softmax", "Softmax"},
       {"dropout", "Dropout"}, {"pool", "Pool"}, {"bmm", "BMM"}, {"linear", "Linear"}, {"shortcut", "Shortcut"},
-      {"mlp", "MLP"}, {"ops", "Ops"}, {"squeeze_excitation", "SqueezeExcitation"}};
+      {"mlp", "MLP"}, {"ops", "Ops"}, {"squeeze_excitation", "SqueezeExcitation"}, {"attention_gate", "Attention gate"}};
   if (kind == "activation") {
     static constexpr std::pair<std::string_view, std::string_view> acts[] = {
         {"leaky_relu", "LeakyReLU"}, {"relu", "ReLU"}, {"gelu", "GELU"}, {"silu", "SiLU"}, {"sigmoid", "Sigmoid"},

@@ -308,32 +308,44 @@ struct UnitFinder {
     return squeeze_excitation(std::move(out));
   }
 
-  // Squeeze and excitation: a global pooling, two weight ops with an activation between, a
-  // gate, and the product that scales the input by it: one module.
+  // Gates, one module each: what computes a sigmoid and the product that scales the input by
+  // it. Squeeze and excitation: a global pooling, two weight ops with an activation between.
+  // An additive attention gate (Attention U-Net's on a skip): two projections, each maybe
+  // normed, summed, an activation, a projection to one score, maybe normed.
   static std::vector<Element> squeeze_excitation(std::vector<Element> els) {
     auto at = [&](size_t j, Role role) { return j < els.size() && els[j].unit && els[j].role == role; };
-    auto gate = [&](size_t j) {
-      return at(j, Role::Activation) && (els[j].op.find("sigmoid") != std::string_view::npos);
+    auto sigmoid = [&](size_t j) { return at(j, Role::Activation) && (els[j].op.find("sigmoid") != std::string_view::npos); };
+    auto product = [&](size_t j) { return j < els.size() && !els[j].unit && els[j].op.starts_with("aten::mul"); };
+    auto normed = [&](size_t j) { return at(j, Role::Weight) ? (at(j + 1, Role::Norm) ? j + 2 : j + 1) : 0; };  // past it, or 0
+    auto additive = [&](size_t i) -> size_t {  // the product's index, or 0
+      const size_t g = normed(i), x = g ? normed(g) : 0;
+      if (!x || x >= els.size() || els[x].unit || els[x].role != Role::Add || !at(x + 1, Role::Activation)) return 0;
+      const size_t psi = normed(x + 2);
+      return psi && sigmoid(psi) && product(psi + 1) ? psi + 1 : 0;
     };
     std::vector<Element> out;
     for (size_t i = 0; i < els.size();) {
       const bool global_pool = at(i, Role::Pool) && els[i].op.find("adaptive") != std::string_view::npos;
-      if (global_pool && at(i + 1, Role::Weight) && at(i + 2, Role::Activation) && at(i + 3, Role::Weight) && gate(i + 4) &&
-          i + 5 < els.size() && !els[i + 5].unit && els[i + 5].op.starts_with("aten::mul")) {
-        Element se;
-        se.unit = true;
-        se.role = Role::Weight;
-        se.kind = "squeeze_excitation";
-        se.op = els[i].op;
-        for (size_t j = i; j <= i + 5; ++j) {
-          se.ops.insert(se.ops.end(), els[j].ops.begin(), els[j].ops.end());
-          se.inner.push_back(std::move(els[j]));
-        }
-        out.push_back(std::move(se));
-        i += 6;
+      size_t end = 0;
+      const char* kind = "squeeze_excitation";
+      if (global_pool && at(i + 1, Role::Weight) && at(i + 2, Role::Activation) && at(i + 3, Role::Weight) && sigmoid(i + 4) && product(i + 5))
+        end = i + 6;
+      else if (const size_t p = additive(i)) end = p + 1, kind = "attention_gate";
+      if (end == 0) {
+        out.push_back(std::move(els[i++]));
         continue;
       }
-      out.push_back(std::move(els[i++]));
+      Element gate;
+      gate.unit = true;
+      gate.role = Role::Weight;
+      gate.kind = kind;
+      gate.op = els[i].op;
+      for (size_t j = i; j < end; ++j) {
+        gate.ops.insert(gate.ops.end(), els[j].ops.begin(), els[j].ops.end());
+        gate.inner.push_back(std::move(els[j]));
+      }
+      out.push_back(std::move(gate));
+      i = end;
     }
     return out;
   }

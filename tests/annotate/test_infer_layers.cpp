@@ -772,3 +772,43 @@ TEST_CASE("inferred layers: a causal mask built before the first layer is not it
   for (NodeId n = 0; n < r.annotation.tree.size(); ++n)
     if (r.annotation.tree.name_of(n) == "aten::triu") CHECK(r.annotation.tree.name_of(r.annotation.tree.parent[n]) == "Model");
 }
+
+TEST_CASE("inferred layers: an Attention U-Net: gates on the skips, up-convolutions, double convs") {
+  // Decoder steps: upsample + conv + norm + ReLU (an up_conv), a gate on the skip (two 1x1
+  // projections with norms, summed, ReLU, a projection to one score with its norm, sigmoid,
+  // the product with the skip), the concatenation, a double conv.
+  Mod cbr{"Sequential", {conv(), bn(), relu_module()}, nullptr};
+  Mod double_conv{"Sequential", {conv(), bn(), relu_module(), conv(), bn(), relu_module()}, nullptr};
+  Mod up{"Sequential", {leaf("Upsample", {"aten::upsample_nearest2d"}), conv(), bn(), relu_module()}, nullptr};
+  Mod projection{"Sequential", {conv(), bn()}, nullptr};
+  Mod gate{"AttentionGate",
+           {projection, projection, op("aten::add"), relu_module(), Mod{"Sequential", {conv(), bn(), leaf("Sigmoid", {"aten::sigmoid"})}, nullptr},
+            op("aten::mul")},
+           nullptr};
+  Mod pool = leaf("MaxPool2d", {"aten::max_pool2d"});
+  Mod root{"AttUNet", {double_conv, pool, double_conv, pool, double_conv}, nullptr};
+  for (int level = 0; level < 2; ++level)
+    for (const Mod& m : {up, gate, op("aten::cat"), double_conv}) root.items.push_back(m);
+  root.items.push_back(conv());
+  BareRun r = bare_run(root);
+  CHECK(has_layer(r.annotation.tree, "Attention gate 2"));
+  CHECK(has_layer(r.annotation.tree, "Up-conv 2: Upsample + Conv + BatchNorm + ReLU"));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+  // All but the gates' score projections (conv, norm and sigmoid: F.sigmoid and nn.Sigmoid
+  // look the same).
+  CHECK(s.block_recall >= 1.0 - 4.0 / double(s.blocks) - 1e-9);
+}
+
+TEST_CASE("inferred layers: the upsampling that ends a global pooling's branch (ASPP's) is no up-convolution of the next conv") {
+  Mod cbr{"Sequential", {conv(), bn(), relu_module()}, nullptr};
+  Mod pooling{"ASPPPooling",
+              {leaf("AdaptiveAvgPool2d", {"aten::adaptive_avg_pool2d"}), conv(), leaf("ReLU", {"aten::relu"}),
+               op("aten::upsample_bilinear2d")},
+              nullptr};
+  Mod aspp{"ASPP", {pooling, cbr, cbr, op("aten::cat"), cbr}, nullptr};
+  Mod root{"Seg", {cbr, leaf("MaxPool2d", {"aten::max_pool2d"}), cbr, aspp, conv()}, nullptr};
+  BareRun r = bare_run(root);
+  for (NodeId n = 0; n < r.annotation.tree.size(); ++n) CHECK_FALSE(r.annotation.tree.name_of(n).starts_with("Up-conv"));
+}
