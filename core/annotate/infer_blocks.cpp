@@ -192,6 +192,19 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
     j = end - 1;
   }
   if (pre_norm) open_at_norms(els, out);
+  // A block closed by its add where its peers also take the norm after it (the last Conformer
+  // layer's final norm, with no next layer's norm after it to show that it ends the layer)
+  // takes it too.
+  std::set<std::string> normed_kinds;
+  for (auto [f, t] : out)
+    if (t > f && els[t - 1].unit && els[t - 1].role == Role::Norm) normed_kinds.insert(signature(els, f, t));
+  for (size_t k = 0; k < out.size(); ++k) {
+    auto& [f, t] = out[k];
+    if (t >= els.size() || !els[t].unit || els[t].role != Role::Norm || (k + 1 < out.size() && out[k + 1].first <= t)) continue;
+    std::string with = signature(els, f, t);
+    add_to_signature(with, els[t]);
+    if (normed_kinds.contains(with)) ++t;
+  }
   return out;
 }
 

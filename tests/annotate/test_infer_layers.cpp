@@ -578,6 +578,12 @@ TEST_CASE("inferred layers: a Conformer layer is its four halves and its final n
   const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.node_precision == doctest::Approx(1.0));
   CHECK(s.block_recall >= 2.0 * 3 / double(s.blocks) - 1e-9);
+  // With the head right after the last layer (no norm of the model's after its final norm),
+  // the last layer is one too.
+  root.items.erase(root.items.end() - 2);
+  BareRun headed = bare_run(root);
+  CHECK(has_layer(headed.annotation.tree, "Layer 3: attention + MLP"));
+  CHECK(score_against(*headed.bare.model, headed.annotation, headed.truth).node_precision == doctest::Approx(1.0));
 }
 
 TEST_CASE("inferred layers: a routed half is a mixture of experts beside nn.MultiheadAttention too") {
