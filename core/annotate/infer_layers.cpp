@@ -483,7 +483,7 @@ struct Inference {
         runs.push_back({j, end});
         separable |= end < els.size() && els[end].unit && (els[end].role == Role::Norm || els[end].role == Role::Activation);
       }
-      j = std::max(j, end) - (end > j ? 1 : 0);
+      if (end > j) j = end - 1;
     }
     if (!separable) return around;
     for (auto [from, to] : runs) {
