@@ -654,21 +654,29 @@ std::string truth_dump(const TraceModel& m, const Annotation& a, const GroundTru
     std::string layer = l == kNoNode ? (n == kNoNode ? std::string("-") : "(" + std::string(t.name_of(t.parent[n])) + ")") : t.path(l);
     out += std::to_string(i - f.op_begin) + "\t" + name + "\t" + call + "\t" + layer + "\n";
   }
-  // Where the phases disagree: each truth phase range with our phase spans over it.
+  // Where the phases disagree: each truth phase range with our phase spans over it, and the
+  // outermost ops (the top three levels) in the parts that disagree.
+  std::vector<NodeId> phases;
+  for (NodeId i = 0; i < t.size(); ++i)
+    if (t.kind[i] == NodeKind::Phase) phases.push_back(i);
+  std::vector<EventId> shallow;
+  for (EventId e = 0; e < m.ev.size(); ++e)
+    if (m.ev.depth[e] <= 2) shallow.push_back(e);
+  std::sort(shallow.begin(), shallow.end(), [&](EventId x, EventId y) { return m.ev.start[x] < m.ev.start[y]; });
   for (const auto& r : truth.ranges) {
     if (!r.is_phase) continue;
     std::string spans;
     Ns agree = 0;
-    for (NodeId i = 0; i < t.size(); ++i) {
-      if (t.kind[i] != NodeKind::Phase || t.end[i] <= r.begin || t.begin[i] >= r.end) continue;
-      if (t.phase[i] == r.phase) agree += std::min(t.end[i], r.end) - std::max(t.begin[i], r.begin);
+    for (NodeId i : phases) {
+      if (t.end[i] <= r.begin || t.begin[i] >= r.end) continue;
+      const Ns b = std::max(t.begin[i], r.begin), e = std::min(t.end[i], r.end);
+      if (t.phase[i] == r.phase) agree += e - b;
       spans += std::string(" ") + phase_name(t.phase[i]) + "[" + std::to_string(t.begin[i] - r.begin) + "," +
                std::to_string(t.end[i] - r.begin) + "]";
-      if (t.phase[i] != r.phase)  // the outermost ops in the part that disagrees
-        for (EventId e = 0; e < m.ev.size(); ++e)
-          if (m.ev.depth[e] <= 2 && m.ev.start[e] >= std::max(t.begin[i], r.begin) &&
-              m.ev.start[e] < std::min(t.end[i], r.end))
-            spans += " <" + std::to_string(m.ev.depth[e]) + std::string(m.name_of(e)) + ">";
+      if (t.phase[i] == r.phase) continue;
+      auto it = std::lower_bound(shallow.begin(), shallow.end(), b, [&](EventId x, Ns v) { return m.ev.start[x] < v; });
+      for (; it != shallow.end() && m.ev.start[*it] < e; ++it)
+        spans += " <" + std::to_string(m.ev.depth[*it]) + std::string(m.name_of(*it)) + ">";
     }
     if (agree < r.end - r.begin)
       out += std::string("phase ") + phase_name(r.phase) + " " + std::to_string(r.end - r.begin) + " ns, agree " +

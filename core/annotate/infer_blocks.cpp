@@ -398,9 +398,8 @@ void split_stem(const std::vector<Element>& els, std::vector<Span>& blocks, std:
       while (at > blocks[k].first && !els[at - 1].unit && !transpose(els[at - 1])) --at;
       if (opens_split.contains(other) && !is_split(els[at].op)) continue;  // its branch is one of this block's
       if (at == blocks[k].first) continue;  // no stem before it
-      // A conv and its BatchNorm alone, no activation after them, is no stem: it is the
-      // block's projection shortcut, computed first.
-      if (signature(els, blocks[k].first, at) == "conv,batch_norm,") continue;
+      // A projection shortcut computed first is the block's, no stem.
+      if (projection_shortcut(signature(els, blocks[k].first, at))) continue;
       blocks.insert(blocks.begin() + long(k) + 1, {at, blocks[k].second});
       blocks[k].second = at;
       sig.insert(sig.begin() + long(k) + 1, other);

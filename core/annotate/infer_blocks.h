@@ -22,6 +22,10 @@ void add_to_signature(std::string& s, const Element& e);
 // SIZE_MAX where none is.
 size_t end_of_signature(const std::vector<Element>& els, size_t from, size_t to, const std::string& sig);
 
+// Whether a kind of block is a conv and its BatchNorm alone, no activation after them: a
+// projection shortcut (a block's, when computed before the block's own units).
+inline bool projection_shortcut(const std::string& kind) { return kind == "conv,batch_norm,"; }
+
 // Whether the model normalises before its weight ops (pre-activation) rather than after them.
 bool normalises_first(const std::vector<Element>& els);
 // Whether a norm opens each residual branch (pre-norm) rather than following the add.

@@ -563,10 +563,10 @@ struct Inference {
     auto units_between = [&](size_t from, size_t to) {
       return std::any_of(els.begin() + long(from), els.begin() + long(to), [](const Element& e) { return e.unit; });
     };
-    // A conv and its BatchNorm right before a block is that block's projection shortcut,
-    // computed first: it opens the stage with it.
+    // A projection shortcut right before a block is that block's, computed first: it opens
+    // the stage with it.
     auto projection = [&](size_t k) {
-      return k + 1 < nodes.size() && !units_between(layers[k].second, layers[k + 1].first) && sig[k] == "conv,batch_norm,";
+      return k + 1 < nodes.size() && !units_between(layers[k].second, layers[k + 1].first) && projection_shortcut(sig[k]);
     };
     // A block of the common kind that adds nothing back (it changes the shape: MobileNet's
     // and MnasNet's first block of a stack) opens a stage too, where the others do.

@@ -305,14 +305,14 @@ struct UnitFinder {
       i = hi;
     }
     first_attention(out);
-    return squeeze_excitation(std::move(out));
+    return gates(std::move(out));
   }
 
   // Gates, one module each: what computes a sigmoid and the product that scales the input by
   // it. Squeeze and excitation: a global pooling, two weight ops with an activation between.
   // An additive attention gate (Attention U-Net's on a skip): two projections, each maybe
   // normed, summed, an activation, a projection to one score, maybe normed.
-  static std::vector<Element> squeeze_excitation(std::vector<Element> els) {
+  static std::vector<Element> gates(std::vector<Element> els) {
     auto at = [&](size_t j, Role role) { return j < els.size() && els[j].unit && els[j].role == role; };
     auto sigmoid = [&](size_t j) { return at(j, Role::Activation) && (els[j].op.find("sigmoid") != std::string_view::npos); };
     auto product = [&](size_t j) { return j < els.size() && !els[j].unit && els[j].op.starts_with("aten::mul"); };

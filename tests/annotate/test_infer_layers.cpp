@@ -783,7 +783,6 @@ TEST_CASE("inferred layers: an Attention U-Net: gates on the skips, up-convoluti
   // Decoder steps: upsample + conv + norm + ReLU (an up_conv), a gate on the skip (two 1x1
   // projections with norms, summed, ReLU, a projection to one score with its norm, sigmoid,
   // the product with the skip), the concatenation, a double conv.
-  Mod cbr{"Sequential", {conv(), bn(), relu_module()}, nullptr};
   Mod double_conv{"Sequential", {conv(), bn(), relu_module(), conv(), bn(), relu_module()}, nullptr};
   Mod up{"Sequential", {leaf("Upsample", {"aten::upsample_nearest2d"}), conv(), bn(), relu_module()}, nullptr};
   Mod projection{"Sequential", {conv(), bn()}, nullptr};
