@@ -399,13 +399,18 @@ struct PhaseLabeler {
       w.segments.back().items.push_back(items[i]);
     }
     if (w.segments.empty()) w.segments.push_back({PhaseKind::Other, ib, ie, kNoNode, {}, {}});
-    // The host's time between two phases is split evenly: both sides spend it in Python with
-    // no op to show whose it is (the next phase's call and hooks before its first op, the
-    // previous one's loop without ops after its last, zero_grad setting grads to None).
+    // The host's time between two phases is Python with no op to show whose it is: the previous
+    // phase's exit after its last op and the next one's entry before its first. Forward and
+    // backward enter and leave through a deep stack (the module tree's calls, the autograd
+    // engine starting and finishing its graph), the other phases through one call, so those two
+    // take twice the share of the gap.
+    auto stack_weight = [](PhaseKind p) -> Ns { return p == PhaseKind::Forward || p == PhaseKind::Backward ? 2 : 1; };
     for (size_t i = 0; i + 1 < w.segments.size(); ++i) {
       Ns last = w.segments[i].begin;
       for (EventId e : w.segments[i].items) last = std::max(last, ev.end(e));
-      if (last < w.segments[i].end) w.segments[i].end = w.segments[i + 1].begin = last + (w.segments[i].end - last) / 2;
+      if (last >= w.segments[i].end) continue;
+      Ns wp = stack_weight(w.segments[i].phase), wn = stack_weight(w.segments[i + 1].phase);
+      w.segments[i].end = w.segments[i + 1].begin = last + (w.segments[i].end - last) * wp / (wp + wn);
     }
     // Inside an iteration a segment's end never precedes its start (items can start together).
     for (auto& s : w.segments) s.end = std::max(s.end, s.begin);

@@ -123,23 +123,38 @@ TEST_CASE("phases: the allocation torch 1.13's record_function makes just before
     CHECK(phases_of_op(r, o) == std::vector<PhaseKind>(2, PhaseKind::Optimizer));
 }
 
-TEST_CASE("phases: the host's time between two phases is split between them, not given to the earlier one") {
+TEST_CASE("phases: the host's time between two phases is shared, twice as much to forward and backward as to the phase beside them") {
   BareRun r = bare_run(model({conv(), bn(), relu_module()}));
   const TraceModel& m = *r.bare.model;
-  const AnnotationTree& t = r.annotation.tree;
-  // The first step's loss op, and the forward's last op before it.
-  Ns loss_start = -1, forward_end = -1;
-  for (EventId e = 0; e < m.ev.size(); ++e)
-    if (m.name_of(e) == "aten::mse_loss" && (loss_start < 0 || m.ev.start[e] < loss_start)) loss_start = m.ev.start[e];
-  REQUIRE(loss_start > 0);
-  for (EventId e = 0; e < m.ev.size(); ++e)
-    if (m.ev.end(e) <= loss_start) forward_end = std::max(forward_end, m.ev.end(e));
-  REQUIRE(forward_end < loss_start);
-  bool seen = false;
-  for (NodeId n = 0; n < t.size() && !seen; ++n) {
-    if (t.kind[n] != NodeKind::Phase || t.phase[n] != PhaseKind::Forward) continue;
-    seen = true;
-    CHECK(t.end[n] == forward_end + (loss_start - forward_end) / 2);
+  const Annotation& a = r.annotation;
+  const AnnotationTree& t = a.tree;
+  auto phase_of = [&](EventId e) { return a.node_of_event[e] == kNoNode ? PhaseKind::Other : t.phase[a.node_of_event[e]]; };
+  // The first step's phase nodes in time order.
+  std::vector<NodeId> phases;
+  for (NodeId n = 0; n < t.size(); ++n)
+    if (t.kind[n] == NodeKind::Phase && (phases.empty() || t.begin[n] >= t.end[phases.back()])) phases.push_back(n);
+  auto boundary = [&](PhaseKind before, PhaseKind after) -> std::pair<Ns, Ns> {  // (expected, inferred)
+    for (size_t i = 0; i + 1 < phases.size(); ++i) {
+      const NodeId p = phases[i], q = phases[i + 1];
+      if (t.phase[p] != before || t.phase[q] != after) continue;
+      Ns last = t.begin[p], first = t.end[q];
+      for (EventId e = 0; e < m.ev.size(); ++e) {
+        if (phase_of(e) == before && m.ev.start[e] >= t.begin[p] && m.ev.start[e] < t.end[p]) last = std::max(last, m.ev.end(e));
+        if (phase_of(e) == after && m.ev.start[e] >= t.begin[q] && m.ev.start[e] < t.end[q]) first = std::min(first, m.ev.start[e]);
+      }
+      REQUIRE(last < first);
+      const Ns gap = first - last;
+      return {before == PhaseKind::Forward || before == PhaseKind::Backward ? last + gap * 2 / 3 : last + gap / 3, t.end[p]};
+    }
+    FAIL("no such pair of phases");
+    return {};
+  };
+  SUBCASE("the forward's exit through the module tree: two thirds of the gap before the loss") {
+    auto [expected, inferred] = boundary(PhaseKind::Forward, PhaseKind::Loss);
+    CHECK(inferred == expected);
   }
-  CHECK(seen);
+  SUBCASE("the autograd engine's start: two thirds of the gap after the loss") {
+    auto [expected, inferred] = boundary(PhaseKind::Loss, PhaseKind::Backward);
+    CHECK(inferred == expected);
+  }
 }
