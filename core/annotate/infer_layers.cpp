@@ -547,12 +547,11 @@ struct Inference {
     if (nodes.size() < 4) return;
     std::map<std::string, int> count;
     for (auto& s : sig) ++count[s];
-    const std::string common = std::max_element(count.begin(), count.end(), [](auto& x, auto& y) { return x.second < y.second; })->first;
-    auto holds_common = [&](const std::string& kind) {  // common's units, in order, within kind
+    auto holds = [](const std::string& kind, const std::string& inner) {  // inner's units, in order, within kind
       size_t at = 0;
-      for (size_t from = 0; from < common.size();) {
-        const size_t end = common.find_first_of(",;", from);
-        const std::string unit = common.substr(from, end - from + 1);
+      for (size_t from = 0; from < inner.size();) {
+        const size_t end = inner.find_first_of(",;", from);
+        const std::string unit = inner.substr(from, end - from + 1);
         at = kind.find(unit, at);
         if (at == std::string::npos) return false;
         at += unit.size();
@@ -560,6 +559,15 @@ struct Inference {
       }
       return true;
     };
+    // The common kind is the most frequent, unless it is another recurring kind plus a
+    // projection shortcut (a conv and its norm) and the stack opens with it: then it is the
+    // stages' downsampling and the other their plain block (stages of two blocks).
+    auto units = [](const std::string& kind) { return std::count_if(kind.begin(), kind.end(), [](char ch) { return ch == ',' || ch == ';'; }); };
+    std::string common = std::max_element(count.begin(), count.end(), [](auto& x, auto& y) { return x.second < y.second; })->first;
+    if (sig.front() == common)
+      for (auto& [kind, n] : count)
+        if (n >= 2 && units(common) == units(kind) + 2 && holds(common, kind)) common = kind;
+    auto holds_common = [&](const std::string& kind) { return holds(kind, common); };
     auto units_between = [&](size_t from, size_t to) {
       return std::any_of(els.begin() + long(from), els.begin() + long(to), [](const Element& e) { return e.unit; });
     };

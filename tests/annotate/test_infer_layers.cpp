@@ -646,6 +646,23 @@ TEST_CASE("inferred layers: a block computing its projection shortcut first hold
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
 
+TEST_CASE("inferred layers: stages of two blocks, where the downsampling kind is as frequent as the plain one, still open at each downsampling") {
+  Mod bottleneck{"Bottleneck", {conv(), bn(), relu_module(), conv(), bn(), relu_module(), conv(), bn(), op("aten::add"), relu_module()}, nullptr};
+  Mod shortcut{"Sequential", {conv(), bn()}, nullptr};
+  Mod first{"Bottleneck", {shortcut, conv(), bn(), relu_module(), conv(), bn(), relu_module(), conv(), bn(), op("aten::add"), relu_module()},
+            nullptr};
+  Mod stage{"Sequential", {first, bottleneck}, nullptr};
+  Mod last{"Sequential", {first}, nullptr};
+  Mod root{"Net", {conv(), bn(), relu_module(), stage, stage, last, leaf("AdaptiveAvgPool2d", {"aten::adaptive_avg_pool2d"}),
+                   op("aten::flatten"), linear()},
+           nullptr};
+  BareRun r = bare_run(root);
+  CHECK(has_layer(r.annotation.tree, "Stage 2"));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
+
 TEST_CASE("inferred layers: Gemma's RMSNorm (in float32, scaled by 1 + weight, cast back) is one norm") {
   Mod gemma_norm = leaf("GemmaRMSNorm", {"aten::to", "aten::pow", "aten::mean", "aten::add", "aten::rsqrt", "aten::mul", "aten::to",
                                          "aten::add", "aten::mul", "aten::type_as"});
