@@ -600,9 +600,13 @@ struct Inference {
     };
     for (auto [first, last] : runs) {
       if (last - first < 2) continue;
-      std::set<std::string_view> joins;  // the loose ops between its blocks
+      std::set<std::string_view> joins;  // the loose ops between its blocks, or opening each of them
       for (size_t k = first + 1; k < last; ++k)
         for (size_t j = layers[k - 1].second; j < layers[k].first; ++j) joins.insert(els[j].op);
+      const Element& lead = els[layers[first].first];  // torchvision's _DenseLayer concatenates its inputs first
+      if (!lead.unit && std::all_of(layers.begin() + long(first), layers.begin() + long(last),
+                                    [&](auto& l) { return !els[l.first].unit && els[l.first].op == lead.op; }))
+        joins.insert(lead.op);
       // The same ops after its last block are its own, also where the block standing next
       // took them (a DenseNet's last concatenation before the transition).
       const size_t stop = last == nodes.size() ? els.size() : between[last] ? layers[last].second : layers[last].first;

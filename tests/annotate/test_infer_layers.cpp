@@ -628,6 +628,20 @@ TEST_CASE("inferred layers: a DenseNet concatenating after each layer in its loo
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
 
+TEST_CASE("inferred layers: a DenseNet whose layers concatenate their inputs first: the concatenation after the last layer is the stage's") {
+  // torchvision's _DenseLayer: cat(inputs), norm, relu, conv, norm, relu, conv; its _DenseBlock
+  // concatenates all the features at the end, before the transition.
+  Mod layer{"DenseLayer", {op("aten::cat"), bn(), relu_module(), conv(), bn(), relu_module(), conv()}, nullptr};
+  Mod stage{"DenseBlock", {layer, layer, layer, op("aten::cat")}, nullptr};
+  Mod transition{"Transition", {bn(), relu_module(), conv(), leaf("AvgPool2d", {"aten::avg_pool2d"})}, nullptr};
+  Mod root{"DenseNet", {conv(), bn(), relu_module(), leaf("MaxPool2d", {"aten::max_pool2d"}), stage, transition, stage, transition, stage, bn(),
+                        leaf("AdaptiveAvgPool2d", {"aten::adaptive_avg_pool2d"}), op("aten::flatten"), linear()},
+           nullptr};
+  const AccuracyScore s = bare_score(root);
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
+
 TEST_CASE("inferred layers: a block computing its projection shortcut first holds it, and opens a stage") {
   Mod bottleneck{"Bottleneck", {conv(), bn(), relu_module(), conv(), bn(), relu_module(), conv(), bn(), op("aten::add"), relu_module()}, nullptr};
   Mod shortcut{"Sequential", {conv(), bn()}, nullptr};
