@@ -54,7 +54,12 @@ struct Inference {
 
   std::vector<Element> units(const std::vector<NodeId>& ops) { return leaf_units(c, b, ops); }
 
-  std::string readable(const Element& e) const { return readable_unit(e.kind, e.op); }
+  std::string readable(const Element& e) const {
+    // A norm with its permutes around it (permuted_norms) is named as the class people write for
+    // it, LayerNorm2d; its norm inside keeps the plain name.
+    if (e.role == Role::Norm && !e.inner.empty()) return readable_unit(e.kind, e.op) + (e.kind == "layer_norm" ? "2d" : " (permuted)");
+    return readable_unit(e.kind, e.op);
+  }
 
   NodeId make(const std::string& name, NodeId parent, const std::vector<NodeId>& kids) {
     NodeId first = kids.front();

@@ -103,7 +103,7 @@ struct UnitFinder {
       }
       els.push_back(std::move(e));
     }
-    return attention(written_norms(random_masks(std::move(els))));
+    return attention(permuted_norms(written_norms(random_masks(std::move(els)))));
   }
 
   // A random mask applied by a product (StochasticDepth, DropPath, a dropout written by hand):
@@ -137,6 +137,32 @@ struct UnitFinder {
       while (loose(i + 1, {"aten::div"})) take(++i);
       if (loose(i + 1, {"aten::mul"})) take(++i);
       out.push_back(std::move(d));
+    }
+    return out;
+  }
+
+  // A norm over channels-first maps applied channels-last: the permute right before it and
+  // the permute back right after it are the norm's own (a LayerNorm2d). A permute on one side
+  // only is the model's (ConvNeXt's block permutes once before its norm, once after its MLP).
+  static std::vector<Element> permuted_norms(std::vector<Element> els) {
+    auto permute = [&](size_t j) { return j < els.size() && !els[j].unit && els[j].op == "aten::permute"; };
+    std::vector<Element> out;
+    for (size_t i = 0; i < els.size(); ++i) {
+      if (i > 0 && permute(i - 1) && els[i].unit && els[i].role == Role::Norm && permute(i + 1)) {
+        Element n = els[i];
+        n.ops.insert(n.ops.begin(), out.back().ops.begin(), out.back().ops.end());
+        n.ops.insert(n.ops.end(), els[i + 1].ops.begin(), els[i + 1].ops.end());
+        n.inner = {std::move(out.back()), std::move(els[i]), std::move(els[i + 1])};
+        ++i;
+        // The strided view torch 1.13 records right after a permute is the permute's.
+        if (i + 1 < els.size() && !els[i + 1].unit && els[i + 1].op == "aten::as_strided") {
+          n.ops.insert(n.ops.end(), els[i + 1].ops.begin(), els[i + 1].ops.end());
+          n.inner.push_back(std::move(els[++i]));
+        }
+        out.back() = std::move(n);
+        continue;
+      }
+      out.push_back(std::move(els[i]));
     }
     return out;
   }

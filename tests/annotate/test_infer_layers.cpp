@@ -677,6 +677,27 @@ TEST_CASE("inferred layers: stages of two blocks, where the downsampling kind is
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
 
+TEST_CASE("inferred layers: a norm between a permute and the permute back is one LayerNorm2d; a permute on one side only is the block's") {
+  // A ConvNeXt written by hand: LayerNorm2d wraps nn.LayerNorm in permutes (stem and
+  // downsamplings); each block permutes once before its norm and once after its MLP.
+  Mod norm2d{"LayerNorm2d", {op("aten::permute"), leaf("LayerNorm", {"aten::layer_norm"}), op("aten::permute")}, nullptr};
+  Mod block{"ConvNeXtBlock",
+            {conv(), op("aten::permute"), leaf("LayerNorm", {"aten::layer_norm"}), leaf("Linear", {"aten::linear"}),
+             leaf("GELU", {"aten::gelu"}), leaf("Linear", {"aten::linear"}), op("aten::mul"), op("aten::permute"), op("aten::add")},
+            nullptr};
+  Mod stage{"Sequential", {block, block}, nullptr};
+  Mod down{"Sequential", {norm2d, conv()}, nullptr};
+  Mod root{"ConvNeXt", {Mod{"Sequential", {conv(), norm2d}, nullptr}, stage, down, stage, down, stage, op("aten::mean"),
+                        leaf("LayerNorm", {"aten::layer_norm"}), leaf("Linear", {"aten::linear"})},
+           nullptr};
+  BareRun r = bare_run(root);
+  CHECK(has_layer(r.annotation.tree, "LayerNorm2d 1"));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
+
 TEST_CASE("inferred layers: Gemma's RMSNorm (in float32, scaled by 1 + weight, cast back) is one norm") {
   Mod gemma_norm = leaf("GemmaRMSNorm", {"aten::to", "aten::pow", "aten::mean", "aten::add", "aten::rsqrt", "aten::mul", "aten::to",
                                          "aten::add", "aten::mul", "aten::type_as"});
