@@ -51,6 +51,14 @@ bool is_loss_op(std::string_view n) {
          n.starts_with("cross_entropy");
 }
 
+bool is_factory_op(std::string_view n) {
+  static constexpr std::array<std::string_view, 10> names = {"full",      "ones",       "zeros",     "arange",    "scalar_tensor",
+                                                             "full_like", "ones_like",  "zeros_like", "lift_fresh", "tensor"};
+  if (!n.starts_with("aten::")) return false;
+  n = aten_name(n);
+  return std::find(names.begin(), names.end(), n) != names.end();
+}
+
 bool is_data_movement(std::string_view n) {
   static constexpr std::array<std::string_view, 22> names = {
       "to",    "_to_copy", "copy_",  "lift_fresh", "view",      "pin_memory", "_pin_memory", "contiguous",

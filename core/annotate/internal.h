@@ -209,6 +209,7 @@ EventId outer_module_of(const Context& c, EventId e);
 
 // Name classification.
 bool is_loss_op(std::string_view n);
+bool is_factory_op(std::string_view n);  // makes a tensor from constants or a shape (full, ones_like, arange)
 bool is_data_movement(std::string_view n);
 bool is_parametric(std::string_view n);
 bool is_optimizer_like(std::string_view n);

@@ -295,14 +295,15 @@ struct PhaseLabeler {
       // A loss takes the prediction and the target: reshapes of both just before it
       // (logits.view(-1, V), y.view(-1)) are its own, and so is broadcasting one to the other
       // (F.mse_loss's broadcast_tensors); one reshape alone (squeeze, flatten) and anything
-      // that computes (sigmoid, log_softmax) end the model.
+      // that computes (sigmoid, log_softmax) end the model. A tensor made from constants there
+      // (CTC's lengths by torch.full, a GAN's target by ones_like) is an input of the loss too.
       std::vector<size_t> reshapes;
       bool both = false;
       for (size_t k = first_loss; k-- > first_fwd + 1;) {
         if (!is_main_op(k)) continue;
-        const bool broadcast = name(k) == "aten::broadcast_tensors";
-        if (!open(k) || (!broadcast && !is_shape_op(name(k)))) break;
-        both |= broadcast;
+        const bool made = is_factory_op(name(k)), broadcast = name(k) == "aten::broadcast_tensors";
+        if (!open(k) || (!broadcast && !made && !is_shape_op(name(k)))) break;
+        both |= broadcast || made;
         reshapes.push_back(k);
       }
       if (reshapes.size() >= 2 || both)

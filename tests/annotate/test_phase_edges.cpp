@@ -43,6 +43,17 @@ TEST_CASE("phases: a loss's reshapes or broadcast of the prediction and the targ
     CHECK(phases_of_op(r, "aten::broadcast_tensors") == std::vector<PhaseKind>(2, PhaseKind::Loss));
     for (PhaseKind k : phases_of_op(r, "aten::linear")) CHECK(k == PhaseKind::Forward);
   }
+  SUBCASE("CTC's lengths made by torch.full and the transposed log-probabilities are the loss's inputs") {
+    BareRun r = bare_run(head_with(leaf("LogSoftmax", {"aten::log_softmax"})), {{"aten::transpose", "aten::full", "aten::full", "aten::ctc_loss"}});
+    CHECK(phases_of_op(r, "aten::transpose") == std::vector<PhaseKind>(2, PhaseKind::Loss));
+    CHECK(phases_of_op(r, "aten::full") == std::vector<PhaseKind>(4, PhaseKind::Loss));
+    CHECK(phases_of_op(r, "aten::log_softmax") == std::vector<PhaseKind>(2, PhaseKind::Forward));
+  }
+  SUBCASE("a GAN's target made by ones_like is the loss's") {
+    BareRun r = bare_run(head_with(leaf("Linear", {"aten::linear"})), {{"aten::ones_like", "aten::binary_cross_entropy_with_logits"}});
+    CHECK(phases_of_op(r, "aten::ones_like") == std::vector<PhaseKind>(2, PhaseKind::Loss));
+    for (PhaseKind k : phases_of_op(r, "aten::linear")) CHECK(k == PhaseKind::Forward);
+  }
   SUBCASE("one reshape before the loss is the model's output (a squeeze head)") {
     BareRun r = bare_run(head_with(op("aten::squeeze")), {{"aten::binary_cross_entropy_with_logits"}});
     CHECK(phases_of_op(r, "aten::squeeze") == std::vector<PhaseKind>(2, PhaseKind::Forward));
