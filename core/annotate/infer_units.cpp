@@ -331,7 +331,69 @@ struct UnitFinder {
       i = hi;
     }
     first_attention(out);
+    attention_leads(out);
     return gates(std::move(out));
+  }
+
+  // What every attention computes the same way before its parts, back to the norm or residual
+  // add before it, with weights and then combined into a bias (Swin V2's position-bias MLP,
+  // its sigmoid and scaling), is the attention's own: the model computes no such bias for each
+  // layer outside it. A run that ends in a unit (a conv and its activation) is the input.
+  static void attention_leads(std::vector<Element>& els) {
+    std::vector<std::pair<size_t, size_t>> leads;  // [from, attention)
+    std::string common;
+    for (size_t j = 0; j < els.size(); ++j) {
+      if (!els[j].unit || els[j].kind != "attention") continue;
+      size_t k = j;
+      while (k > 0 && els[k - 1].role != Role::Norm && els[k - 1].role != Role::Add && els[k - 1].role != Role::Merge &&
+             els[k - 1].kind != "attention" && els[k - 1].kind != "embedding")
+        --k;
+      // The run up to the attention's first projection, its lead included; views apart, as the
+      // profiler records one more or less.
+      std::vector<const Element*> run;
+      for (size_t m = k; m < j; ++m) run.push_back(&els[m]);
+      for (size_t m = 0; m < els[j].lead; ++m) run.push_back(&els[j].inner[m]);
+      std::string sig;
+      bool weights = false;
+      const Element* last = nullptr;
+      for (const Element* e : run) {
+        if (e->role == Role::Shape) continue;
+        sig += std::string(e->op) + ",";
+        weights |= e->unit && e->role == Role::Weight;
+        last = e;
+      }
+      if (!weights || last->unit || (!leads.empty() && sig != common)) return;
+      common = sig;
+      leads.push_back({k, j});
+    }
+    if (leads.size() < 2) return;
+    for (size_t l = leads.size(); l-- > 0;) {
+      auto [from, at] = leads[l];
+      std::vector<Element> lead(std::make_move_iterator(els.begin() + long(from)), std::make_move_iterator(els.begin() + long(at)));
+      els.erase(els.begin() + long(from), els.begin() + long(at));
+      Element& a = els[from];
+      std::vector<NodeId> ops;
+      for (const Element& e : lead) ops.insert(ops.end(), e.ops.begin(), e.ops.end());
+      a.ops.insert(a.ops.begin(), ops.begin(), ops.end());
+      a.lead += lead.size();
+      // Its weights with activations between them, first, are the bias's MLP (cpb_mlp).
+      size_t mlp = 0, weights = 0;
+      for (size_t m = 0; m < lead.size() && lead[m].unit && (lead[m].role == Role::Weight || lead[m].role == Role::Activation); ++m)
+        if (lead[m].role == Role::Weight) mlp = m + 1, ++weights;
+      if (weights >= 2) {
+        Element group;
+        group.unit = true;
+        group.role = Role::Weight;
+        group.kind = "mlp";
+        group.op = lead.front().op;
+        for (size_t m = 0; m < mlp; ++m) group.ops.insert(group.ops.end(), lead[m].ops.begin(), lead[m].ops.end());
+        group.inner.assign(std::make_move_iterator(lead.begin()), std::make_move_iterator(lead.begin() + long(mlp)));
+        lead.erase(lead.begin(), lead.begin() + long(mlp));
+        lead.insert(lead.begin(), std::move(group));
+        a.lead -= mlp - 1;
+      }
+      a.inner.insert(a.inner.begin(), std::make_move_iterator(lead.begin()), std::make_move_iterator(lead.end()));
+    }
   }
 
   // Gates, one module each: what computes a sigmoid and the product that scales the input by

@@ -787,6 +787,35 @@ TEST_CASE("inferred layers: a norm of the branch's output before it joins (Swin 
   CHECK(s.block_recall >= 0.65);
 }
 
+TEST_CASE("inferred layers: a position bias each attention computes with its own MLP (Swin V2's cpb_mlp) is the attention's") {
+  auto attention = [](bool bias_mlp) {
+    Mod a{"WindowAttentionV2", {}, nullptr};
+    if (bias_mlp) {
+      a.items.push_back(Mod{"Sequential", {linear(), relu_module(), linear()}, nullptr});
+      for (const char* o : {"aten::view", "aten::index", "aten::view", "aten::permute", "aten::contiguous", "aten::sigmoid", "aten::mul"})
+        a.items.push_back(op(o));
+    }
+    for (Mod m : {linear(), op("aten::reshape"), op("aten::permute"), op("aten::unbind"), op("aten::transpose"), op("aten::matmul"),
+                  op("aten::add"), op("aten::softmax"), dropout(), op("aten::matmul"), op("aten::transpose"), op("aten::reshape"), linear(),
+                  dropout(), op("aten::view"), op("aten::permute"), op("aten::reshape")})  // the windows back into the map
+      a.items.push_back(m);
+    return a;
+  };
+  SUBCASE("the bias MLP and what combines it are inside each attention, the MLP a module of its own") {
+    Mod b{"SwinBlockV2", {attention(true), layer_norm(), op("aten::add"), mlp(), layer_norm(), op("aten::add")}, nullptr};
+    Mod root{"SwinV2", {conv(), leaf("Permute", {"aten::permute"}), layer_norm(), b, b, b, b, layer_norm(), linear()}, nullptr};
+    BareRun r = bare_run(root);
+    const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+    CHECK(s.block_recall == doctest::Approx(1.0));  // each block, each attention, each MLP and each bias MLP
+    CHECK(s.node_precision == doctest::Approx(1.0));
+  }
+  SUBCASE("a projection and its activation before each attention, with nothing combined after them, are its input") {
+    Mod b{"Block", {linear(), leaf("GELU", {"aten::gelu"}), attention(false), op("aten::add"), layer_norm()}, nullptr};
+    Mod root{"Net", {leaf("Embedding", {"aten::embedding"}), b, b, b, linear()}, nullptr};
+    CHECK(bare_score(root).block_recall == doctest::Approx(1.0));  // each attention without them, each block
+  }
+}
+
 TEST_CASE("inferred layers: a block that adds nothing back (the first of a MobileNet or MnasNet stack) opens a stage") {
   auto ir = [](bool residual) {
     Mod m{"InvertedResidual", {conv(), bn(), relu_module(), conv(), bn(), relu_module(), conv(), bn()}, nullptr};
