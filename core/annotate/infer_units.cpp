@@ -444,8 +444,14 @@ struct UnitFinder {
   // first's goes out up to its last op that computes; else what it has more than they do.
   static void first_attention(std::vector<Element>& els) {
     size_t first = SIZE_MAX, least = SIZE_MAX;
-    bool others_compute = false;
+    bool others_compute = false, same = true;
     auto computes = [](const Element& e) { return !e.unit && e.role != Role::Shape; };
+    auto lead_ops = [](const Element& a) {  // what its lead does, views apart
+      std::string sig;
+      for (size_t k = 0; k < a.lead; ++k)
+        if (a.inner[k].role != Role::Shape) sig += std::string(a.inner[k].op) + ",";
+      return sig;
+    };
     for (size_t j = 0; j < els.size(); ++j)
       if (els[j].unit && els[j].kind == "attention") {
         if (first == SIZE_MAX) {
@@ -454,8 +460,10 @@ struct UnitFinder {
         }
         least = std::min(least, els[j].lead);
         for (size_t k = 0; k < els[j].lead; ++k) others_compute |= computes(els[j].inner[k]);
+        same &= lead_ops(els[j]) == lead_ops(els[first]);
       }
-    if (first == SIZE_MAX || least == SIZE_MAX) return;
+    // Every lead doing the same, a view more or less, is every attention's own work.
+    if (first == SIZE_MAX || least == SIZE_MAX || (others_compute && same)) return;
     Element& a = els[first];
     size_t extra = a.lead > least ? a.lead - least : 0;
     if (!others_compute)

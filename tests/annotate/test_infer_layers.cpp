@@ -816,6 +816,27 @@ TEST_CASE("inferred layers: a position bias each attention computes with its own
   }
 }
 
+TEST_CASE("inferred layers: what every attention computes first (Swin's relative position index) stays in the first one too, a view more or less") {
+  auto attention = [](bool extra_view) {
+    Mod a{"ShiftedWindowAttention", {op("aten::index"), op("aten::view"), op("aten::permute")}, nullptr};
+    if (extra_view) a.items.push_back(op("aten::as_strided"));
+    for (Mod m : {op("aten::pad"), op("aten::view"), linear(), op("aten::reshape"), op("aten::permute"), op("aten::transpose"),
+                  op("aten::matmul"), op("aten::add"), op("aten::softmax"), dropout(), op("aten::matmul"), op("aten::transpose"),
+                  op("aten::reshape"), linear(), dropout(), op("aten::view"), op("aten::permute"), op("aten::reshape")})
+      a.items.push_back(m);
+    return a;
+  };
+  auto block = [&](bool extra_view) {
+    return Mod{"SwinBlock", {layer_norm(), attention(extra_view), op("aten::add"), layer_norm(), mlp(), op("aten::add")}, nullptr};
+  };
+  Mod root{"Swin", {conv(), leaf("Permute", {"aten::permute"}), layer_norm(), block(true), block(false), block(false), block(false),
+                    layer_norm(), linear()},
+           nullptr};
+  const AccuracyScore s = bare_score(root);
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
+
 TEST_CASE("inferred layers: a block that adds nothing back (the first of a MobileNet or MnasNet stack) opens a stage") {
   auto ir = [](bool residual) {
     Mod m{"InvertedResidual", {conv(), bn(), relu_module(), conv(), bn(), relu_module(), conv(), bn()}, nullptr};
