@@ -266,8 +266,13 @@ struct Inference {
       const bool on_mha = std::any_of(els.begin(), els.end(), [](const Element& e) { return e.kind == "attention" && e.one_module; });
       for (auto [from, to] : tupled) {
         size_t other = 0;
-        for (size_t k = from; k < to; ++k) other += sig[k].find("attention") == std::string::npos;
-        for (size_t k = from; k < to; ++k) sublayer(els, blocks[k].first, blocks[k].second, k > from, on_mha && other <= 1);
+        bool conv_half = false;
+        for (size_t k = from; k < to; ++k) {
+          other += sig[k].find("attention") == std::string::npos;
+          conv_half |= sig[k].find("attention") == std::string::npos && sig[k].find("conv") != std::string::npos;
+        }
+        for (size_t k = from; k < to; ++k)
+          sublayer(els, blocks[k].first, blocks[k].second, k > from, on_mha && other <= 1, conv_half && other >= 2);
       }
     }
     if (outputs)
@@ -362,13 +367,20 @@ struct Inference {
   // feed-forward inline, with no module around it.
   // A later half with no norm of its own takes the first half's (GPT-J's and NeoX's parallel
   // attention and MLP, x + attn(h) + mlp(h)): F runs from its start.
-  void sublayer(const std::vector<Element>& els, size_t f, size_t t, bool shares_norm, bool experts_only) {
+  void sublayer(const std::vector<Element>& els, size_t f, size_t t, bool shares_norm, bool experts_only, bool norm_inside) {
     size_t from = f;
     while (from < t && !els[from].unit) ++from;
     if (from == t) return;
     // A BatchNorm first is a pre-activation conv block's, which computes its residual function
     // inline (PreAct ResNet): no sublayer module.
     const bool own_norm = els[from].role == Role::Norm && els[from].kind != "batch_norm";
+    // A Conformer's feed-forward and convolution modules hold their norm and the transposes
+    // around their convs (torchaudio's); its attention on nn.MultiheadAttention cannot.
+    bool inside = false;
+    if (norm_inside && own_norm)
+      for (size_t j = from + 1; j < t && !inside; ++j) inside = els[j].unit && els[j].kind != "attention";
+    for (size_t j = from + 1; j < t && inside; ++j) inside = !(els[j].unit && els[j].kind == "attention");
+    const size_t norm_at = from;
     if (own_norm) ++from;
     else if (!shares_norm || els[from].role == Role::Norm) return;
     auto loose_shape = [&](size_t j) { return !els[j].unit && els[j].role == Role::Shape; };
@@ -378,13 +390,17 @@ struct Inference {
     // A pre-norm layer's final norm after its last half's add (a Conformer's) is the layer's.
     if (own_norm && end > from + 1 && els[end - 1].unit && els[end - 1].role == Role::Norm && !els[end - 2].unit && els[end - 2].role == Role::Add) --end;
     if (end == from || els[end - 1].unit || els[end - 1].role != Role::Add) return;
-    --end;
+    const size_t add_at = --end;
     if (mixture_of_experts(els, from, end) || experts_only) return;
     auto random_mask = [&](const Element& e) { return e.unit && e.role == Role::Dropout && e.op.starts_with("aten::bernoulli"); };
     while (end > from && (random_mask(els[end - 1]) || !els[end - 1].unit)) --end;
     // A norm of the branch's output right before it joins (Swin V2's res-post-norm, a sandwich
     // norm) is the layer's, as the norm opening a pre-norm half is.
     if (end > from && els[end - 1].unit && els[end - 1].role == Role::Norm) --end;
+    if (inside) {
+      from = norm_at;
+      while (end < add_at && loose_shape(end)) ++end;
+    }
     size_t units = 0;
     bool attention = false, conv = false;
     std::vector<NodeId> kids;

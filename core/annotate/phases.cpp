@@ -301,7 +301,9 @@ struct PhaseLabeler {
       bool both = false;
       for (size_t k = first_loss; k-- > first_fwd + 1;) {
         if (!is_main_op(k)) continue;
-        const bool made = is_factory_op(name(k)), broadcast = name(k) == "aten::broadcast_tensors";
+        // (A factory's own empty and fill_ can end up after it when timestamps are rounded.)
+        const bool made = is_factory_op(name(k)) || name(k) == "aten::empty" || name(k) == "aten::fill_";
+        const bool broadcast = name(k) == "aten::broadcast_tensors";
         if (!open(k) || (!broadcast && !made && !is_shape_op(name(k)))) break;
         both |= broadcast || made;
         reshapes.push_back(k);
