@@ -236,10 +236,12 @@ struct Inference {
         tupled.push_back({k, k + matched});
         kinds.push_back(kind);
         k += matched - 1;
-      } else if (!in_tuple(sig[k]) && (count[sig[k]] >= 2 || has_variant(count, sig[k])) && blocks[k].second - blocks[k].first >= 2) {
+      } else if (!in_tuple(sig[k]) && (count[sig[k]] >= 2 || has_variant(count, sig[k])) && blocks[k].second - blocks[k].first >= 2 &&
+                 std::any_of(els.begin() + long(blocks[k].first), els.begin() + long(blocks[k].second), [](const Element& e) { return e.unit; })) {
         // ...and a block of another kind that recurs (a patch merging between stages, a
-        // residual block) is a module; a lone one is not told from the stem or head, and one
-        // unit alone (a pooling between stages) is already its layer.
+        // residual block) is a module; a lone one is not told from the stem or head, one
+        // unit alone (a pooling between stages) is already its layer, and views alone (a
+        // window's departition between two halves) are no module's body.
         layers.push_back(blocks[k]);
         kinds.push_back(sig[k]);
       }

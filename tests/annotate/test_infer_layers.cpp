@@ -839,6 +839,24 @@ TEST_CASE("inferred layers: what every attention computes first (Swin's relative
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
 
+TEST_CASE("inferred layers: views alone between residual halves (MaxViT's window departition) make no block") {
+  Mod attn_half{"Sequential", {layer_norm(), hand_attention(), dropout()}, nullptr};
+  Mod mlp_half{"Sequential", {layer_norm(), linear(), leaf("GELU", {"aten::gelu"}), linear(), dropout()}, nullptr};
+  Mod partition{"PartitionAttentionLayer",
+                {op("aten::reshape"), op("aten::permute"), op("aten::reshape"), attn_half, op("aten::add"), mlp_half, op("aten::add"),
+                 op("aten::reshape"), op("aten::permute"), op("aten::reshape")},
+                nullptr};
+  Mod mbconv{"MBConv", {conv(), bn(), leaf("GELU", {"aten::gelu"}), conv(), bn(), conv(), op("aten::add")}, nullptr};
+  Mod layer{"MaxVitLayer", {mbconv, partition, partition}, nullptr};
+  Mod root{"MaxVit", {conv(), bn(), leaf("GELU", {"aten::gelu"}), layer, layer, layer, leaf("AdaptiveAvgPool2d", {"aten::adaptive_avg_pool2d"}),
+                      op("aten::flatten"), linear()},
+           nullptr};
+  BareRun r = bare_run(root);
+  const AnnotationTree& t = r.annotation.tree;
+  for (NodeId n = 0; n < t.size(); ++n)
+    if (t.kind[n] == NodeKind::Layer) CHECK_FALSE(t.name_of(n).ends_with(":"));
+}
+
 TEST_CASE("inferred layers: a block that adds nothing back (the first of a MobileNet or MnasNet stack) opens a stage") {
   auto ir = [](bool residual) {
     Mod m{"InvertedResidual", {conv(), bn(), relu_module(), conv(), bn(), relu_module(), conv(), bn()}, nullptr};
