@@ -188,6 +188,13 @@ struct Inference {
     split_stem(els, blocks, sig);
     trim_dropouts(els, blocks, sig);
     trim_loose_leads(els, blocks, sig);
+    // Views alone between two residual halves (MaxViT's window departition and the next
+    // partition) are no module's body: they stay loose, and the halves around them pair.
+    for (size_t k = blocks.size(); k-- > 0;)
+      if (std::none_of(els.begin() + long(blocks[k].first), els.begin() + long(blocks[k].second), [](const Element& e) { return e.unit; })) {
+        blocks.erase(blocks.begin() + long(k));
+        sig.erase(sig.begin() + long(k));
+      }
     // Layers made of sublayers: kinds of blocks that follow one another in a fixed order (a
     // transformer's attention then MLP, a decoder's self-attention, cross-attention then MLP,
     // a mixer's token then channel mixing), repeated back to back.
@@ -236,12 +243,10 @@ struct Inference {
         tupled.push_back({k, k + matched});
         kinds.push_back(kind);
         k += matched - 1;
-      } else if (!in_tuple(sig[k]) && (count[sig[k]] >= 2 || has_variant(count, sig[k])) && blocks[k].second - blocks[k].first >= 2 &&
-                 std::any_of(els.begin() + long(blocks[k].first), els.begin() + long(blocks[k].second), [](const Element& e) { return e.unit; })) {
+      } else if (!in_tuple(sig[k]) && (count[sig[k]] >= 2 || has_variant(count, sig[k])) && blocks[k].second - blocks[k].first >= 2) {
         // ...and a block of another kind that recurs (a patch merging between stages, a
-        // residual block) is a module; a lone one is not told from the stem or head, one
-        // unit alone (a pooling between stages) is already its layer, and views alone (a
-        // window's departition between two halves) are no module's body.
+        // residual block) is a module; a lone one is not told from the stem or head, and one
+        // unit alone (a pooling between stages) is already its layer.
         layers.push_back(blocks[k]);
         kinds.push_back(sig[k]);
       }

@@ -855,6 +855,8 @@ TEST_CASE("inferred layers: views alone between residual halves (MaxViT's window
   const AnnotationTree& t = r.annotation.tree;
   for (NodeId n = 0; n < t.size(); ++n)
     if (t.kind[n] == NodeKind::Layer) CHECK_FALSE(t.name_of(n).ends_with(":"));
+  // The halves either side of the views pair into layers, two per MaxViT layer.
+  CHECK(has_layer(t, "Layer 6: attention + MLP"));
 }
 
 TEST_CASE("inferred layers: a block that adds nothing back (the first of a MobileNet or MnasNet stack) opens a stage") {
