@@ -384,7 +384,7 @@ struct UnitFinder {
         Element group;
         group.unit = true;
         group.role = Role::Weight;
-        group.kind = "mlp";
+        group.kind = "bias_mlp";
         group.op = lead.front().op;
         for (size_t m = 0; m < mlp; ++m) group.ops.insert(group.ops.end(), lead[m].ops.begin(), lead[m].ops.end());
         group.inner.assign(std::make_move_iterator(lead.begin()), std::make_move_iterator(lead.begin() + long(mlp)));

@@ -807,6 +807,8 @@ TEST_CASE("inferred layers: a position bias each attention computes with its own
     Mod b{"SwinBlockV2", {attention(true), layer_norm(), op("aten::add"), mlp(), layer_norm(), op("aten::add")}, nullptr};
     Mod root{"SwinV2", {conv(), leaf("Permute", {"aten::permute"}), layer_norm(), b, b, b, b, layer_norm(), linear()}, nullptr};
     BareRun r = bare_run(root);
+    CHECK(has_layer(r.annotation.tree, "Bias MLP 4"));  // named apart from the layers' MLPs, numbered on its own
+    CHECK(has_layer(r.annotation.tree, "MLP 1: Linear + GELU + Dropout + Linear + Dropout"));
     const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
     CHECK(s.block_recall == doctest::Approx(1.0));  // each block, each attention, each MLP and each bias MLP
     CHECK(s.node_precision == doctest::Approx(1.0));
