@@ -9,8 +9,8 @@ Qwen-MoE-style sparse block with a gated shared expert; GPT-NeoX parallel blocks
 encoder; an ESPnet-style Conformer; a diffusion UNet; DCN-v2's cross network; DeepFM over
 EmbeddingBags; a two-tower retrieval model; GIN and GATv2 message passing; a pre-activation
 separable-conv network; a DenseNet concatenating in its loop; a Gemma-style decoder; the common
-CIFAR ResNet; an LSTM encoder-decoder with attention; torchvision's EfficientNetV2-S and Swin
-V2-T). Every model's
+CIFAR ResNet; an LSTM encoder-decoder with attention; torchvision's EfficientNetV2-S, Swin
+V2-T, MaxViT, the R(2+1)D and S3D video networks and Inception v3). Every model's
 split is "tune": the layer inference may be tuned on it. tests/data/corpus-cpu-heldout stays
 the check, and no model name is shared with either other corpus.
 
@@ -529,6 +529,14 @@ def b_whisper():
                 target=randint(10, 4), loss=ce)
 
 
+def b_maxvit():
+    # torchvision's MaxViT at a small configuration: 64x64 inputs, windows and grids of 4x4.
+    from torchvision.models.maxvit import MaxVit
+    model = MaxVit(input_size=(64, 64), stem_channels=16, partition_size=4, block_channels=[16, 32],
+                   block_layers=[1, 2], head_dim=8, stochastic_depth_prob=0.0, num_classes=10)
+    return image_cls(model, 2, 64)
+
+
 def b_diffusion():
     return dict(model=DiffusionUNet(), inputs=(randn(2, 3, 32, 32), randint(1000, 2)),
                 target=randn(2, 3, 32, 32, seed=9), loss=mse)
@@ -847,6 +855,15 @@ REGISTRY = [
     ("gemma_tiny", "llm", "adamw", lambda: b_lm(GemmaLM(), 600, 4, 32)),
     ("cifar_resnet_f", "residual", "sgd", lambda: image_cls(CifarResNet(), 4, 32)),
     ("lstm_attn_seq2seq", "rnn", "adam", b_attn_seq2seq),
+    ("maxvit_small", "vit", "adamw", b_maxvit),
+    ("r2plus1d_18", "cnn3d", "sgd",
+     lambda: dict(model=tv(tvm.video.r2plus1d_18, num_classes=10), inputs=(randn(2, 3, 4, 32, 32),),
+                  target=randint(10, 2), loss=ce)),
+    ("s3d", "cnn3d", "sgd",
+     lambda: dict(model=tv(tvm.video.s3d, num_classes=10), inputs=(randn(1, 3, 16, 224, 224),),
+                  target=randint(10, 1), loss=ce)),
+    ("inception_v3", "inception", "sgd",
+     lambda: image_cls(tv(tvm.inception_v3, num_classes=10, aux_logits=False, init_weights=False), 2, 80)),
 ]
 
 SPLIT_RULE = ("every model is tune: this corpus adds today's architectures to "
