@@ -92,21 +92,22 @@ struct Inference {
     }
   }
 
-  // What a block is, in words: "Residual block 3: 2 Conv + 2 BatchNorm + ReLU", "Encoder layer 2:
-  // attention + MLP".
+  // What a block is, in words: "Block 3: 2 Conv + 2 BatchNorm + ReLU", "Layer 2: attention +
+  // MLP", "Layer 4: attention + conv + MLP" (a Conformer's).
   std::string block_name(const std::vector<Element>& els, size_t from, size_t to) {
-    bool attn = false, mlp = false;
+    bool attn = false, mlp = false, conv = false;
     std::vector<std::pair<std::string, uint32_t>> seen;
     for (size_t j = from; j < to; ++j) {
       if (!els[j].unit) continue;
       attn |= els[j].kind == "attention";
       mlp |= els[j].kind == "linear";
+      conv |= els[j].kind == "conv";
       std::string r = readable(els[j]);
       auto it = std::find_if(seen.begin(), seen.end(), [&](auto& x) { return x.first == r; });
       if (it == seen.end()) seen.push_back({r, 1});
       else ++it->second;
     }
-    if (attn && mlp) return numbered("Layer") + ": attention + MLP";
+    if (attn && mlp) return numbered("Layer") + (conv ? ": attention + conv + MLP" : ": attention + MLP");
     std::string name = numbered("Block") + ":";
     for (size_t k = 0; k < seen.size(); ++k)
       name += (k ? " + " : " ") + (seen[k].second > 1 ? std::to_string(seen[k].second) + " " : std::string()) + seen[k].first;

@@ -584,7 +584,7 @@ TEST_CASE("inferred layers: a Conformer layer is its four halves and its final n
   // the last layer is one too.
   root.items.erase(root.items.end() - 2);
   BareRun headed = bare_run(root);
-  CHECK(has_layer(headed.annotation.tree, "Layer 3: attention + MLP"));
+  CHECK(has_layer(headed.annotation.tree, "Layer 3: attention + conv + MLP"));
   CHECK(score_against(*headed.bare.model, headed.annotation, headed.truth).node_precision == doctest::Approx(1.0));
 }
 
