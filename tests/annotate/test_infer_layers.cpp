@@ -649,34 +649,26 @@ TEST_CASE("inferred layers: a block computing its projection shortcut first hold
   Mod shortcut{"Sequential", {conv(), bn()}, nullptr};
   Mod first{"Bottleneck", {shortcut, conv(), bn(), relu_module(), conv(), bn(), relu_module(), conv(), bn(), op("aten::add"), relu_module()},
             nullptr};
-  Mod stage{"Sequential", {first, bottleneck, bottleneck}, nullptr};
-  Mod root{"Net", {conv(), bn(), relu_module(), stage, stage, leaf("AdaptiveAvgPool2d", {"aten::adaptive_avg_pool2d"}), op("aten::flatten"),
-                   linear()},
-           nullptr};
-  BareRun r = bare_run(root);
-  CHECK(has_layer(r.annotation.tree, "Stage 2"));
-  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
-  // Every block: each stage, each bottleneck (the first with its shortcut, computed first:
-  // no stem cut from it) and each shortcut.
-  CHECK(s.block_recall == doctest::Approx(1.0));
-  CHECK(s.node_precision == doctest::Approx(1.0));
-}
-
-TEST_CASE("inferred layers: stages of two blocks, where the downsampling kind is as frequent as the plain one, still open at each downsampling") {
-  Mod bottleneck{"Bottleneck", {conv(), bn(), relu_module(), conv(), bn(), relu_module(), conv(), bn(), op("aten::add"), relu_module()}, nullptr};
-  Mod shortcut{"Sequential", {conv(), bn()}, nullptr};
-  Mod first{"Bottleneck", {shortcut, conv(), bn(), relu_module(), conv(), bn(), relu_module(), conv(), bn(), op("aten::add"), relu_module()},
-            nullptr};
-  Mod stage{"Sequential", {first, bottleneck}, nullptr};
+  auto net = [&](std::vector<Mod> stages) {
+    Mod root{"Net", {conv(), bn(), relu_module()}, nullptr};
+    for (Mod& m : stages) root.items.push_back(std::move(m));
+    for (Mod m : {leaf("AdaptiveAvgPool2d", {"aten::adaptive_avg_pool2d"}), op("aten::flatten"), linear()}) root.items.push_back(m);
+    return root;
+  };
+  Mod stage3{"Sequential", {first, bottleneck, bottleneck}, nullptr};
+  Mod stage2{"Sequential", {first, bottleneck}, nullptr};
   Mod last{"Sequential", {first}, nullptr};
-  Mod root{"Net", {conv(), bn(), relu_module(), stage, stage, last, leaf("AdaptiveAvgPool2d", {"aten::adaptive_avg_pool2d"}),
-                   op("aten::flatten"), linear()},
-           nullptr};
-  BareRun r = bare_run(root);
-  CHECK(has_layer(r.annotation.tree, "Stage 2"));
-  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
-  CHECK(s.block_recall == doctest::Approx(1.0));
-  CHECK(s.node_precision == doctest::Approx(1.0));
+  // Three blocks a stage; and two, where the downsampling kind (the plain block plus its
+  // projection) is as frequent as the plain one.
+  for (const Mod& root : {net({stage3, stage3}), net({stage2, stage2, last})}) {
+    BareRun r = bare_run(root);
+    CHECK(has_layer(r.annotation.tree, "Stage 2"));
+    const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+    // Every block: each stage, each bottleneck (the first with its shortcut, computed first:
+    // no stem cut from it) and each shortcut.
+    CHECK(s.block_recall == doctest::Approx(1.0));
+    CHECK(s.node_precision == doctest::Approx(1.0));
+  }
 }
 
 TEST_CASE("inferred layers: a norm between a permute and the permute back is one LayerNorm2d; a permute on one side only is the block's") {
