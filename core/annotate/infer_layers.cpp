@@ -191,11 +191,14 @@ struct Inference {
     trim_loose_leads(els, blocks, sig);
     // Views alone between two residual halves (MaxViT's window departition and the next
     // partition) are no module's body: they stay loose, and the halves around them pair.
-    for (size_t k = blocks.size(); k-- > 0;)
-      if (std::none_of(els.begin() + long(blocks[k].first), els.begin() + long(blocks[k].second), [](const Element& e) { return e.unit; })) {
-        blocks.erase(blocks.begin() + long(k));
-        sig.erase(sig.begin() + long(k));
+    size_t kept = 0;
+    for (size_t k = 0; k < blocks.size(); ++k)
+      if (std::any_of(els.begin() + long(blocks[k].first), els.begin() + long(blocks[k].second), [](const Element& e) { return e.unit; })) {
+        if (kept != k) blocks[kept] = blocks[k], sig[kept] = std::move(sig[k]);
+        ++kept;
       }
+    blocks.resize(kept);
+    sig.resize(kept);
     // Layers made of sublayers: kinds of blocks that follow one another in a fixed order (a
     // transformer's attention then MLP, a decoder's self-attention, cross-attention then MLP,
     // a mixer's token then channel mixing), repeated back to back.
