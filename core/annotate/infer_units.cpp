@@ -367,11 +367,19 @@ struct UnitFinder {
       leads.push_back({k, j});
     }
     if (leads.size() < 2) return;
-    for (size_t l = leads.size(); l-- > 0;) {
-      auto [from, at] = leads[l];
+    // One pass over the elements, each lead moved into the attention after it.
+    std::vector<Element> out;
+    out.reserve(els.size());
+    size_t next = 0;
+    for (size_t j = 0; j < els.size();) {
+      if (next == leads.size() || j != leads[next].first) {
+        out.push_back(std::move(els[j++]));
+        continue;
+      }
+      auto [from, at] = leads[next++];
       std::vector<Element> lead(std::make_move_iterator(els.begin() + long(from)), std::make_move_iterator(els.begin() + long(at)));
-      els.erase(els.begin() + long(from), els.begin() + long(at));
-      Element& a = els[from];
+      Element& a = out.emplace_back(std::move(els[at]));
+      j = at + 1;
       std::vector<NodeId> ops;
       for (const Element& e : lead) ops.insert(ops.end(), e.ops.begin(), e.ops.end());
       a.ops.insert(a.ops.begin(), ops.begin(), ops.end());
@@ -394,6 +402,7 @@ struct UnitFinder {
       }
       a.inner.insert(a.inner.begin(), std::make_move_iterator(lead.begin()), std::make_move_iterator(lead.end()));
     }
+    els = std::move(out);
   }
 
   // Gates, one module each: what computes a sigmoid and the product that scales the input by
