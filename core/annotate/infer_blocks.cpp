@@ -307,12 +307,38 @@ std::vector<Span> repeated_calls(const std::vector<Element>& els) {
 // first (GCN, GAT); it ends where the next one starts, less a dropout its caller applies
 // between layers; the last runs through the units the one before has. Sums inside a layer (a
 // self term, (1 + eps) x) are its own, not residual joins.
+namespace {
+
+// Sums messages into their nodes along edges.
+bool is_scatter(const Element& e) {
+  std::string_view n = strip_prefix(e.op, "aten::");
+  return !e.unit && (n.starts_with("index_add") || n.starts_with("scatter_add") || n.starts_with("scatter_reduce") ||
+                     n == "_sparse_mm" || n == "spmm" || n == "sparse_mm" || n == "_sparse_addmm");
+}
+
+}  // namespace
+
+Span update_mlp(const std::vector<Element>& els, Span layer) {
+  size_t last_scatter = SIZE_MAX;
+  for (size_t j = layer.first; j < layer.second; ++j)
+    if (is_scatter(els[j])) last_scatter = j;
+  if (last_scatter == SIZE_MAX) return {};
+  size_t first = SIZE_MAX, end = 0, weights = 0;
+  for (size_t j = last_scatter + 1; j < layer.second; ++j)
+    if (els[j].unit && els[j].role == Role::Weight) {
+      if (first == SIZE_MAX) first = j;
+      end = j + 1, ++weights;
+    }
+  if (weights < 2) return {};
+  bool activation = false;  // between its first weight op and its last
+  for (size_t j = first; j < end; ++j) activation |= els[j].unit && els[j].role == Role::Activation;
+  for (size_t j = end; j < layer.second; ++j)  // after it: norms, activations and dropouts only
+    if (els[j].unit && els[j].role != Role::Norm && els[j].role != Role::Activation && els[j].role != Role::Dropout) return {};
+  return activation ? Span{first, end} : Span{};
+}
+
 std::vector<Span> message_passing_layers(const std::vector<Element>& els) {
-  auto scatter = [&](size_t j) {
-    std::string_view n = strip_prefix(els[j].op, "aten::");
-    return !els[j].unit && (n.starts_with("index_add") || n.starts_with("scatter_add") || n.starts_with("scatter_reduce") ||
-                            n == "_sparse_mm" || n == "spmm" || n == "sparse_mm" || n == "_sparse_addmm");
-  };
+  auto scatter = [&](size_t j) { return is_scatter(els[j]); };
   // A router's top-k scatters tokens back from experts, not messages along edges.
   if (std::any_of(els.begin(), els.end(), [](const Element& e) { return !e.unit && e.op == "aten::topk"; })) return {};
   std::vector<size_t> at;
@@ -354,6 +380,10 @@ std::vector<Span> message_passing_layers(const std::vector<Element>& els) {
       if (end == SIZE_MAX) end = std::min(els.size(), starts[k] + (out.back().second - out.back().first));
     }
     while (end > starts[k] + 1 && els[end - 1].unit && els[end - 1].role == Role::Dropout) --end;
+    // An update made by an MLP after the aggregation (GIN's) ends at its last weight op: a
+    // norm and activation after it are the model's, between layers. A single weight op's
+    // activation is its layer's (GCN's).
+    if (const Span mlp = update_mlp(els, {starts[k], end}); mlp.second > mlp.first) end = mlp.second;
     // A layer has weights: scatters without any between them are one computation's parts.
     if (std::none_of(els.begin() + long(starts[k]), els.begin() + long(end), [](const Element& e) { return e.unit && e.role == Role::Weight; }))
       return {};

@@ -48,6 +48,10 @@ std::vector<Span> plain_blocks(const std::vector<Element>& els);
 std::vector<Span> repeated_calls(const std::vector<Element>& els);
 // A GNN's layers from the forward's repeating scatters; none where they do not repeat.
 std::vector<Span> message_passing_layers(const std::vector<Element>& els);
+// A message-passing layer's update MLP after its last scatter (GIN's): its first weight op to
+// its last, with an activation between them and only norms, activations or dropouts after;
+// an empty span where there is none.
+Span update_mlp(const std::vector<Element>& els, Span layer);
 // The stem cut from a block that ends like another kind of block.
 void split_stem(const std::vector<Element>& els, std::vector<Span>& blocks, std::vector<std::string>& sig);
 // A first block's dropout that its kind's other blocks lack is the block before's.

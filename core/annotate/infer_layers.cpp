@@ -114,6 +114,19 @@ struct Inference {
     return name;
   }
 
+  // A layer of the units in [from, to) and the loose ops between them, named by what it is and
+  // its units ("MLP 2: Linear + BatchNorm + ReLU + Linear"), where they share a parent.
+  void unit_group(const std::string& what, const std::vector<Element>& els, size_t from, size_t to) {
+    std::vector<NodeId> kids;
+    std::string name;
+    for (size_t j = from; j < to; ++j) {
+      kids.push_back(els[j].node);
+      if (els[j].unit) name += (name.empty() ? "" : " + ") + readable(els[j]);
+    }
+    const NodeId parent = b.parent[kids.front()];
+    if (std::all_of(kids.begin(), kids.end(), [&](NodeId n) { return b.parent[n] == parent; })) make(numbered(what) + ": " + name, parent, kids);
+  }
+
   // A post-norm layer written by hand (BERT's: separate query, key and value modules) ends
   // each half with an output module: the projection, its dropout, the add and the norm (HF's
   // SelfOutput and Output), so the attention ends at its weighted sum. nn.MultiheadAttention
@@ -266,6 +279,7 @@ struct Inference {
       for (auto [f, t] : layers) {
         residual_branch(els, f, t);
         split_branch(els, f, t);
+        if (const Span mlp = update_mlp(els, {f, t}); mlp.second > mlp.first) unit_group("MLP", els, mlp.first, mlp.second);
       }
       for (auto [f, t] : layers) parallel_branches(els, f, t);
     }

@@ -464,6 +464,25 @@ TEST_CASE("inferred layers: message passing layers start at their gather (or the
   CHECK(g.node_precision == doctest::Approx(1.0));
 }
 
+TEST_CASE("inferred layers: a GIN layer's update MLP is a module, and the norm and activation after it are the model's") {
+  // PyG-style GINConv: sum the neighbours' messages into (1 + eps) x, then its nn (Linear,
+  // BatchNorm, ReLU, Linear); the model's BatchNorm and ReLU between layers.
+  Mod bn1d = leaf("BatchNorm1d", {"aten::add_", "aten::batch_norm"});
+  Mod gin{"GINConv",
+          {op("aten::zeros_like"), op("aten::index_select"), op("aten::index_add_"), op("aten::add"), op("aten::mul"), op("aten::add"),
+           Mod{"Sequential", {linear(), bn1d, leaf("ReLU", {"aten::relu"}), linear()}, nullptr}},
+          nullptr};
+  Mod net{"GIN", {}, nullptr};
+  for (int l = 0; l < 3; ++l)
+    for (const Mod& m : {gin, bn1d, leaf("ReLU", {"aten::relu"})}) net.items.push_back(m);
+  net.items.push_back(linear());
+  BareRun r = bare_run(net);
+  CHECK(has_layer(r.annotation.tree, "MLP 3: Linear + BatchNorm + ReLU + Linear"));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // each layer and each of its MLPs
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
+
 TEST_CASE("inferred layers: a diffusion UNet's ResBlocks open at their norm, add a broadcast time embedding, and recur with or without a projection") {
   // GroupNorm, SiLU, conv; the time embedding's projection broadcast over the map
   // (emb[:, :, None, None]) and added; GroupNorm, SiLU, dropout, conv; a 1x1 conv on the
