@@ -664,7 +664,10 @@ struct Inference {
         if (const NodeId n = taken ? els[j].node : under(els[j].node, parent); kids.empty() || kids.back() != n) kids.push_back(n);
       }
       if (last < nodes.size() && to > layers[last].first) b.begin[nodes[last]] = b.begin[under(els[to].node, nodes[last])];
-      make(numbered("Stage"), parent, kids);
+      // Named by how many blocks it runs ("Stage 2: 4 blocks"; a hierarchical transformer's:
+      // "Stage 3: 6 layers").
+      make(numbered("Stage") + ": " + std::to_string(last - first) + (sig[first].find('|') != std::string::npos ? " layers" : " blocks"),
+           parent, kids);
     }
   }
 };

@@ -118,7 +118,9 @@ TEST_CASE("inferred layers: the halves pair in every stage, and a patch merging 
   // reduction) between them, all children of the root.
   Mod merge{"PatchMerging", {op("aten::slice"), op("aten::slice"), op("aten::cat"), layer_norm(), linear()}, nullptr};
   Mod b = prenorm_block();
-  AccuracyScore s = bare_score(vit({b, b, merge, b, b, merge, b, b}));
+  BareRun r = bare_run(vit({b, b, merge, b, b, merge, b, b}));
+  CHECK(has_layer(r.annotation.tree, "Stage 3: 2 layers"));
+  AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.block_recall == doctest::Approx(1.0));
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
@@ -679,9 +681,9 @@ TEST_CASE("inferred layers: a block computing its projection shortcut first hold
   Mod last{"Sequential", {first}, nullptr};
   // Three blocks a stage; and two, where the downsampling kind (the plain block plus its
   // projection) is as frequent as the plain one.
-  for (const Mod& root : {net({stage3, stage3}), net({stage2, stage2, last})}) {
+  for (const auto& [root, stage] : {std::pair{net({stage3, stage3}), "Stage 2: 3 blocks"}, std::pair{net({stage2, stage2, last}), "Stage 2: 2 blocks"}}) {
     BareRun r = bare_run(root);
-    CHECK(has_layer(r.annotation.tree, "Stage 2"));
+    CHECK(has_layer(r.annotation.tree, stage));
     const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
     // Every block: each stage, each bottleneck (the first with its shortcut, computed first:
     // no stem cut from it) and each shortcut.
@@ -883,7 +885,7 @@ TEST_CASE("inferred layers: a block that adds nothing back (the first of a Mobil
                        op("aten::flatten"), linear()},
            nullptr};
   BareRun r = bare_run(root);
-  CHECK(has_layer(r.annotation.tree, "Stage 3"));
+  CHECK(has_layer(r.annotation.tree, "Stage 3: 3 blocks"));
   const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.block_recall == doctest::Approx(1.0));  // each stack and each residual block
   CHECK(s.node_precision == doctest::Approx(1.0));
