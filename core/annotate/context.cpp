@@ -126,6 +126,7 @@ std::string_view op_kind(std::string_view n) {
   if (has("batchnorm") || has("batch_norm")) return "batch_norm";
   if (has("layernorm") || has("layer_norm")) return "layer_norm";
   if (has("groupnorm") || has("group_norm")) return "group_norm";
+  if (has("instancenorm") || has("instance_norm")) return "instance_norm";
   if (has("embedding")) return "embedding";
   if (has("attention") || has("sdpa")) return "attention";
   if (has("loss")) return "loss";

@@ -677,26 +677,39 @@ struct Inference {
 std::string readable_unit(std::string_view kind, std::string_view op) {
   static constexpr std::pair<std::string_view, std::string_view> names[] = {
       {"conv", "Conv"}, {"batch_norm", "BatchNorm"}, {"layer_norm", "LayerNorm"}, {"rms_norm", "RMSNorm"}, {"group_norm", "GroupNorm"},
+      {"instance_norm", "InstanceNorm"},
       {"embedding", "Embedding"}, {"attention", "Attention"}, {"loss", "Loss"}, {"softmax", "Softmax"},
       {"dropout", "Dropout"}, {"pool", "Pool"}, {"bmm", "BMM"}, {"linear", "Linear"}, {"shortcut", "Shortcut"},
       {"mlp", "MLP"}, {"bias_mlp", "Bias MLP"}, {"ops", "Ops"}, {"squeeze_excitation", "SqueezeExcitation"}, {"attention_gate", "Attention gate"}};
+  std::string_view bare = strip_prefix(op, "aten::");
+  if (bare.starts_with("rnn_")) return "RNN";  // rnn_tanh, rnn_relu: nn.RNN, not its nonlinearity
   if (kind == "activation") {
+    // The first that the op's name holds, so the longer names go first (relu6 before relu).
     static constexpr std::pair<std::string_view, std::string_view> acts[] = {
-        {"leaky_relu", "LeakyReLU"}, {"relu", "ReLU"}, {"gelu", "GELU"}, {"silu", "SiLU"}, {"sigmoid", "Sigmoid"},
-        {"hardtanh", "Hardtanh"}, {"tanh", "Tanh"}, {"glu", "GLU"}, {"elu", "ELU"}, {"threshold", "ReLU"}};
+        {"leaky_relu", "LeakyReLU"}, {"prelu", "PReLU"},       {"relu6", "ReLU6"},       {"relu", "ReLU"},
+        {"gelu", "GELU"},            {"silu", "SiLU"},         {"hardsigmoid", "Hardsigmoid"}, {"log_sigmoid", "LogSigmoid"},
+        {"sigmoid", "Sigmoid"},      {"hardswish", "Hardswish"}, {"hardtanh", "Hardtanh"}, {"tanh", "Tanh"},
+        {"glu", "GLU"},              {"selu", "SELU"},         {"celu", "CELU"},         {"elu", "ELU"},
+        {"mish", "Mish"},            {"softplus", "Softplus"}, {"threshold", "ReLU"}};
     for (auto [k, n] : acts)
       if (op.find(k) != std::string_view::npos) return std::string(n);
     return "Activation";
   }
   for (auto [k, n] : names)
     if (k == kind) return std::string(n);
-  std::string_view bare = strip_prefix(op, "aten::");
   if (bare.find("lstm") != std::string_view::npos) return "LSTM";
   if (bare.find("gru") != std::string_view::npos) return "GRU";
   if (bare.starts_with("upsample")) return "Upsample";
   if (bare == "flatten") return "Flatten";
   if (bare == "unflatten") return "Unflatten";
-  return std::string(kind);
+  // Any other unit by its op, as PyTorch names the module: grid_sampler → GridSampler.
+  std::string name;
+  for (size_t i = 0; i < bare.size(); ++i) {
+    if (bare[i] == '_') continue;
+    const bool word_start = i == 0 || bare[i - 1] == '_';
+    name += word_start && bare[i] >= 'a' && bare[i] <= 'z' ? char(bare[i] - 'a' + 'A') : bare[i];
+  }
+  return name.empty() ? std::string(kind) : name;
 }
 
 std::vector<InferredUnit> infer_units(Context& c, TreeBuilder& b, NodeId parent, const std::vector<NodeId>& ops) {

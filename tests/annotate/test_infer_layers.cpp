@@ -874,6 +874,17 @@ TEST_CASE("inferred layers: views alone between residual halves (MaxViT's window
   CHECK(has_layer(t, "Layer 6: attention + MLP"));
 }
 
+TEST_CASE("inferred layers: units are named as PyTorch names their modules, an op it has no name for by its own") {
+  Mod root{"Net",
+           {conv(), leaf("InstanceNorm2d", {"aten::instance_norm"}), leaf("ReLU6", {"aten::relu6"}), conv(),
+            leaf("Hardswish", {"aten::hardswish"}), op("aten::affine_grid_generator"), op("aten::grid_sampler"), conv(),
+            leaf("Hardsigmoid", {"aten::hardsigmoid"}), op("aten::flatten"), leaf("RNN", {"aten::rnn_tanh"}), linear()},
+           nullptr};
+  BareRun r = bare_run(root);
+  for (const char* name : {"InstanceNorm 1", "ReLU6 1", "Hardswish 1", "GridSampler 1", "Hardsigmoid 1", "RNN 1"})
+    CHECK_MESSAGE(has_layer(r.annotation.tree, name), name);
+}
+
 TEST_CASE("inferred layers: a block that adds nothing back (the first of a MobileNet or MnasNet stack) opens a stage") {
   auto ir = [](bool residual) {
     Mod m{"InvertedResidual", {conv(), bn(), relu_module(), conv(), bn(), relu_module(), conv(), bn()}, nullptr};
