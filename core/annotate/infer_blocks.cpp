@@ -25,6 +25,8 @@ void add_to_signature(std::string& s, const Element& e) {
   else if (e.op == "aten::transpose" || e.op == "aten::permute") s += "T;";
 }
 
+size_t signature_tokens(std::string_view sig) { return size_t(std::count_if(sig.begin(), sig.end(), [](char ch) { return ch == ',' || ch == ';'; })); }
+
 size_t end_of_signature(const std::vector<Element>& els, size_t from, size_t to, const std::string& sig) {
   std::string s;
   size_t e = from;
@@ -300,13 +302,6 @@ std::vector<Span> repeated_calls(const std::vector<Element>& els) {
   return out;
 }
 
-// Message passing (a GNN's layers): each layer sums its messages into the nodes with a
-// scatter (index_add_, scatter_add_, a sparse product); where the forward's scatters repeat
-// in a fixed pattern, each repetition is a layer. A layer starts at its first gather (and the
-// buffer it sums into), or at the weight ops right before that gather when it transforms
-// first (GCN, GAT); it ends where the next one starts, less a dropout its caller applies
-// between layers; the last runs through the units the one before has. Sums inside a layer (a
-// self term, (1 + eps) x) are its own, not residual joins.
 namespace {
 
 // Sums messages into their nodes along edges.
@@ -337,6 +332,13 @@ Span update_mlp(const std::vector<Element>& els, Span layer) {
   return activation ? Span{first, end} : Span{};
 }
 
+// Message passing (a GNN's layers): each layer sums its messages into the nodes with a
+// scatter (index_add_, scatter_add_, a sparse product); where the forward's scatters repeat
+// in a fixed pattern, each repetition is a layer. A layer starts at its first gather (and the
+// buffer it sums into), or at the weight ops right before that gather when it transforms
+// first (GCN, GAT); it ends where the next one starts, less a dropout its caller applies
+// between layers; the last runs through the units the one before has. Sums inside a layer (a
+// self term, (1 + eps) x) are its own, not residual joins.
 std::vector<Span> message_passing_layers(const std::vector<Element>& els) {
   auto scatter = [&](size_t j) { return is_scatter(els[j]); };
   // A router's top-k scatters tokens back from experts, not messages along edges.
@@ -419,7 +421,7 @@ void split_stem(const std::vector<Element>& els, std::vector<Span>& blocks, std:
       // Back over exactly the other's units and transposes, then the loose ops before them (a
       // message passing's gather, the embeddings' sum); a transpose there is the stem's (a
       // LayerNorm2d's permute back): the other block does not start with it.
-      size_t tokens = size_t(std::count(other.begin(), other.end(), ',') + std::count(other.begin(), other.end(), ';'));
+      size_t tokens = signature_tokens(other);
       size_t at = blocks[k].second;
       while (tokens > 0 && at > blocks[k].first) {
         const Element& e = els[--at];

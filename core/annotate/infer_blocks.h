@@ -21,6 +21,8 @@ void add_to_signature(std::string& s, const Element& e);
 // The end of the shortest run from `from` (to `to` at most) whose signature is `sig`, or
 // SIZE_MAX where none is.
 size_t end_of_signature(const std::vector<Element>& els, size_t from, size_t to, const std::string& sig);
+// How many units and transposes a signature holds.
+size_t signature_tokens(std::string_view sig);
 
 // Whether a kind of block is a conv and its BatchNorm alone, no activation after them: a
 // projection shortcut (a block's, when computed before the block's own units).

@@ -344,15 +344,20 @@ struct Inference {
     size_t end = from + 1;
     while (end < t && (els[end].unit || els[end].role == Role::Shape)) ++end;
     if (from >= t || end >= t || els[end].role != Role::Merge) return;
+    if (branch(els, from + 1, end)) branch_kinds.insert(signature(els, from + 1, end));
+  }
+
+  // A branch module of els[from, to) where that holds two units or more; whether it made one.
+  bool branch(const std::vector<Element>& els, size_t from, size_t to) {
     std::vector<NodeId> kids;
     size_t units = 0;
-    for (size_t j = from + 1; j < end; ++j) {
+    for (size_t j = from; j < to; ++j) {
       kids.push_back(els[j].node);
       units += els[j].unit;
     }
-    if (units < 2) return;
+    if (units < 2) return false;
     make(numbered("Branch"), b.parent[kids.front()], kids);
-    branch_kinds.insert(signature(els, from + 1, end));
+    return true;
   }
 
   // A block that concatenates two branches both taking its input (ShuffleNet's downsampling
@@ -370,15 +375,8 @@ struct Inference {
       if (!els[j].unit && (els[j].role != Role::Shape || is_split(els[j].op))) return;  // a split block, or computation of its own
     for (size_t at = end; at-- > first + 1;) {
       if (!els[at].unit || !branch_kinds.contains(signature(els, at, end))) continue;
-      for (auto [from, to] : {std::pair{first, at}, std::pair{at, end}}) {
-        std::vector<NodeId> kids;
-        size_t units = 0;
-        for (size_t j = from; j < to; ++j) {
-          kids.push_back(els[j].node);
-          units += els[j].unit;
-        }
-        if (units >= 2) make(numbered("Branch"), b.parent[kids.front()], kids);
-      }
+      branch(els, first, at);
+      branch(els, at, end);
       return;
     }
   }
@@ -608,11 +606,10 @@ struct Inference {
     // The common kind is the most frequent, unless it is another recurring kind plus a
     // projection shortcut (a conv and its norm) and the stack opens with it: then it is the
     // stages' downsampling and the other their plain block (stages of two blocks).
-    auto units = [](const std::string& kind) { return std::count_if(kind.begin(), kind.end(), [](char ch) { return ch == ',' || ch == ';'; }); };
     std::string common = std::max_element(count.begin(), count.end(), [](auto& x, auto& y) { return x.second < y.second; })->first;
     if (sig.front() == common)
       for (auto& [kind, n] : count)
-        if (n >= 2 && units(common) == units(kind) + 2 && holds(common, kind)) common = kind;
+        if (n >= 2 && signature_tokens(common) == signature_tokens(kind) + 2 && holds(common, kind)) common = kind;
     auto holds_common = [&](const std::string& kind) { return holds(kind, common); };
     auto units_between = [&](size_t from, size_t to) {
       return std::any_of(els.begin() + long(from), els.begin() + long(to), [](const Element& e) { return e.unit; });

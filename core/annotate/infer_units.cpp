@@ -141,6 +141,24 @@ struct UnitFinder {
     return out;
   }
 
+  // One unit of the elements in [b, e), moved inside it (a gate, an attention's bias MLP).
+  static Element grouped(std::string_view kind, std::vector<Element>::iterator b, std::vector<Element>::iterator e) {
+    Element g;
+    g.unit = true;
+    g.role = Role::Weight;
+    g.kind = kind;
+    g.op = b->op;
+    for (auto it = b; it != e; ++it) g.ops.insert(g.ops.end(), it->ops.begin(), it->ops.end());
+    g.inner.assign(std::make_move_iterator(b), std::make_move_iterator(e));
+    return g;
+  }
+
+  // What an element does, views apart (the profiler records one more or less), for comparing
+  // runs of elements.
+  static void add_work(std::string& sig, const Element& e) {
+    if (e.role != Role::Shape) sig += std::string(e.op) + ",";
+  }
+
   // A norm over channels-first maps applied channels-last: the permute right before it and
   // the permute back right after it are the norm's own (a LayerNorm2d). A permute on one side
   // only is the model's (ConvNeXt's block permutes once before its norm, once after its MLP).
@@ -358,7 +376,7 @@ struct UnitFinder {
       const Element* last = nullptr;
       for (const Element* e : run) {
         if (e->role == Role::Shape) continue;
-        sig += std::string(e->op) + ",";
+        add_work(sig, *e);
         weights |= e->unit && e->role == Role::Weight;
         last = e;
       }
@@ -389,13 +407,7 @@ struct UnitFinder {
       for (size_t m = 0; m < lead.size() && lead[m].unit && (lead[m].role == Role::Weight || lead[m].role == Role::Activation); ++m)
         if (lead[m].role == Role::Weight) mlp = m + 1, ++weights;
       if (weights >= 2) {
-        Element group;
-        group.unit = true;
-        group.role = Role::Weight;
-        group.kind = "bias_mlp";
-        group.op = lead.front().op;
-        for (size_t m = 0; m < mlp; ++m) group.ops.insert(group.ops.end(), lead[m].ops.begin(), lead[m].ops.end());
-        group.inner.assign(std::make_move_iterator(lead.begin()), std::make_move_iterator(lead.begin() + long(mlp)));
+        Element group = grouped("bias_mlp", lead.begin(), lead.begin() + long(mlp));
         lead.erase(lead.begin(), lead.begin() + long(mlp));
         lead.insert(lead.begin(), std::move(group));
         a.lead -= mlp - 1;
@@ -432,16 +444,7 @@ struct UnitFinder {
         out.push_back(std::move(els[i++]));
         continue;
       }
-      Element gate;
-      gate.unit = true;
-      gate.role = Role::Weight;
-      gate.kind = kind;
-      gate.op = els[i].op;
-      for (size_t j = i; j < end; ++j) {
-        gate.ops.insert(gate.ops.end(), els[j].ops.begin(), els[j].ops.end());
-        gate.inner.push_back(std::move(els[j]));
-      }
-      out.push_back(std::move(gate));
+      out.push_back(grouped(kind, els.begin() + long(i), els.begin() + long(end)));
       i = end;
     }
     return out;
@@ -455,21 +458,22 @@ struct UnitFinder {
     size_t first = SIZE_MAX, least = SIZE_MAX;
     bool others_compute = false, same = true;
     auto computes = [](const Element& e) { return !e.unit && e.role != Role::Shape; };
-    auto lead_ops = [](const Element& a) {  // what its lead does, views apart
+    auto lead_work = [](const Element& a) {
       std::string sig;
-      for (size_t k = 0; k < a.lead; ++k)
-        if (a.inner[k].role != Role::Shape) sig += std::string(a.inner[k].op) + ",";
+      for (size_t k = 0; k < a.lead; ++k) add_work(sig, a.inner[k]);
       return sig;
     };
+    std::string first_work;
     for (size_t j = 0; j < els.size(); ++j)
       if (els[j].unit && els[j].kind == "attention") {
         if (first == SIZE_MAX) {
           first = j;
+          first_work = lead_work(els[j]);
           continue;
         }
         least = std::min(least, els[j].lead);
         for (size_t k = 0; k < els[j].lead; ++k) others_compute |= computes(els[j].inner[k]);
-        same &= lead_ops(els[j]) == lead_ops(els[first]);
+        same &= lead_work(els[j]) == first_work;
       }
     // Every lead doing the same, a view more or less, is every attention's own work.
     if (first == SIZE_MAX || least == SIZE_MAX || (others_compute && same)) return;
