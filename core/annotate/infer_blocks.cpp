@@ -413,7 +413,9 @@ void split_stem(const std::vector<Element>& els, std::vector<Span>& blocks, std:
     std::vector<std::string> candidates;
     for (auto& [other, n] : count) {
       const char before = sig[k].size() > other.size() ? sig[k][sig[k].size() - other.size() - 1] : 0;
-      if ((std::count(other.begin(), other.end(), ',') >= 2 || n >= 2) && sig[k].ends_with(other) && (before == ',' || before == ';'))
+      // One unit recurring ends a block of a kind that recurs itself only as its last unit.
+      const bool units_two = std::count(other.begin(), other.end(), ',') >= 2;
+      if ((units_two || (n >= 2 && count[sig[k]] < 2)) && sig[k].ends_with(other) && (before == ',' || before == ';'))
         candidates.push_back(other);
     }
     std::sort(candidates.begin(), candidates.end(), [](auto& x, auto& y) { return x.size() > y.size(); });
@@ -511,10 +513,11 @@ namespace {
 
 // Kinds of which one holds another whole (a downsampling block: a plain one plus a pooling
 // and a projection) are variants of one kind of block, not sublayers doing different work.
+// Any block holds a kind of one unit (WaveNet's skip conv after its gated residual half).
 bool variants(const std::vector<std::string>& kinds) {
   for (const std::string& x : kinds)
     for (const std::string& y : kinds) {
-      const size_t at = x.size() > y.size() ? x.find(y) : std::string::npos;
+      const size_t at = x.size() > y.size() && signature_tokens(y) >= 2 ? x.find(y) : std::string::npos;
       if (at == std::string::npos) continue;
       const std::string extra = x.substr(0, at) + x.substr(at + y.size());
       if (extra.find("conv,") != std::string::npos || extra.find("linear,") != std::string::npos) return true;
@@ -553,11 +556,14 @@ std::vector<std::vector<std::string>> layer_tuples(const std::vector<uint8_t>& a
     std::vector<std::string> t(sig.begin() + long(best_k), sig.begin() + long(best_k + best_p));
     for (size_t i = best_k; i < best_k + best_cover; ++i) taken[i] = 1;
     // A layer starts with its attention, unless one kind alone ends with a norm (a
-    // Conformer's second feed-forward and the layer's final norm): that one ends the layer.
+    // Conformer's second feed-forward and the layer's final norm): that one ends the layer;
+    // without attention, with its largest block.
     auto ends_normed = [](const std::string& k) { return k.ends_with("layer_norm,") || k.ends_with("rms_norm,"); };
     const auto normed = std::find_if(t.begin(), t.end(), ends_normed);
     if (normed != t.end() && std::count_if(t.begin(), t.end(), ends_normed) == 1) std::rotate(t.begin(), normed + 1, t.end());
     else if (const auto a = std::find_if(t.begin(), t.end(), attention); a != t.end()) std::rotate(t.begin(), a, t.end());
+    else  // with the block doing the most (WaveNet's gated residual half, then its skip conv)
+      std::rotate(t.begin(), std::max_element(t.begin(), t.end(), [](auto& x, auto& y) { return signature_tokens(x) < signature_tokens(y); }), t.end());
     tuples.push_back(std::move(t));
   }
   std::stable_sort(tuples.begin(), tuples.end(), [](auto& x, auto& y) { return x.size() > y.size(); });

@@ -253,6 +253,20 @@ struct Inference {
           if (next) matched = m - k, kind = tuple_kind(t);
         }
       }
+      // The stack's last layer, its last block running on into the head (WaveNet's last skip
+      // conv, then the model's relu on the sum): that block is its kind, to the next unit.
+      for (const auto& t : tuples) {
+        const size_t last = k + t.size() - 1;
+        if (matched || last >= blocks.size() || !after[last] || sig[last] == t.back() || !sig[last].starts_with(t.back()) ||
+            !tuple_at(after, sig, k, std::vector<std::string>(t.begin(), t.end() - 1)))
+          continue;
+        size_t end = end_of_signature(els, blocks[last].first, blocks[last].second, t.back());
+        if (end == SIZE_MAX) continue;
+        while (end < blocks[last].second && !els[end].unit) ++end;
+        blocks[last].second = end;
+        sig[last] = t.back();
+        matched = t.size(), kind = tuple_kind(t);
+      }
       if (matched) {
         // The tuple's kinds pair wherever they follow one another (each stage of a
         // hierarchical transformer)...
