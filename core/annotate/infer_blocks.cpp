@@ -68,14 +68,21 @@ bool pre_norm_model(const std::vector<Element>& els) {
 
 namespace {
 
-// Whether one kind is a variant of another: it holds the other whole but for one unit (a
-// projection on the shortcut where the channels change).
+// Whether one kind is a variant of another: it is the other with one unit more, anywhere (a
+// projection on the shortcut where the channels change, computed before the branch or after).
 bool variant_of(const std::string& x, const std::string& y) {
   if (x.empty() || y.empty() || x == y) return false;
   const std::string& big = x.size() > y.size() ? x : y;
   const std::string& small = x.size() > y.size() ? y : x;
   const auto units = [](const std::string& s) { return std::count(s.begin(), s.end(), ','); };
-  return units(big) == units(small) + 1 && units(small) >= 2 && big.find(small) != std::string::npos;
+  if (units(big) != units(small) + 1 || units(small) < 2) return false;
+  // Tokens end at ',' (a unit) or ';' (a transpose): the same tokens up to the extra unit, then
+  // the same.
+  size_t at = 0;
+  while (at < small.size() && big[at] == small[at]) ++at;
+  while (at > 0 && small[at - 1] != ',' && small[at - 1] != ';') --at;
+  const size_t extra = big.find_first_of(",;", at);
+  return extra != std::string::npos && big[extra] == ',' && big.compare(extra + 1, std::string::npos, small, at) == 0;
 }
 
 
@@ -534,8 +541,9 @@ bool variants(const std::vector<std::string>& kinds) {
 std::vector<std::vector<std::string>> layer_tuples(const std::vector<uint8_t>& after, const std::vector<std::string>& sig) {
   auto attention = [](const std::string& s) { return s.find("attention") != std::string::npos; };
   std::vector<std::vector<std::string>> tuples;
+  std::set<std::string> repeated;  // kinds that follow themselves
   for (size_t k = 1; k < sig.size(); ++k)
-    if (sig[k] == sig[k - 1] && !attention(sig[k])) return tuples;
+    if (sig[k] == sig[k - 1] && !attention(sig[k])) repeated.insert(sig[k]);
   std::vector<uint8_t> taken(sig.size(), 0);
   // A few kinds of layer at most (an encoder's, a decoder's); each scan passes over a run it
   // measured, so a long stack costs its length, not its square.
@@ -545,7 +553,8 @@ std::vector<std::vector<std::string>> layer_tuples(const std::vector<uint8_t>& a
       for (size_t k = 0; k + 2 * p <= sig.size();) {
         std::vector<std::string> t(sig.begin() + long(k), sig.begin() + long(k + p));
         size_t reps = 0;
-        if (!std::all_of(t.begin(), t.end(), [&](auto& x) { return x == t[0]; }) && !variants(t))  // one kind: no tuple
+        if (!std::all_of(t.begin(), t.end(), [&](auto& x) { return x == t[0]; }) && !variants(t) &&  // one kind: no tuple
+            std::none_of(t.begin(), t.end(), [&](auto& x) { return repeated.contains(x); }))
           while (tuple_at(after, sig, k + reps * p, t) && (reps == 0 || after[k + reps * p]) &&
                  std::none_of(taken.begin() + long(k + reps * p), taken.begin() + long(k + reps * p + p), [](uint8_t x) { return x; }))
             ++reps;

@@ -289,30 +289,33 @@ struct Inference {
       block_nodes.push_back(make(block_name(els, f, t), parent, kids));
     }
     stages(els, parent, layers, block_nodes, kinds);
-    if (tuples.empty()) {
-      for (auto [f, t] : layers) {
-        residual_branch(els, f, t);
-        split_branch(els, f, t);
-        if (const Span mlp = update_mlp(els, {f, t}); mlp.second > mlp.first) unit_group("MLP", els, mlp.first, mlp.second);
-      }
-      for (auto [f, t] : layers) parallel_branches(els, f, t);
+    // Layers of one block (a model may have both: an image tower of residual blocks, a text
+    // tower of transformer layers).
+    std::vector<Span> single;
+    for (size_t l = 0, u = 0; l < layers.size(); ++l) {
+      if (u < tupled.size() && blocks[tupled[u].first].first == layers[l].first) ++u;
+      else single.push_back(layers[l]);
     }
-    else {
-      // nn.TransformerEncoderLayer and DecoderLayer compute their feed-forward inline: a layer
-      // on nn.MultiheadAttention whose halves are attention but one. A layer with more halves
-      // of other kinds (a Conformer's feed-forwards and convolution module) calls them as
-      // modules, and a routed half is a module whatever the attention.
-      const bool on_mha = std::any_of(els.begin(), els.end(), [](const Element& e) { return e.kind == "attention" && e.one_module; });
-      for (auto [from, to] : tupled) {
-        size_t other = 0;
-        bool conv_half = false;
-        for (size_t k = from; k < to; ++k) {
-          other += sig[k].find("attention") == std::string::npos;
-          conv_half |= sig[k].find("attention") == std::string::npos && sig[k].find("conv") != std::string::npos;
-        }
-        for (size_t k = from; k < to; ++k)
-          sublayer(els, blocks[k].first, blocks[k].second, k > from, on_mha && other <= 1, conv_half && other >= 2);
+    for (auto [f, t] : single) {
+      residual_branch(els, f, t);
+      split_branch(els, f, t);
+      if (const Span mlp = update_mlp(els, {f, t}); mlp.second > mlp.first) unit_group("MLP", els, mlp.first, mlp.second);
+    }
+    for (auto [f, t] : single) parallel_branches(els, f, t);
+    // nn.TransformerEncoderLayer and DecoderLayer compute their feed-forward inline: a layer
+    // on nn.MultiheadAttention whose halves are attention but one. A layer with more halves
+    // of other kinds (a Conformer's feed-forwards and convolution module) calls them as
+    // modules, and a routed half is a module whatever the attention.
+    const bool on_mha = std::any_of(els.begin(), els.end(), [](const Element& e) { return e.kind == "attention" && e.one_module; });
+    for (auto [from, to] : tupled) {
+      size_t other = 0;
+      bool conv_half = false;
+      for (size_t k = from; k < to; ++k) {
+        other += sig[k].find("attention") == std::string::npos;
+        conv_half |= sig[k].find("attention") == std::string::npos && sig[k].find("conv") != std::string::npos;
       }
+      for (size_t k = from; k < to; ++k)
+        sublayer(els, blocks[k].first, blocks[k].second, k > from, on_mha && other <= 1, conv_half && other >= 2);
     }
     if (outputs)
       for (auto [from, to] : tupled) output_module(els, blocks[from].first, blocks[to - 1].second);

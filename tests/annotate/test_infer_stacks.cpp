@@ -47,3 +47,43 @@ TEST_CASE("inferred layers: a gated residual layer with a skip output is one lay
   const std::vector<int> convs = units_per_layer(r.annotation.tree, "Block ", "Conv ");
   CHECK(convs == std::vector<int>(12, 4));  // six a forward, two forwards
 }
+
+TEST_CASE("inferred layers: an image tower of residual blocks does not keep a text tower's halves from pairing into layers") {
+  // CLIP-like: a ResNet's blocks (one kind after another), then pre-norm nn.TransformerEncoderLayers.
+  Mod basic{"BasicBlock", {conv(), bn(), relu_module(), conv(), bn(), op("aten::add"), relu_module()}, nullptr};
+  Mod mha{"MultiheadAttention",
+          {op("aten::linear"), op("aten::chunk"), op("aten::view"), op("aten::transpose"), op("aten::bmm"), op("aten::softmax"),
+           op("aten::dropout"), op("aten::bmm"), op("aten::transpose"), op("aten::view"), op("aten::linear"), op("aten::view")},
+          nullptr};
+  Mod ln = leaf("LayerNorm", {"aten::layer_norm"}), lin = leaf("Linear", {"aten::linear"}), drop = leaf("Dropout", {"aten::dropout"});
+  Mod tel{"TransformerEncoderLayer", {ln, mha, drop, op("aten::add"), ln, lin, op("aten::relu"), drop, lin, drop, op("aten::add")}, nullptr};
+  Mod image{"ResNet", {conv(), bn(), relu_module(), leaf("MaxPool2d", {"aten::max_pool2d"}), basic, basic, basic,
+                       leaf("AdaptiveAvgPool2d", {"aten::adaptive_avg_pool2d"}), op("aten::flatten"), lin},
+            nullptr};
+  Mod text{"TextEncoder", {leaf("Embedding", {"aten::embedding"}), op("aten::add"), tel, tel, tel, ln, lin}, nullptr};
+  BareRun r = bare_run(Mod{"Clip", {image, text, op("aten::t"), op("aten::matmul")}, nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the residual blocks and the encoder layers
+  CHECK(s.node_precision == doctest::Approx(1.0));
+  CHECK(has_layer(r.annotation.tree, "Layer 3: attention + MLP"));
+}
+
+TEST_CASE("inferred layers: a block with its projection shortcut computed after the branch is a variant of the plain blocks") {
+  // A TCN: the first block changes the channels, its 1x1 conv on the input run after the
+  // branch, just before the add; F.relu throughout.
+  auto block = [](bool down) {
+    Mod m{"TemporalBlock", {conv1d(), op("aten::slice"), op("aten::relu"), leaf("Dropout", {"aten::dropout"}), conv1d(),
+                            op("aten::slice"), op("aten::relu"), leaf("Dropout", {"aten::dropout"})},
+          nullptr};
+    if (down) m.items.push_back(conv1d());
+    m.items.push_back(op("aten::add"));
+    m.items.push_back(op("aten::relu"));
+    return m;
+  };
+  BareRun r = bare_run(Mod{"TCN", {block(true), block(false), block(false), block(false), op("aten::select"), leaf("Linear", {"aten::linear"})}, nullptr});
+  // Every block is a layer, the first too (its residual branch holds the projection: the ops
+  // cannot tell it from the branch's last conv).
+  CHECK(units_per_layer(r.annotation.tree, "Block ", "Residual branch ").size() == 8);  // two forwards
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));
+}
