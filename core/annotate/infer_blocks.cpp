@@ -538,12 +538,20 @@ bool variants(const std::vector<std::string>& kinds) {
 // repeated back to back (at least twice), then the longest among the blocks left, and so
 // on. None where blocks of one kind without attention follow one another: each of those is
 // a module (a ResNet's).
-std::vector<std::vector<std::string>> layer_tuples(const std::vector<uint8_t>& after, const std::vector<std::string>& sig) {
+std::vector<std::vector<std::string>> layer_tuples(const std::vector<Span>& blocks, const std::vector<uint8_t>& after,
+                                                   const std::vector<std::string>& sig) {
   auto attention = [](const std::string& s) { return s.find("attention") != std::string::npos; };
   std::vector<std::vector<std::string>> tuples;
-  std::set<std::string> repeated;  // kinds that follow themselves
-  for (size_t k = 1; k < sig.size(); ++k)
-    if (sig[k] == sig[k - 1] && !attention(sig[k])) repeated.insert(sig[k]);
+  // No sublayers: kinds that follow themselves (each of those blocks is a module: a
+  // ResNet's), and lone units (a pooling or an upsampling cut off as the stem of the block
+  // after it: a U-Net's, between its blocks).
+  std::set<std::string> refused, joined;
+  for (size_t k = 0; k < sig.size(); ++k) {
+    if (k > 0 && sig[k] == sig[k - 1] && !attention(sig[k])) refused.insert(sig[k]);
+    if (blocks[k].second - blocks[k].first >= 2) joined.insert(sig[k]);
+  }
+  for (const std::string& s : sig)
+    if (!joined.contains(s)) refused.insert(s);
   std::vector<uint8_t> taken(sig.size(), 0);
   // A few kinds of layer at most (an encoder's, a decoder's); each scan passes over a run it
   // measured, so a long stack costs its length, not its square.
@@ -554,7 +562,7 @@ std::vector<std::vector<std::string>> layer_tuples(const std::vector<uint8_t>& a
         std::vector<std::string> t(sig.begin() + long(k), sig.begin() + long(k + p));
         size_t reps = 0;
         if (!std::all_of(t.begin(), t.end(), [&](auto& x) { return x == t[0]; }) && !variants(t) &&  // one kind: no tuple
-            std::none_of(t.begin(), t.end(), [&](auto& x) { return repeated.contains(x); }))
+            std::none_of(t.begin(), t.end(), [&](auto& x) { return refused.contains(x); }))
           while (tuple_at(after, sig, k + reps * p, t) && (reps == 0 || after[k + reps * p]) &&
                  std::none_of(taken.begin() + long(k + reps * p), taken.begin() + long(k + reps * p + p), [](uint8_t x) { return x; }))
             ++reps;

@@ -66,6 +66,7 @@ bool tuple_at(const std::vector<uint8_t>& after, const std::vector<std::string>&
 // Whether some other kind among `kinds` is a variant of `kind` (it but for a projection).
 bool has_variant(const std::map<std::string, int>& kinds, const std::string& kind);
 // The kinds of layer made of two to four kinds of block repeated back to back.
-std::vector<std::vector<std::string>> layer_tuples(const std::vector<uint8_t>& after, const std::vector<std::string>& sig);
+std::vector<std::vector<std::string>> layer_tuples(const std::vector<Span>& blocks, const std::vector<uint8_t>& after,
+                                                   const std::vector<std::string>& sig);
 
 }  // namespace strata::annot::infer

@@ -220,7 +220,7 @@ struct Inference {
       after[k] = blocks[k - 1].second <= blocks[k].first;
       for (size_t j = blocks[k - 1].second; j < blocks[k].first; ++j) after[k] &= !els[j].unit;
     }
-    std::vector<std::vector<std::string>> tuples = layer_tuples(after, sig);
+    std::vector<std::vector<std::string>> tuples = layer_tuples(blocks, after, sig);
     std::vector<std::pair<size_t, size_t>> layers;
     std::vector<std::pair<size_t, size_t>> tupled;  // layers made of sublayers: their blocks [from, to)
     std::vector<std::string> kinds;                 // per layer: its kind (a tuple's, for a layer doing extra work too)

@@ -87,3 +87,15 @@ TEST_CASE("inferred layers: a block with its projection shortcut computed after 
   const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.block_recall == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a pooling or an upsampling between a U-Net's residual blocks is no sublayer of them") {
+  // Residual double convs (each with its 1x1 skip conv), max-pooled on the way down, up-
+  // convolved and concatenated with the skip on the way up: every block is found, and no
+  // layer pairs a block with the pooling or the up-convolution after it.
+  Mod res{"ResConv", {conv(), bn(), op("aten::relu"), conv(), bn(), conv(), op("aten::add"), op("aten::relu")}, nullptr};
+  Mod pool = op("aten::max_pool2d"), up = leaf("ConvTranspose2d", {"aten::conv_transpose2d"});
+  BareRun r = bare_run(Mod{"ResUNet", {res, pool, res, pool, res, up, op("aten::cat"), res, up, op("aten::cat"), res, conv()}, nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK_FALSE(has_layer(r.annotation.tree, "Layer 1"));
+}
