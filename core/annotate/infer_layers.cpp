@@ -472,13 +472,18 @@ struct Inference {
            els[j + 1].role == Role::Weight;
   }
 
-  // A half whose ops pick the top-k of a router's scores (aten::topk) routes tokens to experts:
-  // from after its norm to the add, reshapes included (it flattens the tokens itself), it is
-  // one mixture-of-experts module, and each run of units between its gathers and scatters
-  // that recurs (linear, activation, linear) is an expert of it.
+  // A half whose ops pick the top-k of a router's scores (aten::topk; a Switch router's top-1
+  // by max or argmax, where experts recur) routes tokens to experts: from after its norm to
+  // the add, reshapes included (it flattens the tokens itself), it is one mixture-of-experts
+  // module, and each run of units between its gathers and scatters that recurs (linear,
+  // activation, linear) is an expert of it.
   bool mixture_of_experts(const std::vector<Element>& els, size_t from, size_t end) {
-    if (std::none_of(els.begin() + long(from), els.begin() + long(end), [](const Element& e) { return !e.unit && e.op == "aten::topk"; }))
-      return false;
+    auto picks = [&](std::initializer_list<std::string_view> ops) {
+      return std::any_of(els.begin() + long(from), els.begin() + long(end),
+                         [&](const Element& e) { return !e.unit && std::find(ops.begin(), ops.end(), e.op) != ops.end(); });
+    };
+    const bool top_k = picks({"aten::topk"});
+    if (!top_k && !picks({"aten::max", "aten::argmax"})) return false;
     while (from > 0 && !els[from - 1].unit && els[from - 1].role == Role::Shape) --from;
     std::vector<NodeId> kids;
     for (size_t j = from; j < end; ++j) kids.push_back(els[j].node);
@@ -510,6 +515,7 @@ struct Inference {
     }
     size_t experts = 0;
     for (auto [f, t] : runs) experts += kinds[signature(els, f, t)] >= 2;
+    if (!top_k && experts < 2) return false;
     const NodeId moe = make(numbered("MoE") + ": router + " + std::to_string(experts) + " experts", b.parent[kids.front()], kids);
     for (auto [f, t] : runs) {
       if (kinds[signature(els, f, t)] < 2) continue;

@@ -99,3 +99,45 @@ TEST_CASE("inferred layers: a pooling or an upsampling between a U-Net's residua
   CHECK(s.block_recall == doctest::Approx(1.0));
   CHECK_FALSE(has_layer(r.annotation.tree, "Layer 1"));
 }
+
+namespace {
+
+Mod multihead_attention() {
+  return {"MultiheadAttention",
+          {op("aten::linear"), op("aten::chunk"), op("aten::view"), op("aten::transpose"), op("aten::bmm"), op("aten::softmax"),
+           op("aten::dropout"), op("aten::bmm"), op("aten::transpose"), op("aten::view"), op("aten::linear"), op("aten::view")},
+          nullptr};
+}
+
+// A pre-norm layer on nn.MultiheadAttention whose second half is `ff`.
+Mod prenorm_layer(Mod ff) {
+  Mod ln = leaf("LayerNorm", {"aten::layer_norm"});
+  return {"Layer", {ln, multihead_attention(), op("aten::add"), ln, std::move(ff), op("aten::add")}, nullptr};
+}
+
+Mod lm(Mod layer) {
+  return {"LM", {leaf("Embedding", {"aten::embedding"}), layer, layer, layer, leaf("LayerNorm", {"aten::layer_norm"}), leaf("Linear", {"aten::linear"})},
+          nullptr};
+}
+
+}  // namespace
+
+TEST_CASE("inferred layers: a Switch router's top-1 by max routes to experts as a top-k does") {
+  Mod lin = leaf("Linear", {"aten::linear"});
+  Mod expert{"Sequential", {lin, leaf("ReLU", {"aten::relu"}), lin}, nullptr};
+  Mod ff{"SwitchFF", {op("aten::reshape"), lin, op("aten::softmax"), op("aten::max"), op("aten::zeros_like")}, nullptr};
+  for (int e = 0; e < 4; ++e) {
+    for (const char* o : {"aten::eq", "aten::any", "aten::is_nonzero", "aten::index"}) ff.items.push_back(op(o));
+    ff.items.push_back(expert);
+    for (const char* o : {"aten::unsqueeze", "aten::index", "aten::mul", "aten::index_put_"}) ff.items.push_back(op(o));
+  }
+  ff.items.push_back(op("aten::view"));
+  BareRun r = bare_run(lm(prenorm_layer(ff)));
+  CHECK(has_layer(r.annotation.tree, "MoE 3: router + 4 experts"));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the layers, the mixtures and their experts
+
+  // A max with no experts recurring after it (a maxout feed-forward) routes nothing.
+  Mod maxout{"Maxout", {lin, op("aten::view"), op("aten::max"), lin}, nullptr};
+  CHECK_FALSE(has_layer(bare_run(lm(prenorm_layer(maxout))).annotation.tree, "MoE 1: router + 0 experts"));
+}
