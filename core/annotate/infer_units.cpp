@@ -310,6 +310,17 @@ struct UnitFinder {
         els[--lo] = std::move(out.back());
         out.pop_back();
       }
+      // nn.MultiheadAttention's own function multiplies with bmm / baddbmm and projects with
+      // F.linear, by slices of its one packed weight where query and key differ (a split
+      // before the projections): one module. Attention written by hand multiplies with matmul
+      // (@) and calls its projections and dropout as modules of their own, children of the
+      // attention.
+      const bool own_function = els[s1].op == "aten::bmm" || els[s1].op == "aten::baddbmm";
+      bool packed = linears < 2;
+      for (size_t j = lo; j < s1 && !packed; ++j) {
+        if (els[j].unit) break;
+        packed = els[j].op == "aten::split_with_sizes" || els[j].op == "aten::split";
+      }
       // Out-projection: views, one linear (or conv), views; a dropout the windows' views follow is the
       // attention's own (Swin's), not a module after it.
       size_t hi = s2 + 1;
@@ -322,22 +333,17 @@ struct UnitFinder {
         hi = views(hi + 1);
         if (hi < els.size() && els[hi].role == Role::Dropout && views(hi + 1) >= hi + 3) hi = views(hi + 1);
       }
+      // nn.MultiheadAttention returns the weights averaged over its heads too (need_weights, the
+      // default): their sum or mean (and division), then its batch_first transpose back.
+      if (own_function && packed && hi < els.size() && (els[hi].op == "aten::sum" || els[hi].op == "aten::mean")) {
+        hi = els[hi + 1 < els.size() ? hi + 1 : hi].op == "aten::div" ? hi + 2 : hi + 1;
+        hi = views(hi);
+      }
       Element a;
       a.unit = true;
       a.role = Role::Weight;
       a.kind = "attention";
       a.op = els[s1].op;
-      // nn.MultiheadAttention's own function multiplies with bmm / baddbmm and projects with
-      // F.linear, by slices of its one packed weight where query and key differ (a split
-      // before the projections): one module. Attention written by hand multiplies with matmul
-      // (@) and calls its projections and dropout as modules of their own, children of the
-      // attention.
-      const bool own_function = els[s1].op == "aten::bmm" || els[s1].op == "aten::baddbmm";
-      bool packed = linears < 2;
-      for (size_t j = lo; j < s1 && !packed; ++j) {
-        if (els[j].unit) break;
-        packed = els[j].op == "aten::split_with_sizes" || els[j].op == "aten::split";
-      }
       a.one_module = own_function && packed;
       a.lead = lead;
       for (size_t j = lo; j < hi; ++j) {

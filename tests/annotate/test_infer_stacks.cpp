@@ -141,3 +141,17 @@ TEST_CASE("inferred layers: a Switch router's top-1 by max routes to experts as 
   Mod maxout{"Maxout", {lin, op("aten::view"), op("aten::max"), lin}, nullptr};
   CHECK_FALSE(has_layer(bare_run(lm(prenorm_layer(maxout))).annotation.tree, "MoE 1: router + 0 experts"));
 }
+
+TEST_CASE("inferred layers: nn.MultiheadAttention's averaged weights and its batch_first transpose back are its own") {
+  // AutoInt's interacting layer: F.relu(attn(x, x, x)[0] + res(x)) with need_weights left on.
+  Mod mha = multihead_attention();
+  mha.items.insert(mha.items.begin(), op("aten::transpose"));  // batch_first: in...
+  for (const char* o : {"aten::view", "aten::sum", "aten::div", "aten::transpose"}) mha.items.push_back(op(o));  // ...and out
+  Mod layer{"InteractingLayer", {mha, leaf("Linear", {"aten::linear"}), op("aten::add"), op("aten::relu")}, nullptr};
+  const AccuracyScore s =
+      bare_score(Mod{"AutoInt", {op("aten::add"), leaf("Embedding", {"aten::embedding"}), layer, layer, layer, op("aten::flatten"),
+                                 leaf("Linear", {"aten::linear"})},
+                     nullptr});
+  CHECK(s.leaf_f1 > 0.99);  // (the F.relu is a unit of its own: the ops cannot tell it from nn.ReLU)
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
