@@ -340,6 +340,10 @@ struct Inference {
     // computed first (an activation would follow a conv of F): F starts after it.
     auto is = [&](size_t j, std::string_view kind) { return j < end && els[j].unit && els[j].kind == kind; };
     if (is(f, "conv") && is(f + 1, "batch_norm") && is(f + 2, "conv")) f += 2;
+    // A conv (and its norm) right after a norm ends F no more (a conv of F follows an
+    // activation): it is the projection, computed after F.
+    const size_t proj = end >= f + 2 && els[end - 1].role == Role::Norm ? end - 2 : end - 1;
+    if (proj > f && is(proj, "conv") && els[proj - 1].unit && els[proj - 1].role == Role::Norm) end = proj;
     // Ops of the block's own in F (a product, a matmul) say F is computed inline, not a module.
     size_t units = 0;
     for (size_t j = f; j < end; ++j) {

@@ -155,3 +155,15 @@ TEST_CASE("inferred layers: nn.MultiheadAttention's averaged weights and its bat
   CHECK(s.leaf_f1 > 0.99);  // (the F.relu is a unit of its own: the ops cannot tell it from nn.ReLU)
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a projection right after the branch's last norm is the shortcut's, computed after the branch") {
+  // QuartzNet's block: body(x) + res(x), the body ending in a norm, the 1x1 conv and norm of
+  // the residual path run after it.
+  Mod body{"Sequential", {conv1d(), conv1d(), bn(), relu_module(), conv1d(), conv1d(), bn()}, nullptr};
+  Mod res{"Sequential", {conv1d(), bn()}, nullptr};
+  Mod block{"QuartzBlock", {body, res, op("aten::add"), relu_module()}, nullptr};
+  BareRun r = bare_run(Mod{"QuartzNet", {conv1d(), bn(), relu_module(), block, block, block, conv1d()}, nullptr});
+  CHECK(units_per_layer(r.annotation.tree, "Residual branch ", "Conv-Norm ") == std::vector<int>(6, 2));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the blocks, their bodies and their residual paths
+}
