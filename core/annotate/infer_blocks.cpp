@@ -191,8 +191,11 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
     if (merge && next < els.size() && els[next].unit && els[next].op.ends_with("_cell")) continue;
     size_t end = j + 1;
     if (merge) end = next;  // the branches' join is reshaped in the block (ShuffleNet's channel shuffle)
-    else if (end < els.size() && els[end].unit && (els[end].role == Role::Activation || (els[end].role == Role::Norm && post_norm)))
+    else if (end < els.size() && els[end].unit && (els[end].role == Role::Activation || (els[end].role == Role::Norm && post_norm))) {
       ++end;
+      // and the dropout on the activation's output (QuartzNet's, after each block's ReLU)
+      if (els[end - 1].role == Role::Activation && end < els.size() && els[end].unit && els[end].role == Role::Dropout) ++end;
+    }
     else if (end + 1 < els.size() && els[end].unit && els[end].role == Role::Norm && els[end + 1].unit && els[end + 1].role == Role::Norm)
       ++end;  // two norms back to back: the first ends the layer (a Conformer block's final norm)
     out.push_back({start, end});

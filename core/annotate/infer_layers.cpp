@@ -330,7 +330,8 @@ struct Inference {
   // and reshapes only.
   void residual_branch(const std::vector<Element>& els, size_t f, size_t t) {
     size_t add = t;
-    while (add > f && els[add - 1].unit && (els[add - 1].role == Role::Activation || els[add - 1].role == Role::Norm)) --add;
+    auto after_join = [](const Element& e) { return e.unit && (e.role == Role::Activation || e.role == Role::Norm || e.role == Role::Dropout); };
+    while (add > f && after_join(els[add - 1])) --add;
     if (add == f || els[add - 1].unit || els[add - 1].role != Role::Add) return;
     size_t end = --add;
     while (end > f && ((els[end - 1].unit && els[end - 1].role == Role::Dropout) ||

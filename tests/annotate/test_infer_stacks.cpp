@@ -167,3 +167,14 @@ TEST_CASE("inferred layers: a projection right after the branch's last norm is t
   const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.block_recall == doctest::Approx(1.0));  // the blocks, their bodies and their residual paths
 }
+
+TEST_CASE("inferred layers: the dropout on the activation that closes a residual block is the block's") {
+  Mod body{"Sequential", {conv1d(), bn(), relu_module(), conv1d(), bn()}, nullptr};
+  Mod block{"Block", {body, op("aten::add"), relu_module(), leaf("Dropout", {"aten::dropout"})}, nullptr};
+  BareRun r = bare_run(Mod{"Net", {conv1d(), bn(), relu_module(), block, block, block, conv1d()}, nullptr});
+  CHECK(units_per_layer(r.annotation.tree, "Block ", "Dropout ") == std::vector<int>(6, 1));
+  CHECK(units_per_layer(r.annotation.tree, "Block ", "Residual branch ") == std::vector<int>(6, 1));  // its body still found
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
