@@ -701,7 +701,7 @@ struct Inference {
 
 std::string readable_unit(std::string_view kind, std::string_view op) {
   static constexpr std::pair<std::string_view, std::string_view> names[] = {
-      {"conv", "Conv"}, {"batch_norm", "BatchNorm"}, {"layer_norm", "LayerNorm"}, {"rms_norm", "RMSNorm"}, {"group_norm", "GroupNorm"},
+      {"conv", "Conv"}, {"batch_norm", "BatchNorm"}, {"layer_norm", "LayerNorm"}, {"rms_norm", "RMSNorm"}, {"response_norm", "GRN"}, {"group_norm", "GroupNorm"},
       {"instance_norm", "InstanceNorm"},
       {"embedding", "Embedding"}, {"attention", "Attention"}, {"loss", "Loss"}, {"softmax", "Softmax"},
       {"dropout", "Dropout"}, {"pool", "Pool"}, {"bmm", "BMM"}, {"linear", "Linear"}, {"shortcut", "Shortcut"},

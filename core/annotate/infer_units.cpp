@@ -185,9 +185,9 @@ struct UnitFinder {
     return out;
   }
 
-  // A normalisation written by hand (RMSNorm in Llama and T5, a channels-first LayerNorm): a
-  // statistic of the input (the mean of its square, or its centred variance), its inverse
-  // square root applied, then the scale and, when centred, the shift. One norm unit.
+  // A normalisation written by hand (RMSNorm in Llama and T5, a channels-first LayerNorm, a
+  // GRN): a statistic of the input (the mean of its square, or its centred variance), its
+  // inverse square root applied, then the scale and, when centred, the shift. One norm unit.
   static std::vector<Element> written_norms(std::vector<Element> els) {
     auto name = [&](size_t k) -> std::string_view {
       if (k >= els.size() || els[k].unit) return {};
@@ -207,11 +207,20 @@ struct UnitFinder {
     };
     struct Match {
       size_t end = 0;  // 0: no norm starts here
-      bool centred = false;
+      std::string_view kind;
     };
     auto match = [&](size_t s) -> Match {
       size_t j = s;
       while (cast(j)) ++j;
+      // Global response normalisation (ConvNeXt V2's GRN): each channel's L2 norm over the map
+      // divided by their mean, applied, scaled, shifted and added to the input.
+      if (in(name(j), {"norm", "linalg_vector_norm"}) && name(j + 1) == "mean") {
+        j += name(j + 2) == "add" ? 3 : 2;  // the epsilon
+        if (name(j) != "div" || (j = through(j + 1, "mul", 1)) == 0) return {};
+        if (size_t w = through(j, "mul", 6)) j = w;
+        if (size_t bias = through(j, "add", 6)) j = bias;
+        return {name(j) == "add" ? j + 1 : j, "response_norm"};
+      }
       bool centred = false;
       if (name(j) == "mean" && name(j + 1) == "sub") centred = true, j += 2;
       if (in(name(j), {"pow", "square"}) || (name(j) == "mul" && name(j + 1) == "mean")) {
@@ -237,7 +246,7 @@ struct UnitFinder {
       else if (size_t w = through(j, "mul", 6)) j = w;                   // the scale (weight[:, None, None]: its views)
       if (size_t bias = through(j, "add", 6); centred && bias) j = bias;
       while (cast(j)) ++j;  // back to the input's dtype
-      return {j, centred};
+      return {j, centred ? "layer_norm" : "rms_norm"};
     };
     std::vector<Element> out;
     for (size_t i = 0; i < els.size();) {
@@ -250,7 +259,7 @@ struct UnitFinder {
       n.unit = true;
       n.role = Role::Norm;
       n.op = els[i].op;
-      n.kind = m.centred ? "layer_norm" : "rms_norm";
+      n.kind = m.kind;
       for (size_t j = i; j < m.end; ++j) n.ops.insert(n.ops.end(), els[j].ops.begin(), els[j].ops.end());
       out.push_back(std::move(n));
       i = m.end;

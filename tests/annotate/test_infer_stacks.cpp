@@ -178,3 +178,17 @@ TEST_CASE("inferred layers: the dropout on the activation that closes a residual
   CHECK(s.block_recall == doctest::Approx(1.0));
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a global response norm written by hand is one norm unit, as its module is") {
+  // ConvNeXt V2's GRN: the map's L2 norm per channel, divided by the channels' mean, applied,
+  // scaled, shifted and added to its input; between the block's activation and its last linear.
+  Mod grn = leaf("GRN", {"aten::norm", "aten::mean", "aten::add", "aten::div", "aten::mul", "aten::mul", "aten::add", "aten::add"});
+  Mod lin = leaf("Linear", {"aten::linear"});
+  Mod block{"Block",
+            {leaf("Conv2d", {"aten::conv2d"}), op("aten::permute"), leaf("LayerNorm", {"aten::layer_norm"}), lin,
+             leaf("GELU", {"aten::gelu"}), grn, lin, op("aten::permute"), op("aten::add")},
+            nullptr};
+  BareRun r = bare_run(Mod{"ConvNeXtV2", {leaf("Conv2d", {"aten::conv2d"}), block, block, block, lin}, nullptr});
+  CHECK(has_layer(r.annotation.tree, "GRN 3"));
+  CHECK(score_against(*r.bare.model, r.annotation, r.truth).leaf_f1 > 0.95);  // the block's permutes and add: its own
+}
