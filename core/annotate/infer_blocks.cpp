@@ -278,29 +278,29 @@ std::vector<Span> repeated_calls(const std::vector<Element>& els) {
   std::vector<uint32_t> tok(n);
   std::unordered_map<std::string_view, uint32_t> ids;
   for (size_t i = 0; i < n; ++i) tok[i] = ids.emplace(els[at[i]].op, uint32_t(ids.size())).first->second;
-  // The repeat covering the most units, the shortest of those (three calls, not one and a half
-  // twice).
-  size_t best_s = 0, best_p = 0, best_reps = 0;
+  // The run of units repeating with the shortest period that covers the most (three calls,
+  // not one and a half twice), each repeat holding two computing weights or more.
+  size_t best_s = 0, best_p = 0, best_len = 0;
   for (size_t p = 2; p <= n / 2; ++p) {
     size_t run = 0;  // how many i in a row have tok[i] == tok[i + p]
     for (size_t i = 0; i + p < n; ++i) {
       run = tok[i] == tok[i + p] ? run + 1 : 0;
-      if (run < p) continue;
-      const size_t s = i + 1 - p;
-      size_t reps = 2;
-      while (s + (reps + 1) * p <= n && std::equal(tok.begin() + long(s), tok.begin() + long(s + p), tok.begin() + long(s + reps * p)))
-        ++reps;
-      run = 0;
-      i = s + reps * p - 1;
+      if (run < p || (i + p + 1 < n && tok[i + 1] == tok[i + p + 1])) continue;  // to the run's end
+      const size_t s = i + 1 - run, len = run + p;  // [s, s + len) repeats with period p
       // Lookups opening each repeat may be the caller's (features looked up, then passed in)
       // as well as the module's: the ops cannot tell, so no call is inferred there.
       const size_t w = computing_weights(els, at[s], at[s + p - 1] + 1);
       if (w < 2 || w == SIZE_MAX || els[at[s]].kind == "embedding") continue;
-      if (reps * p > best_reps * best_p) best_s = s, best_p = p, best_reps = reps;
+      if (len > best_len) best_s = s, best_p = p, best_len = len;
     }
   }
-  if (best_reps == 0) return {};
-  const size_t s = best_s, p = best_p, reps = best_reps;
+  if (best_len == 0) return {};
+  size_t s = best_s;
+  const size_t p = best_p, reps = best_len / p, extra = best_len % p;
+  // Where the pattern runs on past the last repeat by two units or more (MobileNet V1's
+  // separable convs, every one a conv, norm and ReLU like the stem's), the repeats are the
+  // ones that end with it and the first units are the stem, when a weight opens them.
+  if (extra >= 2 && els[at[s + extra]].role == Role::Weight) s += extra;
   // A call runs to the next one's first unit (what it does to its output: a normalize); the
   // last takes as many loose ops after its last unit as the one before it had.
   std::vector<Span> out;

@@ -192,3 +192,28 @@ TEST_CASE("inferred layers: a global response norm written by hand is one norm u
   CHECK(has_layer(r.annotation.tree, "GRN 3"));
   CHECK(score_against(*r.bare.model, r.annotation, r.truth).leaf_f1 > 0.95);  // the block's permutes and add: its own
 }
+
+TEST_CASE("inferred layers: separable convs that look like the stem before them are called after it, not with it") {
+  // MobileNet V1: a conv, norm and ReLU stem, then Sequentials of a depthwise and a pointwise
+  // conv, each with its norm and ReLU: without shapes every group looks alike, and the repeats
+  // are those that end where the pattern does.
+  auto cbr = [] { return std::vector<Mod>{conv(), bn(), relu_module()}; };
+  Mod sep{"Sequential", {}, nullptr};
+  for (int k = 0; k < 2; ++k)
+    for (Mod& m : cbr()) sep.items.push_back(m);
+  Mod stem{"Sequential", cbr(), nullptr};
+  Mod root{"MobileNetV1", {stem}, nullptr};
+  for (int k = 0; k < 13; ++k) root.items.push_back(sep);  // 27 groups: repeats of three groups would cover them all
+  for (Mod m : {leaf("AdaptiveAvgPool2d", {"aten::adaptive_avg_pool2d"}), op("aten::flatten"), leaf("Linear", {"aten::linear"})})
+    root.items.push_back(m);
+  const AccuracyScore s = bare_score(root);
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+
+  // A head of one unit like the encoder's last (a siamese pair's linear) leaves the calls as
+  // they are.
+  Mod lin = leaf("Linear", {"aten::linear"});
+  Mod encoder{"Encoder", {lin, relu_module(), lin}, nullptr};
+  const AccuracyScore t = bare_score(Mod{"Siamese", {encoder, encoder, op("aten::sub"), op("aten::abs"), lin}, nullptr});
+  CHECK(t.block_recall == doctest::Approx(1.0));
+}
