@@ -82,6 +82,14 @@ struct UnitFinder {
         els.back().ops.push_back(ops[i]);
         continue;
       }
+      // An as_strided that a weight op runs inside, left beside it where the clock's rounding
+      // ended both at the same tick: one op of the weight op (else it keeps the norm after the
+      // conv from its group).
+      if (e.op == "aten::as_strided" && !els.empty() && els.back().unit && els.back().role == Role::Weight &&
+          b.begin[ops[i]] >= b.end[els.back().ops.back()] && b.end[ops[i]] == b.begin[ops[i]]) {
+        els.back().ops.push_back(ops[i]);
+        continue;
+      }
       // An EmbeddingBag may copy its result once more (a copy_ right after its own op, inside
       // the module): one op of the bag.
       if (e.op == "aten::copy_" && !els.empty() && els.back().unit && els.back().op.find("embedding_bag") != std::string_view::npos &&

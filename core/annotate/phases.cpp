@@ -256,12 +256,16 @@ struct PhaseLabeler {
       if (first_fwd == n) first_fwd = weights;
       // Reshapes of the batch right before the model's first op (x.unsqueeze(1)) are the
       // model's: they move nothing. So is taking a column of the whole batch (x[:, i]: a full
-      // slice, then a select). Picking the batch out of the data (data[i], data[a:b]) is not.
+      // slice, then a select; the as_strided each runs inside may stand beside it where the
+      // clock's rounding ended it as late as its parent). Picking the batch out of the data
+      // (data[i], data[a:b]) is not.
+      auto strided = [&](size_t i) { return i < n && name(i) == "aten::as_strided"; };
       auto view = [&](size_t i) {
         const std::string_view op = strip_prefix(name(i), "aten::");
         if (!name(i).starts_with("aten::")) return false;
-        if (op == "select") return i > 0 && name(i - 1) == "aten::slice";
-        if (op == "slice") return i + 1 < n && name(i + 1) == "aten::select";
+        if (op == "select") return i > 0 && name(i - 1 - (i > 1 && strided(i - 1))) == "aten::slice";
+        if (op == "slice") return i + 1 < n && name(i + 1 + (i + 2 < n && strided(i + 1))) == "aten::select";
+        if (op == "as_strided") return i > 0 && (name(i - 1) == "aten::slice" || name(i - 1) == "aten::select");
         return op == "view" || op == "reshape" || op == "unsqueeze" || op == "squeeze" || op == "transpose" || op == "permute" ||
                op == "flatten" || op == "expand";
       };

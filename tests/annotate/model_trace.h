@@ -21,8 +21,10 @@ struct Mod {
   std::vector<Mod> items;
   const char* op = nullptr;
   std::vector<const char*> kids = {};
+  bool rounded = false;  // an op that ran last inside the op before: written beside it, at its end, lasting 0 µs
 };
 inline Mod op(const char* name, std::vector<const char*> kids = {}) { return {"", {}, name, std::move(kids)}; }
+inline Mod rounded_child(const char* name) { return {"", {}, name, {}, true}; }
 inline Mod leaf(const char* cls, std::vector<const char*> ops) {
   Mod m{cls, {}, nullptr};
   for (const char* o : ops) m.items.push_back(op(o));
@@ -54,7 +56,9 @@ struct Writer {
     t += 2;
     int child = 0;
     for (const Mod& it : m.items) {
-      if (it.op) {
+      if (it.rounded) {
+        x("cpu_op", it.op, t - 4, 0);
+      } else if (it.op) {
         const long dur = 10 + 2 * long(it.kids.size());
         x("cpu_op", it.op, t, dur);
         for (size_t k = 0; k < it.kids.size(); ++k) x("cpu_op", it.kids[k], t + 1 + 2 * long(k), 1);

@@ -217,3 +217,14 @@ TEST_CASE("inferred layers: separable convs that look like the stem before them 
   const AccuracyScore t = bare_score(Mod{"Siamese", {encoder, encoder, op("aten::sub"), op("aten::abs"), lin}, nullptr});
   CHECK(t.block_recall == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: an as_strided the clock's rounding left beside the conv it ran in is the conv's") {
+  // Timestamps in whole microseconds end a conv's last child with it: the trace puts the child
+  // after its parent, between the conv and its norm.
+  Mod body{"Sequential", {conv1d(), rounded_child("aten::as_strided"), bn(), relu_module(), conv1d(), bn()}, nullptr};
+  Mod block{"Block", {body, op("aten::add"), relu_module()}, nullptr};
+  BareRun r = bare_run(Mod{"Net", {conv1d(), bn(), relu_module(), block, block, block, conv1d()}, nullptr});
+  CHECK(units_per_layer(r.annotation.tree, "Residual branch ", "Conv-Norm ") == std::vector<int>(6, 2));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));
+}

@@ -112,6 +112,16 @@ TEST_CASE("phases: a column of the whole batch (x[:, i]) taken first is the forw
   BareRun r = bare_run(root);
   for (PhaseKind p : phases_of_op(r, "aten::select")) CHECK(p == PhaseKind::Forward);
   for (PhaseKind p : phases_of_op(r, "aten::slice")) CHECK(p == PhaseKind::Forward);
+  // The same with the as_strided each view runs inside left beside it by the clock's rounding.
+  Mod rounded{"Recommender", {}, nullptr};
+  for (int f = 0; f < 3; ++f)
+    for (Mod m : {op("aten::slice"), rounded_child("aten::as_strided"), op("aten::select"), rounded_child("aten::as_strided"),
+                  leaf("Embedding", {"aten::embedding"})})
+      rounded.items.push_back(m);
+  for (Mod m : {op("aten::cat"), leaf("Linear", {"aten::linear"})}) rounded.items.push_back(m);
+  BareRun w = bare_run(rounded);
+  for (const char* o : {"aten::slice", "aten::as_strided", "aten::select"})
+    for (PhaseKind p : phases_of_op(w, o)) CHECK(p == PhaseKind::Forward);
   // The batch picked out of the data before the model: a lone select.
   Mod picked = model({});
   picked.items.insert(picked.items.begin(), op("aten::select"));
