@@ -1403,7 +1403,7 @@ def record_one(name, family, opt_kind, builder, out_dir, kind):
         profiler_steps=sorted({e["name"] for e in evs if e["name"].startswith("ProfilerStep#")}),
         inputs=describe(list(inputs)), target=describe(target),
         parameters=sum(p.numel() for p in model.parameters()),
-        losses=[round(v, 5) for v in losses],
+        losses=[round(v, 5) if math.isfinite(v) else None for v in losses],  # JSON has no NaN
         record_seconds=round(secs, 2),
         modules=module_tree(model, last_calls),
     )
