@@ -53,6 +53,10 @@ struct UnitFinder {
   const TreeBuilder& b;
 
   std::string_view name_of(NodeId op) const { return c.name(b.event[op]); }
+  // Whether `op` ran last inside `before` and the clock's rounding (whole microseconds) ended
+  // both at the same tick, so the trace has it beside its parent: it starts where the parent
+  // ends and lasts nothing.
+  bool left_beside(NodeId before, NodeId op) const { return b.begin[op] == b.end[before] && b.end[op] == b.begin[op]; }
 
   // Leaf units over the op nodes: BatchNorm takes the counter it bumps first; attention spans
   // its projections; the rest are single ops.
@@ -76,9 +80,9 @@ struct UnitFinder {
         els.pop_back();
       }
       // LayerNorm over a batch of sequences returns its output through a view of its own (torch
-      // 1.13's CPU kernel): one op of the norm.
+      // 1.13's CPU kernel), left beside it by the rounding: one op of the norm.
       if (e.op == "aten::view" && !els.empty() && els.back().unit && els.back().kind == "layer_norm" && els.back().ops.size() == 1 &&
-          els.back().role == Role::Norm) {
+          els.back().role == Role::Norm && left_beside(els.back().ops.back(), ops[i])) {
         els.back().ops.push_back(ops[i]);
         continue;
       }
@@ -86,7 +90,18 @@ struct UnitFinder {
       // ended both at the same tick: one op of the weight op (else it keeps the norm after the
       // conv from its group).
       if (e.op == "aten::as_strided" && !els.empty() && els.back().unit && els.back().role == Role::Weight &&
-          b.begin[ops[i]] >= b.end[els.back().ops.back()] && b.end[ops[i]] == b.begin[ops[i]]) {
+          left_beside(els.back().ops.back(), ops[i])) {
+        els.back().ops.push_back(ops[i]);
+        continue;
+      }
+      // A linear written with addmm (Hugging Face's Conv1D) flattens its input to a matrix and
+      // views the product back: the views right before and after it are its own.
+      if (e.op == "aten::addmm" && !els.empty() && !els.back().unit && els.back().op == "aten::view") {
+        e.ops.insert(e.ops.begin(), els.back().ops.front());
+        els.pop_back();
+      }
+      if (e.op == "aten::view" && !els.empty() && els.back().unit && els.back().op == "aten::addmm" &&
+          name_of(els.back().ops.back()) == "aten::addmm") {
         els.back().ops.push_back(ops[i]);
         continue;
       }
@@ -111,7 +126,7 @@ struct UnitFinder {
       }
       els.push_back(std::move(e));
     }
-    return attention(permuted_norms(written_norms(random_masks(std::move(els)))));
+    return attention(permuted_norms(written_gelus(written_norms(random_masks(std::move(els))))));
   }
 
   // A random mask applied by a product (StochasticDepth, DropPath, a dropout written by hand):
@@ -165,6 +180,43 @@ struct UnitFinder {
   // runs of elements.
   static void add_work(std::string& sig, const Element& e) {
     if (e.role != Role::Shape) sig += std::string(e.op) + ",";
+  }
+
+  // GELU's tanh approximation written by hand (GPT-2's NewGELU, `gelu_fast`):
+  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): products, sums and a power before the
+  // tanh, then (1 + tanh) times x. One activation unit.
+  static std::vector<Element> written_gelus(std::vector<Element> els) {
+    auto arithmetic = [&](size_t j) {
+      return j < els.size() && !els[j].unit && in(strip_prefix(els[j].op, "aten::"), {"mul", "add", "pow"});
+    };
+    std::vector<Element> out;
+    for (size_t i = 0; i < els.size(); ++i) {
+      const bool tanh = els[i].unit && els[i].op == "aten::tanh";
+      size_t from = out.size(), muls = 0;
+      while (tanh && from > 0 && !out[from - 1].unit && in(strip_prefix(out[from - 1].op, "aten::"), {"mul", "add", "pow"})) {
+        --from;
+        muls += out[from].op == "aten::mul" || out[from].op == "aten::pow";
+      }
+      if (!tanh || muls < 3 || !arithmetic(i + 1) || els[i + 1].op != "aten::add" || !arithmetic(i + 2) || els[i + 2].op != "aten::mul") {
+        out.push_back(std::move(els[i]));
+        continue;
+      }
+      Element g;
+      g.unit = true;
+      g.role = Role::Activation;
+      g.kind = "activation";
+      g.op = "aten::gelu";
+      for (size_t j = from; j < out.size(); ++j) g.ops.insert(g.ops.end(), out[j].ops.begin(), out[j].ops.end());
+      // The 0.5 taken last where no product opens the run (else the one after is another's: a
+      // GeGLU's gate).
+      const bool halved_first = out[from].op == "aten::mul";
+      out.resize(from);
+      const size_t end = i + 3 + (!halved_first && arithmetic(i + 3) && els[i + 3].op == "aten::mul");
+      for (size_t j = i; j < end; ++j) g.ops.insert(g.ops.end(), els[j].ops.begin(), els[j].ops.end());
+      out.push_back(std::move(g));
+      i = end - 1;
+    }
+    return out;
   }
 
   // A norm over channels-first maps applied channels-last: the permute right before it and
