@@ -656,8 +656,14 @@ struct Inference {
     const bool mostly_join = 2 * size_t(std::count(adds_back.begin(), adds_back.end(), 1)) > nodes.size();
     std::vector<uint8_t> between(nodes.size());
     std::vector<std::pair<size_t, size_t>> runs;  // [first layer, last layer + 1)
+    // The common kind and then a pooling of its output (a DenseNet's transition: norm,
+    // activation, conv, pooling after its layers of norm, activation, conv) stands between
+    // stages: it ends one, where a projection shortcut opens the next.
+    auto pools_after = [&](const std::string& kind) {
+      return kind.size() > common.size() && kind.ends_with("pool,") && !common.ends_with("pool,") && kind.starts_with(common);
+    };
     for (size_t k = 0; k < nodes.size(); ++k) {
-      between[k] = sig[k] != common && !holds_common(sig[k]) && !projection(k);
+      between[k] = (sig[k] != common && !holds_common(sig[k]) && !projection(k)) || pools_after(sig[k]);
       const bool opens = k == 0 || (sig[k] != common && !between[k]) || (mostly_join && !adds_back[k]) ||
                          units_between(layers[k - 1].second, layers[k].first) || runs.empty() || runs.back().second != k;
       if (between[k]) continue;

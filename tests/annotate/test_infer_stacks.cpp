@@ -255,3 +255,22 @@ TEST_CASE("inferred layers: GPT-2 as Hugging Face writes it: addmm linears with 
   CHECK(s.block_recall == doctest::Approx(1.0));  // the blocks, their attentions and MLPs
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a DenseNet transition that pools after its conv stands between stages, not at the head of one") {
+  // Basic dense layers (norm, ReLU, conv, dropout) concatenated after each; a transition is
+  // the same norm, ReLU and conv, then a pooling: a variant of the layer to the ops, but it
+  // ends a dense block rather than opening one.
+  Mod layer{"DenseLayer", {bn(), relu_module(), conv(), leaf("Dropout", {"aten::dropout"})}, nullptr};
+  Mod dense{"DenseBlock", {}, nullptr};
+  for (int k = 0; k < 4; ++k) {
+    dense.items.push_back(layer);
+    dense.items.push_back(op("aten::cat"));
+  }
+  Mod transition{"Transition", {bn(), relu_module(), conv(), leaf("AvgPool2d", {"aten::avg_pool2d"})}, nullptr};
+  const AccuracyScore s = bare_score(Mod{"DenseNet", {conv(), dense, transition, dense, transition, dense, bn(),
+                                                      leaf("AdaptiveAvgPool2d", {"aten::adaptive_avg_pool2d"}), op("aten::flatten"),
+                                                      leaf("Linear", {"aten::linear"})},
+                                         nullptr});
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the dense blocks, their layers and the transitions
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
