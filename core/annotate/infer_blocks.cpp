@@ -356,52 +356,62 @@ std::vector<Span> message_passing_layers(const std::vector<Element>& els) {
   std::vector<size_t> at;
   for (size_t j = 0; j < els.size(); ++j)
     if (scatter(j)) at.push_back(j);
-  size_t period = 0;
-  for (size_t p = 1; p <= at.size() / 2 && period == 0; ++p) {
-    if (at.size() % p) continue;
-    bool same = true;
-    for (size_t i = p; i < at.size() && same; ++i) same = els[at[i]].op == els[at[i - p]].op;
-    if (same) period = p;
-  }
-  if (period == 0) return {};
   auto gather = [&](size_t j) {
     return !els[j].unit && (els[j].op == "aten::index" || els[j].op == "aten::index_select" || els[j].op == "aten::gather");
   };
   auto transform = [&](size_t j) { return els[j].unit && els[j].role == Role::Weight && els[j].kind != "embedding"; };
-  std::vector<size_t> starts;
-  for (size_t k = 0; k < at.size(); k += period) {
-    // From its first gather since the layer before (what runs between it and the scatter, an
-    // attention's scores too, is the layer's), back over the loose ops before it, then over
-    // the weight ops (and their views) whose output it gathers.
-    const size_t floor = k == 0 ? 0 : at[k - 1] + 1;
-    size_t st = at[k];
-    for (size_t j = at[k]; j > floor; --j)
-      if (gather(j - 1)) st = j - 1;
-    while (st > floor && !els[st - 1].unit) --st;
-    for (size_t j = st; j > floor && (transform(j - 1) || (!els[j - 1].unit && els[j - 1].role == Role::Shape)); --j)
-      if (transform(j - 1)) st = j - 1;
-    starts.push_back(st);
-  }
-  for (size_t k = 1; k < starts.size(); ++k)
-    if (starts[k] <= starts[k - 1]) return {};
-  std::vector<Span> out;
-  for (size_t k = 0; k < starts.size(); ++k) {
-    size_t end = k + 1 < starts.size() ? starts[k + 1] : els.size();
-    if (k + 1 == starts.size()) {  // the last: through the units the one before has
-      end = end_of_signature(els, starts[k], els.size(), signature(els, out.back().first, out.back().second));
-      if (end == SIZE_MAX) end = std::min(els.size(), starts[k] + (out.back().second - out.back().first));
+  // The layers if each holds `period` scatters, or none where one would hold no weights.
+  auto layers = [&](size_t period) -> std::vector<Span> {
+    // Layers transform first (GCN, GAT) unless the forward gathers before any weight op
+    // (GraphSAGE's, which updates after): then the weight ops before a gather are the layer
+    // before's.
+    bool transform_first = false;
+    for (size_t j = 0; j < at[0] && !transform_first; ++j) transform_first = transform(j);
+    std::vector<size_t> starts;
+    for (size_t k = 0; k < at.size(); k += period) {
+      // From its first gather since the layer before (what runs between it and the scatter, an
+      // attention's scores too, is the layer's), back over the loose ops before it, then over
+      // the weight ops (and their views) whose output it gathers.
+      const size_t floor = k == 0 ? 0 : at[k - 1] + 1;
+      size_t st = at[k];
+      for (size_t j = at[k]; j > floor; --j)
+        if (gather(j - 1)) st = j - 1;
+      while (st > floor && !els[st - 1].unit) --st;
+      for (size_t j = st; transform_first && j > floor && (transform(j - 1) || (!els[j - 1].unit && els[j - 1].role == Role::Shape)); --j)
+        if (transform(j - 1)) st = j - 1;
+      starts.push_back(st);
     }
-    while (end > starts[k] + 1 && els[end - 1].unit && els[end - 1].role == Role::Dropout) --end;
-    // An update made by an MLP after the aggregation (GIN's) ends at its last weight op: a
-    // norm and activation after it are the model's, between layers. A single weight op's
-    // activation is its layer's (GCN's).
-    if (const Span mlp = update_mlp(els, {starts[k], end}); mlp.second > mlp.first) end = mlp.second;
-    // A layer has weights: scatters without any between them are one computation's parts.
-    if (std::none_of(els.begin() + long(starts[k]), els.begin() + long(end), [](const Element& e) { return e.unit && e.role == Role::Weight; }))
-      return {};
-    out.push_back({starts[k], end});
+    for (size_t k = 1; k < starts.size(); ++k)
+      if (starts[k] <= starts[k - 1]) return {};
+    std::vector<Span> out;
+    for (size_t k = 0; k < starts.size(); ++k) {
+      size_t end = k + 1 < starts.size() ? starts[k + 1] : els.size();
+      if (k + 1 == starts.size()) {  // the last: through the units the one before has
+        end = end_of_signature(els, starts[k], els.size(), signature(els, out.back().first, out.back().second));
+        if (end == SIZE_MAX) end = std::min(els.size(), starts[k] + (out.back().second - out.back().first));
+      }
+      while (end > starts[k] + 1 && els[end - 1].unit && els[end - 1].role == Role::Dropout) --end;
+      // An update made by an MLP after the aggregation (GIN's) ends at its last weight op: a
+      // norm and activation after it are the model's, between layers. A single weight op's
+      // activation is its layer's (GCN's).
+      if (const Span mlp = update_mlp(els, {starts[k], end}); mlp.second > mlp.first) end = mlp.second;
+      // A layer has weights: scatters without any between them are one computation's parts
+      // (GraphSAGE's sum of messages and its count of them for the mean).
+      if (std::none_of(els.begin() + long(starts[k]), els.begin() + long(end), [](const Element& e) { return e.unit && e.role == Role::Weight; }))
+        return {};
+      out.push_back({starts[k], end});
+    }
+    return out;
+  };
+  // The fewest scatters per layer whose pattern repeats and whose layers all hold weights.
+  for (size_t p = 1; p <= at.size() / 2; ++p) {
+    if (at.size() % p) continue;
+    bool same = true;
+    for (size_t i = p; i < at.size() && same; ++i) same = els[at[i]].op == els[at[i - p]].op;
+    if (!same) continue;
+    if (std::vector<Span> out = layers(p); !out.empty()) return out;
   }
-  return out;
+  return {};
 }
 
 // A block that ends like another block (of two units or more, or of one unit recurring: DCN's

@@ -274,3 +274,14 @@ TEST_CASE("inferred layers: a DenseNet transition that pools after its conv stan
   CHECK(s.block_recall == doctest::Approx(1.0));  // the dense blocks, their layers and the transitions
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a message-passing layer may scatter twice (GraphSAGE's mean: the messages' sum and their count)") {
+  Mod sage{"SAGEConv",
+           {op("aten::zeros_like"), op("aten::index"), op("aten::index_add_"), op("aten::zeros"), op("aten::ones"), op("aten::index_add_"),
+            op("aten::clamp"), op("aten::unsqueeze"), op("aten::div"), op("aten::cat"), leaf("Linear", {"aten::linear"})},
+           nullptr};
+  BareRun r = bare_run(Mod{"GraphSAGE", {sage, sage, sage, leaf("Linear", {"aten::linear"})}, nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
