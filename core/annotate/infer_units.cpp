@@ -79,18 +79,11 @@ struct UnitFinder {
         e.ops.insert(e.ops.begin(), els.back().ops.front());
         els.pop_back();
       }
-      // LayerNorm over a batch of sequences returns its output through a view of its own (torch
-      // 1.13's CPU kernel), left beside it by the rounding: one op of the norm.
-      if (e.op == "aten::view" && !els.empty() && els.back().unit && els.back().kind == "layer_norm" && els.back().ops.size() == 1 &&
-          els.back().role == Role::Norm && left_beside(els.back().ops.back(), ops[i])) {
-        els.back().ops.push_back(ops[i]);
-        continue;
-      }
-      // An as_strided that a weight op runs inside, left beside it where the clock's rounding
-      // ended both at the same tick: one op of the weight op (else it keeps the norm after the
-      // conv from its group).
-      if (e.op == "aten::as_strided" && !els.empty() && els.back().unit && els.back().role == Role::Weight &&
-          left_beside(els.back().ops.back(), ops[i])) {
+      // An op that ran last inside a unit's op (the view LayerNorm and linear return their
+      // output through on torch 1.13's CPU, a conv's as_strided), left beside it where the
+      // clock's rounding ended both at the same tick: one op of the unit (else it keeps a
+      // conv's norm from its group, or stands loose between the unit and its module's end).
+      if (!els.empty() && els.back().unit && !e.unit && left_beside(els.back().ops.back(), ops[i])) {
         els.back().ops.push_back(ops[i]);
         continue;
       }
