@@ -129,11 +129,11 @@ void open_at_norms(const std::vector<Element>& els, std::vector<Span>& blocks) {
   }
 }
 
+}  // namespace
+
 bool upsamples(const Element& e) {
   return e.unit && (e.role == Role::Resample || e.op.find("conv_transpose") != std::string_view::npos);
 }
-
-}  // namespace
 
 std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm) {
   // Post-norm where most adds are followed by a norm (BERT's); elsewhere a norm right after

@@ -195,7 +195,8 @@ struct Inference {
     place_units(els, parent);
     std::vector<std::pair<size_t, size_t>> blocks = message_passing_layers(els);
     if (blocks.empty()) blocks = residual_blocks(els, pre_norm);
-    if (!any_recurs(els, blocks)) blocks = plain_blocks(els);
+    bool plain = false;
+    if (!any_recurs(els, blocks)) blocks = plain_blocks(els), plain = true;
     if (!any_recurs(els, blocks)) blocks = repeated_calls(els);
     std::vector<std::string> sig;
     for (auto [f, t] : blocks) sig.push_back(signature(els, f, t));
@@ -289,6 +290,7 @@ struct Inference {
       block_nodes.push_back(make(block_name(els, f, t), parent, kids));
     }
     stages(els, parent, layers, block_nodes, kinds);
+    if (plain) down_modules(els, layers, block_nodes);
     // Layers of one block (a model may have both: an image tower of residual blocks, a text
     // tower of transformer layers).
     std::vector<Span> single;
@@ -322,6 +324,25 @@ struct Inference {
     weight_norm_groups(els, factorised_convs(els));
     for (Element& e : els)  // a gate's projections with their norms (W_g, W_x: conv and BatchNorm)
       if (e.unit && e.kind == "attention_gate") weight_norm_groups(e.inner, std::vector<NodeId>(e.inner.size(), kNoNode));
+  }
+
+  // A U-Net's encoder: a pooling right before a block of a kind that recurs so, in a forward
+  // that upsamples after them (its decoder), opens a Down module with it. The first block,
+  // with no pooling before it, is the input's; a VGG's poolings, which end its stack, stay
+  // between blocks.
+  void down_modules(const std::vector<Element>& els, const std::vector<Span>& layers, const std::vector<NodeId>& nodes) {
+    std::map<std::string, int> pooled;  // per kind: how many blocks a pooling opens
+    auto pool_before = [&](size_t k) {
+      const size_t f = layers[k].first;
+      return f > 0 && els[f - 1].unit && els[f - 1].role == Role::Pool && b.parent[els[f - 1].node] == b.parent[nodes[k]];
+    };
+    size_t last = 0;
+    for (size_t k = 0; k < layers.size(); ++k)
+      if (pool_before(k)) ++pooled[signature(els, layers[k].first, layers[k].second)], last = layers[k].second;
+    if (std::none_of(els.begin() + long(last), els.end(), [](const Element& e) { return upsamples(e); })) return;
+    for (size_t k = 0; k < layers.size(); ++k)
+      if (pool_before(k) && pooled[signature(els, layers[k].first, layers[k].second)] >= 2)
+        make(numbered("Down"), b.parent[nodes[k]], {els[layers[k].first - 1].node, nodes[k]});
   }
 
   // What a residual block adds to its input, x + F(x): F, from the block's start to the add,

@@ -296,3 +296,21 @@ TEST_CASE("inferred layers: the view a linear returns its output through, left b
   CHECK(s.leaf_f1 == doctest::Approx(1.0));
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a U-Net's pooling and the double conv after it are one Down module; a VGG's poolings stay between its blocks") {
+  auto cbr = [] { return std::vector<Mod>{conv(), bn(), relu_module()}; };
+  Mod dbl{"DoubleConv", {}, nullptr};
+  for (int k = 0; k < 2; ++k)
+    for (Mod& m : cbr()) dbl.items.push_back(m);
+  Mod pool = leaf("MaxPool2d", {"aten::max_pool2d"});
+  Mod down{"Down", {pool, dbl}, nullptr};
+  Mod up = leaf("ConvTranspose2d", {"aten::conv_transpose2d"});
+  BareRun r = bare_run(Mod{"UNet", {dbl, down, down, down, up, op("aten::cat"), dbl, up, op("aten::cat"), dbl, up, op("aten::cat"), dbl, conv()}, nullptr});
+  CHECK(has_layer(r.annotation.tree, "Down 3"));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the double convs and the Down modules
+  CHECK(s.node_precision == doctest::Approx(1.0));
+
+  BareRun v = bare_run(Mod{"VGG", {dbl, pool, dbl, pool, dbl, pool, op("aten::flatten"), leaf("Linear", {"aten::linear"})}, nullptr});
+  CHECK_FALSE(has_layer(v.annotation.tree, "Down 1"));
+}
