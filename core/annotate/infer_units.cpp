@@ -31,7 +31,7 @@ Role role_of(std::string_view full) {
   if (in(n, {"view", "reshape", "transpose", "t", "permute", "contiguous", "as_strided", "expand", "expand_as", "unsqueeze",
              "squeeze", "flatten", "chunk", "split", "split_with_sizes", "unbind", "select", "slice", "narrow", "unflatten",
              "view_as", "clone", "detach", "alias", "to", "_to_copy", "type_as", "movedim", "swapaxes", "copy",
-             "_unsafe_view", "unsafe_split", "unsafe_chunk", "repeat", "roll", "pad", "constant_pad_nd", "resolve_conj",
+             "_unsafe_view", "_reshape_alias", "unsafe_split", "unsafe_chunk", "repeat", "roll", "pad", "constant_pad_nd", "resolve_conj",
              "resolve_neg"}))
     return Role::Shape;
   if (in(n, {"add", "sub"})) return Role::Add;

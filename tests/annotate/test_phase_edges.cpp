@@ -34,9 +34,14 @@ Mod head_with(Mod last) {
 
 TEST_CASE("phases: a loss's reshapes or broadcast of the prediction and the target are the loss, the model's own last op is not") {
   SUBCASE("a language model's logits.view(-1, V) and y.view(-1) into the loss") {
-    BareRun r = bare_run(head_with(leaf("Linear", {"aten::linear"})), {{"aten::reshape", "aten::reshape", "aten::cross_entropy_loss"}});
-    CHECK(phases_of_op(r, "aten::reshape") == std::vector<PhaseKind>(4, PhaseKind::Loss));
-    CHECK(phases_of_op(r, "aten::cross_entropy_loss") == std::vector<PhaseKind>(2, PhaseKind::Loss));
+    // Also where rounded timestamps leave a reshape's _reshape_alias beside it: a view too.
+    for (const std::vector<const char*>& loss :
+         {std::vector<const char*>{"aten::reshape", "aten::reshape", "aten::cross_entropy_loss"},
+          {"aten::reshape", "aten::_reshape_alias", "aten::reshape", "aten::_reshape_alias", "aten::cross_entropy_loss"}}) {
+      BareRun r = bare_run(head_with(leaf("Linear", {"aten::linear"})), {loss});
+      CHECK(phases_of_op(r, "aten::reshape") == std::vector<PhaseKind>(4, PhaseKind::Loss));
+      CHECK(phases_of_op(r, "aten::cross_entropy_loss") == std::vector<PhaseKind>(2, PhaseKind::Loss));
+    }
   }
   SUBCASE("F.mse_loss broadcasting the prediction to the target first") {
     BareRun r = bare_run(head_with(leaf("Linear", {"aten::linear"})), {{"aten::broadcast_tensors", "aten::mse_loss"}});
