@@ -58,6 +58,12 @@ struct PhaseLabeler {
 
   bool is_main_op(size_t i) const { return !is_annotation[i] && !c.on_backward(items[i]); }
   std::string_view name(size_t i) const { return c.name(items[i]); }
+  // Whether item i ran last inside the item before it, left beside it where whole-microsecond
+  // timestamps ended both at one tick: it starts where that one ends and lasts nothing.
+  bool left_beside(size_t i) const {
+    const auto& ev = c.m.ev;
+    return i > 0 && ev.dur[items[i]] == 0 && ev.start[items[i]] == ev.end(items[i - 1]);
+  }
 
   int16_t add_label(const std::string& s) {
     if (s.empty()) return -1;
@@ -302,17 +308,25 @@ struct PhaseLabeler {
       // that computes (sigmoid, log_softmax) end the model. A tensor made from constants there
       // (CTC's lengths by torch.full, a GAN's target by ones_like) is an input of the loss too.
       std::vector<size_t> reshapes;
+      size_t counted = 0, beside = n;  // an op left beside the one before it goes with that one
       bool both = false;
       for (size_t k = first_loss; k-- > first_fwd + 1;) {
         if (!is_main_op(k)) continue;
+        if (left_beside(k)) {  // (a view's as_strided, a linear's resolve_conj)
+          beside = k;
+          continue;
+        }
         // (A factory's own empty and fill_ can end up after it when timestamps are rounded.)
         const bool made = is_factory_op(name(k)) || name(k) == "aten::empty" || name(k) == "aten::fill_";
         const bool broadcast = name(k) == "aten::broadcast_tensors";
         if (!open(k) || (!broadcast && !made && !is_shape_op(name(k)))) break;
         both |= broadcast || made;
         reshapes.push_back(k);
+        ++counted;
+        if (beside < n && open(beside)) reshapes.push_back(beside);
+        beside = n;
       }
-      if (reshapes.size() >= 2 || both)
+      if (counted >= 2 || both)
         for (size_t k : reshapes) lab[k] = P(PhaseKind::Loss);
       for (size_t k = first_loss; k < E; ++k)
         if (open(k)) lab[k] = P(PhaseKind::Loss);

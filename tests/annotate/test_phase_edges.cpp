@@ -43,6 +43,16 @@ TEST_CASE("phases: a loss's reshapes or broadcast of the prediction and the targ
       CHECK(phases_of_op(r, "aten::cross_entropy_loss") == std::vector<PhaseKind>(2, PhaseKind::Loss));
     }
   }
+  SUBCASE("the model's last squeeze stays its own where rounding left children beside it and the linear before") {
+    // .squeeze(-1) after the head: aten::linear's resolve_conj and squeeze's as_strided end at
+    // their parents' microsecond and stand beside them; they are no second reshape.
+    Mod head = head_with(Mod{"Linear", {op("aten::linear"), rounded_child("aten::resolve_conj")}, nullptr});
+    head.items.push_back(op("aten::squeeze"));
+    head.items.push_back(rounded_child("aten::as_strided"));
+    BareRun r = bare_run(head, {{"aten::binary_cross_entropy_with_logits"}});
+    CHECK(phases_of_op(r, "aten::squeeze") == std::vector<PhaseKind>(2, PhaseKind::Forward));
+    CHECK(phases_of_op(r, "aten::binary_cross_entropy_with_logits") == std::vector<PhaseKind>(2, PhaseKind::Loss));
+  }
   SUBCASE("F.mse_loss broadcasting the prediction to the target first") {
     BareRun r = bare_run(head_with(leaf("Linear", {"aten::linear"})), {{"aten::broadcast_tensors", "aten::mse_loss"}});
     CHECK(phases_of_op(r, "aten::broadcast_tensors") == std::vector<PhaseKind>(2, PhaseKind::Loss));
