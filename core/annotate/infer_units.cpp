@@ -546,7 +546,7 @@ struct UnitFinder {
     // Every lead doing the same, a view more or less, is every attention's own work.
     if (first == SIZE_MAX || least == SIZE_MAX || (others_compute && same)) return;
     Element& a = els[first];
-    size_t extra = a.lead > least ? a.lead - least : 0;
+    size_t extra = others_compute && a.lead > least ? a.lead - least : 0;
     if (!others_compute)
       for (size_t k = 0; k < a.lead; ++k)
         if (computes(a.inner[k])) extra = std::max(extra, k + 1);

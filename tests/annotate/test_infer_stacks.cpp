@@ -314,3 +314,23 @@ TEST_CASE("inferred layers: a U-Net's pooling and the double conv after it are o
   BareRun v = bare_run(Mod{"VGG", {dbl, pool, dbl, pool, dbl, pool, op("aten::flatten"), leaf("Linear", {"aten::linear"})}, nullptr});
   CHECK_FALSE(has_layer(v.annotation.tree, "Down 1"));
 }
+
+TEST_CASE("inferred layers: a view more in the first attention's lead (a rounded as_strided) leaves its own views with it") {
+  // batch_first nn.MultiheadAttention transposes its input first; in the first layer the
+  // transpose's as_strided stands beside it (rounded timestamps). The others' leads compute
+  // nothing: the first keeps its transpose, and the layers stay alike.
+  auto layer = [](bool rounded) {
+    Mod mha = multihead_attention();
+    mha.items.insert(mha.items.begin(), op("aten::transpose"));
+    if (rounded) mha.items.insert(mha.items.begin() + 1, rounded_child("aten::as_strided"));
+    Mod ln = leaf("LayerNorm", {"aten::layer_norm"}), lin = leaf("Linear", {"aten::linear"});
+    return Mod{"TransformerEncoderLayer", {ln, mha, op("aten::add"), ln, lin, op("aten::relu"), lin, op("aten::add")}, nullptr};
+  };
+  BareRun r = bare_run(Mod{"LM", {leaf("Embedding", {"aten::embedding"}), layer(true), layer(false), layer(false),
+                                  leaf("LayerNorm", {"aten::layer_norm"}), leaf("Linear", {"aten::linear"})},
+                           nullptr});
+  CHECK(has_layer(r.annotation.tree, "Layer 3: attention + MLP"));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
