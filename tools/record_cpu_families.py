@@ -10,7 +10,11 @@ bidirectional GRUs), a CLIP-like dual encoder (a ResNet and a text transformer),
 Wide & Deep (recommendation: attention over fields; a wide and a deep part), a Switch
 Transformer (top-1 routing by max), MobileNet V1 (separable convs, no residuals), ConvNeXt V2
 (GRN), a residual U-Net, PointNet, DCGAN, a VAE, a BERT on nn.TransformerEncoder with GELU, a
-stacked LSTM, a GCN on a sparse adjacency, and torchvision's MC3-18 and RAFT-small. Every
+stacked LSTM, a GCN on a sparse adjacency, torchvision's MC3-18 and RAFT-small, GPT-2 as Hugging
+Face writes it, a DenseNet of basic layers, a dense-adjacency GAT, GraphSAGE with mean
+aggregation, a Mixtral-like MoE, a BiLSTM with attention pooling, a transformer-decoder image
+captioner, a timm-style ViT, DIN, GhostNet, LeNet-5, the common bilinear U-Net and a
+character-aware CNN-LSTM. Every
 model's split is "tune": the layer inference may be tuned on it. tests/data/corpus-cpu-heldout
 stays the check, and no model name is shared with any other corpus.
 
@@ -23,6 +27,7 @@ record_cpu_corpus.py's), imported unchanged. Run with the interpreter that has t
 OUT_DIR defaults to tests/data/corpus-cpu-families.
 """
 
+import math
 import os
 import sys
 
@@ -571,6 +576,652 @@ def rec(model):
     )
 
 
+class Conv1D(nn.Module):
+    def __init__(self, nf, nx):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(nx, nf) * 0.02)
+        self.bias = nn.Parameter(torch.zeros(nf))
+        self.nf = nf
+
+    def forward(self, x):
+        size_out = x.size()[:-1] + (self.nf,)
+        x = torch.addmm(self.bias, x.view(-1, x.size(-1)), self.weight)
+        return x.view(size_out)
+
+
+class NewGELU(nn.Module):
+    def forward(self, x):
+        return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+class GPT2Attention(nn.Module):
+    def __init__(self, d=64, h=4, n=32):
+        super().__init__()
+        self.h = h
+        self.d = d
+        self.register_buffer("bias", torch.tril(torch.ones(n, n, dtype=torch.bool)).view(1, 1, n, n))
+        self.c_attn = Conv1D(3 * d, d)
+        self.c_proj = Conv1D(d, d)
+        self.attn_dropout = nn.Dropout(0.1)
+        self.resid_dropout = nn.Dropout(0.1)
+
+    def _split(self, x):
+        return x.view(x.size()[:-1] + (self.h, self.d // self.h)).permute(0, 2, 1, 3)
+
+    def forward(self, x):
+        q, k, v = self.c_attn(x).split(self.d, dim=2)
+        q, k, v = self._split(q), self._split(k), self._split(v)
+        w = torch.matmul(q, k.transpose(-1, -2)) / (v.size(-1) ** 0.5)
+        t = q.size(-2)
+        mask = self.bias[:, :, :t, :t]
+        w = torch.where(mask, w, torch.tensor(torch.finfo(w.dtype).min, dtype=w.dtype))
+        w = self.attn_dropout(nn.functional.softmax(w, dim=-1))
+        a = torch.matmul(w, v).permute(0, 2, 1, 3).contiguous()
+        a = a.view(a.size()[:-2] + (self.d,))
+        return self.resid_dropout(self.c_proj(a))
+
+
+class GPT2MLP(nn.Module):
+    def __init__(self, d=64):
+        super().__init__()
+        self.c_fc = Conv1D(4 * d, d)
+        self.c_proj = Conv1D(d, 4 * d)
+        self.act = NewGELU()
+        self.dropout = nn.Dropout(0.1)
+
+    def forward(self, x):
+        return self.dropout(self.c_proj(self.act(self.c_fc(x))))
+
+
+class GPT2Block(nn.Module):
+    def __init__(self, d=64):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(d)
+        self.attn = GPT2Attention(d)
+        self.ln_2 = nn.LayerNorm(d)
+        self.mlp = GPT2MLP(d)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT2(nn.Module):
+    def __init__(self, vocab=500, d=64, n=4):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, d)
+        self.wpe = nn.Embedding(32, d)
+        self.drop = nn.Dropout(0.1)
+        self.h = nn.ModuleList([GPT2Block(d) for _ in range(n)])
+        self.ln_f = nn.LayerNorm(d)
+        self.lm_head = nn.Linear(d, vocab, bias=False)
+
+    def forward(self, t):
+        pos = torch.arange(0, t.size(-1), dtype=torch.long).unsqueeze(0)
+        x = self.drop(self.wte(t) + self.wpe(pos))
+        for b in self.h:
+            x = b(x)
+        return self.lm_head(self.ln_f(x))
+
+
+class DenseLayer(nn.Module):
+    def __init__(self, cin, g):
+        super().__init__()
+        self.bn = nn.BatchNorm2d(cin)
+        self.conv = nn.Conv2d(cin, g, 3, padding=1, bias=False)
+        self.drop = nn.Dropout(0.2)
+
+    def forward(self, x):
+        return self.drop(self.conv(F.relu(self.bn(x))))
+
+
+class DenseBlock(nn.Module):
+    def __init__(self, n, cin, g):
+        super().__init__()
+        self.layers = nn.ModuleList([DenseLayer(cin + i * g, g) for i in range(n)])
+
+    def forward(self, x):
+        for l in self.layers:
+            x = torch.cat([x, l(x)], 1)
+        return x
+
+
+class Transition(nn.Module):
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.bn = nn.BatchNorm2d(cin)
+        self.conv = nn.Conv2d(cin, cout, 1, bias=False)
+
+    def forward(self, x):
+        return F.avg_pool2d(self.conv(F.relu(self.bn(x))), 2)
+
+
+class DenseNetF(nn.Module):
+    def __init__(self, g=12):
+        super().__init__()
+        c = 2 * g
+        self.conv1 = nn.Conv2d(3, c, 3, padding=1, bias=False)
+        self.b1 = DenseBlock(4, c, g)
+        c += 4 * g
+        self.t1 = Transition(c, c // 2)
+        c //= 2
+        self.b2 = DenseBlock(4, c, g)
+        c += 4 * g
+        self.t2 = Transition(c, c // 2)
+        c //= 2
+        self.b3 = DenseBlock(4, c, g)
+        c += 4 * g
+        self.bn = nn.BatchNorm2d(c)
+        self.fc = nn.Linear(c, 10)
+
+    def forward(self, x):
+        x = self.t2(self.b2(self.t1(self.b1(self.conv1(x)))))
+        x = F.relu(self.bn(self.b3(x)))
+        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
+class GATLayer(nn.Module):
+    def __init__(self, cin, cout, heads=4, concat=True):
+        super().__init__()
+        self.W = nn.Linear(cin, cout * heads, bias=False)
+        self.a_src = nn.Parameter(torch.randn(1, heads, cout) * 0.1)
+        self.a_dst = nn.Parameter(torch.randn(1, heads, cout) * 0.1)
+        self.h = heads
+        self.c = cout
+        self.concat = concat
+        self.drop = nn.Dropout(0.1)
+
+    def forward(self, x, adj):
+        n = x.size(0)
+        h = self.W(x).view(n, self.h, self.c)
+        s = (h * self.a_src).sum(-1)
+        d = (h * self.a_dst).sum(-1)
+        e = F.leaky_relu(s.unsqueeze(1) + d.unsqueeze(0), 0.2)  # n, n, heads
+        e = e.masked_fill(~adj.unsqueeze(-1), float("-inf"))
+        att = self.drop(torch.softmax(e, dim=1))
+        out = torch.einsum("ijh,jhc->ihc", att, h)
+        return out.reshape(n, -1) if self.concat else out.mean(1)
+
+
+class GATDense(nn.Module):
+    def __init__(self, adj):
+        super().__init__()
+        self.adj = adj
+        self.l1 = GATLayer(32, 16)
+        self.l2 = GATLayer(64, 7, heads=1, concat=False)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        x = F.elu(self.l1(self.drop(x), self.adj))
+        return self.l2(self.drop(x), self.adj)
+
+
+class SAGELayer(nn.Module):
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.lin_l = nn.Linear(cin, cout)
+        self.lin_r = nn.Linear(cin, cout, bias=False)
+
+    def forward(self, x, src, dst):
+        agg = torch.zeros_like(x).index_add_(0, dst, x[src])
+        deg = torch.zeros(x.size(0)).index_add_(0, dst, torch.ones(dst.size(0))).clamp(min=1)
+        return self.lin_l(agg / deg.unsqueeze(1)) + self.lin_r(x)
+
+
+class SAGE(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.convs = nn.ModuleList([SAGELayer(32, 64), SAGELayer(64, 64), SAGELayer(64, 7)])
+
+    def forward(self, x, src, dst, *rest):
+        for i, c in enumerate(self.convs):
+            x = c(x, src, dst)
+            if i < 2:
+                x = F.dropout(F.relu(x), 0.5, self.training)
+        return x
+
+
+class SwiGLUExpert(nn.Module):
+    def __init__(self, d, h):
+        super().__init__()
+        self.w1 = nn.Linear(d, h, bias=False)
+        self.w3 = nn.Linear(d, h, bias=False)
+        self.w2 = nn.Linear(h, d, bias=False)
+
+    def forward(self, x):
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+
+
+class MixtralMoE(nn.Module):
+    def __init__(self, d=64, e=4):
+        super().__init__()
+        self.gate = nn.Linear(d, e, bias=False)
+        self.experts = nn.ModuleList([SwiGLUExpert(d, 96) for _ in range(e)])
+        self.e = e
+
+    def forward(self, x):
+        b, t, d = x.shape
+        x = x.view(-1, d)
+        logits = self.gate(x)
+        w, sel = torch.topk(logits, 2, dim=-1)
+        w = F.softmax(w, dim=-1)
+        out = torch.zeros_like(x)
+        mask = F.one_hot(sel, self.e).permute(2, 1, 0)
+        for i in range(self.e):
+            idx, top = torch.where(mask[i])
+            if top.numel() == 0:
+                continue
+            out.index_add_(0, top, self.experts[i](x[top]) * w[top, idx, None])
+        self.aux = (
+            F.one_hot(sel[:, 0], self.e).float().mean(0) * F.softmax(logits, -1).mean(0)
+        ).sum() * self.e
+        return out.view(b, t, d)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        return self.w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))
+
+
+class MixtralAttn(nn.Module):
+    def __init__(self, d=64, h=4):
+        super().__init__()
+        self.q = nn.Linear(d, d, bias=False)
+        self.k = nn.Linear(d, d, bias=False)
+        self.v = nn.Linear(d, d, bias=False)
+        self.o = nn.Linear(d, d, bias=False)
+        self.h = h
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = [m(x).view(b, t, self.h, -1).transpose(1, 2) for m in (self.q, self.k, self.v)]
+        s = q @ k.transpose(-1, -2) / math.sqrt(d // self.h)
+        s = s.masked_fill(torch.triu(torch.ones(t, t, dtype=torch.bool), 1), float("-inf"))
+        return self.o((s.softmax(-1) @ v).transpose(1, 2).reshape(b, t, d))
+
+
+class MixtralLayer(nn.Module):
+    def __init__(self, d=64):
+        super().__init__()
+        self.n1 = RMSNorm(d)
+        self.attn = MixtralAttn(d)
+        self.n2 = RMSNorm(d)
+        self.moe = MixtralMoE(d)
+
+    def forward(self, x):
+        x = x + self.attn(self.n1(x))
+        return x + self.moe(self.n2(x))
+
+
+class MixtralLM(nn.Module):
+    def __init__(self, vocab=600, d=64):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.layers = nn.ModuleList([MixtralLayer(d) for _ in range(3)])
+        self.norm = RMSNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+
+    def forward(self, t):
+        x = self.emb(t)
+        for l in self.layers:
+            x = l(x)
+        return self.head(self.norm(x))
+
+
+class BiLSTMAttnPool(nn.Module):
+    def __init__(self, vocab=500):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, 32)
+        self.lstm = nn.LSTM(32, 32, batch_first=True, bidirectional=True)
+        self.att = nn.Sequential(nn.Linear(64, 32), nn.Tanh(), nn.Linear(32, 1))
+        self.fc = nn.Linear(64, 4)
+
+    def forward(self, t):
+        h, _ = self.lstm(self.emb(t))
+        a = torch.softmax(self.att(h).squeeze(-1), dim=1)
+        return self.fc((h * a.unsqueeze(-1)).sum(1))
+
+
+class Captioner(nn.Module):
+    def __init__(self, vocab=300, d=64):
+        super().__init__()
+        self.cnn = nn.Sequential(
+            nn.Conv2d(3, 32, 3, 2, 1),
+            nn.BatchNorm2d(32),
+            nn.ReLU(),
+            nn.Conv2d(32, d, 3, 2, 1),
+            nn.BatchNorm2d(d),
+            nn.ReLU(),
+        )
+        self.emb = nn.Embedding(vocab, d)
+        self.pos = nn.Parameter(torch.zeros(1, 16, d))
+        self.dec = nn.TransformerDecoder(
+            nn.TransformerDecoderLayer(d, 4, 128, batch_first=True, norm_first=True), 2
+        )
+        self.out = nn.Linear(d, vocab)
+
+    def forward(self, img, t):
+        mem = self.cnn(img).flatten(2).transpose(1, 2)
+        x = self.emb(t) + self.pos[:, : t.size(1)]
+        mask = torch.triu(torch.full((t.size(1), t.size(1)), float("-inf")), 1)
+        return self.out(self.dec(x, mem, tgt_mask=mask))
+
+
+def graph_inputs(n=512, e=4096):
+    g = torch.Generator().manual_seed(3)
+    src = torch.randint(0, n, (e,), generator=g)
+    dst = torch.randint(0, n, (e,), generator=g)
+    return src, dst
+
+
+def adj_dense(n=256, e=2048):
+    src, dst = graph_inputs(n, e)
+    a = torch.zeros(n, n, dtype=torch.bool)
+    a[dst, src] = True
+    a |= torch.eye(n, dtype=torch.bool)
+    return a
+
+
+def ce_tok(o, t):
+    return F.cross_entropy(o.reshape(-1, o.shape[-1]), t.reshape(-1))
+
+
+class DropPath(nn.Module):
+    def __init__(self, p):
+        super().__init__()
+        self.p = p
+
+    def forward(self, x):
+        if self.p == 0.0 or not self.training:
+            return x
+        keep = 1 - self.p
+        mask = x.new_empty((x.shape[0],) + (1,) * (x.ndim - 1)).bernoulli_(keep)
+        return x * mask.div_(keep)
+
+
+class LayerScale(nn.Module):
+    def __init__(self, d, v=1e-5):
+        super().__init__()
+        self.gamma = nn.Parameter(v * torch.ones(d))
+
+    def forward(self, x):
+        return x * self.gamma
+
+
+class TAttn(nn.Module):
+    def __init__(self, d, h=4):
+        super().__init__()
+        self.h = h
+        self.scale = (d // h) ** -0.5
+        self.qkv = nn.Linear(d, 3 * d)
+        self.attn_drop = nn.Dropout(0.0)
+        self.proj = nn.Linear(d, d)
+        self.proj_drop = nn.Dropout(0.0)
+
+    def forward(self, x):
+        B, N, C = x.shape
+        qkv = self.qkv(x).reshape(B, N, 3, self.h, C // self.h).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.unbind(0)
+        a = (q @ k.transpose(-2, -1)) * self.scale
+        a = self.attn_drop(a.softmax(dim=-1))
+        x = (a @ v).transpose(1, 2).reshape(B, N, C)
+        return self.proj_drop(self.proj(x))
+
+
+class TMlp(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.fc1 = nn.Linear(d, 4 * d)
+        self.act = nn.GELU()
+        self.drop1 = nn.Dropout(0.0)
+        self.fc2 = nn.Linear(4 * d, d)
+        self.drop2 = nn.Dropout(0.0)
+
+    def forward(self, x):
+        return self.drop2(self.fc2(self.drop1(self.act(self.fc1(x)))))
+
+
+class TBlock(nn.Module):
+    def __init__(self, d, dp):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(d)
+        self.attn = TAttn(d)
+        self.ls1 = LayerScale(d)
+        self.drop_path1 = DropPath(dp)
+        self.norm2 = nn.LayerNorm(d)
+        self.mlp = TMlp(d)
+        self.ls2 = LayerScale(d)
+        self.drop_path2 = DropPath(dp)
+
+    def forward(self, x):
+        x = x + self.drop_path1(self.ls1(self.attn(self.norm1(x))))
+        return x + self.drop_path2(self.ls2(self.mlp(self.norm2(x))))
+
+
+class PatchEmbed(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.proj = nn.Conv2d(3, d, 8, 8)
+
+    def forward(self, x):
+        return self.proj(x).flatten(2).transpose(1, 2)
+
+
+class ViTTimm(nn.Module):
+    def __init__(self, d=64, depth=4):
+        super().__init__()
+        self.patch_embed = PatchEmbed(d)
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, d))
+        self.pos_embed = nn.Parameter(torch.zeros(1, 17, d))
+        self.pos_drop = nn.Dropout(0.1)
+        self.blocks = nn.Sequential(*[TBlock(d, 0.1 * i / depth) for i in range(depth)])
+        self.norm = nn.LayerNorm(d)
+        self.head = nn.Linear(d, 10)
+
+    def forward(self, x):
+        x = self.patch_embed(x)
+        x = torch.cat((self.cls_token.expand(x.shape[0], -1, -1), x), dim=1)
+        x = self.pos_drop(x + self.pos_embed)
+        x = self.norm(self.blocks(x))
+        return self.head(x[:, 0])
+
+
+class DIN(nn.Module):
+    def __init__(self, items=500, d=16):
+        super().__init__()
+        self.item = nn.Embedding(items, d)
+        self.user = nn.Embedding(100, d)
+        self.att = nn.Sequential(
+            nn.Linear(4 * d, 32), nn.Sigmoid(), nn.Linear(32, 16), nn.Sigmoid(), nn.Linear(16, 1)
+        )
+        self.mlp = nn.Sequential(
+            nn.Linear(3 * d, 64), nn.PReLU(), nn.Linear(64, 32), nn.PReLU(), nn.Linear(32, 1)
+        )
+
+    def forward(self, user, hist, target):
+        h = self.item(hist)
+        t = self.item(target).unsqueeze(1).expand_as(h)
+        w = self.att(torch.cat([t, h, t - h, t * h], -1)).squeeze(-1)
+        w = torch.softmax(w.masked_fill(hist == 0, -1e9), dim=1)
+        pooled = (w.unsqueeze(-1) * h).sum(1)
+        return self.mlp(torch.cat([self.user(user), pooled, self.item(target)], -1)).squeeze(-1)
+
+
+class GhostModule(nn.Module):
+    def __init__(self, cin, cout, relu=True):
+        super().__init__()
+        init = cout // 2
+        self.primary = nn.Sequential(
+            nn.Conv2d(cin, init, 1, bias=False),
+            nn.BatchNorm2d(init),
+            nn.ReLU(inplace=True) if relu else nn.Sequential(),
+        )
+        self.cheap = nn.Sequential(
+            nn.Conv2d(init, init, 3, 1, 1, groups=init, bias=False),
+            nn.BatchNorm2d(init),
+            nn.ReLU(inplace=True) if relu else nn.Sequential(),
+        )
+        self.cout = cout
+
+    def forward(self, x):
+        a = self.primary(x)
+        b = self.cheap(a)
+        return torch.cat([a, b], 1)[:, : self.cout]
+
+
+class GhostBottleneck(nn.Module):
+    def __init__(self, cin, mid, cout, stride):
+        super().__init__()
+        self.g1 = GhostModule(cin, mid)
+        self.stride = stride
+        self.dw = (
+            nn.Sequential(nn.Conv2d(mid, mid, 3, stride, 1, groups=mid, bias=False), nn.BatchNorm2d(mid))
+            if stride > 1
+            else None
+        )
+        self.g2 = GhostModule(mid, cout, relu=False)
+        self.short = (
+            nn.Sequential()
+            if (cin == cout and stride == 1)
+            else nn.Sequential(
+                nn.Conv2d(cin, cin, 3, stride, 1, groups=cin, bias=False),
+                nn.BatchNorm2d(cin),
+                nn.Conv2d(cin, cout, 1, bias=False),
+                nn.BatchNorm2d(cout),
+            )
+        )
+
+    def forward(self, x):
+        r = x
+        x = self.g1(x)
+        if self.dw is not None:
+            x = self.dw(x)
+        return self.g2(x) + self.short(r)
+
+
+class GhostNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, 16, 3, 2, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU(inplace=True)
+        )
+        cfg = [
+            (16, 16, 16, 1),
+            (16, 48, 24, 2),
+            (24, 72, 24, 1),
+            (24, 72, 40, 2),
+            (40, 120, 40, 1),
+            (40, 240, 80, 2),
+            (80, 200, 80, 1),
+            (80, 184, 80, 1),
+        ]
+        self.blocks = nn.Sequential(*[GhostBottleneck(*c) for c in cfg])
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(80, 10)
+
+    def forward(self, x):
+        return self.fc(self.pool(self.blocks(self.stem(x))).flatten(1))
+
+
+class LeNet5(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(1, 6, 5, padding=2)
+        self.c2 = nn.Conv2d(6, 16, 5)
+        self.f1 = nn.Linear(400, 120)
+        self.f2 = nn.Linear(120, 84)
+        self.f3 = nn.Linear(84, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(torch.tanh(self.c1(x)), 2)
+        x = F.max_pool2d(torch.tanh(self.c2(x)), 2)
+        return self.f3(torch.tanh(self.f2(torch.tanh(self.f1(x.flatten(1))))))
+
+
+class DoubleConv(nn.Module):
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.double_conv = nn.Sequential(
+            nn.Conv2d(cin, cout, 3, padding=1, bias=False),
+            nn.BatchNorm2d(cout),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(cout, cout, 3, padding=1, bias=False),
+            nn.BatchNorm2d(cout),
+            nn.ReLU(inplace=True),
+        )
+
+    def forward(self, x):
+        return self.double_conv(x)
+
+
+class Down(nn.Module):
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.maxpool_conv = nn.Sequential(nn.MaxPool2d(2), DoubleConv(cin, cout))
+
+    def forward(self, x):
+        return self.maxpool_conv(x)
+
+
+class Up(nn.Module):
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.up = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True)
+        self.conv = DoubleConv(cin, cout)
+
+    def forward(self, x1, x2):
+        x1 = self.up(x1)
+        dy, dx = x2.size(2) - x1.size(2), x2.size(3) - x1.size(3)
+        x1 = F.pad(x1, [dx // 2, dx - dx // 2, dy // 2, dy - dy // 2])
+        return self.conv(torch.cat([x2, x1], dim=1))
+
+
+class UNetBilinear(nn.Module):
+    def __init__(self, c=16):
+        super().__init__()
+        self.inc = DoubleConv(3, c)
+        self.down1 = Down(c, 2 * c)
+        self.down2 = Down(2 * c, 4 * c)
+        self.down3 = Down(4 * c, 4 * c)
+        self.up1 = Up(8 * c, 2 * c)
+        self.up2 = Up(4 * c, c)
+        self.up3 = Up(2 * c, c)
+        self.outc = nn.Conv2d(c, 5, 1)
+
+    def forward(self, x):
+        x1 = self.inc(x)
+        x2 = self.down1(x1)
+        x3 = self.down2(x2)
+        x4 = self.down3(x3)
+        x = self.up1(x4, x3)
+        x = self.up2(x, x2)
+        x = self.up3(x, x1)
+        return self.outc(x)
+
+
+class CharCNNLSTM(nn.Module):
+    def __init__(self, chars=60, vocab=300):
+        super().__init__()
+        self.cemb = nn.Embedding(chars, 16)
+        self.convs = nn.ModuleList([nn.Conv1d(16, 32, k) for k in (2, 3, 4)])
+        self.hw = nn.Linear(96, 192)
+        self.lstm = nn.LSTM(96, 64, num_layers=2, batch_first=True, dropout=0.2)
+        self.out = nn.Linear(64, vocab)
+
+    def forward(self, c):
+        b, t, w = c.shape
+        x = self.cemb(c.view(b * t, w)).transpose(1, 2)
+        x = torch.cat([F.relu(conv(x)).max(-1)[0] for conv in self.convs], 1)
+        g, h = self.hw(x).chunk(2, -1)
+        x = torch.sigmoid(g) * F.relu(h) + (1 - torch.sigmoid(g)) * x
+        y, _ = self.lstm(x.view(b, t, -1))
+        return self.out(y)
+
+
 REGISTRY = [
     # name, family, optimizer, builder
     (
@@ -695,6 +1346,105 @@ REGISTRY = [
             inputs=(randn(1, 3, 64, 64), randn(1, 3, 64, 64, seed=2)),
             target=randn(1, 2, 64, 64, seed=3),
             loss=mse,
+        ),
+    ),
+    (
+        "gpt2_hf",
+        "gpt",
+        "adamw",
+        lambda: dict(
+            model=GPT2(),
+            inputs=(randint(500, 4, 32, seed=3),),
+            target=randint(500, 4, 32, seed=4),
+            loss=ce_tok,
+        ),
+    ),
+    ("densenet_f", "dense", "sgd", lambda: image_cls(DenseNetF(), 4, 32)),
+    (
+        "gat_dense",
+        "gnn",
+        "adam",
+        lambda: dict(
+            model=GATDense(adj_dense()), inputs=(randn(256, 32),), target=randint(7, 256, seed=4), loss=ce
+        ),
+    ),
+    (
+        "sage_mean",
+        "gnn",
+        "adam",
+        lambda: dict(
+            model=SAGE(), inputs=(randn(512, 32), *graph_inputs()), target=randint(7, 512, seed=4), loss=ce
+        ),
+    ),
+    (
+        "mixtral_tiny",
+        "moe",
+        "adamw",
+        lambda: dict(
+            model=MixtralLM(),
+            inputs=(randint(600, 4, 24, seed=3),),
+            target=randint(600, 4, 24, seed=4),
+            loss=ce_tok,
+        ),
+    ),
+    (
+        "bilstm_attn_pool",
+        "rnn",
+        "adam",
+        lambda: dict(
+            model=BiLSTMAttnPool(),
+            inputs=(randint(500, 4, 16, seed=3),),
+            target=randint(4, 4, seed=4),
+            loss=ce,
+        ),
+    ),
+    (
+        "captioner",
+        "seq2seq",
+        "adamw",
+        lambda: dict(
+            model=Captioner(),
+            inputs=(randn(4, 3, 32, 32), randint(300, 4, 12, seed=3)),
+            target=randint(300, 4, 12, seed=4),
+            loss=ce_tok,
+        ),
+    ),
+    ("vit_timm", "vit", "adamw", lambda: image_cls(ViTTimm(), 4, 32)),
+    (
+        "din",
+        "recsys",
+        "adam",
+        lambda: dict(
+            model=DIN(),
+            inputs=(randint(100, 32, seed=3), randint(500, 32, 10, seed=4), randint(500, 32, seed=5)),
+            target=torch.rand(32),
+            loss=lambda o, t: F.binary_cross_entropy_with_logits(o, t),
+        ),
+    ),
+    ("ghostnet_small", "depthwise", "sgd", lambda: image_cls(GhostNet(), 2, 64)),
+    (
+        "lenet5",
+        "cnn",
+        "sgd",
+        lambda: dict(model=LeNet5(), inputs=(randn(8, 1, 28, 28),), target=randint(10, 8, seed=3), loss=ce),
+    ),
+    (
+        "unet_bilinear",
+        "unet",
+        "adam",
+        lambda: dict(
+            model=UNetBilinear(), inputs=(randn(2, 3, 32, 32),), target=randint(5, 2, 32, 32, seed=3), loss=ce
+        ),
+    ),
+    (
+        "char_cnn_lstm",
+        "rnn",
+        "adam",
+        lambda: dict(
+            model=CharCNNLSTM(),
+            inputs=(randint(60, 4, 8, 6, seed=3),),
+            target=randint(300, 4, 8, seed=4),
+            loss=ce_tok,
         ),
     ),
 ]
