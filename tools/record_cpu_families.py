@@ -781,22 +781,11 @@ class SAGE(nn.Module):
         return x
 
 
-class SwiGLUExpert(nn.Module):
-    def __init__(self, d, h):
-        super().__init__()
-        self.w1 = nn.Linear(d, h, bias=False)
-        self.w3 = nn.Linear(d, h, bias=False)
-        self.w2 = nn.Linear(h, d, bias=False)
-
-    def forward(self, x):
-        return self.w2(F.silu(self.w1(x)) * self.w3(x))
-
-
 class MixtralMoE(nn.Module):
     def __init__(self, d=64, e=4):
         super().__init__()
         self.gate = nn.Linear(d, e, bias=False)
-        self.experts = nn.ModuleList([SwiGLUExpert(d, 96) for _ in range(e)])
+        self.experts = nn.ModuleList([rh.SwiGLUExpert(d, 96) for _ in range(e)])
         self.e = e
 
     def forward(self, x):

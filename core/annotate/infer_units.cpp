@@ -138,11 +138,7 @@ struct UnitFinder {
         out.push_back(std::move(els[i]));
         continue;
       }
-      Element d;
-      d.unit = true;
-      d.role = Role::Dropout;
-      d.kind = "dropout";
-      d.op = els[i].op;
+      Element d = new_unit(Role::Dropout, "dropout", els[i].op);
       size_t lo = out.size();
       while (lo > 0 && !out[lo - 1].unit && (out[lo - 1].op.starts_with("aten::empty") || out[lo - 1].op.starts_with("aten::new_empty")))
         --lo;
@@ -157,13 +153,23 @@ struct UnitFinder {
     return out;
   }
 
+  // A unit element: what `op` starts, of `role` and `kind`; its ops are added by the caller.
+  static Element new_unit(Role role, std::string_view kind, std::string_view op) {
+    Element u;
+    u.unit = true;
+    u.role = role;
+    u.kind = kind;
+    u.op = op;
+    return u;
+  }
+  // Appends the ops of els[from, to) to u's.
+  static void take_ops(Element& u, const std::vector<Element>& els, size_t from, size_t to) {
+    for (size_t j = from; j < to; ++j) u.ops.insert(u.ops.end(), els[j].ops.begin(), els[j].ops.end());
+  }
+
   // One unit of the elements in [b, e), moved inside it (a gate, an attention's bias MLP).
   static Element grouped(std::string_view kind, std::vector<Element>::iterator b, std::vector<Element>::iterator e) {
-    Element g;
-    g.unit = true;
-    g.role = Role::Weight;
-    g.kind = kind;
-    g.op = b->op;
+    Element g = new_unit(Role::Weight, kind, b->op);
     for (auto it = b; it != e; ++it) g.ops.insert(g.ops.end(), it->ops.begin(), it->ops.end());
     g.inner.assign(std::make_move_iterator(b), std::make_move_iterator(e));
     return g;
@@ -194,18 +200,14 @@ struct UnitFinder {
         out.push_back(std::move(els[i]));
         continue;
       }
-      Element g;
-      g.unit = true;
-      g.role = Role::Activation;
-      g.kind = "activation";
-      g.op = "aten::gelu";
-      for (size_t j = from; j < out.size(); ++j) g.ops.insert(g.ops.end(), out[j].ops.begin(), out[j].ops.end());
+      Element g = new_unit(Role::Activation, "activation", "aten::gelu");
+      take_ops(g, out, from, out.size());
       // The 0.5 taken last where no product opens the run (else the one after is another's: a
       // GeGLU's gate).
       const bool halved_first = out[from].op == "aten::mul";
       out.resize(from);
       const size_t end = i + 3 + (!halved_first && arithmetic(i + 3) && els[i + 3].op == "aten::mul");
-      for (size_t j = i; j < end; ++j) g.ops.insert(g.ops.end(), els[j].ops.begin(), els[j].ops.end());
+      take_ops(g, els, i, end);
       out.push_back(std::move(g));
       i = end - 1;
     }
@@ -308,12 +310,8 @@ struct UnitFinder {
         out.push_back(std::move(els[i++]));
         continue;
       }
-      Element n;
-      n.unit = true;
-      n.role = Role::Norm;
-      n.op = els[i].op;
-      n.kind = m.kind;
-      for (size_t j = i; j < m.end; ++j) n.ops.insert(n.ops.end(), els[j].ops.begin(), els[j].ops.end());
+      Element n = new_unit(Role::Norm, m.kind, els[i].op);
+      take_ops(n, els, i, m.end);
       out.push_back(std::move(n));
       i = m.end;
     }
@@ -401,11 +399,7 @@ struct UnitFinder {
         hi = els[hi + 1 < els.size() ? hi + 1 : hi].op == "aten::div" ? hi + 2 : hi + 1;
         hi = views(hi);
       }
-      Element a;
-      a.unit = true;
-      a.role = Role::Weight;
-      a.kind = "attention";
-      a.op = els[s1].op;
+      Element a = new_unit(Role::Weight, "attention", els[s1].op);
       a.one_module = own_function && packed;
       a.lead = lead;
       for (size_t j = lo; j < hi; ++j) {
