@@ -494,14 +494,26 @@ struct UnitFinder {
       const size_t psi = normed(x + 2);
       return psi && sigmoid(psi) && product(psi + 1) ? psi + 1 : 0;
     };
+    // Squeeze and excitation: a global pooling, a weight op, an activation, a weight op, a
+    // sigmoid and the product, views between them (an SE block on Linear layers flattens the
+    // pooled map and views the scale back): the index after the product, or 0.
+    auto excitation = [&](size_t i) -> size_t {
+      if (!at(i, Role::Pool) || els[i].op.find("adaptive") == std::string_view::npos) return 0;
+      auto views = [&](size_t j) {
+        while (j < els.size() && !els[j].unit && els[j].role == Role::Shape) ++j;
+        return j;
+      };
+      size_t j = views(i + 1);
+      if (!at(j, Role::Weight) || !at(j = views(j + 1), Role::Activation) || !at(j = views(j + 1), Role::Weight) || !sigmoid(j = views(j + 1)) ||
+          !product(j = views(j + 1)))
+        return 0;
+      return j + 1;
+    };
     std::vector<Element> out;
     for (size_t i = 0; i < els.size();) {
-      const bool global_pool = at(i, Role::Pool) && els[i].op.find("adaptive") != std::string_view::npos;
-      size_t end = 0;
+      size_t end = excitation(i);
       const char* kind = "squeeze_excitation";
-      if (global_pool && at(i + 1, Role::Weight) && at(i + 2, Role::Activation) && at(i + 3, Role::Weight) && sigmoid(i + 4) && product(i + 5))
-        end = i + 6;
-      else if (const size_t p = additive(i)) end = p + 1, kind = "attention_gate";
+      if (const size_t p = end ? 0 : additive(i)) end = p + 1, kind = "attention_gate";
       if (end == 0) {
         out.push_back(std::move(els[i++]));
         continue;

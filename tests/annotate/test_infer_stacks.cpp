@@ -334,3 +334,16 @@ TEST_CASE("inferred layers: a view more in the first attention's lead (a rounded
   CHECK(s.block_recall == doctest::Approx(1.0));
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: squeeze and excitation on Linear layers, views between its parts, is one gate") {
+  // SE-ResNet's SELayer: global pooling, flattened by a view, Linear, ReLU, Linear, Sigmoid,
+  // viewed and expanded back, then the product.
+  Mod fc{"Sequential", {leaf("Linear", {"aten::linear"}), relu_module(), leaf("Linear", {"aten::linear"}), leaf("Sigmoid", {"aten::sigmoid"})}, nullptr};
+  Mod se{"SELayer", {leaf("AdaptiveAvgPool2d", {"aten::adaptive_avg_pool2d"}), op("aten::view"), fc, op("aten::view"), op("aten::expand_as"), op("aten::mul")}, nullptr};
+  Mod block{"SEBasicBlock", {conv(), bn(), relu_module(), conv(), bn(), se, op("aten::add"), relu_module()}, nullptr};
+  BareRun r = bare_run(model({block, block, block}));
+  CHECK(has_layer(r.annotation.tree, "SqueezeExcitation 3"));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
