@@ -13,8 +13,8 @@ Transformer (top-1 routing by max), MobileNet V1 (separable convs, no residuals)
 stacked LSTM, a GCN on a sparse adjacency, torchvision's MC3-18 and RAFT-small, GPT-2 as Hugging
 Face writes it, a DenseNet of basic layers, a dense-adjacency GAT, GraphSAGE with mean
 aggregation, a Mixtral-like MoE, a BiLSTM with attention pooling, a transformer-decoder image
-captioner, a timm-style ViT, DIN, GhostNet, LeNet-5, the common bilinear U-Net and a
-character-aware CNN-LSTM. Every
+captioner, a timm-style ViT, DIN, GhostNet, LeNet-5, the common bilinear U-Net, a
+character-aware CNN-LSTM, an SE-ResNet and an EfficientNet written by hand. Every
 model's split is "tune": the layer inference may be tuned on it. tests/data/corpus-cpu-heldout
 stays the check, and no model name is shared with any other corpus.
 
@@ -1211,6 +1211,110 @@ class CharCNNLSTM(nn.Module):
         return self.out(y)
 
 
+class SELayer(nn.Module):
+    def __init__(self, c, r=4):
+        super().__init__()
+        self.avg = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Sequential(
+            nn.Linear(c, c // r, bias=False),
+            nn.ReLU(inplace=True),
+            nn.Linear(c // r, c, bias=False),
+            nn.Sigmoid(),
+        )
+
+    def forward(self, x):
+        b, c, _, _ = x.size()
+        y = self.avg(x).view(b, c)
+        y = self.fc(y).view(b, c, 1, 1)
+        return x * y.expand_as(x)
+
+
+class SEBasic(nn.Module):
+    def __init__(self, cin, cout, stride=1):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.relu = nn.ReLU(inplace=True)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.se = SELayer(cout)
+        self.downsample = (
+            nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+            if stride != 1 or cin != cout
+            else None
+        )
+
+    def forward(self, x):
+        r = x
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.se(self.bn2(self.conv2(out)))
+        if self.downsample is not None:
+            r = self.downsample(x)
+        return self.relu(out + r)
+
+
+class SEResNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU(inplace=True)
+        )
+        self.layer1 = nn.Sequential(SEBasic(16, 16), SEBasic(16, 16))
+        self.layer2 = nn.Sequential(SEBasic(16, 32, 2), SEBasic(32, 32))
+        self.layer3 = nn.Sequential(SEBasic(32, 64, 2), SEBasic(64, 64))
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.fc(self.pool(self.layer3(self.layer2(self.layer1(self.stem(x))))).flatten(1))
+
+
+class MBConv(nn.Module):
+    def __init__(self, cin, cout, expand, stride):
+        super().__init__()
+        mid = cin * expand
+        self.use_res = stride == 1 and cin == cout
+        self.expand = (
+            nn.Sequential(nn.Conv2d(cin, mid, 1, bias=False), nn.BatchNorm2d(mid), nn.SiLU())
+            if expand != 1
+            else nn.Identity()
+        )
+        self.dw = nn.Sequential(
+            nn.Conv2d(mid, mid, 3, stride, 1, groups=mid, bias=False), nn.BatchNorm2d(mid), nn.SiLU()
+        )
+        self.se_reduce = nn.Conv2d(mid, max(1, cin // 4), 1)
+        self.se_expand = nn.Conv2d(max(1, cin // 4), mid, 1)
+        self.project = nn.Sequential(nn.Conv2d(mid, cout, 1, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        h = self.dw(self.expand(x))
+        s = F.adaptive_avg_pool2d(h, 1)
+        s = torch.sigmoid(self.se_expand(F.silu(self.se_reduce(s))))
+        h = self.project(h * s)
+        return x + h if self.use_res else h
+
+
+class EffNetHW(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1, bias=False), nn.BatchNorm2d(16), nn.SiLU())
+        cfg = [
+            (16, 16, 1, 1),
+            (16, 24, 4, 2),
+            (24, 24, 4, 1),
+            (24, 40, 4, 2),
+            (40, 40, 4, 1),
+            (40, 80, 4, 2),
+            (80, 80, 4, 1),
+        ]
+        self.blocks = nn.Sequential(*[MBConv(*c) for c in cfg])
+        self.head = nn.Sequential(nn.Conv2d(80, 128, 1, bias=False), nn.BatchNorm2d(128), nn.SiLU())
+        self.fc = nn.Linear(128, 10)
+
+    def forward(self, x):
+        return self.fc(F.adaptive_avg_pool2d(self.head(self.blocks(self.stem(x))), 1).flatten(1))
+
+
 REGISTRY = [
     # name, family, optimizer, builder
     (
@@ -1436,6 +1540,8 @@ REGISTRY = [
             loss=ce_tok,
         ),
     ),
+    ("se_resnet_small", "residual", "sgd", lambda: image_cls(SEResNet(), 2, 32)),
+    ("effnet_hw", "depthwise", "sgd", lambda: image_cls(EffNetHW(), 2, 64)),
 ]
 
 SPLIT_RULE = (
