@@ -8,7 +8,7 @@
 //           weighted sum to its out-projection (separate q/k/v projections are child units of
 //           it, a packed one is part of it);
 //           gates: squeeze and excitation, an additive attention gate on a U-Net's skip;
-//   groups  a weight op with the norm and in-place activation that follow it (ConvNormActivation),
+//   groups  a weight op with the norm and activation that follow it (ConvNormActivation),
 //           with the upsampling right before it (an up-convolution);
 //           convs back to back with nothing between, one separable conv (depthwise, pointwise);
 //   blocks  what a residual connection closes: the ops from where the block's input was made
@@ -602,9 +602,10 @@ struct Inference {
       size_t from = j, end = j + 2;
       while (from > 0 && single_weight(from - 1) && els[from - 1].kind == els[j].kind && b.parent[node_of(from - 1)] == b.parent[node_of(j)])
         --from;
-      // The activation only when in place: nn.ReLU(inplace=True) is a module of the group, while
-      // F.relu(bn(conv(x))) is its caller's own op (a new tensor, as F.relu writes by default).
-      if (end < els.size() && els[end].unit && els[end].role == Role::Activation && els[end].op.ends_with("_")) ++end;
+      // And the activation after them: a module of the group (nn.ReLU, nn.SiLU in a Sequential
+      // with them), or F.relu(bn(conv(x))), its caller's own op, which the ops cannot tell
+      // apart; the module is the commoner (four in five after a norm in the tuning corpora).
+      if (end < els.size() && els[end].unit && els[end].role == Role::Activation) ++end;
       // An upsampling right before the conv is the same step's (an up-convolution: upsample,
       // then conv, norm and activation), unless it restores the size of a global pooling's
       // branch before it (ASPP's image pooling: pool, conv, activation, upsample).

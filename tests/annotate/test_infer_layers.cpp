@@ -19,12 +19,15 @@ TEST_CASE("inferred layers: a conv, its norm and its in-place activation are one
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
 
-TEST_CASE("inferred layers: F.relu after a norm is its caller's op, outside the conv's group") {
-  // x = F.relu(self.bn1(self.conv1(x))), twice: each relu belongs to the block, each group is
-  // a conv and its norm.
-  Mod block{"ConvBlock", {conv(), bn(), op("aten::relu"), conv(), bn(), op("aten::relu")}, nullptr};
-  AccuracyScore s = bare_score(model({block, block, block}));
-  CHECK(s.node_precision == doctest::Approx(1.0));  // (each relu is a unit of its own: the ops cannot tell F.relu from nn.ReLU)
+TEST_CASE("inferred layers: an activation after a conv and its norm is their group's, in place or not, as nn.ReLU in a Sequential is") {
+  // Sequential(Conv2d, BatchNorm2d, ReLU()): the ReLU returns a new tensor (aten::relu), as
+  // F.relu does; the ops cannot tell the two, and the module is the commoner.
+  Mod cbr{"Sequential", {conv(), bn(), leaf("ReLU", {"aten::relu"})}, nullptr};
+  Mod block{"DoubleConv", {cbr, cbr}, nullptr};
+  Mod pool = leaf("MaxPool2d", {"aten::max_pool2d"});
+  AccuracyScore s = bare_score(Mod{"Net", {block, pool, block, pool, block, op("aten::flatten"), leaf("Linear", {"aten::linear"})}, nullptr});
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the double convs and their Sequentials
+  CHECK(s.node_precision == doctest::Approx(1.0));
 }
 
 TEST_CASE("inferred layers: pre-activation blocks get no conv-norm groups across their edges") {
