@@ -259,11 +259,25 @@ std::vector<Span> plain_blocks(const std::vector<Element>& els) {
       out.push_back(runs[k]);
       continue;
     }
-    for (auto& [kind, n] : count)  // a run that starts with a recurring kind: that kind's block
-      if (n >= 2 && kind.size() < sig[k].size() && sig[k].starts_with(kind)) {
+    // A run that starts with a recurring kind: that kind's block, then the head (the last double
+    // conv, then the output conv); the forward's first run that ends with one: the stem (a
+    // conv, norm and activation like the block's own), then that kind's block.
+    for (auto& [kind, n] : count) {
+      if (n < 2 || kind.size() >= sig[k].size()) continue;
+      if (out.empty() && sig[k].ends_with(kind) && (sig[k][sig[k].size() - kind.size() - 1] == ',' || sig[k][sig[k].size() - kind.size() - 1] == ';')) {
+        size_t from = runs[k].second, tokens = signature_tokens(kind);
+        while (tokens > 0 && from > runs[k].first) {
+          const Element& e = els[--from];
+          tokens -= (e.unit && e.role != Role::Dropout) || (!e.unit && (e.op == "aten::transpose" || e.op == "aten::permute"));
+        }
+        out.push_back({from, runs[k].second});
+        break;
+      }
+      if (sig[k].starts_with(kind)) {
         out.push_back({runs[k].first, end_of_signature(els, runs[k].first, runs[k].second, kind)});
         break;
       }
+    }
   }
   return out;
 }

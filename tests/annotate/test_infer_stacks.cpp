@@ -347,3 +347,14 @@ TEST_CASE("inferred layers: squeeze and excitation on Linear layers, views betwe
   CHECK(s.leaf_f1 == doctest::Approx(1.0));
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a stem like the blocks' own units before the first of them is the stem, not the first block's start") {
+  // A conv, norm and ReLU stem, then double convs of the same groups between poolings: the
+  // first run of units is the stem and a double conv, not a double conv and one group more.
+  Mod cbr{"Sequential", {conv(), bn(), relu_module()}, nullptr};
+  Mod dbl{"DoubleConv", {cbr, cbr}, nullptr};
+  Mod pool = leaf("MaxPool2d", {"aten::max_pool2d"});
+  const AccuracyScore s = bare_score(model({dbl, pool, dbl, pool, dbl}));
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
