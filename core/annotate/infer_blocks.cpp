@@ -158,13 +158,14 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
     size_t next = j + 1;
     while (next < els.size() && !els[next].unit && els[next].role == Role::Shape && !is_split(els[next].op)) ++next;
     // A vector broadcast over the map and added (a diffusion ResBlock's time embedding,
-    // emb[:, :, None, None]): only reshapes adding dimensions lead to it from the unit before,
-    // and it conditions the branch rather than joining it back to its input.
+    // emb[:, :, None, None]; DiT's shift, shift.unsqueeze(1); a GAT's scores of both ends):
+    // reshapes adding dimensions lead to it, and it conditions the branch rather than joining
+    // it back to its input.
     if (add) {
       size_t k = j;
       bool grows = false;
       while (k > 0 && !els[k - 1].unit && els[k - 1].role == Role::Shape) grows |= els[--k].op == "aten::unsqueeze";
-      if (grows && k > 0 && els[k - 1].unit) continue;
+      if (grows) continue;
     }
     // A sum another sum takes at once (two branches summed, out + shared expert, then joined
     // back to the input): the later one is the join.

@@ -65,6 +65,7 @@ TEST_CASE("inferred layers: an image tower of residual blocks does not keep a te
   const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.block_recall == doctest::Approx(1.0));  // the residual blocks and the encoder layers
   CHECK(s.node_precision == doctest::Approx(1.0));
+  for (NodeId n = 0; n < r.annotation.tree.size(); ++n) if (r.annotation.tree.kind[n] == NodeKind::Layer && r.annotation.tree.phase[n] == PhaseKind::Forward) MESSAGE(r.annotation.tree.path(n));
   CHECK(has_layer(r.annotation.tree, "Layer 3: attention + MLP"));
 }
 
@@ -329,6 +330,7 @@ TEST_CASE("inferred layers: a view more in the first attention's lead (a rounded
   BareRun r = bare_run(Mod{"LM", {leaf("Embedding", {"aten::embedding"}), layer(true), layer(false), layer(false),
                                   leaf("LayerNorm", {"aten::layer_norm"}), leaf("Linear", {"aten::linear"})},
                            nullptr});
+  for (NodeId n = 0; n < r.annotation.tree.size(); ++n) if (r.annotation.tree.kind[n] == NodeKind::Layer && r.annotation.tree.phase[n] == PhaseKind::Forward) MESSAGE(r.annotation.tree.path(n));
   CHECK(has_layer(r.annotation.tree, "Layer 3: attention + MLP"));
   const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.block_recall == doctest::Approx(1.0));
@@ -357,4 +359,27 @@ TEST_CASE("inferred layers: a stem like the blocks' own units before the first o
   const AccuracyScore s = bare_score(model({dbl, pool, dbl, pool, dbl}));
   CHECK(s.block_recall == doctest::Approx(1.0));
   CHECK(s.node_precision == doctest::Approx(1.0));
+}
+
+TEST_CASE("inferred layers: a vector broadcast and added after a product (DiT's shift) conditions the half, it closes no block") {
+  // modulate(norm(x), shift, scale) = norm(x) * (1 + scale.unsqueeze(1)) + shift.unsqueeze(1),
+  // then x + gate.unsqueeze(1) * attn(...): only the last add joins the half back to x.
+  Mod ada{"Sequential", {leaf("SiLU", {"aten::silu"}), leaf("Linear", {"aten::linear"})}, nullptr};
+  Mod ln = leaf("LayerNorm", {"aten::layer_norm"});
+  Mod mlp{"Sequential", {leaf("Linear", {"aten::linear"}), leaf("GELU", {"aten::gelu"}), leaf("Linear", {"aten::linear"})}, nullptr};
+  Mod block{"DiTBlock", {ada, op("aten::chunk"), ln, op("aten::unsqueeze"), op("aten::add"), op("aten::mul"), op("aten::unsqueeze"), op("aten::add"),
+                         multihead_attention(), op("aten::unsqueeze"), op("aten::mul"), op("aten::add"),
+                         ln, op("aten::unsqueeze"), op("aten::add"), op("aten::mul"), op("aten::unsqueeze"), op("aten::add"),
+                         mlp, op("aten::unsqueeze"), op("aten::mul"), op("aten::add")},
+            nullptr};
+  BareRun r = bare_run(Mod{"DiT", {leaf("Conv2d", {"aten::conv2d"}), op("aten::flatten"), op("aten::transpose"), leaf("Embedding", {"aten::embedding"}),
+                                   block, block, block, leaf("Linear", {"aten::linear"})},
+                           nullptr});
+  // Each attention half runs from its norm through its gated add: no block ends at the shift's
+  // add, so the first norm is the first layer's.
+  bool norm_in_layer = false;
+  for (NodeId n = 0; n < r.annotation.tree.size(); ++n)
+    if (r.annotation.tree.phase[n] == PhaseKind::Forward && r.annotation.tree.name_of(n) == "LayerNorm 1")
+      norm_in_layer = r.annotation.tree.path(n).find("/Layer 1: attention + MLP/") != std::string::npos;
+  CHECK(norm_in_layer);
 }
