@@ -14,7 +14,8 @@ stacked LSTM, a GCN on a sparse adjacency, torchvision's MC3-18 and RAFT-small, 
 Face writes it, a DenseNet of basic layers, a dense-adjacency GAT, GraphSAGE with mean
 aggregation, a Mixtral-like MoE, a BiLSTM with attention pooling, a transformer-decoder image
 captioner, a timm-style ViT, DIN, GhostNet, LeNet-5, the common bilinear U-Net, a
-character-aware CNN-LSTM, an SE-ResNet and an EfficientNet written by hand. Every
+character-aware CNN-LSTM, an SE-ResNet and an EfficientNet written by hand, a YOLOv5-like
+backbone (C3 and SPPF), a DiT (adaLN-modulated transformer) and a HiFi-GAN generator. Every
 model's split is "tune": the layer inference may be tuned on it. tests/data/corpus-cpu-heldout
 stays the check, and no model name is shared with any other corpus.
 
@@ -1315,6 +1316,159 @@ class EffNetHW(nn.Module):
         return self.fc(F.adaptive_avg_pool2d(self.head(self.blocks(self.stem(x))), 1).flatten(1))
 
 
+class YoloConv(nn.Module):
+    def __init__(self, c1, c2, k=1, s=1):
+        super().__init__()
+        self.conv = nn.Conv2d(c1, c2, k, s, k // 2, bias=False)
+        self.bn = nn.BatchNorm2d(c2)
+        self.act = nn.SiLU()
+
+    def forward(self, x):
+        return self.act(self.bn(self.conv(x)))
+
+
+class Bottleneck(nn.Module):
+    def __init__(self, c, shortcut=True):
+        super().__init__()
+        self.cv1 = YoloConv(c, c, 1)
+        self.cv2 = YoloConv(c, c, 3)
+        self.add = shortcut
+
+    def forward(self, x):
+        return x + self.cv2(self.cv1(x)) if self.add else self.cv2(self.cv1(x))
+
+
+class C3(nn.Module):
+    def __init__(self, c1, c2, n=1, shortcut=True):
+        super().__init__()
+        c_ = c2 // 2
+        self.cv1 = YoloConv(c1, c_)
+        self.cv2 = YoloConv(c1, c_)
+        self.cv3 = YoloConv(2 * c_, c2)
+        self.m = nn.Sequential(*(Bottleneck(c_, shortcut) for _ in range(n)))
+
+    def forward(self, x):
+        return self.cv3(torch.cat((self.m(self.cv1(x)), self.cv2(x)), 1))
+
+
+class SPPF(nn.Module):
+    def __init__(self, c1, c2, k=5):
+        super().__init__()
+        c_ = c1 // 2
+        self.cv1 = YoloConv(c1, c_)
+        self.cv2 = YoloConv(c_ * 4, c2)
+        self.m = nn.MaxPool2d(k, 1, k // 2)
+
+    def forward(self, x):
+        x = self.cv1(x)
+        y1 = self.m(x)
+        y2 = self.m(y1)
+        return self.cv2(torch.cat((x, y1, y2, self.m(y2)), 1))
+
+
+class YoloLite(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.backbone = nn.Sequential(
+            YoloConv(3, 16, 6, 2),
+            YoloConv(16, 32, 3, 2),
+            C3(32, 32, 1),
+            YoloConv(32, 64, 3, 2),
+            C3(64, 64, 2),
+            YoloConv(64, 128, 3, 2),
+            C3(128, 128, 1),
+            SPPF(128, 128),
+        )
+        self.head = nn.Conv2d(128, 3 * 9, 1)
+
+    def forward(self, x):
+        return self.head(self.backbone(x)).mean((2, 3))
+
+
+def modulate(x, shift, scale):
+    return x * (1 + scale.unsqueeze(1)) + shift.unsqueeze(1)
+
+
+class DiTBlock(nn.Module):
+    def __init__(self, d, h=4):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(d, elementwise_affine=False, eps=1e-6)
+        self.attn = nn.MultiheadAttention(d, h, batch_first=True)
+        self.norm2 = nn.LayerNorm(d, elementwise_affine=False, eps=1e-6)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(approximate="tanh"), nn.Linear(4 * d, d))
+        self.adaLN_modulation = nn.Sequential(nn.SiLU(), nn.Linear(d, 6 * d))
+
+    def forward(self, x, c):
+        shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp = self.adaLN_modulation(c).chunk(
+            6, dim=1
+        )
+        h = modulate(self.norm1(x), shift_msa, scale_msa)
+        x = x + gate_msa.unsqueeze(1) * self.attn(h, h, h, need_weights=False)[0]
+        return x + gate_mlp.unsqueeze(1) * self.mlp(modulate(self.norm2(x), shift_mlp, scale_mlp))
+
+
+class TimestepEmbedder(nn.Module):
+    def __init__(self, d, f=64):
+        super().__init__()
+        self.mlp = nn.Sequential(nn.Linear(f, d), nn.SiLU(), nn.Linear(d, d))
+        self.f = f
+
+    def forward(self, t):
+        half = self.f // 2
+        freqs = torch.exp(-math.log(10000) * torch.arange(0, half, dtype=torch.float32) / half)
+        args = t[:, None].float() * freqs[None]
+        return self.mlp(torch.cat([torch.cos(args), torch.sin(args)], dim=-1))
+
+
+class DiT(nn.Module):
+    def __init__(self, d=64, depth=4):
+        super().__init__()
+        self.x_embedder = nn.Conv2d(4, d, 2, 2)
+        self.t_embedder = TimestepEmbedder(d)
+        self.y_embedder = nn.Embedding(10, d)
+        self.pos = nn.Parameter(torch.zeros(1, 64, d))
+        self.blocks = nn.ModuleList([DiTBlock(d) for _ in range(depth)])
+        self.norm_final = nn.LayerNorm(d, elementwise_affine=False, eps=1e-6)
+        self.adaLN_final = nn.Sequential(nn.SiLU(), nn.Linear(d, 2 * d))
+        self.linear = nn.Linear(d, 2 * 2 * 4)
+
+    def forward(self, x, t, y):
+        x = self.x_embedder(x).flatten(2).transpose(1, 2) + self.pos
+        c = self.t_embedder(t) + self.y_embedder(y)
+        for b in self.blocks:
+            x = b(x, c)
+        shift, scale = self.adaLN_final(c).chunk(2, dim=1)
+        return self.linear(modulate(self.norm_final(x), shift, scale))
+
+
+class ResBlock1(nn.Module):
+    def __init__(self, c, k=3, d=(1, 3, 5)):
+        super().__init__()
+        self.convs1 = nn.ModuleList([nn.Conv1d(c, c, k, 1, dilation=x, padding=x * (k - 1) // 2) for x in d])
+        self.convs2 = nn.ModuleList([nn.Conv1d(c, c, k, 1, padding=(k - 1) // 2) for _ in d])
+
+    def forward(self, x):
+        for c1, c2 in zip(self.convs1, self.convs2):
+            xt = c2(F.leaky_relu(c1(F.leaky_relu(x, 0.1)), 0.1))
+            x = xt + x
+        return x
+
+
+class HiFiGen(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv_pre = nn.Conv1d(40, 64, 7, 1, 3)
+        self.ups = nn.ModuleList([nn.ConvTranspose1d(64, 32, 8, 4, 2), nn.ConvTranspose1d(32, 16, 8, 4, 2)])
+        self.resblocks = nn.ModuleList([ResBlock1(32), ResBlock1(16)])
+        self.conv_post = nn.Conv1d(16, 1, 7, 1, 3)
+
+    def forward(self, x):
+        x = self.conv_pre(x)
+        for up, rb in zip(self.ups, self.resblocks):
+            x = rb(up(F.leaky_relu(x, 0.1)))
+        return torch.tanh(self.conv_post(F.leaky_relu(x)))
+
+
 REGISTRY = [
     # name, family, optimizer, builder
     (
@@ -1542,6 +1696,29 @@ REGISTRY = [
     ),
     ("se_resnet_small", "residual", "sgd", lambda: image_cls(SEResNet(), 2, 32)),
     ("effnet_hw", "depthwise", "sgd", lambda: image_cls(EffNetHW(), 2, 64)),
+    (
+        "yolo_lite",
+        "detection",
+        "sgd",
+        lambda: dict(model=YoloLite(), inputs=(randn(2, 3, 64, 64),), target=randn(2, 27, seed=3), loss=mse),
+    ),
+    (
+        "dit_tiny",
+        "diffusion",
+        "adamw",
+        lambda: dict(
+            model=DiT(),
+            inputs=(randn(2, 4, 16, 16), randint(1000, 2, seed=3), randint(10, 2, seed=4)),
+            target=randn(2, 64, 16, seed=5),
+            loss=mse,
+        ),
+    ),
+    (
+        "hifigan_lite",
+        "audio",
+        "adam",
+        lambda: dict(model=HiFiGen(), inputs=(randn(2, 40, 16),), target=randn(2, 1, 256, seed=5), loss=mse),
+    ),
 ]
 
 SPLIT_RULE = (
