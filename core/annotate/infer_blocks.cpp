@@ -145,6 +145,13 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
       normed += els[j + 1].unit && els[j + 1].role == Role::Norm;
     }
   const bool post_norm = !pre_norm && 2 * normed > adds;
+  // An activation feeding a linear whose output is split at once computes the parameters of
+  // what follows (DiT's adaLN modulation: SiLU, Linear, six chunks): it opens the next block,
+  // it is no post-activation of the one a sum just closed.
+  auto conditions = [&](size_t act) {
+    return act + 2 < els.size() && els[act + 1].unit && els[act + 1].kind == "linear" && !els[act + 2].unit &&
+           is_split(els[act + 2].op);
+  };
   std::vector<Span> out;
   size_t start = 0, weights = 0;
   for (size_t j = 0; j < els.size(); ++j) {
@@ -192,7 +199,7 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
     if (merge && next < els.size() && els[next].unit && els[next].op.ends_with("_cell")) continue;
     size_t end = j + 1;
     if (merge) end = next;  // the branches' join is reshaped in the block (ShuffleNet's channel shuffle)
-    else if (end < els.size() && els[end].unit && (els[end].role == Role::Activation || (els[end].role == Role::Norm && post_norm))) {
+    else if (end < els.size() && els[end].unit && ((els[end].role == Role::Activation && !conditions(end)) || (els[end].role == Role::Norm && post_norm))) {
       ++end;
       // and the dropout on the activation's output (QuartzNet's, after each block's ReLU)
       if (els[end - 1].role == Role::Activation && end < els.size() && els[end].unit && els[end].role == Role::Dropout) ++end;

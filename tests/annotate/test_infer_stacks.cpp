@@ -382,4 +382,9 @@ TEST_CASE("inferred layers: a vector broadcast and added after a product (DiT's 
     if (r.annotation.tree.phase[n] == PhaseKind::Forward && r.annotation.tree.name_of(n) == "LayerNorm 1")
       norm_in_layer = r.annotation.tree.path(n).find("/Layer 1: attention + MLP/") != std::string::npos;
   CHECK(norm_in_layer);
+  // The SiLU feeding the next block's modulation (a linear split in six at once) opens that
+  // block: it is no post-activation of the one before.
+  for (NodeId n = 0; n < r.annotation.tree.size(); ++n)
+    if (r.annotation.tree.phase[n] == PhaseKind::Forward && r.annotation.tree.name_of(n) == "SiLU 2")
+      CHECK(r.annotation.tree.path(n).find("/Layer 2: ") != std::string::npos);
 }
