@@ -27,6 +27,15 @@ void add_to_signature(std::string& s, const Element& e) {
 
 size_t signature_tokens(std::string_view sig) { return size_t(std::count_if(sig.begin(), sig.end(), [](char ch) { return ch == ',' || ch == ';'; })); }
 
+size_t start_of_signature_tokens(const std::vector<Element>& els, size_t from, size_t to, std::string_view sig) {
+  size_t tokens = signature_tokens(sig), at = to;
+  while (tokens > 0 && at > from) {
+    const Element& e = els[--at];
+    tokens -= (e.unit && e.role != Role::Dropout) || (!e.unit && (e.op == "aten::transpose" || e.op == "aten::permute"));
+  }
+  return at;
+}
+
 size_t end_of_signature(const std::vector<Element>& els, size_t from, size_t to, const std::string& sig) {
   std::string s;
   size_t e = from;
@@ -273,12 +282,7 @@ std::vector<Span> plain_blocks(const std::vector<Element>& els) {
     for (auto& [kind, n] : count) {
       if (n < 2 || kind.size() >= sig[k].size()) continue;
       if (out.empty() && sig[k].ends_with(kind) && (sig[k][sig[k].size() - kind.size() - 1] == ',' || sig[k][sig[k].size() - kind.size() - 1] == ';')) {
-        size_t from = runs[k].second, tokens = signature_tokens(kind);
-        while (tokens > 0 && from > runs[k].first) {
-          const Element& e = els[--from];
-          tokens -= (e.unit && e.role != Role::Dropout) || (!e.unit && (e.op == "aten::transpose" || e.op == "aten::permute"));
-        }
-        out.push_back({from, runs[k].second});
+        out.push_back({start_of_signature_tokens(els, runs[k].first, runs[k].second, kind), runs[k].second});
         break;
       }
       if (sig[k].starts_with(kind)) {
@@ -465,12 +469,7 @@ void split_stem(const std::vector<Element>& els, std::vector<Span>& blocks, std:
       // Back over exactly the other's units and transposes, then the loose ops before them (a
       // message passing's gather, the embeddings' sum); a transpose there is the stem's (a
       // LayerNorm2d's permute back): the other block does not start with it.
-      size_t tokens = signature_tokens(other);
-      size_t at = blocks[k].second;
-      while (tokens > 0 && at > blocks[k].first) {
-        const Element& e = els[--at];
-        tokens -= (e.unit && e.role != Role::Dropout) || transpose(e);
-      }
+      size_t at = start_of_signature_tokens(els, blocks[k].first, blocks[k].second, other);
       while (at > blocks[k].first && !els[at - 1].unit && !transpose(els[at - 1])) --at;
       if (opens_split.contains(other) && !is_split(els[at].op)) continue;  // its branch is one of this block's
       if (at == blocks[k].first) continue;  // no stem before it

@@ -21,6 +21,9 @@ void add_to_signature(std::string& s, const Element& e);
 // The end of the shortest run from `from` (to `to` at most) whose signature is `sig`, or
 // SIZE_MAX where none is.
 size_t end_of_signature(const std::vector<Element>& els, size_t from, size_t to, const std::string& sig);
+// Back from `to` (not before `from`) over as many units and transposes as `sig` has: where a
+// run of that kind ending at `to` starts.
+size_t start_of_signature_tokens(const std::vector<Element>& els, size_t from, size_t to, std::string_view sig);
 // How many units and transposes a signature holds.
 size_t signature_tokens(std::string_view sig);
 
