@@ -457,7 +457,10 @@ struct Inference {
     if (own_norm && end > from + 1 && els[end - 1].unit && els[end - 1].role == Role::Norm && !els[end - 2].unit && els[end - 2].role == Role::Add) --end;
     if (end == from || els[end - 1].unit || els[end - 1].role != Role::Add) return;
     const size_t add_at = --end;
-    if (mixture_of_experts(els, from, end) || experts_only) return;
+    // nn.TransformerEncoderLayer's inline feed-forward runs its dropouts (as ops even at p = 0);
+    // a feed-forward without any beside nn.MultiheadAttention is a module of its own (DiT's MLP).
+    const bool dropouts = std::any_of(els.begin() + long(from), els.begin() + long(end), [](const Element& e) { return e.unit && e.role == Role::Dropout; });
+    if (mixture_of_experts(els, from, end) || (experts_only && dropouts)) return;
     auto random_mask = [&](const Element& e) { return e.unit && e.role == Role::Dropout && e.op.starts_with("aten::bernoulli"); };
     while (end > from && (random_mask(els[end - 1]) || !els[end - 1].unit)) --end;
     // A norm of the branch's output right before it joins (Swin V2's res-post-norm, a sandwich

@@ -65,7 +65,6 @@ TEST_CASE("inferred layers: an image tower of residual blocks does not keep a te
   const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.block_recall == doctest::Approx(1.0));  // the residual blocks and the encoder layers
   CHECK(s.node_precision == doctest::Approx(1.0));
-  for (NodeId n = 0; n < r.annotation.tree.size(); ++n) if (r.annotation.tree.kind[n] == NodeKind::Layer && r.annotation.tree.phase[n] == PhaseKind::Forward) MESSAGE(r.annotation.tree.path(n));
   CHECK(has_layer(r.annotation.tree, "Layer 3: attention + MLP"));
 }
 
@@ -324,13 +323,12 @@ TEST_CASE("inferred layers: a view more in the first attention's lead (a rounded
     Mod mha = multihead_attention();
     mha.items.insert(mha.items.begin(), op("aten::transpose"));
     if (rounded) mha.items.insert(mha.items.begin() + 1, rounded_child("aten::as_strided"));
-    Mod ln = leaf("LayerNorm", {"aten::layer_norm"}), lin = leaf("Linear", {"aten::linear"});
-    return Mod{"TransformerEncoderLayer", {ln, mha, op("aten::add"), ln, lin, op("aten::relu"), lin, op("aten::add")}, nullptr};
+    Mod ln = leaf("LayerNorm", {"aten::layer_norm"}), lin = leaf("Linear", {"aten::linear"}), drop = leaf("Dropout", {"aten::dropout"});
+    return Mod{"TransformerEncoderLayer", {ln, mha, drop, op("aten::add"), ln, lin, op("aten::relu"), drop, lin, drop, op("aten::add")}, nullptr};
   };
   BareRun r = bare_run(Mod{"LM", {leaf("Embedding", {"aten::embedding"}), layer(true), layer(false), layer(false),
                                   leaf("LayerNorm", {"aten::layer_norm"}), leaf("Linear", {"aten::linear"})},
                            nullptr});
-  for (NodeId n = 0; n < r.annotation.tree.size(); ++n) if (r.annotation.tree.kind[n] == NodeKind::Layer && r.annotation.tree.phase[n] == PhaseKind::Forward) MESSAGE(r.annotation.tree.path(n));
   CHECK(has_layer(r.annotation.tree, "Layer 3: attention + MLP"));
   const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.block_recall == doctest::Approx(1.0));
@@ -387,4 +385,15 @@ TEST_CASE("inferred layers: a vector broadcast and added after a product (DiT's 
   for (NodeId n = 0; n < r.annotation.tree.size(); ++n)
     if (r.annotation.tree.phase[n] == PhaseKind::Forward && r.annotation.tree.name_of(n) == "SiLU 2")
       CHECK(r.annotation.tree.path(n).find("/Layer 2: ") != std::string::npos);
+}
+
+TEST_CASE("inferred layers: a feed-forward without dropouts beside nn.MultiheadAttention is a module, not TransformerEncoderLayer's inline one") {
+  // nn.TransformerEncoderLayer runs its dropouts as ops even at p = 0; a layer written on
+  // nn.MultiheadAttention with an nn.Sequential MLP and no dropout calls that MLP as a module.
+  Mod mlp{"Sequential", {leaf("Linear", {"aten::linear"}), leaf("GELU", {"aten::gelu"}), leaf("Linear", {"aten::linear"})}, nullptr};
+  BareRun r = bare_run(lm(prenorm_layer(mlp)));
+  CHECK(has_layer(r.annotation.tree, "MLP 3: Linear + GELU + Linear"));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the layers and their MLPs
+  CHECK(s.node_precision == doctest::Approx(1.0));
 }
