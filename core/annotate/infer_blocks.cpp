@@ -19,10 +19,25 @@ std::string signature(const std::vector<Element>& els, size_t from, size_t to) {
   return s;
 }
 
+namespace {
+
+// A loose transpose or permute: a token of a signature, as units are.
+bool is_transpose(const Element& e) { return !e.unit && (e.op == "aten::transpose" || e.op == "aten::permute"); }
+
+// How many units a signature holds.
+size_t signature_units(std::string_view sig) { return size_t(std::count(sig.begin(), sig.end(), ',')); }
+
+// Whether a signature ends with a whole kind: its last tokens, not the tail of a token.
+bool ends_with_kind(std::string_view sig, std::string_view kind) {
+  return sig.size() > kind.size() && sig.ends_with(kind) && (sig[sig.size() - kind.size() - 1] == ',' || sig[sig.size() - kind.size() - 1] == ';');
+}
+
+}  // namespace
+
 void add_to_signature(std::string& s, const Element& e) {
   if (e.unit && e.role == Role::Dropout) return;
   if (e.unit) s.append(e.kind).push_back(',');
-  else if (e.op == "aten::transpose" || e.op == "aten::permute") s += "T;";
+  else if (is_transpose(e)) s += "T;";
 }
 
 size_t signature_tokens(std::string_view sig) { return size_t(std::count_if(sig.begin(), sig.end(), [](char ch) { return ch == ',' || ch == ';'; })); }
@@ -31,7 +46,7 @@ size_t start_of_signature_tokens(const std::vector<Element>& els, size_t from, s
   size_t tokens = signature_tokens(sig), at = to;
   while (tokens > 0 && at > from) {
     const Element& e = els[--at];
-    tokens -= (e.unit && e.role != Role::Dropout) || (!e.unit && (e.op == "aten::transpose" || e.op == "aten::permute"));
+    tokens -= (e.unit && e.role != Role::Dropout) || is_transpose(e);
   }
   return at;
 }
@@ -83,8 +98,7 @@ bool variant_of(const std::string& x, const std::string& y) {
   if (x.empty() || y.empty() || x == y) return false;
   const std::string& big = x.size() > y.size() ? x : y;
   const std::string& small = x.size() > y.size() ? y : x;
-  const auto units = [](const std::string& s) { return std::count(s.begin(), s.end(), ','); };
-  if (units(big) != units(small) + 1 || units(small) < 2) return false;
+  if (signature_units(big) != signature_units(small) + 1 || signature_units(small) < 2) return false;
   // Tokens end at ',' (a unit) or ';' (a transpose): the same tokens up to the extra unit, then
   // the same.
   size_t at = 0;
@@ -281,7 +295,7 @@ std::vector<Span> plain_blocks(const std::vector<Element>& els) {
     // conv, norm and activation like the block's own), then that kind's block.
     for (auto& [kind, n] : count) {
       if (n < 2 || kind.size() >= sig[k].size()) continue;
-      if (out.empty() && sig[k].ends_with(kind) && (sig[k][sig[k].size() - kind.size() - 1] == ',' || sig[k][sig[k].size() - kind.size() - 1] == ';')) {
+      if (out.empty() && ends_with_kind(sig[k], kind)) {
         out.push_back({start_of_signature_tokens(els, runs[k].first, runs[k].second, kind), runs[k].second});
         break;
       }
@@ -376,12 +390,11 @@ Span update_mlp(const std::vector<Element>& els, Span layer) {
 // between layers; the last runs through the units the one before has. Sums inside a layer (a
 // self term, (1 + eps) x) are its own, not residual joins.
 std::vector<Span> message_passing_layers(const std::vector<Element>& els) {
-  auto scatter = [&](size_t j) { return is_scatter(els[j]); };
   // A router's top-k scatters tokens back from experts, not messages along edges.
   if (std::any_of(els.begin(), els.end(), [](const Element& e) { return !e.unit && e.op == "aten::topk"; })) return {};
   std::vector<size_t> at;
   for (size_t j = 0; j < els.size(); ++j)
-    if (scatter(j)) at.push_back(j);
+    if (is_scatter(els[j])) at.push_back(j);
   auto gather = [&](size_t j) {
     return !els[j].unit && (els[j].op == "aten::index" || els[j].op == "aten::index_select" || els[j].op == "aten::gather");
   };
@@ -452,16 +465,13 @@ void split_stem(const std::vector<Element>& els, std::vector<Span>& blocks, std:
   std::set<std::string> opens_split;
   for (size_t k = 0; k < blocks.size(); ++k)
     if (blocks[k].first < blocks[k].second && is_split(els[blocks[k].first].op)) opens_split.insert(sig[k]);
-  auto transpose = [&](const Element& e) { return !e.unit && (e.op == "aten::transpose" || e.op == "aten::permute"); };
   for (size_t k = 0; k < blocks.size(); ++k) {
     // The longest kind it ends like: a stage's first, downsampling block (two branches)
     // rather than the plain blocks after it, which end like both.
     std::vector<std::string> candidates;
     for (auto& [other, n] : count) {
-      const char before = sig[k].size() > other.size() ? sig[k][sig[k].size() - other.size() - 1] : 0;
       // One unit recurring ends a block of a kind that recurs itself only as its last unit.
-      const bool units_two = std::count(other.begin(), other.end(), ',') >= 2;
-      if ((units_two || (n >= 2 && count[sig[k]] < 2)) && sig[k].ends_with(other) && (before == ',' || before == ';'))
+      if ((signature_units(other) >= 2 || (n >= 2 && count[sig[k]] < 2)) && ends_with_kind(sig[k], other))
         candidates.push_back(other);
     }
     std::sort(candidates.begin(), candidates.end(), [](auto& x, auto& y) { return x.size() > y.size(); });
@@ -470,7 +480,7 @@ void split_stem(const std::vector<Element>& els, std::vector<Span>& blocks, std:
       // message passing's gather, the embeddings' sum); a transpose there is the stem's (a
       // LayerNorm2d's permute back): the other block does not start with it.
       size_t at = start_of_signature_tokens(els, blocks[k].first, blocks[k].second, other);
-      while (at > blocks[k].first && !els[at - 1].unit && !transpose(els[at - 1])) --at;
+      while (at > blocks[k].first && !els[at - 1].unit && !is_transpose(els[at - 1])) --at;
       if (opens_split.contains(other) && !is_split(els[at].op)) continue;  // its branch is one of this block's
       if (at == blocks[k].first) continue;  // no stem before it
       // A projection shortcut computed first is the block's, no stem.
@@ -502,7 +512,7 @@ void trim_dropouts(const std::vector<Element>& els, std::vector<Span>& blocks, c
 // first unit (the attention mask computed once for all layers) was computed before it: it
 // stays outside. Transposes are part of the signature, so every repeat has them.
 void trim_loose_leads(const std::vector<Element>& els, std::vector<Span>& blocks, const std::vector<std::string>& sig) {
-  auto loose = [&](const Element& e) { return !e.unit && e.op != "aten::transpose" && e.op != "aten::permute"; };
+  auto loose = [&](const Element& e) { return !e.unit && !is_transpose(e); };
   auto lead = [&](size_t k) {
     size_t n = 0;
     while (blocks[k].first + n < blocks[k].second && loose(els[blocks[k].first + n])) ++n;

@@ -290,7 +290,7 @@ struct Inference {
       block_nodes.push_back(make(block_name(els, f, t), parent, kids));
     }
     stages(els, parent, layers, block_nodes, kinds);
-    if (plain) down_modules(els, layers, block_nodes);
+    if (plain) down_modules(els, layers, block_nodes, kinds);
     // Layers of one block (a model may have both: an image tower of residual blocks, a text
     // tower of transformer layers).
     std::vector<Span> single;
@@ -330,7 +330,8 @@ struct Inference {
   // that upsamples after them (its decoder), opens a Down module with it. The first block,
   // with no pooling before it, is the input's; a VGG's poolings, which end its stack, stay
   // between blocks.
-  void down_modules(const std::vector<Element>& els, const std::vector<Span>& layers, const std::vector<NodeId>& nodes) {
+  void down_modules(const std::vector<Element>& els, const std::vector<Span>& layers, const std::vector<NodeId>& nodes,
+                    const std::vector<std::string>& kinds) {
     std::map<std::string, int> pooled;  // per kind: how many blocks a pooling opens
     auto pool_before = [&](size_t k) {
       const size_t f = layers[k].first;
@@ -338,10 +339,10 @@ struct Inference {
     };
     size_t last = 0;
     for (size_t k = 0; k < layers.size(); ++k)
-      if (pool_before(k)) ++pooled[signature(els, layers[k].first, layers[k].second)], last = layers[k].second;
+      if (pool_before(k)) ++pooled[kinds[k]], last = layers[k].second;
     if (std::none_of(els.begin() + long(last), els.end(), [](const Element& e) { return upsamples(e); })) return;
     for (size_t k = 0; k < layers.size(); ++k)
-      if (pool_before(k) && pooled[signature(els, layers[k].first, layers[k].second)] >= 2)
+      if (pool_before(k) && pooled[kinds[k]] >= 2)
         make(numbered("Down"), b.parent[nodes[k]], {els[layers[k].first - 1].node, nodes[k]});
   }
 

@@ -53,10 +53,7 @@ struct UnitFinder {
   const TreeBuilder& b;
 
   std::string_view name_of(NodeId op) const { return c.name(b.event[op]); }
-  // Whether `op` ran last inside `before` and the clock's rounding (whole microseconds) ended
-  // both at the same tick, so the trace has it beside its parent: it starts where the parent
-  // ends and lasts nothing.
-  bool left_beside(NodeId before, NodeId op) const { return b.begin[op] == b.end[before] && b.end[op] == b.begin[op]; }
+  bool left_beside(NodeId before, NodeId op) const { return left_beside_by_rounding(b.end[before], b.begin[op], b.end[op]); }
 
   // Leaf units over the op nodes: BatchNorm takes the counter it bumps first; attention spans
   // its projections; the rest are single ops.
@@ -162,15 +159,18 @@ struct UnitFinder {
     u.op = op;
     return u;
   }
-  // Appends the ops of els[from, to) to u's.
+  // Appends the ops of the elements in [b, e) to u's.
+  static void take_ops(Element& u, std::vector<Element>::const_iterator b, std::vector<Element>::const_iterator e) {
+    for (auto it = b; it != e; ++it) u.ops.insert(u.ops.end(), it->ops.begin(), it->ops.end());
+  }
   static void take_ops(Element& u, const std::vector<Element>& els, size_t from, size_t to) {
-    for (size_t j = from; j < to; ++j) u.ops.insert(u.ops.end(), els[j].ops.begin(), els[j].ops.end());
+    take_ops(u, els.begin() + long(from), els.begin() + long(to));
   }
 
   // One unit of the elements in [b, e), moved inside it (a gate, an attention's bias MLP).
   static Element grouped(std::string_view kind, std::vector<Element>::iterator b, std::vector<Element>::iterator e) {
     Element g = new_unit(Role::Weight, kind, b->op);
-    for (auto it = b; it != e; ++it) g.ops.insert(g.ops.end(), it->ops.begin(), it->ops.end());
+    take_ops(g, b, e);
     g.inner.assign(std::make_move_iterator(b), std::make_move_iterator(e));
     return g;
   }
@@ -185,14 +185,13 @@ struct UnitFinder {
   // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): products, sums and a power before the
   // tanh, then (1 + tanh) times x. One activation unit.
   static std::vector<Element> written_gelus(std::vector<Element> els) {
-    auto arithmetic = [&](size_t j) {
-      return j < els.size() && !els[j].unit && in(strip_prefix(els[j].op, "aten::"), {"mul", "add", "pow"});
-    };
+    auto loose_arithmetic = [](const Element& e) { return !e.unit && in(strip_prefix(e.op, "aten::"), {"mul", "add", "pow"}); };
+    auto arithmetic = [&](size_t j) { return j < els.size() && loose_arithmetic(els[j]); };
     std::vector<Element> out;
     for (size_t i = 0; i < els.size(); ++i) {
       const bool tanh = els[i].unit && els[i].op == "aten::tanh";
       size_t from = out.size(), muls = 0;
-      while (tanh && from > 0 && !out[from - 1].unit && in(strip_prefix(out[from - 1].op, "aten::"), {"mul", "add", "pow"})) {
+      while (tanh && from > 0 && loose_arithmetic(out[from - 1])) {
         --from;
         muls += out[from].op == "aten::mul" || out[from].op == "aten::pow";
       }
@@ -396,7 +395,7 @@ struct UnitFinder {
       // nn.MultiheadAttention returns the weights averaged over its heads too (need_weights, the
       // default): their sum or mean (and division), then its batch_first transpose back.
       if (own_function && packed && hi < els.size() && (els[hi].op == "aten::sum" || els[hi].op == "aten::mean")) {
-        hi = els[hi + 1 < els.size() ? hi + 1 : hi].op == "aten::div" ? hi + 2 : hi + 1;
+        if (++hi < els.size() && els[hi].op == "aten::div") ++hi;
         hi = views(hi);
       }
       Element a = new_unit(Role::Weight, "attention", els[s1].op);

@@ -207,6 +207,12 @@ std::vector<EventId> child_ops(const Context& c, EventId r);
 // The outermost nn.Module frame enclosing an event on its track, or kNoEvent.
 EventId outer_module_of(const Context& c, EventId e);
 
+// Whether an op that starts at `begin` and ends at `end` ran last inside the op before it,
+// which ended at `before_end`: whole-microsecond timestamps (torch 1.13's CPU export) end both
+// at one tick, so the trace has it beside its parent, starting where the parent ends and
+// lasting nothing.
+inline bool left_beside_by_rounding(Ns before_end, Ns begin, Ns end) { return begin == before_end && end == begin; }
+
 // Name classification.
 bool is_loss_op(std::string_view n);
 bool is_factory_op(std::string_view n);  // makes a tensor from constants or a shape (full, ones_like, arange)

@@ -58,11 +58,10 @@ struct PhaseLabeler {
 
   bool is_main_op(size_t i) const { return !is_annotation[i] && !c.on_backward(items[i]); }
   std::string_view name(size_t i) const { return c.name(items[i]); }
-  // Whether item i ran last inside the item before it, left beside it where whole-microsecond
-  // timestamps ended both at one tick: it starts where that one ends and lasts nothing.
+  // Whether item i ran last inside the item before it (left_beside_by_rounding).
   bool left_beside(size_t i) const {
     const auto& ev = c.m.ev;
-    return i > 0 && ev.dur[items[i]] == 0 && ev.start[items[i]] == ev.end(items[i - 1]);
+    return i > 0 && left_beside_by_rounding(ev.end(items[i - 1]), ev.start[items[i]], ev.end(items[i]));
   }
 
   int16_t add_label(const std::string& s) {
@@ -262,16 +261,21 @@ struct PhaseLabeler {
       if (first_fwd == n) first_fwd = weights;
       // Reshapes of the batch right before the model's first op (x.unsqueeze(1)) are the
       // model's: they move nothing. So is taking a column of the whole batch (x[:, i]: a full
-      // slice, then a select; the as_strided each runs inside may stand beside it where the
-      // clock's rounding ended it as late as its parent). Picking the batch out of the data
-      // (data[i], data[a:b]) is not.
-      auto strided = [&](size_t i) { return i < n && name(i) == "aten::as_strided"; };
+      // slice, then a select). Picking the batch out of the data (data[i], data[a:b]) is not. An
+      // op the rounding left beside its parent (the as_strided a slice runs) is what its parent
+      // is, and stands between none of them.
+      auto parent = [&](size_t i) {
+        while (i > 0 && left_beside(i)) --i;
+        return i;
+      };
       auto view = [&](size_t i) {
+        i = parent(i);
+        size_t after = i + 1;
+        while (after < n && left_beside(after)) ++after;
         const std::string_view op = strip_prefix(name(i), "aten::");
         if (!name(i).starts_with("aten::")) return false;
-        if (op == "select") return i > 0 && name(i - 1 - (i > 1 && strided(i - 1))) == "aten::slice";
-        if (op == "slice") return i + 1 < n && name(i + 1 + (i + 2 < n && strided(i + 1))) == "aten::select";
-        if (op == "as_strided") return i > 0 && (name(i - 1) == "aten::slice" || name(i - 1) == "aten::select");
+        if (op == "select") return i > 0 && name(parent(i - 1)) == "aten::slice";
+        if (op == "slice") return after < n && name(after) == "aten::select";
         return op == "view" || op == "reshape" || op == "unsqueeze" || op == "squeeze" || op == "transpose" || op == "permute" ||
                op == "flatten" || op == "expand";
       };
