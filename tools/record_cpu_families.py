@@ -676,17 +676,6 @@ class DenseLayer(nn.Module):
         return self.drop(self.conv(F.relu(self.bn(x))))
 
 
-class DenseBlock(nn.Module):
-    def __init__(self, n, cin, g):
-        super().__init__()
-        self.layers = nn.ModuleList([DenseLayer(cin + i * g, g) for i in range(n)])
-
-    def forward(self, x):
-        for l in self.layers:
-            x = torch.cat([x, l(x)], 1)
-        return x
-
-
 class Transition(nn.Module):
     def __init__(self, cin, cout):
         super().__init__()
@@ -702,15 +691,15 @@ class DenseNetF(nn.Module):
         super().__init__()
         c = 2 * g
         self.conv1 = nn.Conv2d(3, c, 3, padding=1, bias=False)
-        self.b1 = DenseBlock(4, c, g)
+        self.b1 = rh.DenseBlockCat(4, c, g, layer=DenseLayer)
         c += 4 * g
         self.t1 = Transition(c, c // 2)
         c //= 2
-        self.b2 = DenseBlock(4, c, g)
+        self.b2 = rh.DenseBlockCat(4, c, g, layer=DenseLayer)
         c += 4 * g
         self.t2 = Transition(c, c // 2)
         c //= 2
-        self.b3 = DenseBlock(4, c, g)
+        self.b3 = rh.DenseBlockCat(4, c, g, layer=DenseLayer)
         c += 4 * g
         self.bn = nn.BatchNorm2d(c)
         self.fc = nn.Linear(c, 10)

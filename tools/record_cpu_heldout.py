@@ -126,9 +126,10 @@ class DenseLayerBasic(nn.Module):
 
 
 class DenseBlockCat(nn.Module):
-    def __init__(self, n, cin, growth):
+    def __init__(self, n, cin, growth, layer=None):
         super().__init__()
-        self.layers = nn.ModuleList(DenseLayerBasic(cin + i * growth, growth) for i in range(n))
+        layer = layer or DenseLayerBasic
+        self.layers = nn.ModuleList(layer(cin + i * growth, growth) for i in range(n))
 
     def forward(self, x):
         for layer in self.layers:
