@@ -348,11 +348,12 @@ int run_headless(Viewer& v, const HeadlessRun& run) {
   if (!run.keys.empty() && !press_keys(v, run.keys)) return 2;
   if (run.bench_frames > 0) bench_frames(v, run.bench_frames);
   // A few frames so the panels and the view settle (animations are immediate headless), and
-  // the What-if tab's replay finishes (a frame starts it when the tab is shown).
-  for (int i = 0; i < 3 || whatif_busy(v); ++i) {
+  // the What-if tab's replay and any search finish (a frame starts either).
+  for (int i = 0; i < 3 || whatif_busy(v) || v.search.job; ++i) {
     glfwPollEvents();
+    poll_search(v);
     frame(v);
-    if (whatif_busy(v)) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (whatif_busy(v) || v.search.job) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   frame(v);
   return save_outputs(v, run) && compared ? 0 : 1;

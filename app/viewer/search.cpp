@@ -113,6 +113,7 @@ void follow_file(Viewer& v) {
 }  // namespace
 
 void poll_search(Viewer& v) {
+  follow_file(v);  // before anyone asks whether a search is due: a file brings its query back
   SearchState& s = v.search;
   std::erase_if(s.retired, [](const std::unique_ptr<SearchJob>& j) { return j->done.load(); });
   if (!s.job || !s.job->done) return;
