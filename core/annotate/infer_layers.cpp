@@ -450,7 +450,9 @@ struct Inference {
     const size_t norm_at = from;
     if (own_norm) ++from;
     else if (!shares_norm || els[from].role == Role::Norm) return;
-    auto loose_shape = [&](size_t j) { return !els[j].unit && els[j].role == Role::Shape; };
+    // Reshapes, and tensors made for what follows (torch before 1.14 makes some around each
+    // record_function range), are no op of a module's.
+    auto loose_shape = [&](size_t j) { return !els[j].unit && (els[j].role == Role::Shape || allocates(els[j].op)); };
     while (from < t && loose_shape(from)) ++from;
     size_t end = t;
     while (end > from && loose_shape(end - 1)) --end;
@@ -476,7 +478,7 @@ struct Inference {
     std::vector<NodeId> kids;
     std::string name;
     for (size_t j = from; j < end; ++j) {
-      if (!els[j].unit && els[j].role != Role::Shape && !gate_product(els, j, from, end)) return;
+      if (!els[j].unit && !loose_shape(j) && !gate_product(els, j, from, end)) return;
       kids.push_back(els[j].node);
       if (!els[j].unit) continue;
       attention |= els[j].kind == "attention";
@@ -485,8 +487,11 @@ struct Inference {
     }
     if (units < 2) return;
     // Attention and the dropout after its out-projection: the attention module's own output
-    // dropout (resid_dropout, proj_drop), not a module around the two.
+    // dropout (resid_dropout, proj_drop), not a module around the two. An attention that
+    // transposes its projection's output back to its caller's layout has returned: the
+    // dropout after that is the layer's.
     if (attention && units == 2 && els[end - 1].unit && els[end - 1].role == Role::Dropout) {
+      if (const std::string_view last = els[from].inner.back().op; last == "aten::transpose" || last == "aten::permute") return;
       const NodeId a = els[from].node, d = els[end - 1].node;
       for (size_t j = from + 1; j < end; ++j) b.parent[els[j].node] = a;
       b.widen(a, b.begin[d], b.end[d]);

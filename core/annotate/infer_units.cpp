@@ -39,6 +39,9 @@ Role role_of(std::string_view full) {
   return Role::Compute;
 }
 
+// Makes a tensor and computes nothing: an RNN's zero state, the tensors record_function makes.
+bool allocates(std::string_view op) { return op == "aten::zeros" || op == "aten::zero_" || op == "aten::empty"; }
+
 bool is_split(std::string_view op) { return op == "aten::chunk" || op.starts_with("aten::split") || op == "aten::unbind"; }
 
 bool is_unit_role(Role r) {
@@ -70,9 +73,8 @@ struct UnitFinder {
       // What a module does before its main op: BatchNorm bumps its batch counter, an RNN
       // makes its zero initial state.
       const bool rnn = e.op == "aten::lstm" || e.op == "aten::gru" || e.op.starts_with("aten::rnn_");
-      auto makes_state = [](std::string_view n) { return n == "aten::zeros" || n == "aten::zero_" || n == "aten::empty"; };
       while (!els.empty() && !els.back().unit &&
-             ((e.kind == "batch_norm" && els.back().op == "aten::add_" && e.ops.size() == 1) || (rnn && makes_state(els.back().op)))) {
+             ((e.kind == "batch_norm" && els.back().op == "aten::add_" && e.ops.size() == 1) || (rnn && allocates(els.back().op)))) {
         e.ops.insert(e.ops.begin(), els.back().ops.front());
         els.pop_back();
       }
@@ -331,15 +333,17 @@ struct UnitFinder {
           continue;
         }
         // softmax within a few ops, then the second product
-        size_t sm = SIZE_MAX;
+        size_t sm = SIZE_MAX, few = 0;
         for (; k < els.size(); ++k) {  // a bias and a mask (a shifted window's) may come between
           if (els[k].role == Role::Softmax) { sm = k; break; }
           if ((els[k].unit && els[k].role != Role::Dropout) || els[k].role == Role::Score) break;
         }
+        // then the second product within a few ops (allocations apart: torch before 1.14 makes
+        // tensors around each record_function range, and the rounding nests them or not)
         s2 = SIZE_MAX;
-        for (k = sm == SIZE_MAX ? els.size() : sm + 1; k < els.size() && k < sm + 8; ++k) {
+        for (k = sm == SIZE_MAX ? els.size() : sm + 1; k < els.size(); ++k) {
           if (els[k].role == Role::Score) { s2 = k; break; }
-          if (els[k].unit && els[k].role != Role::Dropout) break;
+          if ((els[k].unit && els[k].role != Role::Dropout) || (few += els[k].unit || !allocates(els[k].op)) > 6) break;
         }
         if (sm == SIZE_MAX || s2 == SIZE_MAX) {
           out.push_back(std::move(els[i++]));
@@ -384,7 +388,7 @@ struct UnitFinder {
       // attention's own (Swin's), not a module after it.
       size_t hi = s2 + 1;
       auto views = [&](size_t j) {
-        while (j < els.size() && els[j].role == Role::Shape) ++j;
+        while (j < els.size() && (els[j].role == Role::Shape || (!els[j].unit && allocates(els[j].op)))) ++j;
         return j;
       };
       hi = views(hi);
@@ -398,6 +402,7 @@ struct UnitFinder {
         if (++hi < els.size() && els[hi].op == "aten::div") ++hi;
         hi = views(hi);
       }
+      while (hi > s2 + 1 && !els[hi - 1].unit && allocates(els[hi - 1].op)) --hi;  // made for what follows
       Element a = new_unit(Role::Weight, "attention", els[s1].op);
       a.one_module = own_function && packed;
       a.lead = lead;

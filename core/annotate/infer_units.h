@@ -16,6 +16,7 @@ enum class Role : uint8_t { Weight, Norm, Activation, Pool, Dropout, Resample, S
 
 bool in(std::string_view n, std::initializer_list<std::string_view> names);
 Role role_of(std::string_view full);
+bool allocates(std::string_view op);
 // Splits a tensor into parts that run through different branches.
 bool is_split(std::string_view op);
 bool is_unit_role(Role r);

@@ -40,11 +40,16 @@ struct StepOps {
   std::vector<const char*> loss = {"aten::mse_loss"};
   bool seed = false;
   bool range_allocation = false;  // torch 1.13's record_function: aten::zeros just before Optimizer.step#
+  // torch before 1.14's record_function around every module call (the truth's ranges): an
+  // aten::zeros just before the range, its aten::zero_ inside it or, every other call as the
+  // rounding leaves it, beside it; an aten::empty first inside the range.
+  bool module_allocations = false;
 };
 
 struct Writer {
   std::string json = "{\"traceEvents\": [\n";
   int next_hid = 0;
+  bool module_allocations = false;
   void x(const char* cat, const std::string& name, long ts, long dur) {
     json += "{\"ph\": \"X\", \"cat\": \"" + std::string(cat) + "\", \"name\": \"" + name + "\", \"pid\": 1, \"tid\": 1, \"ts\": " +
             std::to_string(ts) + ", \"dur\": " + std::to_string(dur) + "},\n";
@@ -52,8 +57,16 @@ struct Writer {
   // Writes a call's range and ops from t; returns the time after it.
   long call(const Mod& m, const std::string& path, long t) {
     const int hid = next_hid++;
+    if (module_allocations) {
+      x("cpu_op", "aten::zeros", t, 4);
+      x("cpu_op", "aten::empty", t + 1, 1);
+      if (hid % 2) x("cpu_op", "aten::zero_", t + 4, 0);
+      else x("cpu_op", "aten::zero_", t + 2, 1);
+      t += 6;
+    }
     const long begin = t;
     t += 2;
+    if (module_allocations) x("cpu_op", "aten::empty", t, 1), t += 3;
     int child = 0;
     for (const Mod& it : m.items) {
       if (it.rounded) {
@@ -76,6 +89,7 @@ struct Writer {
 // Two training steps of the model: forward, loss, backward (autograd's ops), optimizer.
 inline std::string trace_of(const Mod& root, const StepOps& step_ops = {}) {
   Writer w;
+  w.module_allocations = step_ops.module_allocations;
   long t = 1000;
   for (int it = 0; it < 2; ++it) {
     const long step = t;

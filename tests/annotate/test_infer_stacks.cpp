@@ -397,3 +397,31 @@ TEST_CASE("inferred layers: a feed-forward without dropouts beside nn.MultiheadA
   CHECK(s.block_recall == doctest::Approx(1.0));  // the layers and their MLPs
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: the tensors record_function makes around every module call split no attention, sublayer or layer") {
+  // Torch before 1.14 makes an aten::zeros (its zero_ nested or left beside it by the rounding,
+  // call by call) before each record_function range and an aten::empty inside it: a trace
+  // with a range around every module holds them between every two modules' ops. Attention
+  // written on bmm with three projections, as modules, which transposes its output back to
+  // its caller's layout (sequence first): the dropout after it is the layer's.
+  Mod lin = leaf("Linear", {"aten::linear"}), drop = leaf("Dropout", {"aten::dropout"}), ln = leaf("LayerNorm", {"aten::layer_norm"});
+  Mod attention{"SelfAttention",
+                {op("aten::transpose"), lin, lin, lin, op("aten::view"), op("aten::transpose"), op("aten::view"), op("aten::transpose"),
+                 op("aten::view"), op("aten::transpose"), op("aten::div"), op("aten::transpose"), op("aten::baddbmm"), op("aten::softmax"),
+                 drop, op("aten::bmm"), op("aten::transpose"), op("aten::contiguous"), op("aten::view"), lin, op("aten::view"),
+                 op("aten::transpose")},
+                nullptr};
+  Mod ff{"FeedForward", {lin, leaf("ReLU", {"aten::relu"}), drop, lin, drop}, nullptr};
+  Mod layer{"EncoderLayer", {ln, attention, drop, op("aten::add"), ln, ff, op("aten::add")}, nullptr};
+  Mod root{"Encoder", {leaf("Embedding", {"aten::embedding"}), drop}, nullptr};
+  for (int k = 0; k < 6; ++k) root.items.push_back(layer);
+  root.items.push_back(ln);
+  root.items.push_back(lin);
+  StepOps with_allocations;
+  with_allocations.module_allocations = true;
+  BareRun r = bare_run(root, with_allocations);
+  for (int k = 1; k <= 6; ++k) CHECK(has_layer(r.annotation.tree, "Layer " + std::to_string(k) + ": attention + MLP"));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the layers, their attentions and feed-forwards
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
