@@ -361,6 +361,9 @@ bool is_scatter(const Element& e) {
                      n == "_sparse_mm" || n == "spmm" || n == "sparse_mm" || n == "_sparse_addmm");
 }
 
+// Takes the features of each edge's nodes.
+bool is_gather(const Element& e) { return !e.unit && (e.op == "aten::index" || e.op == "aten::index_select" || e.op == "aten::gather"); }
+
 }  // namespace
 
 Span update_mlp(const std::vector<Element>& els, Span layer) {
@@ -382,6 +385,29 @@ Span update_mlp(const std::vector<Element>& els, Span layer) {
   return activation ? Span{first, end} : Span{};
 }
 
+std::vector<Span> graph_updates(const std::vector<Element>& els, Span layer) {
+  auto moves = [&](size_t j) { return is_scatter(els[j]) || is_gather(els[j]) || (!els[j].unit && els[j].role == Role::Merge); };
+  std::vector<Span> out;
+  size_t from = layer.first, after_unit = SIZE_MAX;  // just after the last unit, when only reshapes follow it
+  bool weights = false, moved = false;
+  for (size_t j = layer.first; j <= layer.second; ++j) {
+    const bool loose_op = j < layer.second && !els[j].unit && els[j].role != Role::Shape;
+    if (j == layer.second || (loose_op && after_unit != SIZE_MAX)) {  // an update ends at its last unit
+      if (!weights || !moved) return {};
+      const size_t end = j == layer.second ? j : after_unit;
+      out.push_back({from, end});
+      from = end;
+      weights = moved = false;
+      if (j == layer.second) break;
+    }
+    if (els[j].unit) after_unit = j + 1;
+    else if (loose_op) after_unit = SIZE_MAX;
+    weights |= els[j].unit && els[j].role == Role::Weight;
+    moved |= moves(j);
+  }
+  return out.size() >= 2 ? out : std::vector<Span>{};
+}
+
 // Message passing (a GNN's layers): each layer sums its messages into the nodes with a
 // scatter (index_add_, scatter_add_, a sparse product); where the forward's scatters repeat
 // in a fixed pattern, each repetition is a layer. A layer starts at its first gather (and the
@@ -395,9 +421,6 @@ std::vector<Span> message_passing_layers(const std::vector<Element>& els) {
   std::vector<size_t> at;
   for (size_t j = 0; j < els.size(); ++j)
     if (is_scatter(els[j])) at.push_back(j);
-  auto gather = [&](size_t j) {
-    return !els[j].unit && (els[j].op == "aten::index" || els[j].op == "aten::index_select" || els[j].op == "aten::gather");
-  };
   auto transform = [&](size_t j) { return els[j].unit && els[j].role == Role::Weight && els[j].kind != "embedding"; };
   // The layers if each holds `period` scatters, or none where one would hold no weights.
   auto layers = [&](size_t period) -> std::vector<Span> {
@@ -414,7 +437,7 @@ std::vector<Span> message_passing_layers(const std::vector<Element>& els) {
       const size_t floor = k == 0 ? 0 : at[k - 1] + 1;
       size_t st = at[k];
       for (size_t j = at[k]; j > floor; --j)
-        if (gather(j - 1)) st = j - 1;
+        if (is_gather(els[j - 1])) st = j - 1;
       while (st > floor && !els[st - 1].unit) --st;
       for (size_t j = st; transform_first && j > floor && (transform(j - 1) || (!els[j - 1].unit && els[j - 1].role == Role::Shape)); --j)
         if (transform(j - 1)) st = j - 1;
@@ -422,6 +445,13 @@ std::vector<Span> message_passing_layers(const std::vector<Element>& els) {
     }
     for (size_t k = 1; k < starts.size(); ++k)
       if (starts[k] <= starts[k - 1]) return {};
+    // A graph network's updates each end with their dropout: a layer's last one's is its own.
+    auto dropout = [&](size_t j) { return els[j].unit && els[j].role == Role::Dropout; };
+    bool updates_drop_out = false;
+    for (size_t k = 0; k + 1 < starts.size() && !updates_drop_out; ++k) {
+      const std::vector<Span> ups = graph_updates(els, {starts[k], starts[k + 1]});
+      updates_drop_out = !ups.empty() && dropout(ups[0].second - 1);
+    }
     std::vector<Span> out;
     for (size_t k = 0; k < starts.size(); ++k) {
       size_t end = k + 1 < starts.size() ? starts[k + 1] : els.size();
@@ -429,7 +459,10 @@ std::vector<Span> message_passing_layers(const std::vector<Element>& els) {
         end = end_of_signature(els, starts[k], els.size(), signature(els, out.back().first, out.back().second));
         if (end == SIZE_MAX) end = std::min(els.size(), starts[k] + (out.back().second - out.back().first));
       }
-      while (end > starts[k] + 1 && els[end - 1].unit && els[end - 1].role == Role::Dropout) --end;
+      if (updates_drop_out)
+        while (end < els.size() && dropout(end)) ++end;
+      else
+        while (end > starts[k] + 1 && dropout(end - 1)) --end;
       // An update made by an MLP after the aggregation (GIN's) ends at its last weight op: a
       // norm and activation after it are the model's, between layers. A single weight op's
       // activation is its layer's (GCN's).
@@ -440,6 +473,10 @@ std::vector<Span> message_passing_layers(const std::vector<Element>& els) {
         return {};
       out.push_back({starts[k], end});
     }
+    // The layers between the first and the last are alike: where they alternate, each is a
+    // part of a layer (a graph network's edge, node and global updates, each with weights).
+    for (size_t k = 2; k + 1 < out.size(); ++k)
+      if (signature(els, out[k].first, out[k].second) != signature(els, out[1].first, out[1].second)) return {};
     return out;
   };
   // The fewest scatters per layer whose pattern repeats and whose layers all hold weights.

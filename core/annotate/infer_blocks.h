@@ -57,6 +57,10 @@ std::vector<Span> message_passing_layers(const std::vector<Element>& els);
 // its last, with an activation between them and only norms, activations or dropouts after;
 // an empty span where there is none.
 Span update_mlp(const std::vector<Element>& els, Span layer);
+// A graph network layer's updates (its edges', nodes', then the graph's): each moves features
+// along the graph (a gather, a scatter or a concatenation) then transforms them with weights;
+// none where the layer is one such update.
+std::vector<Span> graph_updates(const std::vector<Element>& els, Span layer);
 // The stem cut from a block that ends like another kind of block.
 void split_stem(const std::vector<Element>& els, std::vector<Span>& blocks, std::vector<std::string>& sig);
 // A first block's dropout that its kind's other blocks lack is the block before's.

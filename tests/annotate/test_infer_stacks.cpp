@@ -425,3 +425,29 @@ TEST_CASE("inferred layers: the tensors record_function makes around every modul
   CHECK(s.block_recall == doctest::Approx(1.0));  // the layers, their attentions and feed-forwards
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a graph network layer is its edge, node and global updates, each with its weights") {
+  // Each update moves features along the graph (gathers the edges' nodes, sums the edges into
+  // their nodes, the nodes into the graph), concatenates them and transforms them: Linear,
+  // LayerNorm, ReLU, Dropout. The scatters repeat two by two, but a layer is the three
+  // updates, and each update's dropout is its own, the last one's too.
+  auto update = [](const char* cls, std::vector<const char*> moves) {
+    Mod m{cls, {}, nullptr};
+    for (const char* o : moves) m.items.push_back(op(o));
+    for (Mod u : {leaf("Linear", {"aten::linear"}), leaf("LayerNorm", {"aten::layer_norm"}), leaf("ReLU", {"aten::relu"}), leaf("Dropout", {"aten::dropout"})})
+      m.items.push_back(u);
+    return m;
+  };
+  Mod edge = update("EdgeUpdate", {"aten::index", "aten::index", "aten::cat"});
+  Mod node = update("NodeUpdate", {"aten::unsqueeze", "aten::expand", "aten::zeros", "aten::scatter_add_", "aten::unsqueeze", "aten::expand",
+                                   "aten::zeros", "aten::scatter_add_", "aten::cat"});
+  Mod global = update("GlobalUpdate", {"aten::arange", "aten::repeat_interleave", "aten::unsqueeze", "aten::expand", "aten::zeros",
+                                       "aten::scatter_add_", "aten::unsqueeze", "aten::expand", "aten::zeros", "aten::scatter_add_", "aten::cat"});
+  Mod layer{"GraphNetworkLayer", {edge, node, global}, nullptr};
+  Mod lin = leaf("Linear", {"aten::linear"});
+  BareRun r = bare_run(Mod{"GraphNetwork", {lin, lin, layer, layer, layer, layer, lin}, nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the layers and their updates
+  CHECK(s.node_precision == doctest::Approx(1.0));
+  CHECK(has_layer(r.annotation.tree, "Update 12: Linear + LayerNorm + ReLU + Dropout"));
+}
