@@ -317,8 +317,10 @@ struct Inference {
         other += sig[k].find("attention") == std::string::npos;
         conv_half |= sig[k].find("attention") == std::string::npos && sig[k].find("conv") != std::string::npos;
       }
-      for (size_t k = from; k < to; ++k)
+      for (size_t k = from; k < to; ++k) {
         sublayer(els, blocks[k].first, blocks[k].second, k > from, on_mha && other <= 1, conv_half && other >= 2);
+        if (on_mha && other <= 1) functional_activation(els, blocks[k].first, blocks[k].second);
+      }
     }
     if (outputs)
       for (auto [from, to] : tupled) output_module(els, blocks[from].first, blocks[to - 1].second);
@@ -499,6 +501,19 @@ struct Inference {
       return;
     }
     make(numbered(attention ? "Attention sublayer" : conv ? "Conv module" : "MLP") + ": " + name, b.parent[kids.front()], kids);
+  }
+
+  // The feed-forward nn.TransformerEncoderLayer and DecoderLayer compute inline in [from, end)
+  // (linear1, activation, dropout, linear2) calls its activation as a function (F.relu, F.gelu
+  // by default): its op is the layer's own, no module's.
+  void functional_activation(const std::vector<Element>& els, size_t from, size_t end) {
+    auto is = [&](size_t j, Role r) { return j < end && els[j].unit && els[j].role == r; };
+    for (size_t j = from + 1; j < end; ++j)
+      if (is(j - 1, Role::Weight) && els[j - 1].kind == "linear" && is(j, Role::Activation) && is(j + 1, Role::Dropout) &&
+          is(j + 2, Role::Weight) && els[j + 2].kind == "linear") {
+        for (NodeId op : els[j].ops) b.parent[op] = b.parent[els[j].node];
+        b.drop(els[j].node);
+      }
   }
 
   // A gated MLP (SwiGLU, GeGLU) multiplies its two branches before its down-projection: that

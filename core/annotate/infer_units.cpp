@@ -378,7 +378,11 @@ struct UnitFinder {
       // before the projections): one module. Attention written by hand multiplies with matmul
       // (@) and calls its projections and dropout as modules of their own, children of the
       // attention.
-      const bool own_function = els[s1].op == "aten::bmm" || els[s1].op == "aten::baddbmm";
+      // From torch 2 its function calls the fused kernel where it need not return the weights
+      // (nn.TransformerEncoderLayer's call): its packed in-projection unflattens into query,
+      // key and value, an op attention written by hand has no use for.
+      bool own_function = els[s1].op == "aten::bmm" || els[s1].op == "aten::baddbmm";
+      for (size_t j = lo; j < s1 && fused && !own_function; ++j) own_function = els[j].op == "aten::unflatten";
       bool packed = linears < 2;
       for (size_t j = lo; j < s1 && !packed; ++j) {
         if (els[j].unit) break;

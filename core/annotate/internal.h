@@ -158,6 +158,10 @@ struct TreeBuilder {
     if (b < begin[n]) begin[n] = b;
     if (e > end[n]) end[n] = e;
   }
+  // Takes a node out of the tree (move its children first): its own parent makes it
+  // unreachable from any root, and finalize_tree walks from the roots. Nothing may point at it
+  // after, nor walk up from it.
+  void drop(NodeId n) { parent[n] = n; }
 };
 
 // One iteration's phase segments on the main thread's timeline.

@@ -451,3 +451,24 @@ TEST_CASE("inferred layers: a graph network layer is its edge, node and global u
   CHECK(s.node_precision == doctest::Approx(1.0));
   CHECK(has_layer(r.annotation.tree, "Update 12: Linear + LayerNorm + ReLU + Dropout"));
 }
+
+TEST_CASE("inferred layers: nn.TransformerEncoderLayer's activation is a function, torch 2's attention one module") {
+  // Its feed-forward is inline (linear1, F.relu, dropout, linear2, dropout): the relu is the
+  // layer's own op. Torch 2's nn.MultiheadAttention calls the fused kernel where it need not
+  // return the weights, its packed in-projection unflattened into query, key and value: one
+  // module, its projections no modules of their own. Post-norm, as the class's default.
+  Mod lin = leaf("Linear", {"aten::linear"}), drop = leaf("Dropout", {"aten::dropout"}), ln = leaf("LayerNorm", {"aten::layer_norm"});
+  Mod mha{"MultiheadAttention",
+          {op("aten::transpose"), op("aten::linear"), op("aten::unflatten"), op("aten::unsqueeze"), op("aten::transpose"), op("aten::squeeze"),
+           op("aten::contiguous"), op("aten::select"), op("aten::select"), op("aten::select"), op("aten::view"), op("aten::transpose"),
+           op("aten::view"), op("aten::transpose"), op("aten::view"), op("aten::transpose"), op("aten::scaled_dot_product_attention"),
+           op("aten::permute"), op("aten::view"), op("aten::linear"), op("aten::view"), op("aten::transpose")},
+          nullptr};
+  Mod layer{"TransformerEncoderLayer", {mha, drop, op("aten::add"), ln, lin, op("aten::relu"), drop, lin, drop, op("aten::add"), ln}, nullptr};
+  BareRun r = bare_run(Mod{"Encoder", {leaf("Embedding", {"aten::embedding"}), layer, layer, layer, op("aten::mean"), lin}, nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+  CHECK_FALSE(has_layer(r.annotation.tree, "ReLU 1"));
+}
