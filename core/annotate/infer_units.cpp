@@ -334,9 +334,11 @@ struct UnitFinder {
         }
         // softmax within a few ops, then the second product
         size_t sm = SIZE_MAX, few = 0;
-        for (; k < els.size(); ++k) {  // a bias and a mask (a shifted window's) may come between
+        // a bias and a mask may come between: a shifted window's mask, a relative position bias
+        // (T5's looked up in an embedding of its buckets)
+        for (; k < els.size(); ++k) {
           if (els[k].role == Role::Softmax) { sm = k; break; }
-          if ((els[k].unit && els[k].role != Role::Dropout) || els[k].role == Role::Score) break;
+          if ((els[k].unit && els[k].role != Role::Dropout && els[k].kind != "embedding") || els[k].role == Role::Score) break;
         }
         // then the second product within a few ops (allocations apart: torch before 1.14 makes
         // tensors around each record_function range, and the rounding nests them or not)

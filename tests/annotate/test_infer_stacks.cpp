@@ -472,3 +472,38 @@ TEST_CASE("inferred layers: nn.TransformerEncoderLayer's activation is a functio
   CHECK(s.node_precision == doctest::Approx(1.0));
   CHECK_FALSE(has_layer(r.annotation.tree, "ReLU 1"));
 }
+
+TEST_CASE("inferred layers: a relative position bias looked up between the scores and the softmax is the attention's") {
+  // T5: the first layer's attention buckets the relative positions and looks their bias up in
+  // an embedding, then adds it to the scores; the later layers add the bias it returned.
+  Mod lin = leaf("Linear", {"aten::linear"}), drop = leaf("Dropout", {"aten::dropout"});
+  Mod norm = leaf("T5LayerNorm", {"aten::pow", "aten::mean", "aten::add", "aten::rsqrt", "aten::mul", "aten::mul"});
+  auto attention = [&](bool bias) {
+    Mod a{"T5Attention", {}, nullptr};
+    for (int p = 0; p < 3; ++p)
+      for (Mod m : {lin, op("aten::view"), op("aten::transpose")}) a.items.push_back(m);
+    for (const char* o : {"aten::transpose", "aten::matmul"}) a.items.push_back(op(o));
+    if (bias) {
+      for (const char* o : {"aten::arange", "aten::unsqueeze", "aten::sub", "aten::gt", "aten::abs", "aten::clamp", "aten::log", "aten::div",
+                            "aten::mul", "aten::where", "aten::add"})
+        a.items.push_back(op(o));
+      a.items.push_back(leaf("Embedding", {"aten::embedding"}));
+      a.items.push_back(op("aten::permute"));
+      a.items.push_back(op("aten::unsqueeze"));
+    }
+    for (Mod m : {op("aten::add"), op("aten::softmax"), drop, op("aten::matmul"), op("aten::transpose"), op("aten::contiguous"), op("aten::view"), lin})
+      a.items.push_back(m);
+    return a;
+  };
+  auto block = [&](bool bias) {
+    Mod mlp{"DenseReluDense", {lin, leaf("ReLU", {"aten::relu"}), drop, lin}, nullptr};
+    return Mod{"T5Block", {norm, attention(bias), drop, op("aten::add"), norm, mlp, drop, op("aten::add")}, nullptr};
+  };
+  BareRun r = bare_run(Mod{"T5Encoder", {leaf("Embedding", {"aten::embedding"}), drop, block(true), block(false), block(false), block(false), norm, drop}, nullptr});
+  for (int k = 1; k <= 4; ++k) CHECK(has_layer(r.annotation.tree, "Layer " + std::to_string(k) + ": attention + MLP"));
+  bool bias_in_attention = false;
+  for (NodeId n = 0; n < r.annotation.tree.size(); ++n)
+    if (r.annotation.tree.phase[n] == PhaseKind::Forward && r.annotation.tree.name_of(n) == "Embedding 2")
+      bias_in_attention = r.annotation.tree.path(n).find("/Layer 1: attention + MLP/Attention 1/") != std::string::npos;
+  CHECK(bias_in_attention);
+}
