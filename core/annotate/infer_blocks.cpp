@@ -60,7 +60,7 @@ size_t end_of_signature(const std::vector<Element>& els, size_t from, size_t to,
 
 // Whether the model normalises before its weight ops (pre-activation, pre-norm) rather than
 // after them: its residual adds follow weight ops more often than norms.
-bool normalises_first(const std::vector<Element>& els) {
+bool normalises_first(const std::vector<Element>& els, std::string_view weight_kind) {
   int after_norm = 0, after_weight = 0;
   for (size_t j = 1; j < els.size(); ++j) {
     if (els[j].unit || els[j].role != Role::Add) continue;
@@ -68,7 +68,7 @@ bool normalises_first(const std::vector<Element>& els) {
     while (k > 0 && ((!els[k - 1].unit && els[k - 1].role == Role::Shape) || (els[k - 1].unit && els[k - 1].role == Role::Dropout))) --k;
     if (k == 0 || !els[k - 1].unit) continue;
     after_norm += els[k - 1].role == Role::Norm;
-    after_weight += els[k - 1].role == Role::Weight;
+    after_weight += els[k - 1].role == Role::Weight && (weight_kind.empty() || els[k - 1].kind == weight_kind);
   }
   return after_weight > after_norm;
 }

@@ -31,8 +31,9 @@ size_t signature_tokens(std::string_view sig);
 // projection shortcut (a block's, when computed before the block's own units).
 inline bool projection_shortcut(const std::string& kind) { return kind == "conv,batch_norm,"; }
 
-// Whether the model normalises before its weight ops (pre-activation) rather than after them.
-bool normalises_first(const std::vector<Element>& els);
+// Whether the model normalises before its weight ops (pre-activation) rather than after them;
+// with a kind, before its weight ops of that kind (a CNN's convs beside a transformer's layers).
+bool normalises_first(const std::vector<Element>& els, std::string_view weight_kind = {});
 // Whether a norm opens each residual branch (pre-norm) rather than following the add.
 bool pre_norm_model(const std::vector<Element>& els);
 

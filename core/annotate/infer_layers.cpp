@@ -619,9 +619,9 @@ struct Inference {
       return w.unit && w.role == Role::Weight && w.inner.empty() && (w.kind == "conv" || w.kind == "linear");
     };
     auto node_of = [&](size_t k) { return factorised[k] != kNoNode ? factorised[k] : els[k].node; };
-    if (normalises_first(els)) return;
+    const bool convs_after = normalises_first(els, "conv"), linears_after = normalises_first(els, "linear");
     for (size_t j = 0; j + 1 < els.size(); ++j) {
-      if (!single_weight(j)) continue;
+      if (!single_weight(j) || (els[j].kind == "conv" ? convs_after : linears_after)) continue;
       // A LayerNorm after a linear is the next module's pre-norm (a transformer's), not its.
       if (!(els[j + 1].unit && els[j + 1].role == Role::Norm) || (els[j].kind == "linear" && els[j + 1].kind == "layer_norm")) continue;
       size_t from = j, end = j + 2;

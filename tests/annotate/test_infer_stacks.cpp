@@ -507,3 +507,22 @@ TEST_CASE("inferred layers: a relative position bias looked up between the score
       bias_in_attention = r.annotation.tree.path(n).find("/Layer 1: attention + MLP/Attention 1/") != std::string::npos;
   CHECK(bias_in_attention);
 }
+
+TEST_CASE("inferred layers: a CNN's conv, norm and activation groups stand beside a transformer's residual layers") {
+  // An image captioner: Sequential(conv, BatchNorm, ReLU) three times, then post-norm decoder
+  // layers on nn.MultiheadAttention, whose residual adds follow their weight ops. The convs
+  // are no residual blocks' normalising first: their groups are their Sequentials.
+  Mod stage{"Sequential", {conv(), bn(), relu_module()}, nullptr};
+  Mod lin = leaf("Linear", {"aten::linear"}), drop = leaf("Dropout", {"aten::dropout"}), ln = leaf("LayerNorm", {"aten::layer_norm"});
+  Mod layer{"TransformerDecoderLayer",
+            {multihead_attention(), drop, op("aten::add"), ln, multihead_attention(), drop, op("aten::add"), ln, lin, op("aten::relu"), drop,
+             lin, drop, op("aten::add"), ln},
+            nullptr};
+  BareRun r = bare_run(Mod{"Captioner", {stage, stage, stage, op("aten::flatten"), op("aten::transpose"), leaf("Embedding", {"aten::embedding"}),
+                                         op("aten::add"), layer, layer, lin},
+                           nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the Sequentials and the decoder layers
+  CHECK(s.node_precision == doctest::Approx(1.0));
+  CHECK(has_layer(r.annotation.tree, "Conv-Norm 3: Conv + BatchNorm + ReLU"));
+}
