@@ -69,7 +69,10 @@ struct UnitFinder {
       e.role = role_of(e.op);
       e.kind = c.kind(b.event[ops[i]]);
       // nn.Flatten and nn.Unflatten are leaf modules of their own (between a trunk and its head).
-      e.unit = is_unit_role(e.role) || e.op == "aten::flatten" || e.op == "aten::unflatten";
+      // torch.tanh is called as a function (a gate's, an additive attention's scores, a
+      // vocoder's output) far more than nn.Tanh is made a module: its op is its caller's, but
+      // between two Linears, where a Sequential's MLP has it (a classifier head's).
+      e.unit = (is_unit_role(e.role) && e.op != "aten::tanh") || e.op == "aten::flatten" || e.op == "aten::unflatten";
       // What a module does before its main op: BatchNorm bumps its batch counter, an RNN
       // makes its zero initial state.
       const bool rnn = e.op == "aten::lstm" || e.op == "aten::gru" || e.op.starts_with("aten::rnn_");
@@ -118,6 +121,9 @@ struct UnitFinder {
       }
       els.push_back(std::move(e));
     }
+    auto linear = [&](size_t j) { return els[j].unit && els[j].kind == "linear"; };
+    for (size_t j = 1; j + 1 < els.size(); ++j)
+      if (els[j].op == "aten::tanh" && linear(j - 1) && linear(j + 1)) els[j].unit = true;
     return attention(permuted_norms(written_gelus(written_norms(random_masks(std::move(els))))));
   }
 
@@ -191,7 +197,7 @@ struct UnitFinder {
     auto arithmetic = [&](size_t j) { return j < els.size() && loose_arithmetic(els[j]); };
     std::vector<Element> out;
     for (size_t i = 0; i < els.size(); ++i) {
-      const bool tanh = els[i].unit && els[i].op == "aten::tanh";
+      const bool tanh = els[i].op == "aten::tanh";
       size_t from = out.size(), muls = 0;
       while (tanh && from > 0 && loose_arithmetic(out[from - 1])) {
         --from;

@@ -526,3 +526,21 @@ TEST_CASE("inferred layers: a CNN's conv, norm and activation groups stand besid
   CHECK(s.node_precision == doctest::Approx(1.0));
   CHECK(has_layer(r.annotation.tree, "Conv-Norm 3: Conv + BatchNorm + ReLU"));
 }
+
+TEST_CASE("inferred layers: torch.tanh is its caller's op, nn.Tanh between two Linears a module") {
+  // Additive attention (Bahdanau's) in a recurrent decoder: tanh(query(h) + keys) scored by a
+  // Linear, softmax, weighted sum, the model's own ops at every step; the classifier head is
+  // a Sequential of Linear, Tanh and Linear.
+  Mod lin = leaf("Linear", {"aten::linear"});
+  Mod root{"AttnDecoder", {leaf("Embedding", {"aten::embedding"}), leaf("LSTM", {"aten::zeros", "aten::zeros", "aten::lstm"}), lin}, nullptr};
+  for (int step = 0; step < 4; ++step)
+    for (Mod m : {lin, op("aten::unsqueeze"), op("aten::add"), op("aten::tanh"), lin, op("aten::squeeze"), op("aten::softmax"), op("aten::unsqueeze"),
+                  op("aten::mul"), op("aten::sum"), op("aten::cat"), leaf("LSTMCell", {"aten::lstm_cell"})})
+      root.items.push_back(m);
+  root.items.push_back(Mod{"Sequential", {lin, leaf("Tanh", {"aten::tanh"}), lin}, nullptr});
+  BareRun r = bare_run(root);
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));
+  CHECK(has_layer(r.annotation.tree, "Tanh 1"));  // the head's, and only it
+  CHECK_FALSE(has_layer(r.annotation.tree, "Tanh 2"));
+}
