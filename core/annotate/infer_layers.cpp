@@ -309,7 +309,7 @@ struct Inference {
     // on nn.MultiheadAttention whose halves are attention but one. A layer with more halves
     // of other kinds (a Conformer's feed-forwards and convolution module) calls them as
     // modules, and a routed half is a module whatever the attention.
-    const bool on_mha = std::any_of(els.begin(), els.end(), [](const Element& e) { return e.kind == "attention" && e.one_module; });
+    const bool on_mha = std::any_of(els.begin(), els.end(), [](const Element& e) { return e.kind == "attention" && e.multihead; });
     for (auto [from, to] : tupled) {
       size_t other = 0;
       bool conv_half = false;

@@ -391,6 +391,11 @@ struct UnitFinder {
       // key and value, an op attention written by hand has no use for.
       bool own_function = els[s1].op == "aten::bmm" || els[s1].op == "aten::baddbmm";
       for (size_t j = lo; j < s1 && fused && !own_function; ++j) own_function = els[j].op == "aten::unflatten";
+      // A window attention that gathers its position bias before its projection is one
+      // function handed its weights (torchvision's shifted_window_attention, on F.linear and
+      // F.dropout); one whose module calls its projections gathers it with the scores.
+      bool window_function = false;
+      for (size_t j = lo; j < s1 && !els[j].unit && !window_function; ++j) window_function = els[j].op == "aten::index";
       bool packed = linears < 2;
       for (size_t j = lo; j < s1 && !packed; ++j) {
         if (els[j].unit) break;
@@ -416,7 +421,8 @@ struct UnitFinder {
       }
       while (hi > s2 + 1 && !els[hi - 1].unit && allocates(els[hi - 1].op)) --hi;  // made for what follows
       Element a = new_unit(Role::Weight, "attention", els[s1].op);
-      a.one_module = own_function && packed;
+      a.multihead = own_function && packed;
+      a.one_module = a.multihead || window_function;
       a.lead = lead;
       for (size_t j = lo; j < hi; ++j) {
         a.ops.insert(a.ops.end(), els[j].ops.begin(), els[j].ops.end());

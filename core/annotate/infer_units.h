@@ -30,6 +30,7 @@ struct Element {
   std::vector<NodeId> ops;   // its op nodes, in order
   std::vector<Element> inner;  // attention: what it is made of, in order
   bool one_module = false;     // attention: its parts are one module's ops, not child modules
+  bool multihead = false;      // attention: nn.MultiheadAttention's (its layer computes the feed-forward inline)
   size_t lead = 0;             // attention: its parts before its first projection
   NodeId node = kNoNode;
 };
