@@ -73,6 +73,13 @@ struct Inference {
 
   std::string numbered(const std::string& what) { return what + " " + std::to_string(++counters[what]); }
 
+  // A layer node for a unit made of parts, over all its ops.
+  NodeId layer_over(const Element& e, NodeId parent) {
+    const NodeId n = b.add(NodeKind::Layer, numbered(readable(e)), parent, b.phase[e.ops.front()], b.begin[e.ops.front()], b.end[e.ops.front()]);
+    for (NodeId op : e.ops) b.widen(n, b.begin[op], b.end[op]);
+    return n;
+  }
+
   // Nodes for the units under `parent`; loose ops stay there.
   void place_units(std::vector<Element>& els, NodeId parent) {
     for (Element& e : els) {
@@ -81,11 +88,21 @@ struct Inference {
         e.node = e.ops.front();
         continue;
       }
-      if (!e.inner.empty() && !e.one_module) {
-        e.node = b.add(NodeKind::Layer, numbered(readable(e)), parent, b.phase[e.ops.front()], b.begin[e.ops.front()],
-                       b.end[e.ops.front()]);
-        place_units(e.inner, e.node);
-        for (NodeId op : e.ops) b.widen(e.node, b.begin[op], b.end[op]);
+      // One module's parts are its own ops, but for the modules it calls (an attention's bias MLP).
+      const bool calls = std::any_of(e.inner.begin(), e.inner.end(), [](const Element& in) { return !in.inner.empty(); });
+      if (!e.inner.empty() && (!e.one_module || calls)) {
+        e.node = layer_over(e, parent);
+        if (!e.one_module) place_units(e.inner, e.node);
+        else
+          for (Element& in : e.inner) {
+            if (in.inner.empty()) {
+              for (NodeId op : in.ops) b.parent[op] = e.node;
+              in.node = in.ops.front();
+              continue;
+            }
+            in.node = layer_over(in, e.node);
+            place_units(in.inner, in.node);
+          }
         continue;
       }
       e.node = make(numbered(readable(e)), parent, e.ops);

@@ -391,11 +391,6 @@ struct UnitFinder {
       // key and value, an op attention written by hand has no use for.
       bool own_function = els[s1].op == "aten::bmm" || els[s1].op == "aten::baddbmm";
       for (size_t j = lo; j < s1 && fused && !own_function; ++j) own_function = els[j].op == "aten::unflatten";
-      // A window attention that gathers its position bias before its projection is one
-      // function handed its weights (torchvision's shifted_window_attention, on F.linear and
-      // F.dropout); one whose module calls its projections gathers it with the scores.
-      bool window_function = false;
-      for (size_t j = lo; j < s1 && !els[j].unit && !window_function; ++j) window_function = els[j].op == "aten::index";
       bool packed = linears < 2;
       for (size_t j = lo; j < s1 && !packed; ++j) {
         if (els[j].unit) break;
@@ -421,8 +416,7 @@ struct UnitFinder {
       }
       while (hi > s2 + 1 && !els[hi - 1].unit && allocates(els[hi - 1].op)) --hi;  // made for what follows
       Element a = new_unit(Role::Weight, "attention", els[s1].op);
-      a.multihead = own_function && packed;
-      a.one_module = a.multihead || window_function;
+      a.multihead = a.one_module = own_function && packed;
       a.lead = lead;
       for (size_t j = lo; j < hi; ++j) {
         a.ops.insert(a.ops.end(), els[j].ops.begin(), els[j].ops.end());
@@ -434,7 +428,18 @@ struct UnitFinder {
     }
     first_attention(out);
     attention_leads(out);
+    window_functions(out);
     return gates(std::move(out));
+  }
+
+  // A window attention that gathers its position bias before its projections is one function
+  // handed its weights (torchvision's shifted_window_attention, on F.linear and F.dropout); one
+  // whose module calls its projections gathers the bias with the scores.
+  static void window_functions(std::vector<Element>& els) {
+    for (Element& a : els)
+      if (a.unit && a.kind == "attention")
+        for (size_t m = 0; m < a.lead && m < a.inner.size() && !a.one_module; ++m)
+          a.one_module = !a.inner[m].unit && a.inner[m].op == "aten::index";
   }
 
   // What every attention computes the same way before its parts, back to the norm or residual

@@ -546,23 +546,30 @@ TEST_CASE("inferred layers: torch.tanh is its caller's op, nn.Tanh between two L
 }
 
 TEST_CASE("inferred layers: a window attention that gathers its position bias before its projections is one function") {
-  // torchvision's Swin: ShiftedWindowAttention gathers its relative position bias, then calls
-  // shifted_window_attention with its weights (pad, partition, F.linear, scores, F.dropout,
-  // F.linear, reverse): its projections and dropouts are no modules. Its MLP is a Sequential.
+  // torchvision's Swin: ShiftedWindowAttention gathers its relative position bias (V2: from
+  // its cpb_mlp Sequential, then 16 sigmoid(bias)), then calls shifted_window_attention with
+  // its weights (pad, partition, F.linear, scores, F.dropout, F.linear, reverse): its
+  // projections and dropouts are no modules, its bias MLP is. Its MLP is a Sequential.
   Mod lin = leaf("Linear", {"aten::linear"}), drop = leaf("Dropout", {"aten::dropout"}), ln = leaf("LayerNorm", {"aten::layer_norm"});
-  Mod attention{"ShiftedWindowAttention", {}, nullptr};
-  for (const char* o : {"aten::index", "aten::view", "aten::permute", "aten::contiguous", "aten::unsqueeze", "aten::pad", "aten::view", "aten::permute",
-                        "aten::reshape", "aten::linear", "aten::reshape", "aten::permute", "aten::select", "aten::select", "aten::select", "aten::mul",
-                        "aten::transpose", "aten::matmul", "aten::add", "aten::softmax", "aten::dropout", "aten::matmul", "aten::transpose",
-                        "aten::reshape", "aten::linear", "aten::dropout", "aten::view", "aten::permute", "aten::reshape", "aten::slice", "aten::contiguous"})
-    attention.items.push_back(op(o));
-  Mod mlp{"MLP", {lin, leaf("GELU", {"aten::gelu"}), drop, lin, drop}, nullptr};
-  Mod block{"SwinTransformerBlock", {ln, attention, op("aten::add"), ln, mlp, op("aten::add")}, nullptr};
-  Mod root{"SwinTransformer", {leaf("Conv2d", {"aten::conv2d"}), op("aten::permute"), ln, block, block, block, block, ln, op("aten::permute"),
-                               leaf("AdaptiveAvgPool2d", {"aten::adaptive_avg_pool2d"}), leaf("Flatten", {"aten::flatten"}), lin},
-           nullptr};
-  const AccuracyScore s = bare_score(root);
-  CHECK(s.leaf_f1 == doctest::Approx(1.0));
-  CHECK(s.block_recall == doctest::Approx(1.0));  // the blocks and their MLPs
-  CHECK(s.node_precision == doctest::Approx(1.0));
+  for (bool v2 : {false, true}) {
+    CAPTURE(v2);
+    Mod attention{"ShiftedWindowAttention", {}, nullptr};
+    if (v2) attention.items.push_back(Mod{"Sequential", {lin, leaf("ReLU", {"aten::relu_"}), lin}, nullptr});
+    for (const char* o : {"aten::index", "aten::view", "aten::permute", "aten::contiguous", "aten::unsqueeze"}) attention.items.push_back(op(o));
+    if (v2) attention.items.push_back(op("aten::sigmoid")), attention.items.push_back(op("aten::mul"));
+    for (const char* o : {"aten::pad", "aten::view", "aten::permute", "aten::reshape", "aten::linear", "aten::reshape", "aten::permute", "aten::select",
+                          "aten::select", "aten::select", "aten::mul", "aten::transpose", "aten::matmul", "aten::add", "aten::softmax", "aten::dropout",
+                          "aten::matmul", "aten::transpose", "aten::reshape", "aten::linear", "aten::dropout", "aten::view", "aten::permute",
+                          "aten::reshape", "aten::slice", "aten::contiguous"})
+      attention.items.push_back(op(o));
+    Mod mlp{"MLP", {lin, leaf("GELU", {"aten::gelu"}), drop, lin, drop}, nullptr};
+    Mod block{"SwinTransformerBlock", {ln, attention, op("aten::add"), ln, mlp, op("aten::add")}, nullptr};
+    Mod root{"SwinTransformer", {leaf("Conv2d", {"aten::conv2d"}), op("aten::permute"), ln, block, block, block, block, ln, op("aten::permute"),
+                                 leaf("AdaptiveAvgPool2d", {"aten::adaptive_avg_pool2d"}), leaf("Flatten", {"aten::flatten"}), lin},
+             nullptr};
+    const AccuracyScore s = bare_score(root);
+    CHECK(s.leaf_f1 == doctest::Approx(1.0));
+    CHECK(s.block_recall == doctest::Approx(1.0));  // the blocks, their MLPs (and bias MLPs)
+    CHECK(s.node_precision == doctest::Approx(1.0));
+  }
 }
