@@ -81,9 +81,9 @@ void layout_frame(const CompareStyle& st, bool b, CompareLayout& out) {
 }
 
 // One side's bars: a bar per phase and layer, labelled where the name fits. In wall time a
-// layer's time runs from the end of the layer before it in its parent (diff.h's rule): what ran
-// between the two (a stall, loose ops) is drawn before its bar as a darker lead-in. The
-// selected row's outlines go to `outlines`.
+// layer's time runs from the end of what ran before it in its parent, a layer or a loose op
+// (diff.h's rule): the gap between them (a stall) is drawn before its bar as a darker lead-in.
+// The selected row's outlines go to `outlines`.
 void layout_bars(const CompareInput& in, const CompareStyle& st, bool b, const std::unordered_map<std::string, int64_t>& rows,
                  CompareLayout& out, std::vector<DrawRect>& outlines) {
   const AnnotationTree& t = b ? *in.tree_b : *in.tree_a;
@@ -93,22 +93,18 @@ void layout_bars(const CompareInput& in, const CompareStyle& st, bool b, const s
   const Ns t0 = t.begin[it], t1 = t.end[it];
   auto x_of = [&](Ns time) { return out.bars_x + float(double(std::clamp(time, t0, t1) - t0) * out.px_per_ns); };
   const bool wall = in.diff->time_basis == "wall";
-  struct Previous {
-    NodeId parent = kNoNode;
-    Ns end = 0;
-  };
-  std::vector<Previous> previous(size_t(out.rows));  // per row: the last layer drawn there
+  std::unordered_map<NodeId, Ns> last_end;  // per parent: where its last child so far ended
   const char* side = b ? "B:" : "A:";
   int phases = 0;
   for (NodeId n = it + 1; n < t.subtree_end[it]; ++n) {
+    Ns from = t.begin[n];
+    if (wall) {
+      const auto [at, first] = last_end.try_emplace(t.parent[n], t.end[n]);
+      if (!first && t.kind[n] == NodeKind::Layer) from = std::min(from, at->second);
+      at->second = t.end[n];
+    }
     const int r = row_of(t, it, n);
     if (r < 0 || r >= out.rows) continue;
-    Ns from = t.begin[n];
-    if (wall && t.kind[n] == NodeKind::Layer) {
-      Previous& p = previous[size_t(r)];
-      if (p.parent == t.parent[n]) from = std::min(from, p.end);
-      p = {t.parent[n], t.end[n]};
-    }
     const float lead_x = x_of(from), x0 = x_of(t.begin[n]), x1 = std::max(x0 + 1.0f, x_of(t.end[n]));
     const float y0 = y + float(r) * st.row_h, y1 = y0 + bar_h;
     int64_t diff_row = -1;

@@ -2,7 +2,7 @@
 // iteration's start (a time axis above both), a row per depth of their phases and layers; each
 // layer coloured by how its time changed (slower red, faster green, on one side only blue), the
 // selected row's layer outlined on both sides. In wall time (a run without GPU work) a layer's
-// bar starts where the layer before it in its parent ended, as the diff counts its time. The
+// bar starts where what ran before it in its parent ended, as the diff counts its time. The
 // app draws the rects and texts and asks `hit` what is under the mouse. No GUI calls here.
 #pragma once
 
@@ -51,7 +51,7 @@ struct CompareItem {
   bool b;        // in B's block
   NodeId node;   // in that side's tree
   int64_t row;   // its row in diff->layers; -1: none (a phase)
-  Ns lead_in;    // wall time: from the end of the layer before it to its start, counted as its own
+  Ns lead_in;    // wall time: from the end of what ran before it in its parent to its start, counted as its own
 };
 
 struct CompareLayout {

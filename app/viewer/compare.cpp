@@ -149,7 +149,7 @@ void draw_header(Viewer& v, const Comparison& c) {
   ImGui::SameLine();
   ImGui::TextUnformatted(d.time_basis == "gpu" ? "times per iteration, in GPU time (both ran on a GPU)"
                                                : "times per iteration, in wall time (a run without GPU work): a layer's "
-                                                 "time runs from the end of the one before it (drawn darker)");
+                                                 "time runs from the end of what ran before it (drawn darker)");
   // The colours' legend: on the same line where it fits, else on its own.
   const std::vector<render::LegendEntry> legend = render::change_legend();
   const float gap = 24 * s, chip_w = 1.6f * ImGui::GetTextLineHeight() + ImGui::GetStyle().ItemSpacing.x;
@@ -195,7 +195,7 @@ void bar_tooltip(Viewer& v, const Comparison& c, const AnnotationTree& t, const 
   begin_tooltip(v);
   ImGui::Text("%s: %s", it.b ? "B" : "A", (r && it.row >= 0 ? row_path(*r) : path_in_iteration(t, it.node)).c_str());
   if (it.lead_in > 0)
-    ImGui::TextDisabled("%s in this iteration: %s before its start (since the layer before it ended, darker), %s from its start",
+    ImGui::TextDisabled("%s in this iteration: %s before its start (since what ran before it ended, darker), %s from its start",
                         format_duration(it.lead_in + t.duration(it.node)).c_str(), format_duration(it.lead_in).c_str(),
                         format_duration(t.duration(it.node)).c_str());
   else

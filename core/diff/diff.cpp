@@ -137,14 +137,15 @@ std::string layer_key(const AnnotationTree& t, NodeId n) {
   return (ph != kNoNode ? std::string(t.name_of(ph)) : std::string()) + "/" + name;
 }
 
-// A layer's time: its GPU ops' time (collectives apart) when both sides ran on a GPU; else wall time from the end of the layer
-// before it in its parent: what runs between two sibling layers (loose ops, a gap) is the
-// second's module call (its Python, hooks, a stall at the start of its forward). The first
-// layer in its parent starts at its own start; what precedes it is the parent's.
-Ns layer_time(const Side& s, NodeId n, NodeId previous_layer) {
+// A layer's time: its GPU ops' time (collectives apart) when both sides ran on a GPU; else wall
+// time from the end of what ran before it in its parent, a layer or a loose op: the gap between
+// them is its module call's (its Python, hooks, a stall at the start of its forward), the loose
+// ops are the parent's own. The first in its parent starts at its own start; what precedes it
+// is the parent's.
+Ns layer_time(const Side& s, NodeId n, NodeId previous_sibling) {
   const AnnotationTree& t = s.a.tree;
   if (s.gpu) return s.gpu_time[n];
-  Ns from = previous_layer != kNoNode ? std::min(t.begin[n], t.end[previous_layer]) : t.begin[n];
+  Ns from = previous_sibling != kNoNode ? std::min(t.begin[n], t.end[previous_sibling]) : t.begin[n];
   return t.end[n] - from;
 }
 
@@ -177,13 +178,15 @@ std::vector<LayerItem> layer_items(const Side& s) {
     }
     NodeId previous = kNoNode;
     Ns children = 0;
-    for (NodeId c : t.children(n))
-      if (t.kind[c] == NodeKind::Layer) children += layer_time(s, c, previous), previous = c;
+    for (NodeId c : t.children(n)) {
+      if (t.kind[c] == NodeKind::Layer) children += layer_time(s, c, previous);
+      previous = c;
+    }
     previous = kNoNode;
     if (t.parent[n] != kNoNode)
       for (NodeId c : t.children(t.parent[n])) {
         if (c == n) break;
-        if (t.kind[c] == NodeKind::Layer) previous = c;
+        previous = c;
       }
     const Ns time = layer_time(s, n, previous);
     items[i].time += time;

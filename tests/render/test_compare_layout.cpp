@@ -90,13 +90,13 @@ TEST_CASE("compare layout: a trace against itself draws the same bars in both bl
 }
 
 TEST_CASE("compare layout: the selected row is outlined on both sides, a row on one side only on that side") {
-  const Run a = open_pair("stall-a.json.gz"), b = open_pair("stall-b.json.gz");
+  const Run a = open_pair("added-layer-a.json.gz"), b = open_pair("added-layer-b.json.gz");
   const Diff d = diff_runs(*a.model, a.annotation, *b.model, b.annotation);
   REQUIRE(!d.layers.empty());
   CompareLayout l;
   layout_compare(input(d, a, b), {}, l);
   CHECK(outlines(l) == std::pair<size_t, size_t>{0, 0});
-  CHECK(l.span_b > l.span_a);  // the stall made B's iteration longer: it fills the width
+  CHECK(l.span_b > l.span_a);  // the added layer made B's iteration longer: it fills the width
   CHECK(l.px_per_ns == doctest::Approx(800.0 / double(l.span_b)));
 
   // The first row aligned on both sides and drawn in both iterations.
@@ -122,7 +122,7 @@ TEST_CASE("compare layout: the selected row is outlined on both sides, a row on 
   }));
   CHECK((l.rects.back().flags & kSelected) != 0);
 
-  // The stall's top row is a layer only B has: outlined in B alone, coloured "one side".
+  // The top row is the layer only B has: outlined in B alone, coloured "one side".
   const DiffRow& top = d.layers.front();
   REQUIRE(top.name_a.empty());
   layout_compare(input(d, a, b, 0), {}, l);
