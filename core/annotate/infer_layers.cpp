@@ -110,8 +110,12 @@ struct Inference {
   }
 
   // What a block is, in words: "Block 3: 2 Conv + 2 BatchNorm + ReLU", "Layer 2: attention +
-  // MLP", "Layer 4: attention + conv + MLP" (a Conformer's).
-  std::string block_name(const std::vector<Element>& els, size_t from, size_t to) {
+  // MLP", "Layer 4: attention + conv + MLP" (a Conformer's); a GNN's layers "Graph layer 2:
+  // Linear + ReLU", a graph network's "Graph layer 1: 3 updates".
+  std::string block_name(const std::vector<Element>& els, size_t from, size_t to, bool graph) {
+    if (graph)
+      if (const size_t updates = graph_updates(els, {from, to}).size(); updates >= 2)
+        return numbered("Graph layer") + ": " + std::to_string(updates) + " updates";
     bool attn = false, mlp = false, conv = false;
     std::vector<std::pair<std::string, uint32_t>> seen;
     for (size_t j = from; j < to; ++j) {
@@ -125,7 +129,7 @@ struct Inference {
       else ++it->second;
     }
     if (attn && mlp) return numbered("Layer") + (conv ? ": attention + conv + MLP" : ": attention + MLP");
-    std::string name = numbered("Block") + ":";
+    std::string name = numbered(graph ? "Graph layer" : "Block") + ":";
     for (size_t k = 0; k < seen.size(); ++k)
       name += (k ? " + " : " ") + (seen[k].second > 1 ? std::to_string(seen[k].second) + " " : std::string()) + seen[k].first;
     return name;
@@ -211,6 +215,7 @@ struct Inference {
     if (model_root && ops.size() >= 2) parent = make("Model", parent, ops);
     place_units(els, parent);
     std::vector<std::pair<size_t, size_t>> blocks = message_passing_layers(els);
+    const bool graph = !blocks.empty();
     if (blocks.empty()) blocks = residual_blocks(els, pre_norm);
     bool plain = false;
     if (!any_recurs(els, blocks)) blocks = plain_blocks(els), plain = true;
@@ -304,7 +309,7 @@ struct Inference {
     for (auto [f, t] : layers) {
       std::vector<NodeId> kids;
       for (size_t j = f; j < t; ++j) kids.push_back(els[j].node);
-      block_nodes.push_back(make(block_name(els, f, t), parent, kids));
+      block_nodes.push_back(make(block_name(els, f, t, graph), parent, kids));
     }
     stages(els, parent, layers, block_nodes, kinds);
     if (plain) down_modules(els, layers, block_nodes, kinds);

@@ -284,6 +284,7 @@ TEST_CASE("inferred layers: a message-passing layer may scatter twice (GraphSAGE
   const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.block_recall == doctest::Approx(1.0));
   CHECK(s.node_precision == doctest::Approx(1.0));
+  CHECK(has_layer(r.annotation.tree, "Graph layer 3: Linear"));  // named for what it is
 }
 
 TEST_CASE("inferred layers: the view a linear returns its output through, left beside it by the rounding, is the linear's") {
@@ -450,6 +451,7 @@ TEST_CASE("inferred layers: a graph network layer is its edge, node and global u
   CHECK(s.block_recall == doctest::Approx(1.0));  // the layers and their updates
   CHECK(s.node_precision == doctest::Approx(1.0));
   CHECK(has_layer(r.annotation.tree, "Update 12: Linear + LayerNorm + ReLU + Dropout"));
+  CHECK(has_layer(r.annotation.tree, "Graph layer 4: 3 updates"));
 }
 
 TEST_CASE("inferred layers: nn.TransformerEncoderLayer's activation is a function, torch 2's attention one module") {
