@@ -428,18 +428,51 @@ struct UnitFinder {
     }
     first_attention(out);
     attention_leads(out);
-    window_functions(out);
-    return gates(std::move(out));
+    return gates(window_attentions(std::move(out)));
   }
 
   // A window attention that gathers its position bias before its projections is one function
-  // handed its weights (torchvision's shifted_window_attention, on F.linear and F.dropout); one
-  // whose module calls its projections gathers the bias with the scores.
-  static void window_functions(std::vector<Element>& els) {
-    for (Element& a : els)
-      if (a.unit && a.kind == "attention")
-        for (size_t m = 0; m < a.lead && m < a.inner.size() && !a.one_module; ++m)
-          a.one_module = !a.inner[m].unit && a.inner[m].op == "aten::index";
+  // handed its weights and the windows' partition (torchvision's shifted_window_attention, on
+  // F.linear and F.dropout). One that gathers it with its scores is a module called on windows
+  // (timm's WindowAttention): the partition before its first projection and the reverse after
+  // its output are its caller's.
+  static std::vector<Element> window_attentions(std::vector<Element> els) {
+    std::vector<Element> out;
+    out.reserve(els.size());
+    auto loose_view = [](const Element& e) { return !e.unit && e.role == Role::Shape; };
+    auto permute = [](const Element& e) { return e.op == "aten::permute"; };
+    for (Element& a : els) {
+      if (!a.unit || a.kind != "attention") {
+        out.push_back(std::move(a));
+        continue;
+      }
+      for (size_t m = 0; m < a.lead && m < a.inner.size() && !a.one_module; ++m) a.one_module = !a.inner[m].unit && a.inner[m].op == "aten::index";
+      size_t scores = a.lead, softmax = a.inner.size();
+      while (scores < a.inner.size() && a.inner[scores].role != Role::Score) ++scores;
+      for (size_t m = scores; m < a.inner.size() && softmax == a.inner.size(); ++m)
+        if (a.inner[m].role == Role::Softmax) softmax = m;
+      const bool bias_with_scores =
+          std::any_of(a.inner.begin() + long(std::min(scores, softmax)), a.inner.begin() + long(softmax), [](const Element& e) { return !e.unit && e.op == "aten::index"; });
+      size_t reverse = a.inner.size();
+      while (reverse > softmax && loose_view(a.inner[reverse - 1])) --reverse;
+      const bool partition = a.lead > 0 && std::all_of(a.inner.begin(), a.inner.begin() + long(a.lead), loose_view) &&
+                             std::any_of(a.inner.begin(), a.inner.begin() + long(a.lead), permute) &&
+                             std::any_of(a.inner.begin() + long(reverse), a.inner.end(), permute);
+      if (a.one_module || !bias_with_scores || !partition) {
+        out.push_back(std::move(a));
+        continue;
+      }
+      std::vector<Element> after(std::make_move_iterator(a.inner.begin() + long(reverse)), std::make_move_iterator(a.inner.end()));
+      a.inner.erase(a.inner.begin() + long(reverse), a.inner.end());
+      for (size_t m = 0; m < a.lead; ++m) out.push_back(std::move(a.inner[m]));
+      a.inner.erase(a.inner.begin(), a.inner.begin() + long(a.lead));
+      a.lead = 0;
+      a.ops.clear();
+      for (const Element& in : a.inner) a.ops.insert(a.ops.end(), in.ops.begin(), in.ops.end());
+      out.push_back(std::move(a));
+      for (Element& v : after) out.push_back(std::move(v));
+    }
+    return out;
   }
 
   // What every attention computes the same way before its parts, back to the norm or residual

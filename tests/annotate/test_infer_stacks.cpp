@@ -575,3 +575,32 @@ TEST_CASE("inferred layers: a window attention that gathers its position bias be
     CHECK(s.node_precision == doctest::Approx(1.0));
   }
 }
+
+TEST_CASE("inferred layers: a window attention that gathers its bias with its scores is a module called on windows") {
+  // timm's Swin: the block rolls (every other block) and partitions its map into windows
+  // (view, permute, reshape), calls WindowAttention (qkv and proj modules, the relative
+  // position bias gathered and added to the scores), then reverses the partition.
+  Mod lin = leaf("Linear", {"aten::linear"}), drop = leaf("Dropout", {"aten::dropout"}), ln = leaf("LayerNorm", {"aten::layer_norm"});
+  Mod attention{"WindowAttention", {lin}, nullptr};
+  for (const char* o : {"aten::reshape", "aten::permute", "aten::unbind", "aten::mul", "aten::transpose", "aten::matmul", "aten::view", "aten::index",
+                        "aten::view", "aten::permute", "aten::unsqueeze", "aten::add", "aten::softmax"})
+    attention.items.push_back(op(o));
+  for (Mod m : {drop, op("aten::matmul"), op("aten::transpose"), op("aten::reshape"), lin, drop}) attention.items.push_back(m);
+  Mod mlp{"Mlp", {lin, leaf("GELU", {"aten::gelu"}), drop, lin, drop}, nullptr};
+  auto block = [&](bool shift) {
+    Mod b{"SwinBlock", {ln}, nullptr};
+    if (shift) b.items.push_back(op("aten::roll"));
+    for (Mod m : {op("aten::view"), op("aten::permute"), op("aten::reshape"), attention, op("aten::view"), op("aten::permute"), op("aten::reshape")})
+      b.items.push_back(m);
+    if (shift) b.items.push_back(op("aten::roll"));
+    for (Mod m : {op("aten::add"), ln, mlp, op("aten::add")}) b.items.push_back(m);
+    return b;
+  };
+  Mod root{"Swin", {leaf("Conv2d", {"aten::conv2d"}), op("aten::permute"), ln, block(false), block(true), block(false), block(true), ln,
+                    op("aten::mean"), lin},
+           nullptr};
+  const AccuracyScore s = bare_score(root);
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the blocks, their attentions and MLPs
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
