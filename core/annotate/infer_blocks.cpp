@@ -389,20 +389,24 @@ std::vector<Span> graph_updates(const std::vector<Element>& els, Span layer) {
   auto moves = [&](size_t j) { return is_scatter(els[j]) || is_gather(els[j]) || (!els[j].unit && els[j].role == Role::Merge); };
   std::vector<Span> out;
   size_t from = layer.first, after_unit = SIZE_MAX;  // just after the last unit, when only reshapes follow it
-  bool weights = false, moved = false;
+  bool weights = false, moved = false, units = false;
   for (size_t j = layer.first; j <= layer.second; ++j) {
     const bool loose_op = j < layer.second && !els[j].unit && els[j].role != Role::Shape;
     if (j == layer.second || (loose_op && after_unit != SIZE_MAX)) {  // an update ends at its last unit
-      if (!weights || !moved) return {};
+      if (j == layer.second && !units && !out.empty()) break;  // the layer's own ops after (its residual sums)
       const size_t end = j == layer.second ? j : after_unit;
-      out.push_back({from, end});
+      // Weights before the first move are no update (a stem the layer was cut with).
+      const bool stem = !moved && out.empty() && j < layer.second;
+      if (!stem && (!weights || !moved)) return {};
+      if (!stem) out.push_back({from, end});
       from = end;
-      weights = moved = false;
+      weights = moved = units = false;
       if (j == layer.second) break;
     }
     if (els[j].unit) after_unit = j + 1;
     else if (loose_op) after_unit = SIZE_MAX;
     weights |= els[j].unit && els[j].role == Role::Weight;
+    units |= els[j].unit;
     moved |= moves(j);
   }
   return out.size() >= 2 ? out : std::vector<Span>{};
@@ -438,7 +442,11 @@ std::vector<Span> message_passing_layers(const std::vector<Element>& els) {
       size_t st = at[k];
       for (size_t j = at[k]; j > floor; --j)
         if (is_gather(els[j - 1])) st = j - 1;
-      while (st > floor && !els[st - 1].unit) --st;
+      size_t loose = st;
+      while (loose > floor && !els[loose - 1].unit) --loose;
+      // Sums right after the layer before's last unit are its residual joins (x + update(x)).
+      while (loose < st && !els[loose].unit && els[loose].role == Role::Add) ++loose;
+      st = loose;
       for (size_t j = st; transform_first && j > floor && (transform(j - 1) || (!els[j - 1].unit && els[j - 1].role == Role::Shape)); --j)
         if (transform(j - 1)) st = j - 1;
       starts.push_back(st);
@@ -458,6 +466,8 @@ std::vector<Span> message_passing_layers(const std::vector<Element>& els) {
       if (k + 1 == starts.size()) {  // the last: through the units the one before has
         end = end_of_signature(els, starts[k], els.size(), signature(els, out.back().first, out.back().second));
         if (end == SIZE_MAX) end = std::min(els.size(), starts[k] + (out.back().second - out.back().first));
+        if (out.back().second > 1 && !els[out.back().second - 1].unit && els[out.back().second - 1].role == Role::Add)
+          while (end < els.size() && !els[end].unit && els[end].role == Role::Add) ++end;  // its residual joins, as the others'
       }
       if (updates_drop_out)
         while (end < els.size() && dropout(end)) ++end;
@@ -466,7 +476,8 @@ std::vector<Span> message_passing_layers(const std::vector<Element>& els) {
       // An update made by an MLP after the aggregation (GIN's) ends at its last weight op: a
       // norm and activation after it are the model's, between layers. A single weight op's
       // activation is its layer's (GCN's).
-      if (const Span mlp = update_mlp(els, {starts[k], end}); mlp.second > mlp.first) end = mlp.second;
+      // A graph network's updates each keep what follows their weights (norm, activation).
+      if (const Span mlp = update_mlp(els, {starts[k], end}); mlp.second > mlp.first && graph_updates(els, {starts[k], end}).empty()) end = mlp.second;
       // A layer has weights: scatters without any between them are one computation's parts
       // (GraphSAGE's sum of messages and its count of them for the mean).
       if (std::none_of(els.begin() + long(starts[k]), els.begin() + long(end), [](const Element& e) { return e.unit && e.role == Role::Weight; }))

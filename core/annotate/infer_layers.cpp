@@ -323,8 +323,9 @@ struct Inference {
     for (auto [f, t] : single) {
       residual_branch(els, f, t);
       split_branch(els, f, t);
-      if (const Span mlp = update_mlp(els, {f, t}); mlp.second > mlp.first) unit_group("MLP", els, mlp.first, mlp.second);
-      for (auto [uf, ut] : graph_updates(els, {f, t})) unit_group("Update", els, uf, ut);
+      const std::vector<Span> updates = graph_updates(els, {f, t});
+      for (auto [uf, ut] : updates) unit_group("Update", els, uf, ut);
+      if (const Span mlp = update_mlp(els, {f, t}); mlp.second > mlp.first && updates.empty()) unit_group("MLP", els, mlp.first, mlp.second);
     }
     for (auto [f, t] : single) parallel_branches(els, f, t);
     // nn.TransformerEncoderLayer and DecoderLayer compute their feed-forward inline: a layer

@@ -604,3 +604,27 @@ TEST_CASE("inferred layers: a window attention that gathers its bias with its sc
   CHECK(s.block_recall == doctest::Approx(1.0));  // the blocks, their attentions and MLPs
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a graph network layer's residual sums and its last update's norm are its own") {
+  // MeshGraphNets' processor: an edge update (gathers, concatenation, MLP ending in a
+  // LayerNorm), a node update (the scatter, concatenation, MLP ending in a LayerNorm), then
+  // x + x', e + e'. The sums close the layer before the next one's gathers, and the node
+  // update keeps its norm as the edge update does.
+  auto update = [](std::vector<const char*> moves) {
+    Mod m{"Update", {}, nullptr};
+    for (const char* o : moves) m.items.push_back(op(o));
+    for (Mod u : {leaf("Linear", {"aten::linear"}), leaf("ReLU", {"aten::relu"}), leaf("Linear", {"aten::linear"}), leaf("LayerNorm", {"aten::layer_norm"})})
+      m.items.push_back(u);
+    return m;
+  };
+  Mod layer{"GNBlock",
+            {update({"aten::index", "aten::index", "aten::cat"}), update({"aten::zeros_like", "aten::index_add_", "aten::cat"}), op("aten::add"),
+             op("aten::add")},
+            nullptr};
+  Mod lin = leaf("Linear", {"aten::linear"});
+  BareRun r = bare_run(Mod{"MeshGN", {lin, lin, layer, layer, layer, layer, lin}, nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the layers and their updates
+  CHECK(s.node_precision == doctest::Approx(1.0));
+  CHECK(has_layer(r.annotation.tree, "Update 8: Linear + ReLU + Linear + LayerNorm"));
+}
