@@ -427,29 +427,46 @@ TEST_CASE("inferred layers: the tensors record_function makes around every modul
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
 
+namespace {
+
+// A graph network's update: its moves along the graph (gathers, scatters, a concatenation), then
+// the units that transform what they moved.
+Mod graph_update(const char* cls, const std::vector<const char*>& moves, const std::vector<Mod>& units) {
+  Mod m{cls, {}, nullptr};
+  for (const char* o : moves) m.items.push_back(op(o));
+  for (const Mod& u : units) m.items.push_back(u);
+  return m;
+}
+
+// A graph network of four `layer`s between Linear encoders and a decoder, annotated bare: its
+// layers and their updates are found exactly.
+BareRun graph_network(const char* cls, const Mod& layer) {
+  Mod lin = leaf("Linear", {"aten::linear"});
+  BareRun r = bare_run(Mod{cls, {lin, lin, layer, layer, layer, layer, lin}, nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the layers and their updates
+  CHECK(s.node_precision == doctest::Approx(1.0));
+  return r;
+}
+
+}  // namespace
+
 TEST_CASE("inferred layers: a graph network layer is its edge, node and global updates, each with its weights") {
   // Each update moves features along the graph (gathers the edges' nodes, sums the edges into
   // their nodes, the nodes into the graph), concatenates them and transforms them: Linear,
   // LayerNorm, ReLU, Dropout. The scatters repeat two by two, but a layer is the three
   // updates, and each update's dropout is its own, the last one's too.
-  auto update = [](const char* cls, std::vector<const char*> moves) {
-    Mod m{cls, {}, nullptr};
-    for (const char* o : moves) m.items.push_back(op(o));
-    for (Mod u : {leaf("Linear", {"aten::linear"}), leaf("LayerNorm", {"aten::layer_norm"}), leaf("ReLU", {"aten::relu"}), leaf("Dropout", {"aten::dropout"})})
-      m.items.push_back(u);
-    return m;
-  };
-  Mod edge = update("EdgeUpdate", {"aten::index", "aten::index", "aten::cat"});
-  Mod node = update("NodeUpdate", {"aten::unsqueeze", "aten::expand", "aten::zeros", "aten::scatter_add_", "aten::unsqueeze", "aten::expand",
-                                   "aten::zeros", "aten::scatter_add_", "aten::cat"});
-  Mod global = update("GlobalUpdate", {"aten::arange", "aten::repeat_interleave", "aten::unsqueeze", "aten::expand", "aten::zeros",
-                                       "aten::scatter_add_", "aten::unsqueeze", "aten::expand", "aten::zeros", "aten::scatter_add_", "aten::cat"});
-  Mod layer{"GraphNetworkLayer", {edge, node, global}, nullptr};
-  Mod lin = leaf("Linear", {"aten::linear"});
-  BareRun r = bare_run(Mod{"GraphNetwork", {lin, lin, layer, layer, layer, layer, lin}, nullptr});
-  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
-  CHECK(s.block_recall == doctest::Approx(1.0));  // the layers and their updates
-  CHECK(s.node_precision == doctest::Approx(1.0));
+  const std::vector<Mod> mlp = {leaf("Linear", {"aten::linear"}), leaf("LayerNorm", {"aten::layer_norm"}), leaf("ReLU", {"aten::relu"}),
+                               leaf("Dropout", {"aten::dropout"})};
+
+  Mod edge = graph_update("EdgeUpdate", {"aten::index", "aten::index", "aten::cat"}, mlp);
+  Mod node = graph_update("NodeUpdate", {"aten::unsqueeze", "aten::expand", "aten::zeros", "aten::scatter_add_", "aten::unsqueeze", "aten::expand",
+                                         "aten::zeros", "aten::scatter_add_", "aten::cat"},
+                          mlp);
+  Mod global = graph_update("GlobalUpdate", {"aten::arange", "aten::repeat_interleave", "aten::unsqueeze", "aten::expand", "aten::zeros",
+                                             "aten::scatter_add_", "aten::unsqueeze", "aten::expand", "aten::zeros", "aten::scatter_add_", "aten::cat"},
+                            mlp);
+  BareRun r = graph_network("GraphNetwork", Mod{"GraphNetworkLayer", {edge, node, global}, nullptr});
   CHECK(has_layer(r.annotation.tree, "Update 12: Linear + LayerNorm + ReLU + Dropout"));
   CHECK(has_layer(r.annotation.tree, "Graph layer 4: 3 updates"));
 }
@@ -610,21 +627,12 @@ TEST_CASE("inferred layers: a graph network layer's residual sums and its last u
   // LayerNorm), a node update (the scatter, concatenation, MLP ending in a LayerNorm), then
   // x + x', e + e'. The sums close the layer before the next one's gathers, and the node
   // update keeps its norm as the edge update does.
-  auto update = [](std::vector<const char*> moves) {
-    Mod m{"Update", {}, nullptr};
-    for (const char* o : moves) m.items.push_back(op(o));
-    for (Mod u : {leaf("Linear", {"aten::linear"}), leaf("ReLU", {"aten::relu"}), leaf("Linear", {"aten::linear"}), leaf("LayerNorm", {"aten::layer_norm"})})
-      m.items.push_back(u);
-    return m;
-  };
+  const std::vector<Mod> mlp = {leaf("Linear", {"aten::linear"}), leaf("ReLU", {"aten::relu"}), leaf("Linear", {"aten::linear"}),
+                               leaf("LayerNorm", {"aten::layer_norm"})};
   Mod layer{"GNBlock",
-            {update({"aten::index", "aten::index", "aten::cat"}), update({"aten::zeros_like", "aten::index_add_", "aten::cat"}), op("aten::add"),
-             op("aten::add")},
+            {graph_update("EdgeUpdate", {"aten::index", "aten::index", "aten::cat"}, mlp),
+             graph_update("NodeUpdate", {"aten::zeros_like", "aten::index_add_", "aten::cat"}, mlp), op("aten::add"), op("aten::add")},
             nullptr};
-  Mod lin = leaf("Linear", {"aten::linear"});
-  BareRun r = bare_run(Mod{"MeshGN", {lin, lin, layer, layer, layer, layer, lin}, nullptr});
-  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
-  CHECK(s.block_recall == doctest::Approx(1.0));  // the layers and their updates
-  CHECK(s.node_precision == doctest::Approx(1.0));
+  BareRun r = graph_network("MeshGN", layer);
   CHECK(has_layer(r.annotation.tree, "Update 8: Linear + ReLU + Linear + LayerNorm"));
 }
