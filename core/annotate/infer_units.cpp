@@ -446,13 +446,13 @@ struct UnitFinder {
         out.push_back(std::move(a));
         continue;
       }
-      for (size_t m = 0; m < a.lead && m < a.inner.size() && !a.one_module; ++m) a.one_module = !a.inner[m].unit && a.inner[m].op == "aten::index";
+      auto gathers = [](const Element& e) { return !e.unit && e.op == "aten::index"; };
+      for (size_t m = 0; m < a.lead && m < a.inner.size() && !a.one_module; ++m) a.one_module = gathers(a.inner[m]);
       size_t scores = a.lead, softmax = a.inner.size();
       while (scores < a.inner.size() && a.inner[scores].role != Role::Score) ++scores;
       for (size_t m = scores; m < a.inner.size() && softmax == a.inner.size(); ++m)
         if (a.inner[m].role == Role::Softmax) softmax = m;
-      const bool bias_with_scores =
-          std::any_of(a.inner.begin() + long(std::min(scores, softmax)), a.inner.begin() + long(softmax), [](const Element& e) { return !e.unit && e.op == "aten::index"; });
+      const bool bias_with_scores = std::any_of(a.inner.begin() + long(std::min(scores, softmax)), a.inner.begin() + long(softmax), gathers);
       size_t reverse = a.inner.size();
       while (reverse > softmax && loose_view(a.inner[reverse - 1])) --reverse;
       const bool partition = a.lead > 0 && std::all_of(a.inner.begin(), a.inner.begin() + long(a.lead), loose_view) &&
