@@ -679,4 +679,12 @@ std::vector<std::vector<std::string>> layer_tuples(const std::vector<Span>& bloc
   return tuples;
 }
 
+// Whether some kind of block recurs (or has a variant): a lone block is not told from the
+// stem or the head, so blocks none of which recur make no layer.
+bool any_recurs(const std::vector<Element>& els, const std::vector<Span>& blocks) {
+  std::map<std::string, int> count;
+  for (auto [f, t] : blocks) ++count[signature(els, f, t)];
+  return std::any_of(count.begin(), count.end(), [&](auto& k) { return k.second >= 2 || has_variant(count, k.first); });
+}
+
 }  // namespace strata::annot::infer

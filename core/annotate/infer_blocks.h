@@ -73,6 +73,8 @@ void trim_loose_leads(const std::vector<Element>& els, std::vector<Span>& blocks
 bool tuple_at(const std::vector<uint8_t>& after, const std::vector<std::string>& sig, size_t k, const std::vector<std::string>& tuple);
 // Whether some other kind among `kinds` is a variant of `kind` (it but for a projection).
 bool has_variant(const std::map<std::string, int>& kinds, const std::string& kind);
+// Whether some kind of block recurs (or has a variant).
+bool any_recurs(const std::vector<Element>& els, const std::vector<Span>& blocks);
 // A resampling up: an upsampling or a transposed conv.
 bool upsamples(const Element& e);
 // The kinds of layer made of two to four kinds of block repeated back to back.

@@ -148,45 +148,6 @@ struct Inference {
     if (std::all_of(kids.begin(), kids.end(), [&](NodeId n) { return b.parent[n] == parent; })) make(numbered(what) + ": " + name, parent, kids);
   }
 
-  // A post-norm layer written by hand (BERT's: separate query, key and value modules) ends
-  // each half with an output module: the projection, its dropout, the add and the norm (HF's
-  // SelfOutput and Output), so the attention ends at its weighted sum. nn.MultiheadAttention
-  // (one packed in-projection) keeps its out-projection.
-  static bool output_modules(const std::vector<Element>& els, bool pre_norm) {
-    return !pre_norm && std::any_of(els.begin(), els.end(), [](const Element& e) {
-      if (!e.unit || e.kind != "attention" || e.one_module) return false;
-      size_t projections = 0;
-      for (const Element& in : e.inner) {
-        if (in.role == Role::Score) break;
-        projections += in.unit && in.role == Role::Weight;
-      }
-      return projections >= 3;
-    });
-  }
-  // Where els[i] is followed by its dropout (or not), the add and the norm: the norm's index.
-  static size_t add_and_norm_after(const std::vector<Element>& els, size_t i, size_t end) {
-    size_t k = i + 1;
-    if (k < end && els[k].unit && els[k].role == Role::Dropout) ++k;
-    const bool found = k + 1 < end && !els[k].unit && els[k].role == Role::Add && els[k + 1].unit && els[k + 1].role == Role::Norm;
-    return found ? k + 1 : 0;
-  }
-  static void split_output_projections(std::vector<Element>& els) {
-    for (size_t j = 0; j < els.size(); ++j) {
-      Element& a = els[j];
-      if (!a.unit || a.kind != "attention" || a.inner.empty()) continue;
-      size_t w = a.inner.size();
-      while (w > 0 && a.inner[w - 1].role == Role::Shape && !a.inner[w - 1].unit) --w;
-      if (w == 0 || !a.inner[w - 1].unit || a.inner[w - 1].role != Role::Weight) continue;
-      --w;
-      if (add_and_norm_after(els, j, els.size()) == 0) continue;
-      std::vector<Element> tail(std::make_move_iterator(a.inner.begin() + long(w)), std::make_move_iterator(a.inner.end()));
-      a.inner.erase(a.inner.begin() + long(w), a.inner.end());
-      size_t moved = 0;
-      for (const Element& e : tail) moved += e.ops.size();
-      a.ops.resize(a.ops.size() - moved);
-      els.insert(els.begin() + long(j + 1), std::make_move_iterator(tail.begin()), std::make_move_iterator(tail.end()));
-    }
-  }
   void output_module(const std::vector<Element>& els, size_t f, size_t t) {
     for (size_t j = f; j + 2 < t; ++j) {
       if (!els[j].unit || els[j].role != Role::Weight) continue;
@@ -197,14 +158,6 @@ struct Inference {
       make(numbered("Output") + ": " + readable(els[j]) + " + " + readable(els[norm]), b.parent[kids.front()], kids);
       j = norm;
     }
-  }
-
-  // Whether some kind of block recurs (or has a variant): a lone block is not told from the
-  // stem or the head, so blocks none of which recur make no layer.
-  static bool any_recurs(const std::vector<Element>& els, const std::vector<Span>& blocks) {
-    std::map<std::string, int> count;
-    for (auto [f, t] : blocks) ++count[signature(els, f, t)];
-    return std::any_of(count.begin(), count.end(), [&](auto& k) { return k.second >= 2 || has_variant(count, k.first); });
   }
 
   void run(NodeId parent, const std::vector<NodeId>& ops, bool model_root) {

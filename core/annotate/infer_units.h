@@ -38,4 +38,12 @@ struct Element {
 // The forward's op nodes as leaf units and loose ops, in order.
 std::vector<Element> leaf_units(Context& c, const TreeBuilder& b, const std::vector<NodeId>& ops);
 
+// Whether the model's post-norm halves end with output modules (BERT's SelfOutput and Output).
+bool output_modules(const std::vector<Element>& els, bool pre_norm);
+// Where els[i] is followed by its dropout (or not), the add and the norm: the norm's index; 0
+// where it is not.
+size_t add_and_norm_after(const std::vector<Element>& els, size_t i, size_t end);
+// Each attention's out-projection that an add and norm follow, taken out of it.
+void split_output_projections(std::vector<Element>& els);
+
 }  // namespace strata::annot::infer
