@@ -122,8 +122,11 @@ struct UnitFinder {
       els.push_back(std::move(e));
     }
     auto linear = [&](size_t j) { return els[j].unit && els[j].kind == "linear"; };
-    for (size_t j = 1; j + 1 < els.size(); ++j)
-      if (els[j].op == "aten::tanh" && linear(j - 1) && linear(j + 1)) els[j].unit = true;
+    for (size_t j = 1; j + 1 < els.size(); ++j) {
+      size_t next = j + 1;  // dropouts apart (BERT's pooler: dense, Tanh, then the classifier's dropout)
+      while (next + 1 < els.size() && els[next].unit && els[next].role == Role::Dropout) ++next;
+      if (els[j].op == "aten::tanh" && linear(j - 1) && linear(next)) els[j].unit = true;
+    }
     return attention(permuted_norms(written_gelus(written_norms(random_masks(std::move(els))))));
   }
 

@@ -562,6 +562,12 @@ TEST_CASE("inferred layers: torch.tanh is its caller's op, nn.Tanh between two L
   CHECK(s.leaf_f1 == doctest::Approx(1.0));
   CHECK(has_layer(r.annotation.tree, "Tanh 1"));  // the head's, and only it
   CHECK_FALSE(has_layer(r.annotation.tree, "Tanh 2"));
+  // BERT's pooler: dense and nn.Tanh, then the classifier's dropout and Linear.
+  root.items.pop_back();
+  for (Mod m : {Mod{"Pooler", {lin, leaf("Tanh", {"aten::tanh"})}, nullptr}, leaf("Dropout", {"aten::dropout"}), lin}) root.items.push_back(m);
+  r = bare_run(root);
+  CHECK(score_against(*r.bare.model, r.annotation, r.truth).leaf_f1 == doctest::Approx(1.0));
+  CHECK(has_layer(r.annotation.tree, "Tanh 1"));
 }
 
 TEST_CASE("inferred layers: a window attention that gathers its position bias before its projections is one function") {
