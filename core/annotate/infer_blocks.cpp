@@ -442,11 +442,7 @@ std::vector<Span> message_passing_layers(const std::vector<Element>& els) {
       size_t st = at[k];
       for (size_t j = at[k]; j > floor; --j)
         if (is_gather(els[j - 1])) st = j - 1;
-      size_t loose = st;
-      while (loose > floor && !els[loose - 1].unit) --loose;
-      // Sums right after the layer before's last unit are its residual joins (x + update(x)).
-      while (loose < st && !els[loose].unit && els[loose].role == Role::Add) ++loose;
-      st = loose;
+      while (st > floor && !els[st - 1].unit) --st;
       for (size_t j = st; transform_first && j > floor && (transform(j - 1) || (!els[j - 1].unit && els[j - 1].role == Role::Shape)); --j)
         if (transform(j - 1)) st = j - 1;
       starts.push_back(st);
@@ -454,12 +450,17 @@ std::vector<Span> message_passing_layers(const std::vector<Element>& els) {
     for (size_t k = 1; k < starts.size(); ++k)
       if (starts[k] <= starts[k - 1]) return {};
     // A graph network's updates each end with their dropout: a layer's last one's is its own.
+    // Its sums right after a layer's last update are that layer's residual joins (x + x').
     auto dropout = [&](size_t j) { return els[j].unit && els[j].role == Role::Dropout; };
-    bool updates_drop_out = false;
-    for (size_t k = 0; k + 1 < starts.size() && !updates_drop_out; ++k) {
+    bool updates_drop_out = false, graph_network = false;
+    for (size_t k = 0; k + 1 < starts.size(); ++k) {
       const std::vector<Span> ups = graph_updates(els, {starts[k], starts[k + 1]});
-      updates_drop_out = !ups.empty() && dropout(ups[0].second - 1);
+      graph_network |= !ups.empty();
+      updates_drop_out |= !ups.empty() && dropout(ups[0].second - 1);
     }
+    for (size_t k = 1; k < starts.size() && graph_network; ++k)
+      if (els[starts[k] - 1].unit)
+        while (starts[k] + 1 < at[k * period] && !els[starts[k]].unit && els[starts[k]].role == Role::Add) ++starts[k];
     std::vector<Span> out;
     for (size_t k = 0; k < starts.size(); ++k) {
       size_t end = k + 1 < starts.size() ? starts[k + 1] : els.size();
