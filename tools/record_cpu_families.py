@@ -15,7 +15,10 @@ Face writes it, a DenseNet of basic layers, a dense-adjacency GAT, GraphSAGE wit
 aggregation, a Mixtral-like MoE, a BiLSTM with attention pooling, a transformer-decoder image
 captioner, a timm-style ViT, DIN, GhostNet, LeNet-5, the common bilinear U-Net, a
 character-aware CNN-LSTM, an SE-ResNet and an EfficientNet written by hand, a YOLOv5-like
-backbone (C3 and SPPF), a DiT (adaLN-modulated transformer) and a HiFi-GAN generator. Every
+backbone (C3 and SPPF), a DiT (adaLN-modulated transformer) and a HiFi-GAN generator, and the
+models of record_cpu_families_more.py (a timm-style Swin, a MeshGraphNets-like processor,
+transformers with nn.MultiheadAttention, by hand and Hugging Face's way, an additive-attention
+GRU, a residual GCN, a BoTNet-like ResNet). Every
 model's split is "tune": the layer inference may be tuned on it. tests/data/corpus-cpu-heldout
 stays the check, and no model name is shared with any other corpus.
 
@@ -35,6 +38,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import record_cpu_heldout as rh  # noqa: E402  (imports record_cpu_corpus: 1 thread, torch)
+import record_cpu_families_more  # noqa: E402  (the corpus's later models)
 from record_cpu_corpus import ce, image_cls, mse, randint, randn  # noqa: E402
 
 import torch  # noqa: E402
@@ -1709,6 +1713,8 @@ REGISTRY = [
         lambda: dict(model=HiFiGen(), inputs=(randn(2, 40, 16),), target=randn(2, 1, 256, seed=5), loss=mse),
     ),
 ]
+
+REGISTRY += record_cpu_families_more.REGISTRY
 
 SPLIT_RULE = (
     "every model is tune: this corpus adds families the other corpora lack to the "
