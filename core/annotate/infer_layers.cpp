@@ -148,14 +148,21 @@ struct Inference {
     if (std::all_of(kids.begin(), kids.end(), [&](NodeId n) { return b.parent[n] == parent; })) make(numbered(what) + ": " + name, parent, kids);
   }
 
+  // Between two of them, the units that widen and activate (a Linear and its activation) are the
+  // Intermediate module (HF's BertIntermediate).
   void output_module(const std::vector<Element>& els, size_t f, size_t t) {
+    size_t after_output = SIZE_MAX;  // just after the last Output made
     for (size_t j = f; j + 2 < t; ++j) {
       if (!els[j].unit || els[j].role != Role::Weight) continue;
       const size_t norm = add_and_norm_after(els, j, t);
       if (norm == 0) continue;
+      if (after_output != SIZE_MAX && j == after_output + 2 && els[after_output].unit && els[after_output].role == Role::Weight &&
+          els[after_output + 1].unit && els[after_output + 1].role == Role::Activation)
+        unit_group("Intermediate", els, after_output, j);
       std::vector<NodeId> kids;
       for (size_t i = j; i <= norm; ++i) kids.push_back(els[i].node);
       make(numbered("Output") + ": " + readable(els[j]) + " + " + readable(els[norm]), b.parent[kids.front()], kids);
+      after_output = norm + 1;
       j = norm;
     }
   }
