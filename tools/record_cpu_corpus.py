@@ -382,6 +382,20 @@ class Mlp(nn.Module):
         return self.fc2(self.act(self.fc1(x)))
 
 
+# timm's Mlp, dropouts and all (the families corpus's timm-style ViT and Swin).
+class TMlp(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.fc1 = nn.Linear(d, 4 * d)
+        self.act = nn.GELU()
+        self.drop1 = nn.Dropout(0.0)
+        self.fc2 = nn.Linear(4 * d, d)
+        self.drop2 = nn.Dropout(0.0)
+
+    def forward(self, x):
+        return self.drop2(self.fc2(self.drop1(self.act(self.fc1(x)))))
+
+
 class ViTBlock(nn.Module):
     def __init__(self, dim, heads):
         super().__init__()

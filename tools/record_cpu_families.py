@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import record_cpu_heldout as rh  # noqa: E402  (imports record_cpu_corpus: 1 thread, torch)
 import record_cpu_families_more  # noqa: E402  (the corpus's later models)
-from record_cpu_corpus import ce, image_cls, mse, randint, randn  # noqa: E402
+from record_cpu_corpus import TMlp, ce, image_cls, mse, randint, randn  # noqa: E402
 
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
@@ -953,19 +953,6 @@ class TAttn(nn.Module):
         a = self.attn_drop(a.softmax(dim=-1))
         x = (a @ v).transpose(1, 2).reshape(B, N, C)
         return self.proj_drop(self.proj(x))
-
-
-class TMlp(nn.Module):
-    def __init__(self, d):
-        super().__init__()
-        self.fc1 = nn.Linear(d, 4 * d)
-        self.act = nn.GELU()
-        self.drop1 = nn.Dropout(0.0)
-        self.fc2 = nn.Linear(4 * d, d)
-        self.drop2 = nn.Dropout(0.0)
-
-    def forward(self, x):
-        return self.drop2(self.fc2(self.drop1(self.act(self.fc1(x)))))
 
 
 class TBlock(nn.Module):

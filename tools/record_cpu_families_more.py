@@ -15,7 +15,7 @@ whose last stage's 3x3 convs are self-attention over the map.
 import math
 
 import record_cpu_heldout as rh
-from record_cpu_corpus import ce, ce_tokens, image_cls, mse, randint, randn
+from record_cpu_corpus import TMlp, ce, ce_tokens, image_cls, mse, randint, randn
 
 import torch
 import torch.nn as nn
@@ -59,19 +59,6 @@ class WindowAttention(nn.Module):
         return self.proj_drop(self.proj((a @ v).transpose(1, 2).reshape(B, N, C)))
 
 
-class Mlp(nn.Module):
-    def __init__(self, d):
-        super().__init__()
-        self.fc1 = nn.Linear(d, 4 * d)
-        self.act = nn.GELU()
-        self.drop1 = nn.Dropout(0.0)
-        self.fc2 = nn.Linear(4 * d, d)
-        self.drop2 = nn.Dropout(0.0)
-
-    def forward(self, x):
-        return self.drop2(self.fc2(self.drop1(self.act(self.fc1(x)))))
-
-
 class SwinBlock(nn.Module):
     def __init__(self, d, h, w, shift):
         super().__init__()
@@ -80,7 +67,7 @@ class SwinBlock(nn.Module):
         self.norm1 = nn.LayerNorm(d)
         self.attn = WindowAttention(d, h, w)
         self.norm2 = nn.LayerNorm(d)
-        self.mlp = Mlp(d)
+        self.mlp = TMlp(d)
 
     def forward(self, x):
         B, H, W, C = x.shape
