@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <unordered_map>
 
 namespace strata::render {
@@ -93,16 +94,16 @@ void layout_bars(const CompareInput& in, const CompareStyle& st, bool b, const s
   const Ns t0 = t.begin[it], t1 = t.end[it];
   auto x_of = [&](Ns time) { return out.bars_x + float(double(std::clamp(time, t0, t1) - t0) * out.px_per_ns); };
   const bool wall = in.diff->time_basis == "wall";
-  std::unordered_map<NodeId, Ns> last_end;  // per parent: where its last child so far ended
+  // Per parent, by its place in the subtree: where its last child so far ended (none yet: no
+  // lead-in for the first).
+  std::vector<Ns> last_end(t.subtree_end[it] - it, std::numeric_limits<Ns>::max());
   const char* side = b ? "B:" : "A:";
   int phases = 0;
   for (NodeId n = it + 1; n < t.subtree_end[it]; ++n) {
     Ns from = t.begin[n];
-    if (wall) {
-      const auto [at, first] = last_end.try_emplace(t.parent[n], t.end[n]);
-      if (!first && t.kind[n] == NodeKind::Layer) from = std::min(from, at->second);
-      at->second = t.end[n];
-    }
+    Ns& sibling_end = last_end[t.parent[n] - it];
+    if (wall && t.kind[n] == NodeKind::Layer) from = std::min(from, sibling_end);
+    sibling_end = t.end[n];
     const int r = row_of(t, it, n);
     if (r < 0 || r >= out.rows) continue;
     const float lead_x = x_of(from), x0 = x_of(t.begin[n]), x1 = std::max(x0 + 1.0f, x_of(t.end[n]));

@@ -478,7 +478,7 @@ std::vector<Span> message_passing_layers(const std::vector<Element>& els) {
       // norm and activation after it are the model's, between layers. A single weight op's
       // activation is its layer's (GCN's).
       // A graph network's updates each keep what follows their weights (norm, activation).
-      if (const Span mlp = update_mlp(els, {starts[k], end}); mlp.second > mlp.first && graph_updates(els, {starts[k], end}).empty()) end = mlp.second;
+      if (const Span mlp = update_mlp(els, {starts[k], end}); mlp.second > mlp.first && !graph_network) end = mlp.second;
       // A layer has weights: scatters without any between them are one computation's parts
       // (GraphSAGE's sum of messages and its count of them for the mean).
       if (std::none_of(els.begin() + long(starts[k]), els.begin() + long(end), [](const Element& e) { return e.unit && e.role == Role::Weight; }))

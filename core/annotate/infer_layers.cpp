@@ -514,7 +514,7 @@ struct Inference {
   bool mixture_of_experts(const std::vector<Element>& els, size_t from, size_t end) {
     auto picks = [&](std::initializer_list<std::string_view> ops) {
       return std::any_of(els.begin() + long(from), els.begin() + long(end),
-                         [&](const Element& e) { return !e.unit && std::find(ops.begin(), ops.end(), e.op) != ops.end(); });
+                         [&](const Element& e) { return !e.unit && in(e.op, ops); });
     };
     const bool top_k = picks({"aten::topk"});
     if (!top_k && !picks({"aten::max", "aten::argmax"})) return false;

@@ -51,6 +51,17 @@ bool is_unit_role(Role r) {
 
 namespace {
 
+// Takes an attention's parts [from, to) out of it, with their ops (its ops are its parts', in
+// order).
+std::vector<Element> take_parts(Element& a, size_t from, size_t to) {
+  size_t at = 0, n = 0;
+  for (size_t k = 0; k < to; ++k) (k < from ? at : n) += a.inner[k].ops.size();
+  a.ops.erase(a.ops.begin() + long(at), a.ops.begin() + long(at + n));
+  std::vector<Element> parts(std::make_move_iterator(a.inner.begin() + long(from)), std::make_move_iterator(a.inner.begin() + long(to)));
+  a.inner.erase(a.inner.begin() + long(from), a.inner.begin() + long(to));
+  return parts;
+}
+
 struct UnitFinder {
   Context& c;
   const TreeBuilder& b;
@@ -465,13 +476,9 @@ struct UnitFinder {
         out.push_back(std::move(a));
         continue;
       }
-      std::vector<Element> after(std::make_move_iterator(a.inner.begin() + long(reverse)), std::make_move_iterator(a.inner.end()));
-      a.inner.erase(a.inner.begin() + long(reverse), a.inner.end());
-      for (size_t m = 0; m < a.lead; ++m) out.push_back(std::move(a.inner[m]));
-      a.inner.erase(a.inner.begin(), a.inner.begin() + long(a.lead));
+      std::vector<Element> after = take_parts(a, reverse, a.inner.size());
+      for (Element& v : take_parts(a, 0, a.lead)) out.push_back(std::move(v));
       a.lead = 0;
-      a.ops.clear();
-      for (const Element& in : a.inner) a.ops.insert(a.ops.end(), in.ops.begin(), in.ops.end());
       out.push_back(std::move(a));
       for (Element& v : after) out.push_back(std::move(v));
     }
@@ -620,11 +627,7 @@ struct UnitFinder {
       for (size_t k = 0; k < a.lead; ++k)
         if (computes(a.inner[k])) extra = std::max(extra, k + 1);
     if (extra == 0) return;
-    std::vector<Element> out(std::make_move_iterator(a.inner.begin()), std::make_move_iterator(a.inner.begin() + long(extra)));
-    a.inner.erase(a.inner.begin(), a.inner.begin() + long(extra));
-    size_t moved = 0;
-    for (const Element& e : out) moved += e.ops.size();
-    a.ops.erase(a.ops.begin(), a.ops.begin() + long(moved));
+    std::vector<Element> out = take_parts(a, 0, extra);
     a.lead -= extra;
     els.insert(els.begin() + long(first), std::make_move_iterator(out.begin()), std::make_move_iterator(out.end()));
   }
@@ -669,11 +672,7 @@ void split_output_projections(std::vector<Element>& els) {
     if (w == 0 || !a.inner[w - 1].unit || a.inner[w - 1].role != Role::Weight) continue;
     --w;
     if (add_and_norm_after(els, j, els.size()) == 0) continue;
-    std::vector<Element> tail(std::make_move_iterator(a.inner.begin() + long(w)), std::make_move_iterator(a.inner.end()));
-    a.inner.erase(a.inner.begin() + long(w), a.inner.end());
-    size_t moved = 0;
-    for (const Element& e : tail) moved += e.ops.size();
-    a.ops.resize(a.ops.size() - moved);
+    std::vector<Element> tail = take_parts(a, w, a.inner.size());
     els.insert(els.begin() + long(j + 1), std::make_move_iterator(tail.begin()), std::make_move_iterator(tail.end()));
   }
 }

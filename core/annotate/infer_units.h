@@ -16,6 +16,8 @@ enum class Role : uint8_t { Weight, Norm, Activation, Pool, Dropout, Resample, S
 
 bool in(std::string_view n, std::initializer_list<std::string_view> names);
 Role role_of(std::string_view full);
+// Makes a tensor and computes nothing (zeros, zero_, empty): an RNN's zero state, the tensors
+// torch before 1.14's record_function makes around each range.
 bool allocates(std::string_view op);
 // Splits a tensor into parts that run through different branches.
 bool is_split(std::string_view op);
