@@ -377,10 +377,26 @@ struct UnitFinder {
       // computed with them (a window's partition; rotary positions, whose sums and
       // concatenations come after the projections: one before them is the residual path's).
       auto projection = [](const Element& e) { return e.role == Role::Weight && (e.kind == "linear" || e.kind == "conv"); };
+      // A packed projection (its output split into query, key and value, views apart) makes
+      // all three, or key and value with the query's projection after its packed weight's
+      // split: another projection before it is no in-projection (ALBERT's embedding mapping).
+      auto split_near = [&](size_t from, size_t to) {
+        for (size_t j = from; j < to && !out[j].unit && out[j].role == Role::Shape; ++j)
+          if (is_split(out[j].op) || out[j].op == "aten::unflatten") return true;
+        return false;
+      };
+      auto split_before = [&](size_t p) {
+        for (size_t j = p; j > 0 && !out[j - 1].unit && out[j - 1].role == Role::Shape; --j)
+          if (is_split(out[j - 1].op)) return true;
+        return false;
+      };
       size_t back = out.size(), first_linear = SIZE_MAX, last_join = SIZE_MAX;
+      bool packed_seen = false;
       while (back > 0) {
         const Element& p = out[back - 1];
         bool proj = projection(p);
+        if (proj && packed_seen && !split_before(back - 1)) break;
+        if (proj && !packed_seen) packed_seen = split_near(back, out.size());
         bool joins = !p.unit && (p.role == Role::Add || p.role == Role::Merge);
         if (joins && first_linear == SIZE_MAX && last_join == SIZE_MAX) last_join = back - 1;
         if (!(proj || (joins && first_linear == SIZE_MAX) || p.role == Role::Shape || (!p.unit && p.role == Role::Compute))) break;

@@ -1,0 +1,43 @@
+// Layers inferred for more families (a shared layer applied again, MetaFormers, state-space
+// blocks, stacked fully connected blocks), scored against the module tree that made the ops,
+// as in test_infer_layers.cpp.
+#include "model_trace.h"
+
+#include <string>
+#include <vector>
+
+using namespace strata;
+using namespace strata::test;
+
+TEST_CASE("inferred layers: a projection before nn.MultiheadAttention's packed in-projection is no part of it") {
+  // ALBERT: the embeddings mapped to the hidden size by a Linear, then one post-norm layer on
+  // nn.MultiheadAttention (batch_first: a transpose, its packed projection, a chunk). Its
+  // cross-attention form (a transformer decoder's: the packed weight split, the query's
+  // projection, then key and value's packed) keeps both projections.
+  Mod lin = leaf("Linear", {"aten::linear"}), ln = leaf("LayerNorm", {"aten::layer_norm"});
+  auto mha = [](std::vector<Mod> in) {
+    Mod m{"MultiheadAttention", std::move(in), nullptr};
+    for (const char* o : {"aten::view", "aten::transpose", "aten::div", "aten::bmm", "aten::softmax", "aten::bmm", "aten::transpose",
+                          "aten::contiguous", "aten::view"})
+      m.items.push_back(op(o));
+    m.items.push_back(op("aten::linear"));
+    m.items.push_back(op("aten::transpose"));
+    return m;
+  };
+  Mod self = mha({op("aten::transpose"), op("aten::linear"), op("aten::chunk")});
+  Mod layer{"AlbertLayer", {self, op("aten::add"), ln, lin, leaf("GELU", {"aten::gelu"}), lin, op("aten::add"), ln}, nullptr};
+  BareRun r = bare_run(Mod{"Albert", {leaf("Embedding", {"aten::embedding"}), ln, lin, layer, layer, layer, lin}, nullptr});
+  AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+
+  Mod cross = mha({op("aten::transpose"), op("aten::split_with_sizes"), op("aten::split_with_sizes"), op("aten::linear"), op("aten::linear"),
+                   op("aten::chunk")});
+  Mod decoder{"DecoderLayer", {self, op("aten::add"), ln, cross, op("aten::add"), ln, lin, leaf("ReLU", {"aten::relu"}), lin, op("aten::add"), ln},
+              nullptr};
+  r = bare_run(Mod{"Decoder", {leaf("Embedding", {"aten::embedding"}), decoder, decoder, lin}, nullptr});
+  s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
