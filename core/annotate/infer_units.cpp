@@ -390,6 +390,17 @@ struct UnitFinder {
           if (is_split(out[j - 1].op)) return true;
         return false;
       };
+      // Keys and values computed from a reduced map (a spatial-reduction attention: PVT's,
+      // SegFormer's): the query's linear, the reduction's conv or linear, its norm, then their
+      // projection; views between.
+      auto shapes_before = [&](size_t j) {
+        while (j > 0 && !out[j - 1].unit && out[j - 1].role == Role::Shape) --j;
+        return j;
+      };
+      auto reduced = [&](size_t norm) {
+        const size_t r = shapes_before(norm), q = r > 0 ? shapes_before(r - 1) : 0;
+        return r > 0 && q > 0 && projection(out[r - 1]) && out[q - 1].role == Role::Weight && out[q - 1].kind == "linear";
+      };
       size_t back = out.size(), first_linear = SIZE_MAX, last_join = SIZE_MAX;
       bool packed_seen = false;
       while (back > 0) {
@@ -399,7 +410,8 @@ struct UnitFinder {
         if (proj && !packed_seen) packed_seen = split_near(back, out.size());
         bool joins = !p.unit && (p.role == Role::Add || p.role == Role::Merge);
         if (joins && first_linear == SIZE_MAX && last_join == SIZE_MAX) last_join = back - 1;
-        if (!(proj || (joins && first_linear == SIZE_MAX) || p.role == Role::Shape || (!p.unit && p.role == Role::Compute))) break;
+        const bool reduction_norm = p.unit && p.role == Role::Norm && first_linear != SIZE_MAX && last_join == SIZE_MAX && reduced(back - 1);
+        if (!(proj || reduction_norm || (joins && first_linear == SIZE_MAX) || p.role == Role::Shape || (!p.unit && p.role == Role::Compute))) break;
         if (proj) first_linear = back - 1;
         --back;
       }

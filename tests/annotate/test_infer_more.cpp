@@ -41,3 +41,26 @@ TEST_CASE("inferred layers: a projection before nn.MultiheadAttention's packed i
   CHECK(s.leaf_f1 == doctest::Approx(1.0));
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a spatial-reduction attention's query, reduction and norm are the attention's") {
+  // PVT's and SegFormer's attention: q(x); the map reduced by a strided conv and normed; kv
+  // of the reduced map; scores, softmax, weighted sum; proj. One attention, its children the
+  // modules.
+  Mod lin = leaf("Linear", {"aten::linear"}), ln = leaf("LayerNorm", {"aten::layer_norm"});
+  Mod attention{"SRAttention",
+                {lin, op("aten::reshape"), op("aten::permute"), op("aten::permute"), op("aten::reshape"), leaf("Conv2d", {"aten::conv2d"}),
+                 op("aten::reshape"), op("aten::permute"), ln, lin, op("aten::reshape"), op("aten::permute"), op("aten::select"),
+                 op("aten::select"), op("aten::transpose"), op("aten::matmul"), op("aten::mul"), op("aten::softmax"), op("aten::matmul"),
+                 op("aten::transpose"), op("aten::reshape"), lin},
+                nullptr};
+  Mod mlp{"Mlp", {lin, leaf("GELU", {"aten::gelu"}), lin}, nullptr};
+  Mod block{"Block", {ln, attention, op("aten::add"), ln, mlp, op("aten::add")}, nullptr};
+  BareRun r = bare_run(Mod{"PVT", {leaf("Conv2d", {"aten::conv2d"}), op("aten::reshape"), op("aten::transpose"), ln, block, block, block,
+                                   ln, op("aten::mean"), lin},
+                           nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+  CHECK(has_layer(r.annotation.tree, "Layer 2: attention + MLP"));
+}
