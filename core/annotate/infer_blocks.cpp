@@ -197,6 +197,14 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
       while (k > 0 && !els[k - 1].unit && els[k - 1].role == Role::Shape) grows |= els[--k].op == "aten::unsqueeze";
       if (grows) continue;
     }
+    // Sums three or more between two units are a loop's, written in Python (a selective
+    // scan's state updates, one per time step), no joins; nor is the stack of its outputs.
+    {
+      size_t sums = 1;
+      for (size_t k = j; k > 0 && !els[k - 1].unit && sums < 3; --k) sums += els[k - 1].role == Role::Add;
+      for (size_t k = j + 1; k < els.size() && !els[k].unit && sums < 3; ++k) sums += els[k].role == Role::Add;
+      if (sums >= 3) continue;
+    }
     // A sum another sum takes at once (two branches summed, out + shared expert, then joined
     // back to the input): the later one is the join.
     if (add && next < els.size() && !els[next].unit && els[next].role == Role::Add) continue;

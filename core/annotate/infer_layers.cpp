@@ -353,11 +353,24 @@ struct Inference {
     // activation): it is the projection, computed after F.
     const size_t proj = end >= f + 2 && els[end - 1].role == Role::Norm ? end - 2 : end - 1;
     if (proj > f && is(proj, "conv") && els[proj - 1].unit && els[proj - 1].role == Role::Norm) end = proj;
-    // Ops of the block's own in F (a product, a matmul) say F is computed inline, not a module.
+    // Ops of the block's own in F (a product, a matmul) say F is computed inline, not a
+    // module; unless the block opens with its norm and F with a projection, x + F(norm(x)):
+    // F is the module the block hands the normed input to (Mamba's mixer, its scan written
+    // in Python). A pre-activation block's norm and activation are the block's own.
     size_t units = 0;
+    bool inline_ops = false;
     for (size_t j = f; j < end; ++j) {
-      if (!els[j].unit && els[j].role != Role::Shape) return;
+      inline_ops |= !els[j].unit && els[j].role != Role::Shape;
       units += els[j].unit;
+    }
+    if (inline_ops) {
+      size_t norm = f;
+      while (norm < end && !els[norm].unit && els[norm].role == Role::Shape) ++norm;
+      size_t first = norm + 1;
+      while (first < end && !els[first].unit && els[first].role == Role::Shape) ++first;
+      if (norm == end || els[norm].role != Role::Norm || first == end || els[first].role != Role::Weight) return;
+      f = norm + 1;
+      --units;
     }
     if (units < 2) return;
     std::vector<NodeId> kids;

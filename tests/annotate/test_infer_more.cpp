@@ -64,3 +64,25 @@ TEST_CASE("inferred layers: a spatial-reduction attention's query, reduction and
   CHECK(s.node_precision == doctest::Approx(1.0));
   CHECK(has_layer(r.annotation.tree, "Layer 2: attention + MLP"));
 }
+
+TEST_CASE("inferred layers: a selective scan written in Python is its mixer's: its sums and stack join no branches") {
+  // Mamba's block: x + mixer(norm(x)). The mixer projects, convolves, then scans the sequence
+  // in a Python loop (a state update summed per time step, the outputs stacked), gates and
+  // projects out: one module, its own ops the scan's.
+  Mod lin = leaf("Linear", {"aten::linear"});
+  Mod mixer{"MambaMixer",
+            {lin, op("aten::chunk"), op("aten::transpose"), leaf("Conv1d", {"aten::conv1d"}), op("aten::transpose"), op("aten::silu"), lin,
+             op("aten::split_with_sizes"), lin, op("aten::softplus"), op("aten::exp"), op("aten::neg"), op("aten::zeros")},
+            nullptr};
+  for (int step = 0; step < 6; ++step)
+    for (const char* o : {"aten::select", "aten::unsqueeze", "aten::mul", "aten::exp", "aten::mul", "aten::mul", "aten::add", "aten::mul", "aten::sum"})
+      mixer.items.push_back(op(o));
+  for (Mod m : {op("aten::stack"), op("aten::mul"), op("aten::add"), op("aten::silu"), op("aten::mul"), lin}) mixer.items.push_back(m);
+  Mod norm{"RMSNorm", {op("aten::pow"), op("aten::mean"), op("aten::add"), op("aten::rsqrt"), op("aten::mul"), op("aten::mul")}, nullptr};
+  Mod block{"MambaBlock", {norm, mixer, op("aten::add")}, nullptr};
+  BareRun r = bare_run(Mod{"MambaLM", {leaf("Embedding", {"aten::embedding"}), block, block, block, norm, lin}, nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 > 0.95);  // (the mixer's F.silu calls are units of their own: the ops cannot tell them from nn.SiLU)
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the blocks and their mixers
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
