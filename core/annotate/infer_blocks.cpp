@@ -510,6 +510,19 @@ std::vector<Span> message_passing_layers(const std::vector<Element>& els) {
   return {};
 }
 
+namespace {
+
+bool lone_norm(const std::vector<Element>& els, size_t from, size_t to) {
+  size_t norms = 0;
+  for (size_t j = from; j < to; ++j) {
+    if (els[j].unit ? els[j].role != Role::Norm : els[j].role != Role::Shape) return false;
+    norms += els[j].unit;
+  }
+  return norms == 1;
+}
+
+}  // namespace
+
 // A block that ends like another block (of two units or more, or of one unit recurring: DCN's
 // cross layers) holds what came before that one (the stem: ResNet's conv, norm and pooling
 // before its first residual block, a transformer's embeddings before its first layer;
@@ -542,6 +555,10 @@ void split_stem(const std::vector<Element>& els, std::vector<Span>& blocks, std:
       if (at == blocks[k].first) continue;  // no stem before it
       // A projection shortcut computed first is the block's, no stem.
       if (projection_shortcut(signature(els, blocks[k].first, at))) continue;
+      // So is a lone norm right after a block of the kind: no stem comes between two blocks
+      // of a kind but a downsampling, and a norm alone is the identity branch's (RepVGG's,
+      // normed before the others are computed).
+      if (k > 0 && (sig[k - 1] == other || sig[k - 1] == sig[k]) && blocks[k - 1].second == blocks[k].first && lone_norm(els, blocks[k].first, at)) continue;
       blocks.insert(blocks.begin() + long(k) + 1, {at, blocks[k].second});
       blocks[k].second = at;
       sig.insert(sig.begin() + long(k) + 1, other);

@@ -86,3 +86,18 @@ TEST_CASE("inferred layers: a selective scan written in Python is its mixer's: i
   CHECK(s.block_recall == doctest::Approx(1.0));  // the blocks and their mixers
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a norm alone before a block, right after a block of its kind, is the identity branch's, no stem") {
+  // RepVGG at training: relu(dense(x) + conv1x1(x) + bn(x)), each branch a module; the identity
+  // branch's BatchNorm runs first, and only where the block keeps the shape.
+  Mod conv_bn{"Sequential", {conv(), bn()}, nullptr};
+  Mod down{"RepVGGBlock", {conv_bn, conv_bn, op("aten::add"), op("aten::add"), relu_module()}, nullptr};
+  Mod same{"RepVGGBlock", {bn(), conv_bn, conv_bn, op("aten::add"), op("aten::add"), relu_module()}, nullptr};
+  BareRun r = bare_run(Mod{"RepVGG",
+                           {down, Mod{"Sequential", {down, same}, nullptr}, Mod{"Sequential", {down, same, same}, nullptr},
+                            leaf("AdaptiveAvgPool2d", {"aten::adaptive_avg_pool2d"}), op("aten::flatten"), leaf("Linear", {"aten::linear"})},
+                           nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
