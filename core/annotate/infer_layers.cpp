@@ -504,12 +504,15 @@ struct Inference {
   // by default): its op is the layer's own, no module's.
   void functional_activation(const std::vector<Element>& els, size_t from, size_t end) {
     auto is = [&](size_t j, Role r) { return j < end && els[j].unit && els[j].role == r; };
-    for (size_t j = from + 1; j < end; ++j)
-      if (is(j - 1, Role::Weight) && els[j - 1].kind == "linear" && is(j, Role::Activation) && is(j + 1, Role::Dropout) &&
+    for (size_t j = from + 1; j < end; ++j) {
+      size_t w = j - 1;  // linear1, the view it returned its output through apart
+      while (w > from && !els[w].unit && els[w].role == Role::Shape) --w;
+      if (is(w, Role::Weight) && els[w].kind == "linear" && is(j, Role::Activation) && is(j + 1, Role::Dropout) &&
           is(j + 2, Role::Weight) && els[j + 2].kind == "linear") {
         for (NodeId op : els[j].ops) b.parent[op] = b.parent[els[j].node];
         b.drop(els[j].node);
       }
+    }
   }
 
   // A gated MLP (SwiGLU, GeGLU) multiplies its two branches before its down-projection: that
