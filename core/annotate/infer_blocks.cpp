@@ -65,7 +65,10 @@ bool normalises_first(const std::vector<Element>& els, std::string_view weight_k
   for (size_t j = 1; j < els.size(); ++j) {
     if (els[j].unit || els[j].role != Role::Add) continue;
     size_t k = j;
-    while (k > 0 && ((!els[k - 1].unit && els[k - 1].role == Role::Shape) || (els[k - 1].unit && els[k - 1].role == Role::Dropout))) --k;
+    // past views, dropouts and a scale (a layer scale's product)
+    while (k > 0 && ((!els[k - 1].unit && (els[k - 1].role == Role::Shape || (k == j && els[k - 1].op == "aten::mul"))) ||
+                     (els[k - 1].unit && els[k - 1].role == Role::Dropout)))
+      --k;
     if (k == 0 || !els[k - 1].unit) continue;
     after_norm += els[k - 1].role == Role::Norm;
     after_weight += els[k - 1].role == Role::Weight && (weight_kind.empty() || els[k - 1].kind == weight_kind);
@@ -119,10 +122,19 @@ void open_at_norms(const std::vector<Element>& els, std::vector<Span>& blocks) {
     while (from < to && !els[from].unit) ++from;
     return from;
   };
+  auto ops_of = [&](size_t from, size_t to) {
+    std::string s;
+    for (size_t j = from; j < to; ++j) s.append(els[j].op).push_back(';');
+    return s;
+  };
   std::set<std::string> opening;  // kinds that open with a norm
+  std::vector<std::string> leads;  // the loose ops before the norm of each block opening with one
   for (size_t k = 1; k < blocks.size(); ++k) {
     const size_t u = first_unit(blocks[k].first, blocks[k].second);
-    if (u < blocks[k].second && els[u].role == Role::Norm) opening.insert(signature(els, blocks[k].first, blocks[k].second));
+    if (u < blocks[k].second && els[u].role == Role::Norm) {
+      opening.insert(signature(els, blocks[k].first, blocks[k].second));
+      leads.push_back(ops_of(blocks[k].first, u));
+    }
   }
   auto of_an_opening_kind = [&](const std::string& sig) {
     if (opening.contains(sig)) return true;
@@ -140,7 +152,11 @@ void open_at_norms(const std::vector<Element>& els, std::vector<Span>& blocks) {
       ++norm;
     }
     if (norm < t && els[norm].unit && els[norm].role == Role::Norm && of_an_opening_kind(signature(els, norm, t))) {
+      // with the loose ops before it where a peer opens with the same (a layer scale's views)
+      size_t lead = norm;
+      while (lead > f && !els[lead - 1].unit) --lead;
       f = norm;
+      if (lead < norm && std::find(leads.begin(), leads.end(), ops_of(lead, norm)) != leads.end()) f = lead;
       continue;
     }
     auto& [pf, pt] = blocks[k - 1];
@@ -157,6 +173,17 @@ void open_at_norms(const std::vector<Element>& els, std::vector<Span>& blocks) {
 bool upsamples(const Element& e) {
   return e.unit && (e.role == Role::Resample || e.op.find("conv_transpose") != std::string_view::npos);
 }
+
+namespace {
+
+// Whether the norm at j opens a branch: the next unit (views apart) computes, no sum first.
+bool opens_branch(const std::vector<Element>& els, size_t j) {
+  size_t k = j + 1;
+  while (k < els.size() && !els[k].unit && els[k].role == Role::Shape) ++k;
+  return k < els.size() && els[k].unit && (els[k].role == Role::Weight || els[k].role == Role::Pool);
+}
+
+}  // namespace
 
 std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm) {
   // Post-norm where most adds are followed by a norm (BERT's); elsewhere a norm right after
@@ -181,6 +208,9 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
     // Lookups take ids, not a tensor a branch could be added back to: embeddings summed
     // (tokens and positions) are no residual block.
     if (els[j].unit && els[j].role == Role::Weight && els[j].kind != "embedding") ++weights;
+    // Pre-norm: a branch opens at its norm, so weights before it are no branch's (a patch
+    // embedding's conv before a MetaFormer's first block, whose token mixer may hold none).
+    if (pre_norm && els[j].unit && els[j].role == Role::Norm && opens_branch(els, j)) weights = 0;
     if (els[j].unit || weights == 0) continue;
     const bool merge = els[j].role == Role::Merge, add = els[j].role == Role::Add;
     if (!add && !merge) continue;

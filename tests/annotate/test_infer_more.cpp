@@ -116,3 +116,22 @@ TEST_CASE("inferred layers: nn.TransformerDecoderLayer's activation is a functio
   CHECK_FALSE(has_layer(r.annotation.tree, "ReLU 1"));
   CHECK(score_against(*r.bare.model, r.annotation, r.truth).node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a MetaFormer block whose token mixer holds no weights is one block, the stage's conv before it") {
+  // PoolFormer: x + s1 * mixer(norm1(x)), then x + s2 * mlp(norm2(x)), the mixer pool(x) - x,
+  // the layer scales' views first; a patch embedding's conv before each stage.
+  Mod gn = leaf("GroupNorm", {"aten::group_norm"}), conv1x1 = conv();
+  Mod block{"PoolFormerBlock",
+            {op("aten::unsqueeze"), op("aten::unsqueeze"), gn, Mod{"Pooling", {leaf("AvgPool2d", {"aten::avg_pool2d"}), op("aten::sub")}, nullptr},
+             op("aten::mul"), op("aten::add"), op("aten::unsqueeze"), op("aten::unsqueeze"), gn,
+             Mod{"Mlp", {conv1x1, leaf("GELU", {"aten::gelu"}), conv1x1}, nullptr}, op("aten::mul"), op("aten::add")},
+            nullptr};
+  BareRun r = bare_run(Mod{"PoolFormer",
+                           {conv(), Mod{"Sequential", {block, block}, nullptr}, conv(), Mod{"Sequential", {block, block}, nullptr}, gn,
+                            op("aten::mean"), leaf("Linear", {"aten::linear"})},
+                           nullptr});
+  for (const char* name : {"Block 1: 2 GroupNorm + Pool + 2 Conv + GELU", "Block 4: 2 GroupNorm + Pool + 2 Conv + GELU"})
+    CHECK(has_layer(r.annotation.tree, name));
+  CHECK(has_layer(r.annotation.tree, "Conv 1"));  // the patch embedding, no block's
+  CHECK(score_against(*r.bare.model, r.annotation, r.truth).node_precision == doctest::Approx(1.0));
+}
