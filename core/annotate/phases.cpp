@@ -268,6 +268,20 @@ struct PhaseLabeler {
         while (i > 0 && left_beside(i)) --i;
         return i;
       };
+      // A slice the model's first weight op takes that the model slices again for the same op
+      // (x[..., k:k + 1] into one embedding per variable) is the model's, no batch picked.
+      auto slices_again = [&](size_t slice, size_t op) {
+        if (op != weights) return false;
+        for (size_t j = op + 1, seen = 0; j + 1 < n && seen < 256; ++j) {
+          if (!is_main_op(j) || left_beside(j)) continue;
+          ++seen;
+          if (name(j) != name(slice)) continue;
+          size_t next = j + 1;
+          while (next < n && (!is_main_op(next) || left_beside(next))) ++next;
+          if (next < n && name(next) == name(op)) return true;
+        }
+        return false;
+      };
       auto view = [&](size_t i) {
         i = parent(i);
         size_t after = i + 1;
@@ -275,7 +289,7 @@ struct PhaseLabeler {
         const std::string_view op = strip_prefix(name(i), "aten::");
         if (!name(i).starts_with("aten::")) return false;
         if (op == "select") return i > 0 && name(parent(i - 1)) == "aten::slice";
-        if (op == "slice") return after < n && name(after) == "aten::select";
+        if (op == "slice") return after < n && (name(after) == "aten::select" || slices_again(i, after));
         return op == "view" || op == "reshape" || op == "unsqueeze" || op == "squeeze" || op == "transpose" || op == "permute" ||
                op == "flatten" || op == "expand";
       };
@@ -348,6 +362,18 @@ struct PhaseLabeler {
           --k;
           reduction |= name(k) == "aten::sum" || name(k) == "aten::mean";
         }
+        // A loss written by hand starts at its log-likelihood (-F.logsigmoid(pos - neg).mean())
+        // or its squared difference ((pred - y) ** 2): what the model computed before it (a
+        // score from two lookups' products) is still forward.
+        size_t written = E, prev = E;
+        for (size_t j = k; j < E; ++j) {
+          if (!is_main_op(j) || !open(j)) continue;
+          const std::string_view op = name(j);
+          if (op == "aten::log_sigmoid" || op == "aten::log_softmax" || (op == "aten::pow" && prev < E && name(prev) == "aten::sub"))
+            written = op == "aten::pow" ? prev : j;
+          prev = j;
+        }
+        if (written < E) k = written, reduction = true;
         if (reduction)
           for (size_t j = k; j < E; ++j)
             if (open(j)) lab[j] = P(PhaseKind::Loss);

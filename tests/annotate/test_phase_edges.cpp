@@ -198,3 +198,31 @@ TEST_CASE("phases: the host's time between two phases is shared, twice as much t
     CHECK(inferred == expected);
   }
 }
+
+TEST_CASE("phases: a loss written by hand starts at its log-likelihood or its squared difference, the model's score before it") {
+  // SASRec: the model scores positives and negatives by products with their lookups, summed,
+  // and subtracts; the loss is -F.logsigmoid(score).mean(). No op is named a loss.
+  Mod emb = leaf("Embedding", {"aten::embedding"});
+  Mod root{"SASRec", {emb, leaf("LayerNorm", {"aten::layer_norm"}), emb, op("aten::mul"), op("aten::sum"), emb, op("aten::mul"), op("aten::sum"),
+                      op("aten::sub")},
+           nullptr};
+  BareRun r = bare_run(root, {{"aten::log_sigmoid", "aten::mean", "aten::neg"}});
+  CHECK(phases_of_op(r, "aten::sub") == std::vector<PhaseKind>(2, PhaseKind::Forward));
+  CHECK(phases_of_op(r, "aten::sum") == std::vector<PhaseKind>(4, PhaseKind::Forward));
+  CHECK(phases_of_op(r, "aten::log_sigmoid") == std::vector<PhaseKind>(2, PhaseKind::Loss));
+  // A squared error by hand, ((pred - y) ** 2 * w), after a model ending in its own sums.
+  Mod graph{"EGNN", {leaf("Linear", {"aten::linear"}), op("aten::sum"), op("aten::sum"), op("aten::mul"), op("aten::add")}, nullptr};
+  BareRun s = bare_run(graph, {{"aten::sub", "aten::pow", "aten::mul"}});
+  CHECK(phases_of_op(s, "aten::add") == std::vector<PhaseKind>(2, PhaseKind::Forward));
+  CHECK(phases_of_op(s, "aten::pow") == std::vector<PhaseKind>(2, PhaseKind::Loss));
+}
+
+TEST_CASE("phases: a slice the model takes again before each of its weight ops (a variable's column) is the forward's") {
+  // TFT's embeddings: x[..., k:k + 1] into one Linear per input variable, then the rest.
+  Mod root{"TFT", {}, nullptr};
+  for (int v = 0; v < 4; ++v)
+    for (Mod m : {op("aten::slice"), rounded_child("aten::as_strided"), leaf("Linear", {"aten::linear"})}) root.items.push_back(m);
+  for (Mod m : {op("aten::cat"), leaf("Linear", {"aten::linear"})}) root.items.push_back(m);
+  BareRun r = bare_run(root);
+  for (PhaseKind p : phases_of_op(r, "aten::slice")) CHECK(p == PhaseKind::Forward);
+}
