@@ -717,9 +717,32 @@ std::vector<std::vector<std::string>> layer_tuples(const std::vector<Span>& bloc
         if (reps >= 2 && reps * p > best_cover) best_k = k, best_p = p, best_cover = reps * p;
         k += reps >= 2 ? reps * p : 1;
       }
-    if (best_cover == 0) break;
+    // A transformer layer may recur with other blocks between its repeats (a diffusion
+    // UNet's one layer per spatial transformer, between residual blocks): a tuple of
+    // attention and feed-forward halves (no convs: those are the blocks around it) that
+    // recurs whole, apart, is a layer's kind too.
+    std::vector<size_t> apart;  // where the tuple found apart starts, each time
+    if (best_cover == 0)
+      for (size_t p = 4; p >= 2 && apart.empty(); --p)
+        for (size_t k = 0; k + p <= sig.size() && apart.empty(); ++k) {
+          std::vector<std::string> t(sig.begin() + long(k), sig.begin() + long(k + p));
+          if (std::none_of(t.begin(), t.end(), attention) || std::any_of(t.begin(), t.end(), [](auto& x) { return x.find("conv") != std::string::npos; }) ||
+              std::all_of(t.begin(), t.end(), [&](auto& x) { return x == t[0]; }) ||
+              variants(t) || std::any_of(t.begin(), t.end(), [&](auto& x) { return refused.contains(x); }))
+            continue;
+          std::vector<size_t> at;
+          for (size_t m = k; m + p <= sig.size();) {
+            const bool free = std::none_of(taken.begin() + long(m), taken.begin() + long(m + p), [](uint8_t x) { return x; });
+            if (free && tuple_at(after, sig, m, t)) at.push_back(m), m += p;
+            else ++m;
+          }
+          if (at.size() >= 2) apart = std::move(at), best_k = k, best_p = p;
+        }
+    if (best_cover == 0 && apart.empty()) break;
     std::vector<std::string> t(sig.begin() + long(best_k), sig.begin() + long(best_k + best_p));
     for (size_t i = best_k; i < best_k + best_cover; ++i) taken[i] = 1;
+    for (size_t m : apart)
+      for (size_t i = m; i < m + best_p; ++i) taken[i] = 1;
     // A layer starts with its attention, unless one kind alone ends with a norm (a
     // Conformer's second feed-forward and the layer's final norm): that one ends the layer;
     // without attention, with its largest block.

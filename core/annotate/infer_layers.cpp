@@ -518,8 +518,10 @@ struct Inference {
   // A gated MLP (SwiGLU, GeGLU) multiplies its two branches before its down-projection: that
   // product, between a unit and a weight op within [from, end), is the MLP's own.
   static bool gate_product(const std::vector<Element>& els, size_t j, size_t from, size_t end) {
-    return !els[j].unit && els[j].op.starts_with("aten::mul") && j > from && els[j - 1].unit && j + 1 < end && els[j + 1].unit &&
-           els[j + 1].role == Role::Weight;
+    size_t next = j + 1;  // the down-projection, past the dropout on the product (GEGLU's in a diffusion UNet's layers)
+    if (next + 1 < end && els[next].unit && els[next].role == Role::Dropout) ++next;
+    return !els[j].unit && els[j].op.starts_with("aten::mul") && j > from && els[j - 1].unit && next < end && els[next].unit &&
+           els[next].role == Role::Weight;
   }
 
   // A half whose ops pick the top-k of a router's scores (aten::topk; a Switch router's top-1

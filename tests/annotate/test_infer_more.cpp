@@ -135,3 +135,27 @@ TEST_CASE("inferred layers: a MetaFormer block whose token mixer holds no weight
   CHECK(has_layer(r.annotation.tree, "Conv 1"));  // the patch embedding, no block's
   CHECK(score_against(*r.bare.model, r.annotation, r.truth).node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a transformer layer recurring between other blocks (a diffusion UNet's) is still a layer, its GEGLU an MLP") {
+  // Stable Diffusion's UNet: residual blocks, each followed by a spatial transformer of one
+  // layer (self-attention, cross-attention, GEGLU feed-forward, each pre-norm), so the layer
+  // never follows itself. Its feed-forward: proj, chunk, gelu, the product, a dropout, out.
+  Mod lin = leaf("Linear", {"aten::linear"}), ln = leaf("LayerNorm", {"aten::layer_norm"}), gn = leaf("GroupNorm", {"aten::group_norm"});
+  Mod silu = leaf("SiLU", {"aten::silu"}), drop = leaf("Dropout", {"aten::dropout"});
+  Mod attention{"CrossAttention", {lin, lin, lin}, nullptr};
+  for (const char* o : {"aten::reshape", "aten::transpose", "aten::reshape", "aten::transpose", "aten::reshape", "aten::transpose",
+                        "aten::transpose", "aten::matmul", "aten::mul", "aten::softmax", "aten::matmul", "aten::transpose", "aten::reshape"})
+    attention.items.push_back(op(o));
+  attention.items.push_back(Mod{"Sequential", {lin, drop}, nullptr});
+  Mod geglu{"GEGLU", {lin, op("aten::chunk"), op("aten::gelu"), op("aten::mul")}, nullptr};
+  Mod layer{"BasicTransformerBlock",
+            {ln, attention, op("aten::add"), ln, attention, op("aten::add"), ln, Mod{"FeedForward", {geglu, drop, lin}, nullptr}, op("aten::add")},
+            nullptr};
+  Mod spatial{"SpatialTransformer",
+              {gn, conv(), op("aten::permute"), op("aten::reshape"), layer, op("aten::reshape"), op("aten::permute"), conv(), op("aten::add")},
+              nullptr};
+  Mod res{"ResBlock", {gn, silu, conv(), gn, silu, drop, conv(), op("aten::add")}, nullptr};
+  BareRun r = bare_run(Mod{"UNet", {conv(), res, spatial, res, spatial, gn, silu, conv()}, nullptr});
+  for (const char* name : {"Layer 1: attention + MLP", "Layer 2: attention + MLP", "MLP 2: Linear + GELU + Dropout + Linear"})
+    CHECK(has_layer(r.annotation.tree, name));
+}
