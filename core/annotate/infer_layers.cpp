@@ -265,13 +265,23 @@ struct Inference {
         kinds.push_back(sig[k]);
       }
     }
+    const std::vector<Span> partial = cross_stage_partials(els, layers, kinds);
     std::vector<NodeId> block_nodes;
     for (auto [f, t] : layers) {
       std::vector<NodeId> kids;
       for (size_t j = f; j < t; ++j) kids.push_back(els[j].node);
       block_nodes.push_back(make(block_name(els, f, t, graph), parent, kids));
     }
-    stages(els, parent, layers, block_nodes, kinds);
+    // Cross-stage partial modules hold the blocks of the stack: they, not stages, group it.
+    for (auto [f, t] : partial) {
+      size_t inside = 0;
+      for (auto [lf, lt] : layers) inside += lf >= f && lt <= t;
+      std::vector<NodeId> kids;
+      for (size_t j = f; j < t; ++j)
+        if (const NodeId n = child_of(els[j].node, parent); kids.empty() || kids.back() != n) kids.push_back(n);
+      make(numbered("CSP") + ": " + std::to_string(inside) + (inside == 1 ? " block" : " blocks"), parent, kids);
+    }
+    if (partial.empty()) stages(els, parent, layers, block_nodes, kinds);
     if (plain) down_modules(els, layers, block_nodes, kinds);
     // Layers of one block (a model may have both: an image tower of residual blocks, a text
     // tower of transformer layers).
@@ -376,6 +386,66 @@ struct Inference {
     std::vector<NodeId> kids;
     for (size_t j = f; j < end; ++j) kids.push_back(els[j].node);
     make(numbered("Residual branch"), b.parent[kids.front()], kids);
+  }
+
+  // The ancestor of n (or n) right under p.
+  NodeId child_of(NodeId n, NodeId p) const {
+    while (b.parent[n] != p) n = b.parent[n];
+    return n;
+  }
+
+  // Cross-stage partial modules (YOLO's C2f, CSPNet's): a conv (its norm and activation) whose
+  // output is split, blocks run on one part, all concatenated and fused by a conv. Their
+  // spans, from the first conv to the last, around whole blocks; the layers that took their
+  // convs (a run of convs between two of them seen as a block) give them back, and one left
+  // with a conv group alone is no layer.
+  std::vector<Span> cross_stage_partials(const std::vector<Element>& els, std::vector<Span>& layers, std::vector<std::string>& kinds) {
+    auto is = [&](size_t j, Role r) { return j < els.size() && els[j].unit && els[j].role == r; };
+    auto conv = [&](size_t j) { return is(j, Role::Weight) && els[j].kind == "conv"; };
+    std::vector<Span> out;
+    for (size_t i = 1; i < els.size(); ++i) {
+      if (els[i].unit || !is_split(els[i].op)) continue;
+      size_t start = i;  // back over the conv group that made what is split
+      if (is(start - 1, Role::Activation)) --start;
+      if (start > 0 && is(start - 1, Role::Norm)) --start;
+      if (start == 0 || !conv(start - 1)) continue;
+      --start;
+      size_t merge = i + 1;
+      while (merge < els.size() && (els[merge].unit || (els[merge].role != Role::Merge && !is_split(els[merge].op)))) ++merge;
+      if (merge == els.size() || els[merge].role != Role::Merge || !conv(merge + 1)) continue;
+      size_t end = merge + 2;
+      if (is(end, Role::Norm)) ++end;
+      if (is(end, Role::Activation)) ++end;
+      size_t inside = 0;
+      bool cut = false;
+      for (auto [f, t] : layers) {  // (a block opened at the split: the split is the module's)
+        inside += f >= i && t <= merge;
+        cut |= f <= merge && t > i && !(f >= i && t <= merge);
+      }
+      if (inside == 0 || cut) continue;
+      for (auto& [f, t] : layers) {
+        if (f < start && t > start) t = start;
+        if (f < end && t > end) f = end;
+        if (f == i) ++f;
+      }
+      out.push_back({start, end});
+      i = end - 1;
+    }
+    if (out.empty()) return out;
+    // Layers now of one conv group or none (what the modules took).
+    size_t kept = 0;
+    for (size_t k = 0; k < layers.size(); ++k) {
+      auto [f, t] = layers[k];
+      size_t weights = 0;
+      for (size_t j = f; j < t; ++j) weights += is(j, Role::Weight);
+      if (weights < 2) continue;
+      layers[kept] = layers[k];
+      kinds[kept] = kinds[k];
+      ++kept;
+    }
+    layers.resize(kept);
+    kinds.resize(kept);
+    return out;
   }
 
   // A block that splits its input and concatenates what one half became with the other

@@ -159,3 +159,22 @@ TEST_CASE("inferred layers: a transformer layer recurring between other blocks (
   for (const char* name : {"Layer 1: attention + MLP", "Layer 2: attention + MLP", "MLP 2: Linear + GELU + Dropout + Linear"})
     CHECK(has_layer(r.annotation.tree, name));
 }
+
+TEST_CASE("inferred layers: a cross-stage partial module (YOLO's C2f) holds its blocks, from the conv it splits to the conv that fuses") {
+  // Conv is conv, BatchNorm, SiLU; C2f: cv1, chunk, bottlenecks on the last part, cat of all
+  // parts, cv2. Downsampling Convs stand between them.
+  Mod conv_m{"Conv", {conv(), bn(), leaf("SiLU", {"aten::silu"})}, nullptr};
+  Mod bottleneck{"Bottleneck", {conv_m, conv_m, op("aten::add")}, nullptr};
+  auto c2f = [&](int n) {
+    Mod m{"C2f", {conv_m, op("aten::chunk")}, nullptr};
+    for (int k = 0; k < n; ++k) m.items.push_back(bottleneck);
+    m.items.push_back(op("aten::cat"));
+    m.items.push_back(conv_m);
+    return m;
+  };
+  BareRun r = bare_run(Mod{"Yolo", {conv_m, conv_m, c2f(1), conv_m, c2f(2), conv_m, c2f(2), conv(), op("aten::mean")}, nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+  CHECK(has_layer(r.annotation.tree, "CSP 2: 2 blocks"));
+}
