@@ -40,6 +40,19 @@ void add_to_signature(std::string& s, const Element& e) {
   else if (is_transpose(e)) s += "T;";
 }
 
+std::string without_transposes(const std::string& sig) {
+  if (sig.find("attention,") == std::string::npos) return sig;
+  std::string out;
+  for (size_t at = 0; at < sig.size();) {
+    if (sig.compare(at, 2, "T;") == 0 && (at == 0 || sig[at - 1] == ',' || sig[at - 1] == ';')) {
+      at += 2;
+      continue;
+    }
+    out.push_back(sig[at++]);
+  }
+  return out;
+}
+
 size_t signature_tokens(std::string_view sig) { return size_t(std::count_if(sig.begin(), sig.end(), [](char ch) { return ch == ',' || ch == ';'; })); }
 
 size_t start_of_signature_tokens(const std::vector<Element>& els, size_t from, size_t to, std::string_view sig) {

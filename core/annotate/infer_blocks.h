@@ -18,6 +18,9 @@ using Span = std::pair<size_t, size_t>;
 // What a run of elements is, for repetition: its units' kinds in order, and its transposes.
 std::string signature(const std::vector<Element>& els, size_t from, size_t to);
 void add_to_signature(std::string& s, const Element& e);
+// The kind an attention's half is of whatever views permute its input around it (a window's
+// partition and its reverse): its signature without transposes; any other kind as it is.
+std::string without_transposes(const std::string& sig);
 // The end of the shortest run from `from` (to `to` at most) whose signature is `sig`, or
 // SIZE_MAX where none is.
 size_t end_of_signature(const std::vector<Element>& els, size_t from, size_t to, const std::string& sig);

@@ -203,14 +203,18 @@ struct Inference {
       after[k] = blocks[k - 1].second <= blocks[k].first;
       for (size_t j = blocks[k - 1].second; j < blocks[k].first; ++j) after[k] &= !els[j].unit;
     }
-    std::vector<std::vector<std::string>> tuples = layer_tuples(blocks, after, sig);
+    // Sublayers pair by what they compute: a windowed attention's half (the partition's
+    // permutes around it) is of a kind with a global one (SAM's blocks alternate them).
+    std::vector<std::string> work(sig.size());
+    for (size_t k = 0; k < sig.size(); ++k) work[k] = without_transposes(sig[k]);
+    std::vector<std::vector<std::string>> tuples = layer_tuples(blocks, after, work);
     std::vector<std::pair<size_t, size_t>> layers;
     std::vector<std::pair<size_t, size_t>> tupled;  // layers made of sublayers: their blocks [from, to)
     std::vector<std::string> kinds;                 // per layer: its kind (a tuple's, for a layer doing extra work too)
     std::map<std::string, int> count;
     for (auto& s : sig) ++count[s];
-    auto in_tuple = [&](const std::string& s) {
-      return std::any_of(tuples.begin(), tuples.end(), [&](auto& t) { return std::find(t.begin(), t.end(), s) != t.end(); });
+    auto in_tuple = [&](size_t k) {
+      return std::any_of(tuples.begin(), tuples.end(), [&](auto& t) { return std::find(t.begin(), t.end(), work[k]) != t.end(); });
     };
     for (size_t k = 0; k < blocks.size(); ++k) {
       size_t matched = 0;
@@ -221,18 +225,18 @@ struct Inference {
         return all;
       };
       for (const auto& t : tuples)  // the longest first
-        if (matched == 0 && tuple_at(after, sig, k, t)) matched = t.size(), kind = tuple_kind(t);
+        if (matched == 0 && tuple_at(after, work, k, t)) matched = t.size(), kind = tuple_kind(t);
       // A layer of the stack whose later blocks differ from its peers' (a layer doing extra
       // work) is still one layer: it starts like them and ends where the next one starts, at
       // most one block later than they would.
       for (const auto& t : tuples) {
-        if (matched || sig[k] != t[0]) continue;
+        if (matched || work[k] != t[0]) continue;
         for (size_t m = k + t.size(); m <= std::min(blocks.size(), k + t.size() + 1) && !matched; ++m) {
           bool joined = true;
           for (size_t i = k + 1; i < m; ++i) joined &= after[i] != 0;
           if (!joined) break;
           bool next = false;
-          for (const auto& u : tuples) next |= tuple_at(after, sig, m, u);
+          for (const auto& u : tuples) next |= tuple_at(after, work, m, u);
           if (next) matched = m - k, kind = tuple_kind(t);
         }
       }
@@ -240,14 +244,15 @@ struct Inference {
       // conv, then the model's relu on the sum): that block is its kind, to the next unit.
       for (const auto& t : tuples) {
         const size_t last = k + t.size() - 1;
-        if (matched || last >= blocks.size() || !after[last] || sig[last] == t.back() || !sig[last].starts_with(t.back()) ||
-            !tuple_at(after, sig, k, std::vector<std::string>(t.begin(), t.end() - 1)))
+        if (matched || last >= blocks.size() || !after[last] || work[last] == t.back() || !work[last].starts_with(t.back()) ||
+            !tuple_at(after, work, k, std::vector<std::string>(t.begin(), t.end() - 1)))
           continue;
         size_t end = end_of_signature(els, blocks[last].first, blocks[last].second, t.back());
         if (end == SIZE_MAX) continue;
         while (end < blocks[last].second && !els[end].unit) ++end;
         blocks[last].second = end;
-        sig[last] = t.back();
+        sig[last] = signature(els, blocks[last].first, end);
+        work[last] = t.back();
         matched = t.size(), kind = tuple_kind(t);
       }
       if (matched) {
@@ -257,7 +262,7 @@ struct Inference {
         tupled.push_back({k, k + matched});
         kinds.push_back(kind);
         k += matched - 1;
-      } else if (!in_tuple(sig[k]) && (count[sig[k]] >= 2 || has_variant(count, sig[k])) && blocks[k].second - blocks[k].first >= 2) {
+      } else if (!in_tuple(k) && (count[sig[k]] >= 2 || has_variant(count, sig[k])) && blocks[k].second - blocks[k].first >= 2) {
         // ...and a block of another kind that recurs (a patch merging between stages, a
         // residual block) is a module; a lone one is not told from the stem or head, and one
         // unit alone (a pooling between stages) is already its layer.

@@ -477,10 +477,14 @@ struct UnitFinder {
   // handed its weights and the windows' partition (torchvision's shifted_window_attention, on
   // F.linear and F.dropout). One that gathers it with its scores is a module called on windows
   // (timm's WindowAttention): the partition before its first projection and the reverse after
-  // its output are its caller's.
+  // its output are its caller's. So are they where the model's other attentions run on the
+  // whole map with no partition (SAM's encoder: windowed blocks between global ones).
   static std::vector<Element> window_attentions(std::vector<Element> els) {
     std::vector<Element> out;
     out.reserve(els.size());
+    const bool some_global = std::any_of(els.begin(), els.end(), [](const Element& e) {
+      return e.unit && e.kind == "attention" && !e.one_module && !e.multihead && e.lead == 0;
+    });
     auto loose_view = [](const Element& e) { return !e.unit && e.role == Role::Shape; };
     auto permute = [](const Element& e) { return e.op == "aten::permute"; };
     for (Element& a : els) {
@@ -500,7 +504,7 @@ struct UnitFinder {
       const bool partition = a.lead > 0 && std::all_of(a.inner.begin(), a.inner.begin() + long(a.lead), loose_view) &&
                              std::any_of(a.inner.begin(), a.inner.begin() + long(a.lead), permute) &&
                              std::any_of(a.inner.begin() + long(reverse), a.inner.end(), permute);
-      if (a.one_module || !bias_with_scores || !partition) {
+      if (a.one_module || !(bias_with_scores || some_global) || !partition) {
         out.push_back(std::move(a));
         continue;
       }

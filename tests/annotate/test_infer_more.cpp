@@ -178,3 +178,34 @@ TEST_CASE("inferred layers: a cross-stage partial module (YOLO's C2f) holds its 
   CHECK(s.node_precision == doctest::Approx(1.0));
   CHECK(has_layer(r.annotation.tree, "CSP 2: 2 blocks"));
 }
+
+TEST_CASE("inferred layers: windowed and global attention blocks (SAM's encoder) are layers alike, the partition the block's") {
+  // The block partitions its normed map into windows (view, permute, reshape) before the
+  // attention and reverses it after, in its windowed layers only; the attention (qkv, scores,
+  // proj) is one module in both.
+  Mod lin = leaf("Linear", {"aten::linear"}), ln = leaf("LayerNorm", {"aten::layer_norm"});
+  Mod attention{"Attention", {lin}, nullptr};
+  for (const char* o : {"aten::reshape", "aten::permute", "aten::reshape", "aten::unbind", "aten::mul", "aten::transpose", "aten::matmul",
+                        "aten::softmax", "aten::matmul", "aten::view", "aten::permute", "aten::reshape"})
+    attention.items.push_back(op(o));
+  attention.items.push_back(lin);
+  Mod mlp{"Mlp", {lin, leaf("GELU", {"aten::gelu"}), lin}, nullptr};
+  auto block = [&](bool windowed) {
+    Mod m{"Block", {ln}, nullptr};
+    if (windowed)
+      for (const char* o : {"aten::view", "aten::permute", "aten::reshape"}) m.items.push_back(op(o));
+    m.items.push_back(attention);
+    if (windowed)
+      for (const char* o : {"aten::view", "aten::permute", "aten::reshape"}) m.items.push_back(op(o));
+    for (Mod x : {op("aten::add"), ln, mlp, op("aten::add")}) m.items.push_back(x);
+    return m;
+  };
+  BareRun r = bare_run(Mod{"ImageEncoder", {conv(), op("aten::permute"), op("aten::add"), block(true), block(false), block(true), block(false),
+                                           op("aten::permute"), conv(), op("aten::mean")},
+                           nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+  CHECK(has_layer(r.annotation.tree, "Layer 4: attention + MLP"));
+}
