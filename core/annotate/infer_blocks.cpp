@@ -436,6 +436,24 @@ Span update_mlp(const std::vector<Element>& els, Span layer) {
   return activation ? Span{first, end} : Span{};
 }
 
+std::vector<Span> message_mlps(const std::vector<Element>& els, Span layer) {
+  size_t last_scatter = SIZE_MAX;
+  for (size_t j = layer.first; j < layer.second; ++j)
+    if (is_scatter(els[j])) last_scatter = j;
+  std::vector<Span> out;
+  for (size_t j = layer.first; j < last_scatter && last_scatter != SIZE_MAX;) {
+    size_t end = j, weights = 0;
+    bool activation = false;
+    for (; end < last_scatter && els[end].unit; ++end) {
+      weights += els[end].role == Role::Weight && els[end].kind != "embedding";
+      activation |= els[end].role == Role::Activation;
+    }
+    if (weights >= 2 && activation) out.push_back({j, end});
+    j = end + 1;
+  }
+  return out;
+}
+
 std::vector<Span> graph_updates(const std::vector<Element>& els, Span layer) {
   auto moves = [&](size_t j) { return is_scatter(els[j]) || is_gather(els[j]) || (!els[j].unit && els[j].role == Role::Merge); };
   std::vector<Span> out;
@@ -485,6 +503,7 @@ std::vector<Span> message_passing_layers(const std::vector<Element>& els) {
     bool transform_first = false;
     for (size_t j = 0; j < at[0] && !transform_first; ++j) transform_first = transform(j);
     std::vector<size_t> starts;
+    bool residual = false;  // layers end with the sum that joins their update back
     for (size_t k = 0; k < at.size(); k += period) {
       // From its first gather since the layer before (what runs between it and the scatter, an
       // attention's scores too, is the layer's), back over the loose ops before it, then over
@@ -493,8 +512,13 @@ std::vector<Span> message_passing_layers(const std::vector<Element>& els) {
       size_t st = at[k];
       for (size_t j = at[k]; j > floor; --j)
         if (is_gather(els[j - 1])) st = j - 1;
-      while (st > floor && !els[st - 1].unit) --st;
-      for (size_t j = st; transform_first && j > floor && (transform(j - 1) || (!els[j - 1].unit && els[j - 1].role == Role::Shape)); --j)
+      // A sum before them joins the layer before's update back to its input (EGNN's h + the
+      // node MLP): it and the weight ops before it are that layer's, not this one's transform.
+      bool joined = false;
+      while (st > floor && !els[st - 1].unit) joined |= els[--st].role == Role::Add;
+      if (joined && k > 0)
+        while (!els[st].unit && els[st].role == Role::Add) ++st, residual = true;
+      for (size_t j = st; transform_first && !joined && j > floor && (transform(j - 1) || (!els[j - 1].unit && els[j - 1].role == Role::Shape)); --j)
         if (transform(j - 1)) st = j - 1;
       starts.push_back(st);
     }
@@ -529,7 +553,10 @@ std::vector<Span> message_passing_layers(const std::vector<Element>& els) {
       // norm and activation after it are the model's, between layers. A single weight op's
       // activation is its layer's (GCN's).
       // A graph network's updates each keep what follows their weights (norm, activation).
-      if (const Span mlp = update_mlp(els, {starts[k], end}); mlp.second > mlp.first && !graph_network) end = mlp.second;
+      if (const Span mlp = update_mlp(els, {starts[k], end}); mlp.second > mlp.first && !graph_network) {
+        end = mlp.second;
+        while (residual && end < els.size() && !els[end].unit && els[end].role == Role::Add) ++end;
+      }
       // A layer has weights: scatters without any between them are one computation's parts
       // (GraphSAGE's sum of messages and its count of them for the mean).
       if (std::none_of(els.begin() + long(starts[k]), els.begin() + long(end), [](const Element& e) { return e.unit && e.role == Role::Weight; }))

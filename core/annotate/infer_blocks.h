@@ -61,6 +61,9 @@ std::vector<Span> message_passing_layers(const std::vector<Element>& els);
 // its last, with an activation between them and only norms, activations or dropouts after;
 // an empty span where there is none.
 Span update_mlp(const std::vector<Element>& els, Span layer);
+// A message-passing layer's MLPs before its aggregation (EGNN's edge and coordinate MLPs):
+// runs of units alone holding two weight ops or more and an activation.
+std::vector<Span> message_mlps(const std::vector<Element>& els, Span layer);
 // A graph network layer's updates (its edges', nodes', then the graph's): each moves features
 // along the graph (a gather, a scatter or a concatenation) then transforms them with weights;
 // none where the layer is one such update.

@@ -300,7 +300,10 @@ struct Inference {
       split_branch(els, f, t);
       const std::vector<Span> updates = graph_updates(els, {f, t});
       for (auto [uf, ut] : updates) unit_group("Update", els, uf, ut);
-      if (const Span mlp = update_mlp(els, {f, t}); mlp.second > mlp.first && updates.empty()) unit_group("MLP", els, mlp.first, mlp.second);
+      if (!updates.empty()) continue;
+      if (graph)
+        for (auto [mf, mt] : message_mlps(els, {f, t})) unit_group("MLP", els, mf, mt);
+      if (const Span mlp = update_mlp(els, {f, t}); mlp.second > mlp.first) unit_group("MLP", els, mlp.first, mlp.second);
     }
     for (auto [f, t] : single) parallel_branches(els, f, t);
     // nn.TransformerEncoderLayer and DecoderLayer compute their feed-forward inline: a layer

@@ -209,3 +209,20 @@ TEST_CASE("inferred layers: windowed and global attention blocks (SAM's encoder)
   CHECK(s.node_precision == doctest::Approx(1.0));
   CHECK(has_layer(r.annotation.tree, "Layer 4: attention + MLP"));
 }
+
+TEST_CASE("inferred layers: an equivariant graph layer (EGNN's) gathers, runs its edge and coordinate MLPs, scatters, updates and adds back") {
+  // Each layer: h[src], h[dst] and the squared distance concatenated, the edge MLP, the
+  // coordinate MLP scaling the differences scattered to x, the messages scattered, the node
+  // MLP on [h, agg], h + that. An input embedding first: no layer's transform.
+  Mod lin = leaf("Linear", {"aten::linear"}), silu = leaf("SiLU", {"aten::silu"});
+  Mod edge{"Sequential", {lin, silu, lin, silu}, nullptr}, coord{"Sequential", {lin, silu, lin}, nullptr}, node{"Sequential", {lin, silu, lin}, nullptr};
+  Mod layer{"EGCL",
+            {op("aten::index"), op("aten::index"), op("aten::sub"), op("aten::pow"), op("aten::sum"), op("aten::index"), op("aten::index"),
+             op("aten::cat"), edge, op("aten::zeros_like"), coord, op("aten::mul"), op("aten::index_add_"), op("aten::add"),
+             op("aten::zeros_like"), op("aten::index_add_"), op("aten::cat"), node, op("aten::add")},
+            nullptr};
+  BareRun r = bare_run(Mod{"EGNN", {lin, layer, layer, layer, lin, op("aten::sum")}, nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the layers and their three MLPs each
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
