@@ -672,9 +672,19 @@ void trim_loose_leads(const std::vector<Element>& els, std::vector<Span>& blocks
     if (kd.first == SIZE_MAX) kd.first = k;
     else kd.least = std::min(kd.least, leads[k]);
   }
-  // Only the first of its kind: a repeat's own ops (a shifted window's roll) are its.
+  // Only the first of its kind: a repeat's own views (a shifted window's roll) are its. But
+  // what a repeat alone computes first where its peers start with a unit (a softmax over the
+  // weights the model selects with, left between two blocks) is the caller's.
   for (auto& [name, kd] : kinds)
     if (kd.least == 0 && blocks[kd.first].first + leads[kd.first] < blocks[kd.first].second) blocks[kd.first].first += leads[kd.first];
+  for (size_t k = 0; k < blocks.size(); ++k) {
+    const Kind& kd = kinds[sig[k]];
+    if (k == kd.first || leads[k] == 0 || kd.least != 0 || blocks[k].first + leads[k] >= blocks[k].second) continue;
+    bool computes = true;
+    for (size_t j = blocks[k].first; j < blocks[k].first + leads[k]; ++j)
+      computes &= els[j].role != Role::Shape && els[j].role != Role::Add && els[j].role != Role::Merge;
+    if (computes) blocks[k].first += leads[k];
+  }
   // And the other way: where the first of a kind starts with no concatenation and its repeats
   // with one, that concatenation joins the block before to what it was given (a DenseNet
   // written as torch.cat([x, layer(x)]) in a loop): the caller's, not the block's.

@@ -226,3 +226,16 @@ TEST_CASE("inferred layers: an equivariant graph layer (EGNN's) gathers, runs it
   CHECK(s.block_recall == doctest::Approx(1.0));  // the layers and their three MLPs each
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: what one repeat of a block alone computes before its first unit is its caller's") {
+  // TFT: a gated residual network selects the variables, the model takes the softmax of its
+  // output, then runs one gated residual network per variable: the softmax falls between the
+  // first two networks and is neither's.
+  Mod lin = leaf("Linear", {"aten::linear"});
+  Mod grn{"GRN", {lin, leaf("ELU", {"aten::elu"}), lin, leaf("Dropout", {"aten::dropout"}), Mod{"GLU", {lin, op("aten::glu")}, nullptr},
+                  op("aten::add"), leaf("LayerNorm", {"aten::layer_norm"})},
+          nullptr};
+  BareRun r = bare_run(Mod{"TFT", {lin, grn, op("aten::softmax"), grn, grn, grn, op("aten::stack"), lin}, nullptr});
+  // (its GLU module, a Linear and F.glu, is not told from a Linear and nn.GLU)
+  CHECK(score_against(*r.bare.model, r.annotation, r.truth).node_precision == doctest::Approx(1.0));
+}
