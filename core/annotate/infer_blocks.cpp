@@ -719,7 +719,10 @@ namespace {
 // Kinds of which one holds another whole (a downsampling block: a plain one plus a pooling
 // and a projection) are variants of one kind of block, not sublayers doing different work.
 // Any block holds a kind of one unit (WaveNet's skip conv after its gated residual half).
+// Attention halves are sublayers whatever they hold more (TimeSformer's temporal attention
+// and its projection before the spatial one).
 bool variants(const std::vector<std::string>& kinds) {
+  if (std::any_of(kinds.begin(), kinds.end(), [](const std::string& k) { return k.find("attention,") != std::string::npos; })) return false;
   for (const std::string& x : kinds)
     for (const std::string& y : kinds) {
       const size_t at = x.size() > y.size() && signature_tokens(y) >= 2 ? x.find(y) : std::string::npos;

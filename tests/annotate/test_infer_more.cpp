@@ -239,3 +239,24 @@ TEST_CASE("inferred layers: what one repeat of a block alone computes before its
   // (its GLU module, a Linear and F.glu, is not told from a Linear and nn.GLU)
   CHECK(score_against(*r.bare.model, r.annotation, r.truth).node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: attention halves pair into layers though one holds another and a projection more (TimeSformer's)") {
+  // Divided space-time attention: a temporal half (its attention, then a Linear), a spatial
+  // half (its attention), an MLP half, each pre-norm and added back, three blocks.
+  Mod lin = leaf("Linear", {"aten::linear"}), ln = leaf("LayerNorm", {"aten::layer_norm"});
+  Mod attention{"Attention", {lin}, nullptr};
+  for (const char* o : {"aten::reshape", "aten::permute", "aten::unbind", "aten::transpose", "aten::matmul", "aten::mul", "aten::softmax",
+                        "aten::matmul", "aten::transpose", "aten::reshape"})
+    attention.items.push_back(op(o));
+  attention.items.push_back(lin);
+  Mod block{"DividedBlock",
+            {op("aten::reshape"), op("aten::permute"), op("aten::reshape"), ln, attention, lin, op("aten::reshape"), op("aten::permute"),
+             op("aten::reshape"), op("aten::add"), op("aten::reshape"), ln, attention, op("aten::reshape"), op("aten::add"), ln,
+             Mod{"Mlp", {lin, leaf("GELU", {"aten::gelu"}), lin}, nullptr}, op("aten::add")},
+            nullptr};
+  BareRun r = bare_run(Mod{"TimeSformer", {conv(), op("aten::flatten"), op("aten::transpose"), op("aten::add"), block, block, block, ln,
+                                          op("aten::mean"), lin},
+                           nullptr});
+  CHECK(has_layer(r.annotation.tree, "Layer 3: attention + MLP"));
+  CHECK_FALSE(has_layer(r.annotation.tree, "Layer 4: attention + MLP"));
+}
