@@ -87,4 +87,18 @@ bool upsamples(const Element& e);
 std::vector<std::vector<std::string>> layer_tuples(const std::vector<Span>& blocks, const std::vector<uint8_t>& after,
                                                    const std::vector<std::string>& sig);
 
+// A forward's layers: blocks paired into layers of sublayers where kinds follow one another in
+// a fixed order, and blocks of a kind that recurs, each a layer (core/annotate/infer_tuples.cpp).
+struct Stack {
+  std::vector<Span> layers;
+  std::vector<Span> tupled;        // per layer made of sublayers: its blocks [from, to)
+  std::vector<std::string> kinds;  // per layer: its kind (a tuple's, for a layer doing extra work too)
+};
+// `blocks` and `sig` (their signatures) may change: a stack's last block running into the
+// head is cut to its kind.
+Stack stack_layers(const std::vector<Element>& els, std::vector<Span>& blocks, std::vector<std::string>& sig);
+// Cross-stage partial modules (YOLO's C2f): their spans; the layers that took their convs
+// give them back (`layers` and `kinds` may change).
+std::vector<Span> cross_stage_partials(const std::vector<Element>& els, std::vector<Span>& layers, std::vector<std::string>& kinds);
+
 }  // namespace strata::annot::infer

@@ -195,81 +195,10 @@ struct Inference {
       }
     blocks.resize(kept);
     sig.resize(kept);
-    // Layers made of sublayers: kinds of blocks that follow one another in a fixed order (a
-    // transformer's attention then MLP, a decoder's self-attention, cross-attention then MLP,
-    // a mixer's token then channel mixing), repeated back to back.
-    std::vector<uint8_t> after(blocks.size(), 0);
-    for (size_t k = 1; k < blocks.size(); ++k) {
-      after[k] = blocks[k - 1].second <= blocks[k].first;
-      for (size_t j = blocks[k - 1].second; j < blocks[k].first; ++j) after[k] &= !els[j].unit;
-    }
-    // Sublayers pair by what they compute: a windowed attention's half (the partition's
-    // permutes around it) is of a kind with a global one (SAM's blocks alternate them).
-    std::vector<std::string> work(sig.size());
-    for (size_t k = 0; k < sig.size(); ++k) work[k] = without_transposes(sig[k]);
-    std::vector<std::vector<std::string>> tuples = layer_tuples(blocks, after, work);
-    std::vector<std::pair<size_t, size_t>> layers;
-    std::vector<std::pair<size_t, size_t>> tupled;  // layers made of sublayers: their blocks [from, to)
-    std::vector<std::string> kinds;                 // per layer: its kind (a tuple's, for a layer doing extra work too)
-    std::map<std::string, int> count;
-    for (auto& s : sig) ++count[s];
-    auto in_tuple = [&](size_t k) {
-      return std::any_of(tuples.begin(), tuples.end(), [&](auto& t) { return std::find(t.begin(), t.end(), work[k]) != t.end(); });
-    };
-    for (size_t k = 0; k < blocks.size(); ++k) {
-      size_t matched = 0;
-      std::string kind;
-      auto tuple_kind = [](const std::vector<std::string>& t) {
-        std::string all;
-        for (const std::string& x : t) all += x + "|";
-        return all;
-      };
-      for (const auto& t : tuples)  // the longest first
-        if (matched == 0 && tuple_at(after, work, k, t)) matched = t.size(), kind = tuple_kind(t);
-      // A layer of the stack whose later blocks differ from its peers' (a layer doing extra
-      // work) is still one layer: it starts like them and ends where the next one starts, at
-      // most one block later than they would.
-      for (const auto& t : tuples) {
-        if (matched || work[k] != t[0]) continue;
-        for (size_t m = k + t.size(); m <= std::min(blocks.size(), k + t.size() + 1) && !matched; ++m) {
-          bool joined = true;
-          for (size_t i = k + 1; i < m; ++i) joined &= after[i] != 0;
-          if (!joined) break;
-          bool next = false;
-          for (const auto& u : tuples) next |= tuple_at(after, work, m, u);
-          if (next) matched = m - k, kind = tuple_kind(t);
-        }
-      }
-      // The stack's last layer, its last block running on into the head (WaveNet's last skip
-      // conv, then the model's relu on the sum): that block is its kind, to the next unit.
-      for (const auto& t : tuples) {
-        const size_t last = k + t.size() - 1;
-        if (matched || last >= blocks.size() || !after[last] || work[last] == t.back() || !work[last].starts_with(t.back()) ||
-            !tuple_at(after, work, k, std::vector<std::string>(t.begin(), t.end() - 1)))
-          continue;
-        size_t end = end_of_signature(els, blocks[last].first, blocks[last].second, t.back());
-        if (end == SIZE_MAX) continue;
-        while (end < blocks[last].second && !els[end].unit) ++end;
-        blocks[last].second = end;
-        sig[last] = signature(els, blocks[last].first, end);
-        work[last] = t.back();
-        matched = t.size(), kind = tuple_kind(t);
-      }
-      if (matched) {
-        // The tuple's kinds pair wherever they follow one another (each stage of a
-        // hierarchical transformer)...
-        layers.push_back({blocks[k].first, blocks[k + matched - 1].second});
-        tupled.push_back({k, k + matched});
-        kinds.push_back(kind);
-        k += matched - 1;
-      } else if (!in_tuple(k) && (count[sig[k]] >= 2 || has_variant(count, sig[k])) && blocks[k].second - blocks[k].first >= 2) {
-        // ...and a block of another kind that recurs (a patch merging between stages, a
-        // residual block) is a module; a lone one is not told from the stem or head, and one
-        // unit alone (a pooling between stages) is already its layer.
-        layers.push_back(blocks[k]);
-        kinds.push_back(sig[k]);
-      }
-    }
+    Stack stack = stack_layers(els, blocks, sig);
+    std::vector<Span>& layers = stack.layers;
+    const std::vector<Span>& tupled = stack.tupled;
+    std::vector<std::string>& kinds = stack.kinds;
     const std::vector<Span> partial = cross_stage_partials(els, layers, kinds);
     std::vector<NodeId> block_nodes;
     for (auto [f, t] : layers) {
@@ -400,60 +329,6 @@ struct Inference {
   NodeId child_of(NodeId n, NodeId p) const {
     while (b.parent[n] != p) n = b.parent[n];
     return n;
-  }
-
-  // Cross-stage partial modules (YOLO's C2f, CSPNet's): a conv (its norm and activation) whose
-  // output is split, blocks run on one part, all concatenated and fused by a conv. Their
-  // spans, from the first conv to the last, around whole blocks; the layers that took their
-  // convs (a run of convs between two of them seen as a block) give them back, and one left
-  // with a conv group alone is no layer.
-  std::vector<Span> cross_stage_partials(const std::vector<Element>& els, std::vector<Span>& layers, std::vector<std::string>& kinds) {
-    auto is = [&](size_t j, Role r) { return j < els.size() && els[j].unit && els[j].role == r; };
-    auto conv = [&](size_t j) { return is(j, Role::Weight) && els[j].kind == "conv"; };
-    std::vector<Span> out;
-    for (size_t i = 1; i < els.size(); ++i) {
-      if (els[i].unit || !is_split(els[i].op)) continue;
-      size_t start = i;  // back over the conv group that made what is split
-      if (is(start - 1, Role::Activation)) --start;
-      if (start > 0 && is(start - 1, Role::Norm)) --start;
-      if (start == 0 || !conv(start - 1)) continue;
-      --start;
-      size_t merge = i + 1;
-      while (merge < els.size() && (els[merge].unit || (els[merge].role != Role::Merge && !is_split(els[merge].op)))) ++merge;
-      if (merge == els.size() || els[merge].role != Role::Merge || !conv(merge + 1)) continue;
-      size_t end = merge + 2;
-      if (is(end, Role::Norm)) ++end;
-      if (is(end, Role::Activation)) ++end;
-      size_t inside = 0;
-      bool cut = false;
-      for (auto [f, t] : layers) {  // (a block opened at the split: the split is the module's)
-        inside += f >= i && t <= merge;
-        cut |= f <= merge && t > i && !(f >= i && t <= merge);
-      }
-      if (inside == 0 || cut) continue;
-      for (auto& [f, t] : layers) {
-        if (f < start && t > start) t = start;
-        if (f < end && t > end) f = end;
-        if (f == i) ++f;
-      }
-      out.push_back({start, end});
-      i = end - 1;
-    }
-    if (out.empty()) return out;
-    // Layers now of one conv group or none (what the modules took).
-    size_t kept = 0;
-    for (size_t k = 0; k < layers.size(); ++k) {
-      auto [f, t] = layers[k];
-      size_t weights = 0;
-      for (size_t j = f; j < t; ++j) weights += is(j, Role::Weight);
-      if (weights < 2) continue;
-      layers[kept] = layers[k];
-      kinds[kept] = kinds[k];
-      ++kept;
-    }
-    layers.resize(kept);
-    kinds.resize(kept);
-    return out;
   }
 
   // A block that splits its input and concatenates what one half became with the other

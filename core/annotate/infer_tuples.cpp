@@ -1,0 +1,253 @@
+// Layers from blocks: kinds of layer made of several kinds of block (a transformer's attention
+// and MLP halves, a decoder's three) found where they repeat in a fixed order, blocks of a
+// recurring kind, and the cross-stage partial modules around blocks. See infer_blocks.h.
+#include "core/annotate/infer_blocks.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace strata::annot::infer {
+
+// Whether blocks k, k + 1, ... are of the tuple's kinds in its order, each after the last
+// with no unit between them (`after[k]`: block k follows block k - 1 so).
+bool tuple_at(const std::vector<uint8_t>& after, const std::vector<std::string>& sig, size_t k,
+              const std::vector<std::string>& tuple) {
+  if (k + tuple.size() > sig.size()) return false;
+  for (size_t i = 0; i < tuple.size(); ++i)
+    if (sig[k + i] != tuple[i] || (i > 0 && !after[k + i])) return false;
+  return true;
+}
+
+namespace {
+
+// Kinds of which one holds another whole (a downsampling block: a plain one plus a pooling
+// and a projection) are variants of one kind of block, not sublayers doing different work.
+// Any block holds a kind of one unit (WaveNet's skip conv after its gated residual half).
+// Attention halves are sublayers whatever they hold more (TimeSformer's temporal attention
+// and its projection before the spatial one).
+bool variants(const std::vector<std::string>& kinds) {
+  if (std::any_of(kinds.begin(), kinds.end(), [](const std::string& k) { return k.find("attention,") != std::string::npos; })) return false;
+  for (const std::string& x : kinds)
+    for (const std::string& y : kinds) {
+      const size_t at = x.size() > y.size() && signature_tokens(y) >= 2 ? x.find(y) : std::string::npos;
+      if (at == std::string::npos) continue;
+      const std::string extra = x.substr(0, at) + x.substr(at + y.size());
+      if (extra.find("conv,") != std::string::npos || extra.find("linear,") != std::string::npos) return true;
+    }
+  return false;
+}
+
+}  // namespace
+
+// The kinds of layer made of two to four kinds of blocks: the longest run of one such tuple
+// repeated back to back (at least twice), then the longest among the blocks left, and so
+// on. None where blocks of one kind without attention follow one another: each of those is
+// a module (a ResNet's).
+std::vector<std::vector<std::string>> layer_tuples(const std::vector<Span>& blocks, const std::vector<uint8_t>& after,
+                                                   const std::vector<std::string>& sig) {
+  auto attention = [](const std::string& s) { return s.find("attention") != std::string::npos; };
+  std::vector<std::vector<std::string>> tuples;
+  // No sublayers: kinds that follow themselves (each of those blocks is a module: a
+  // ResNet's), and lone units (a pooling or an upsampling cut off as the stem of the block
+  // after it: a U-Net's, between its blocks).
+  std::set<std::string> refused, joined;
+  for (size_t k = 0; k < sig.size(); ++k) {
+    if (k > 0 && sig[k] == sig[k - 1] && !attention(sig[k])) refused.insert(sig[k]);
+    if (blocks[k].second - blocks[k].first >= 2) joined.insert(sig[k]);
+  }
+  for (const std::string& s : sig)
+    if (!joined.contains(s)) refused.insert(s);
+  std::vector<uint8_t> taken(sig.size(), 0);
+  // A few kinds of layer at most (an encoder's, a decoder's); each scan passes over a run it
+  // measured, so a long stack costs its length, not its square.
+  for (int kinds = 0; kinds < 4; ++kinds) {
+    size_t best_k = 0, best_p = 0, best_cover = 0;
+    for (size_t p = 2; p <= 4; ++p)  // up to a Conformer's four halves
+      for (size_t k = 0; k + 2 * p <= sig.size();) {
+        std::vector<std::string> t(sig.begin() + long(k), sig.begin() + long(k + p));
+        size_t reps = 0;
+        if (!std::all_of(t.begin(), t.end(), [&](auto& x) { return x == t[0]; }) && !variants(t) &&  // one kind: no tuple
+            std::none_of(t.begin(), t.end(), [&](auto& x) { return refused.contains(x); }))
+          while (tuple_at(after, sig, k + reps * p, t) && (reps == 0 || after[k + reps * p]) &&
+                 std::none_of(taken.begin() + long(k + reps * p), taken.begin() + long(k + reps * p + p), [](uint8_t x) { return x; }))
+            ++reps;
+        if (reps >= 2 && reps * p > best_cover) best_k = k, best_p = p, best_cover = reps * p;
+        k += reps >= 2 ? reps * p : 1;
+      }
+    // A transformer layer may recur with other blocks between its repeats (a diffusion
+    // UNet's one layer per spatial transformer, between residual blocks): a tuple of
+    // attention and feed-forward halves (no convs: those are the blocks around it) that
+    // recurs whole, apart, is a layer's kind too.
+    std::vector<size_t> apart;  // where the tuple found apart starts, each time
+    if (best_cover == 0)
+      for (size_t p = 4; p >= 2 && apart.empty(); --p)
+        for (size_t k = 0; k + p <= sig.size() && apart.empty(); ++k) {
+          std::vector<std::string> t(sig.begin() + long(k), sig.begin() + long(k + p));
+          if (std::none_of(t.begin(), t.end(), attention) || std::any_of(t.begin(), t.end(), [](auto& x) { return x.find("conv") != std::string::npos; }) ||
+              std::all_of(t.begin(), t.end(), [&](auto& x) { return x == t[0]; }) ||
+              variants(t) || std::any_of(t.begin(), t.end(), [&](auto& x) { return refused.contains(x); }))
+            continue;
+          std::vector<size_t> at;
+          for (size_t m = k; m + p <= sig.size();) {
+            const bool free = std::none_of(taken.begin() + long(m), taken.begin() + long(m + p), [](uint8_t x) { return x; });
+            if (free && tuple_at(after, sig, m, t)) at.push_back(m), m += p;
+            else ++m;
+          }
+          if (at.size() >= 2) apart = std::move(at), best_k = k, best_p = p;
+        }
+    if (best_cover == 0 && apart.empty()) break;
+    std::vector<std::string> t(sig.begin() + long(best_k), sig.begin() + long(best_k + best_p));
+    for (size_t i = best_k; i < best_k + best_cover; ++i) taken[i] = 1;
+    for (size_t m : apart)
+      for (size_t i = m; i < m + best_p; ++i) taken[i] = 1;
+    // A layer starts with its attention, unless one kind alone ends with a norm (a
+    // Conformer's second feed-forward and the layer's final norm): that one ends the layer;
+    // without attention, with its largest block.
+    auto ends_normed = [](const std::string& k) { return k.ends_with("layer_norm,") || k.ends_with("rms_norm,"); };
+    const auto normed = std::find_if(t.begin(), t.end(), ends_normed);
+    if (normed != t.end() && std::count_if(t.begin(), t.end(), ends_normed) == 1) std::rotate(t.begin(), normed + 1, t.end());
+    else if (const auto a = std::find_if(t.begin(), t.end(), attention); a != t.end()) std::rotate(t.begin(), a, t.end());
+    else  // with the block doing the most (WaveNet's gated residual half, then its skip conv)
+      std::rotate(t.begin(), std::max_element(t.begin(), t.end(), [](auto& x, auto& y) { return signature_tokens(x) < signature_tokens(y); }), t.end());
+    tuples.push_back(std::move(t));
+  }
+  std::stable_sort(tuples.begin(), tuples.end(), [](auto& x, auto& y) { return x.size() > y.size(); });
+  return tuples;
+}
+
+Stack stack_layers(const std::vector<Element>& els, std::vector<Span>& blocks, std::vector<std::string>& sig) {
+  // Layers made of sublayers: kinds of blocks that follow one another in a fixed order (a
+  // transformer's attention then MLP, a decoder's self-attention, cross-attention then MLP,
+  // a mixer's token then channel mixing), repeated back to back.
+  std::vector<uint8_t> after(blocks.size(), 0);
+  for (size_t k = 1; k < blocks.size(); ++k) {
+    after[k] = blocks[k - 1].second <= blocks[k].first;
+    for (size_t j = blocks[k - 1].second; j < blocks[k].first; ++j) after[k] &= !els[j].unit;
+  }
+  // Sublayers pair by what they compute: a windowed attention's half (the partition's
+  // permutes around it) is of a kind with a global one (SAM's blocks alternate them).
+  std::vector<std::string> work(sig.size());
+  for (size_t k = 0; k < sig.size(); ++k) work[k] = without_transposes(sig[k]);
+  std::vector<std::vector<std::string>> tuples = layer_tuples(blocks, after, work);
+  Stack out;
+  auto& [layers, tupled, kinds] = out;
+  std::map<std::string, int> count;
+  for (auto& s : sig) ++count[s];
+  auto in_tuple = [&](size_t k) {
+    return std::any_of(tuples.begin(), tuples.end(), [&](auto& t) { return std::find(t.begin(), t.end(), work[k]) != t.end(); });
+  };
+  for (size_t k = 0; k < blocks.size(); ++k) {
+    size_t matched = 0;
+    std::string kind;
+    auto tuple_kind = [](const std::vector<std::string>& t) {
+      std::string all;
+      for (const std::string& x : t) all += x + "|";
+      return all;
+    };
+    for (const auto& t : tuples)  // the longest first
+      if (matched == 0 && tuple_at(after, work, k, t)) matched = t.size(), kind = tuple_kind(t);
+    // A layer of the stack whose later blocks differ from its peers' (a layer doing extra
+    // work) is still one layer: it starts like them and ends where the next one starts, at
+    // most one block later than they would.
+    for (const auto& t : tuples) {
+      if (matched || work[k] != t[0]) continue;
+      for (size_t m = k + t.size(); m <= std::min(blocks.size(), k + t.size() + 1) && !matched; ++m) {
+        bool joined = true;
+        for (size_t i = k + 1; i < m; ++i) joined &= after[i] != 0;
+        if (!joined) break;
+        bool next = false;
+        for (const auto& u : tuples) next |= tuple_at(after, work, m, u);
+        if (next) matched = m - k, kind = tuple_kind(t);
+      }
+    }
+    // The stack's last layer, its last block running on into the head (WaveNet's last skip
+    // conv, then the model's relu on the sum): that block is its kind, to the next unit.
+    for (const auto& t : tuples) {
+      const size_t last = k + t.size() - 1;
+      if (matched || last >= blocks.size() || !after[last] || work[last] == t.back() || !work[last].starts_with(t.back()) ||
+          !tuple_at(after, work, k, std::vector<std::string>(t.begin(), t.end() - 1)))
+        continue;
+      size_t end = end_of_signature(els, blocks[last].first, blocks[last].second, t.back());
+      if (end == SIZE_MAX) continue;
+      while (end < blocks[last].second && !els[end].unit) ++end;
+      blocks[last].second = end;
+      sig[last] = signature(els, blocks[last].first, end);
+      work[last] = t.back();
+      matched = t.size(), kind = tuple_kind(t);
+    }
+    if (matched) {
+      // The tuple's kinds pair wherever they follow one another (each stage of a
+      // hierarchical transformer)...
+      layers.push_back({blocks[k].first, blocks[k + matched - 1].second});
+      tupled.push_back({k, k + matched});
+      kinds.push_back(kind);
+      k += matched - 1;
+    } else if (!in_tuple(k) && (count[sig[k]] >= 2 || has_variant(count, sig[k])) && blocks[k].second - blocks[k].first >= 2) {
+      // ...and a block of another kind that recurs (a patch merging between stages, a
+      // residual block) is a module; a lone one is not told from the stem or head, and one
+      // unit alone (a pooling between stages) is already its layer.
+      layers.push_back(blocks[k]);
+      kinds.push_back(sig[k]);
+    }
+  }
+  return out;
+}
+
+// Cross-stage partial modules (YOLO's C2f, CSPNet's): a conv (its norm and activation) whose
+// output is split, blocks run on one part, all concatenated and fused by a conv. Their
+// spans, from the first conv to the last, around whole blocks; the layers that took their
+// convs (a run of convs between two of them seen as a block) give them back, and one left
+// with a conv group alone is no layer.
+std::vector<Span> cross_stage_partials(const std::vector<Element>& els, std::vector<Span>& layers, std::vector<std::string>& kinds) {
+  auto is = [&](size_t j, Role r) { return j < els.size() && els[j].unit && els[j].role == r; };
+  auto conv = [&](size_t j) { return is(j, Role::Weight) && els[j].kind == "conv"; };
+  std::vector<Span> out;
+  for (size_t i = 1; i < els.size(); ++i) {
+    if (els[i].unit || !is_split(els[i].op)) continue;
+    size_t start = i;  // back over the conv group that made what is split
+    if (is(start - 1, Role::Activation)) --start;
+    if (start > 0 && is(start - 1, Role::Norm)) --start;
+    if (start == 0 || !conv(start - 1)) continue;
+    --start;
+    size_t merge = i + 1;
+    while (merge < els.size() && (els[merge].unit || (els[merge].role != Role::Merge && !is_split(els[merge].op)))) ++merge;
+    if (merge == els.size() || els[merge].role != Role::Merge || !conv(merge + 1)) continue;
+    size_t end = merge + 2;
+    if (is(end, Role::Norm)) ++end;
+    if (is(end, Role::Activation)) ++end;
+    size_t inside = 0;
+    bool cut = false;
+    for (auto [f, t] : layers) {  // (a block opened at the split: the split is the module's)
+      inside += f >= i && t <= merge;
+      cut |= f <= merge && t > i && !(f >= i && t <= merge);
+    }
+    if (inside == 0 || cut) continue;
+    for (auto& [f, t] : layers) {
+      if (f < start && t > start) t = start;
+      if (f < end && t > end) f = end;
+      if (f == i) ++f;
+    }
+    out.push_back({start, end});
+    i = end - 1;
+  }
+  if (out.empty()) return out;
+  // Layers now of one conv group or none (what the modules took).
+  size_t kept = 0;
+  for (size_t k = 0; k < layers.size(); ++k) {
+    auto [f, t] = layers[k];
+    size_t weights = 0;
+    for (size_t j = f; j < t; ++j) weights += is(j, Role::Weight);
+    if (weights < 2) continue;
+    layers[kept] = layers[k];
+    kinds[kept] = kinds[k];
+    ++kept;
+  }
+  layers.resize(kept);
+  kinds.resize(kept);
+  return out;
+}
+
+}  // namespace strata::annot::infer
