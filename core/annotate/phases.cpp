@@ -404,9 +404,13 @@ struct PhaseLabeler {
       if (is_main_op(i) && !named[i] && (all || is_optimizer_like(name(i)))) lab[i] = P(PhaseKind::Optimizer);
   }
 
-  // The rest: between two items of the same phase (and label) it is that phase, else other.
+  // The rest: an op the clock's rounding left beside the one it ran in is that one's phase
+  // (the add_ of the backward's last AccumulateGrad); between two items of the same phase (and
+  // label) it is that phase, else other.
   void fill_gaps() {
     size_t n = items.size();
+    for (size_t i = 1; i < n; ++i)
+      if (lab[i] == kUnknown && lab[i - 1] != kUnknown && left_beside(i)) lab[i] = lab[i - 1], label[i] = label[i - 1];
     for (size_t i = 0; i < n; ++i) {
       if (lab[i] != kUnknown) continue;
       size_t j = i;

@@ -44,6 +44,8 @@ struct StepOps {
   // aten::zeros just before the range, its aten::zero_ inside it or, every other call as the
   // rounding leaves it, beside it; an aten::empty first inside the range.
   bool module_allocations = false;
+  // AccumulateGrad's add_ in the backward's last op, left beside it by the clock's rounding.
+  bool rounded_backward_tail = false;
 };
 
 struct Writer {
@@ -107,6 +109,7 @@ inline std::string trace_of(const Mod& root, const StepOps& step_ops = {}) {
       w.x("cpu_op", "aten::fill_", t + 9, 1);
     }
     for (int k = 0; k < 6; ++k) w.x("cpu_op", "autograd::engine::evaluate_function: ConvolutionBackward0", t + 30 + k * 60, 50);
+    if (step_ops.rounded_backward_tail) w.x("cpu_op", "aten::add_", t + 30 + 5 * 60 + 50, 0);
     t += 460;
     w.x("user_annotation", "optimizer", t, 200);
     if (step_ops.range_allocation) {

@@ -226,3 +226,14 @@ TEST_CASE("phases: a slice the model takes again before each of its weight ops (
   BareRun r = bare_run(root);
   for (PhaseKind p : phases_of_op(r, "aten::slice")) CHECK(p == PhaseKind::Forward);
 }
+
+TEST_CASE("phases: an op the clock's rounding left beside the backward's last op is the backward's") {
+  // AccumulateGrad's add_ ends with its parent at one tick and is written after it: it is no
+  // optimizer update (the optimizer's range says where that starts), nor other.
+  StepOps step;
+  step.rounded_backward_tail = true;
+  BareRun r = bare_run(model({}), step);
+  size_t backward = 0;
+  for (PhaseKind p : phases_of_op(r, "aten::add_")) backward += p == PhaseKind::Backward;
+  CHECK(backward == 2);
+}
