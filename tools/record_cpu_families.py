@@ -18,7 +18,11 @@ character-aware CNN-LSTM, an SE-ResNet and an EfficientNet written by hand, a YO
 backbone (C3 and SPPF), a DiT (adaLN-modulated transformer) and a HiFi-GAN generator, and the
 models of record_cpu_families_more.py (a timm-style Swin, a MeshGraphNets-like processor,
 transformers with nn.MultiheadAttention, by hand and Hugging Face's way, an additive-attention
-GRU, a residual GCN, a BoTNet-like ResNet). Every
+GRU, a residual GCN, a BoTNet-like ResNet), of record_cpu_families_vision.py (RepVGG,
+PoolFormer, PVT, DETR, SK-Net, YOLOv8, a Stable-Diffusion-like UNet, SAM's encoder, ConvMixer,
+Res2Net, HRNet, TimeSformer) and of record_cpu_families_sequence.py (ALBERT, Mamba, N-BEATS,
+FT-Transformer, Perceiver, BART, PatchTST, SASRec, TFT, EGNN, MMoE, a graph transformer,
+EnCodec, T5). Every
 model's split is "tune": the layer inference may be tuned on it. tests/data/corpus-cpu-heldout
 stays the check, and no model name is shared with any other corpus.
 
@@ -39,6 +43,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import record_cpu_heldout as rh  # noqa: E402  (imports record_cpu_corpus: 1 thread, torch)
 import record_cpu_families_more  # noqa: E402  (the corpus's later models)
+import record_cpu_families_sequence  # noqa: E402
+import record_cpu_families_vision  # noqa: E402
 from record_cpu_corpus import TMlp, ce, image_cls, mse, randint, randn  # noqa: E402
 
 import torch  # noqa: E402
@@ -1702,6 +1708,8 @@ REGISTRY = [
 ]
 
 REGISTRY += record_cpu_families_more.REGISTRY
+REGISTRY += record_cpu_families_vision.REGISTRY
+REGISTRY += record_cpu_families_sequence.REGISTRY
 
 SPLIT_RULE = (
     "every model is tune: this corpus adds families the other corpora lack to the "
