@@ -100,5 +100,9 @@ Stack stack_layers(const std::vector<Element>& els, std::vector<Span>& blocks, s
 // Cross-stage partial modules (YOLO's C2f): their spans; the layers that took their convs
 // give them back (`layers` and `kinds` may change).
 std::vector<Span> cross_stage_partials(const std::vector<Element>& els, std::vector<Span>& layers, std::vector<std::string>& kinds);
+// Outside the layers, runs of Linears with activations between them (dropouts apart), each
+// from a Linear to a Linear, of a kind seen twice or more: MLP modules (a multi-task model's
+// towers).
+std::vector<Span> repeated_mlps(const std::vector<Element>& els, const std::vector<Span>& layers);
 
 }  // namespace strata::annot::infer

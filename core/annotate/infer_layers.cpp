@@ -217,6 +217,7 @@ struct Inference {
     }
     if (partial.empty()) stages(els, parent, layers, block_nodes, kinds);
     if (plain) down_modules(els, layers, block_nodes, kinds);
+    for (auto [f, t] : repeated_mlps(els, layers)) unit_group("MLP", els, f, t);
     // Layers of one block (a model may have both: an image tower of residual blocks, a text
     // tower of transformer layers).
     std::vector<Span> single;

@@ -250,4 +250,44 @@ std::vector<Span> cross_stage_partials(const std::vector<Element>& els, std::vec
   return out;
 }
 
+std::vector<Span> repeated_mlps(const std::vector<Element>& els, const std::vector<Span>& layers) {
+  std::vector<uint8_t> in_layer(els.size(), 0);
+  for (auto [f, t] : layers)
+    for (size_t j = f; j < t; ++j) in_layer[j] = 1;
+  auto part = [&](size_t j) {
+    const Element& e = els[j];
+    return !in_layer[j] && e.unit && ((e.role == Role::Weight && e.kind == "linear") || e.role == Role::Activation || e.role == Role::Dropout);
+  };
+  auto ops_of = [&](size_t f, size_t t) {  // by op, an activation's too
+    std::string k;
+    for (size_t j = f; j < t; ++j) k.append(els[j].op).push_back(',');
+    return k;
+  };
+  std::vector<Span> runs;
+  std::map<std::string, int> count;
+  for (size_t j = 0; j < els.size();) {
+    if (!part(j) || els[j].role != Role::Weight) {
+      ++j;
+      continue;
+    }
+    // Up to a Linear right after a Linear (no activation between: another module's).
+    size_t end = j + 1, linears = 1;
+    bool activation = false;
+    for (; end < els.size() && part(end) && !(els[end].role == Role::Weight && els[end - 1].role == Role::Weight); ++end) {
+      linears += els[end].role == Role::Weight;
+      activation |= els[end].role == Role::Activation;
+    }
+    while (end > j && els[end - 1].role != Role::Weight) --end;  // it ends at its last linear
+    if (linears >= 2 && activation) {
+      runs.push_back({j, end});
+      ++count[ops_of(j, end)];
+    }
+    j = std::max(end, j + 1);
+  }
+  std::vector<Span> out;
+  for (auto [f, t] : runs)
+    if (count[ops_of(f, t)] >= 2) out.push_back({f, t});
+  return out;
+}
+
 }  // namespace strata::annot::infer

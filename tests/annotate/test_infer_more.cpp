@@ -260,3 +260,20 @@ TEST_CASE("inferred layers: attention halves pair into layers though one holds a
   CHECK(has_layer(r.annotation.tree, "Layer 3: attention + MLP"));
   CHECK_FALSE(has_layer(r.annotation.tree, "Layer 4: attention + MLP"));
 }
+
+TEST_CASE("inferred layers: MLPs of one kind outside the layers (a multi-task model's towers) are modules") {
+  // MMoE: expert MLPs stacked, then per task a gate (Linear, softmax, the weighted sum) and a
+  // tower (Linear, ReLU, Linear). The towers recur apart, between gates.
+  Mod lin = leaf("Linear", {"aten::linear"}), relu = leaf("ReLU", {"aten::relu"});
+  Mod expert{"Expert", {Mod{"Sequential", {lin, relu, leaf("Dropout", {"aten::dropout"}), lin, relu}, nullptr}}, nullptr};
+  Mod tower{"Sequential", {lin, relu, lin}, nullptr};
+  Mod root{"MMoE", {expert, expert, expert, op("aten::stack")}, nullptr};
+  for (int task = 0; task < 2; ++task)
+    for (Mod m : {lin, op("aten::softmax"), op("aten::unsqueeze"), op("aten::mul"), op("aten::sum"), tower}) root.items.push_back(m);
+  root.items.push_back(op("aten::cat"));
+  BareRun r = bare_run(root);
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the experts and the towers
+  CHECK(s.node_precision == doctest::Approx(1.0));
+  CHECK(has_layer(r.annotation.tree, "MLP 2: Linear + ReLU + Linear"));
+}
