@@ -673,15 +673,20 @@ std::vector<Element> leaf_units(Context& c, const TreeBuilder& b, const std::vec
 // each half with an output module: the projection, its dropout, the add and the norm (HF's
 // SelfOutput and Output), so the attention ends at its weighted sum. nn.MultiheadAttention
 // (one packed in-projection) keeps its out-projection.
+// One that scales its query before the scores (q_proj(x) * scaling: BART's, DistilBERT's, as
+// fairseq writes attention) keeps its out-projection, the layer adding and norming after it;
+// BERT's scales the scores.
 bool output_modules(const std::vector<Element>& els, bool pre_norm) {
   return !pre_norm && std::any_of(els.begin(), els.end(), [](const Element& e) {
     if (!e.unit || e.kind != "attention" || e.one_module) return false;
     size_t projections = 0;
+    bool query_scaled = false;
     for (const Element& in : e.inner) {
       if (in.role == Role::Score) break;
       projections += in.unit && in.role == Role::Weight;
+      query_scaled |= projections > 0 && !in.unit && (in.op == "aten::mul" || in.op == "aten::div");
     }
-    return projections >= 3;
+    return projections >= 3 && !query_scaled;
   });
 }
 

@@ -277,3 +277,20 @@ TEST_CASE("inferred layers: MLPs of one kind outside the layers (a multi-task mo
   CHECK(s.node_precision == doctest::Approx(1.0));
   CHECK(has_layer(r.annotation.tree, "MLP 2: Linear + ReLU + Linear"));
 }
+
+TEST_CASE("inferred layers: a post-norm attention that scales its query keeps its out-projection (BART's, DistilBERT's)") {
+  // BartAttention: q_proj(x) * scaling, k_proj, v_proj, scores, softmax, F.dropout, the
+  // weighted sum, out_proj; the layer adds, norms, then fc1, F.gelu, fc2, adds and norms. No
+  // output modules (BERT's scale the scores).
+  Mod lin = leaf("Linear", {"aten::linear"}), ln = leaf("LayerNorm", {"aten::layer_norm"});
+  Mod attention{"BartAttention", {lin, op("aten::mul"), lin, lin}, nullptr};
+  for (const char* o : {"aten::view", "aten::transpose", "aten::view", "aten::transpose", "aten::view", "aten::transpose", "aten::transpose",
+                        "aten::matmul", "aten::softmax", "aten::dropout", "aten::matmul", "aten::transpose", "aten::reshape"})
+    attention.items.push_back(op(o));
+  attention.items.push_back(lin);
+  Mod layer{"BartEncoderLayer",
+            {attention, op("aten::dropout"), op("aten::add"), ln, lin, op("aten::gelu"), lin, op("aten::dropout"), op("aten::add"), ln}, nullptr};
+  BareRun r = bare_run(Mod{"Bart", {leaf("Embedding", {"aten::embedding"}), ln, op("aten::dropout"), layer, layer, layer, lin}, nullptr});
+  CHECK_FALSE(has_layer(r.annotation.tree, "Output 1: Linear + LayerNorm"));
+  CHECK(score_against(*r.bare.model, r.annotation, r.truth).block_recall == doctest::Approx(1.0));  // the layers and their attentions
+}
