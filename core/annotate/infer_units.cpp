@@ -96,7 +96,10 @@ struct UnitFinder {
       // output through on torch 1.13's CPU, a conv's as_strided), left beside it where the
       // clock's rounding ended both at the same tick: one op of the unit (else it keeps a
       // conv's norm from its group, or stands loose between the unit and its module's end).
-      if (!els.empty() && els.back().unit && !e.unit && left_beside(els.back().ops.back(), ops[i])) {
+      // So is an op of aten's own (its name starts with '_': `_unsafe_view`, `_reshape_alias`,
+      // which no model calls) that starts at that tick or the next, its end rounded past it.
+      const bool internal = e.op.starts_with("aten::_") && !els.empty() && b.begin[ops[i]] <= b.end[els.back().ops.back()] + 1000;
+      if (!els.empty() && els.back().unit && !e.unit && (left_beside(els.back().ops.back(), ops[i]) || internal)) {
         els.back().ops.push_back(ops[i]);
         continue;
       }

@@ -22,9 +22,10 @@ struct Mod {
   const char* op = nullptr;
   std::vector<const char*> kids = {};
   bool rounded = false;  // an op that ran last inside the op before: written beside it, at its end, lasting 0 µs
+  long rounded_us = 0;    // how long that op lasts as written (its end rounded past its parent's)
 };
 inline Mod op(const char* name, std::vector<const char*> kids = {}) { return {"", {}, name, std::move(kids)}; }
-inline Mod rounded_child(const char* name) { return {"", {}, name, {}, true}; }
+inline Mod rounded_child(const char* name, long us = 0) { return {"", {}, name, {}, true, us}; }
 inline Mod leaf(const char* cls, std::vector<const char*> ops) {
   Mod m{cls, {}, nullptr};
   for (const char* o : ops) m.items.push_back(op(o));
@@ -72,7 +73,7 @@ struct Writer {
     int child = 0;
     for (const Mod& it : m.items) {
       if (it.rounded) {
-        x("cpu_op", it.op, t - 4, 0);
+        x("cpu_op", it.op, t - 4, it.rounded_us);
       } else if (it.op) {
         const long dur = 10 + 2 * long(it.kids.size());
         x("cpu_op", it.op, t, dur);

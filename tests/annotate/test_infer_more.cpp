@@ -294,3 +294,15 @@ TEST_CASE("inferred layers: a post-norm attention that scales its query keeps it
   CHECK_FALSE(has_layer(r.annotation.tree, "Output 1: Linear + LayerNorm"));
   CHECK(score_against(*r.bare.model, r.annotation, r.truth).block_recall == doctest::Approx(1.0));  // the layers and their attentions
 }
+
+TEST_CASE("inferred layers: an op of aten's own after a linear, at its end tick or the next, is the linear's") {
+  // aten::linear on a batch of sequences returns through _unsafe_view (matmul's); the trace puts
+  // it after the linear, starting at the tick the linear ends and lasting one. No model calls
+  // _unsafe_view: it is the linear's, where a view could be its caller's.
+  Mod lin{"Linear", {op("aten::linear"), rounded_child("aten::_unsafe_view", 1)}, nullptr};
+  Mod mlp{"Mlp", {lin, leaf("SiLU", {"aten::silu"}), lin}, nullptr};
+  Mod block{"Block", {leaf("LayerNorm", {"aten::layer_norm"}), mlp, op("aten::add")}, nullptr};
+  const AccuracyScore s = bare_score(Mod{"Net", {leaf("Embedding", {"aten::embedding"}), block, block, block, lin}, nullptr});
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
