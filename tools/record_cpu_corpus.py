@@ -115,6 +115,7 @@ PHASES = ("zero_grad", "forward", "loss", "backward", "optimizer")
 # ---------------------------------------------------------------------------------------
 # helpers for synthetic data
 
+
 def gen(seed=1):
     g = torch.Generator()
     g.manual_seed(seed)
@@ -159,6 +160,7 @@ def image_cls(model, batch, hw, classes=10, chans=3):
 # ---------------------------------------------------------------------------------------
 # hand-written models
 
+
 class MLP(nn.Module):
     def __init__(self):
         super().__init__()
@@ -174,8 +176,39 @@ class MLP(nn.Module):
 
 
 def conv_bn_relu(cin, cout, k=3, s=1, p=1):
-    return nn.Sequential(nn.Conv2d(cin, cout, k, s, p, bias=False), nn.BatchNorm2d(cout),
-                         nn.ReLU(inplace=True))
+    return nn.Sequential(
+        nn.Conv2d(cin, cout, k, s, p, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True)
+    )
+
+
+class YoloConv(nn.Module):
+    """YOLO's Conv: a conv, BatchNorm and SiLU (the families corpus's YOLOv5- and YOLOv8-like models)."""
+
+    def __init__(self, c1, c2, k=1, s=1):
+        super().__init__()
+        self.conv = nn.Conv2d(c1, c2, k, s, k // 2, bias=False)
+        self.bn = nn.BatchNorm2d(c2)
+        self.act = nn.SiLU()
+
+    def forward(self, x):
+        return self.act(self.bn(self.conv(x)))
+
+
+class SPPF(nn.Module):
+    """YOLO's spatial pyramid pooling, fast: three max-poolings of one map, concatenated."""
+
+    def __init__(self, c1, c2, k=5):
+        super().__init__()
+        c_ = c1 // 2
+        self.cv1 = YoloConv(c1, c_)
+        self.cv2 = YoloConv(c_ * 4, c2)
+        self.m = nn.MaxPool2d(k, 1, k // 2)
+
+    def forward(self, x):
+        x = self.cv1(x)
+        y1 = self.m(x)
+        y2 = self.m(y1)
+        return self.cv2(torch.cat((x, y1, y2, self.m(y2)), 1))
 
 
 class SmallCNN(nn.Module):
@@ -207,10 +240,15 @@ class VGGSmall(nn.Module):
                 layers += [nn.Conv2d(c, v, 3, padding=1), nn.ReLU(inplace=True)]
                 c = v
         self.features = nn.Sequential(*layers)
-        self.classifier = nn.Sequential(nn.Linear(128 * 4 * 4, 256), nn.ReLU(inplace=True),
-                                        nn.Dropout(0.5), nn.Linear(256, 256),
-                                        nn.ReLU(inplace=True), nn.Dropout(0.5),
-                                        nn.Linear(256, 10))
+        self.classifier = nn.Sequential(
+            nn.Linear(128 * 4 * 4, 256),
+            nn.ReLU(inplace=True),
+            nn.Dropout(0.5),
+            nn.Linear(256, 256),
+            nn.ReLU(inplace=True),
+            nn.Dropout(0.5),
+            nn.Linear(256, 10),
+        )
 
     def forward(self, x):
         return self.classifier(torch.flatten(self.features(x), 1))
@@ -220,19 +258,30 @@ class AlexNetSmall(nn.Module):
     def __init__(self):
         super().__init__()
         self.features = nn.Sequential(
-            nn.Conv2d(3, 32, 5, stride=2, padding=2), nn.ReLU(inplace=True),
+            nn.Conv2d(3, 32, 5, stride=2, padding=2),
+            nn.ReLU(inplace=True),
             nn.MaxPool2d(3, 2),
-            nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(inplace=True),
+            nn.Conv2d(32, 64, 5, padding=2),
+            nn.ReLU(inplace=True),
             nn.MaxPool2d(3, 2),
-            nn.Conv2d(64, 96, 3, padding=1), nn.ReLU(inplace=True),
-            nn.Conv2d(96, 96, 3, padding=1), nn.ReLU(inplace=True),
-            nn.Conv2d(96, 64, 3, padding=1), nn.ReLU(inplace=True),
-            nn.MaxPool2d(3, 2))
+            nn.Conv2d(64, 96, 3, padding=1),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(96, 96, 3, padding=1),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(96, 64, 3, padding=1),
+            nn.ReLU(inplace=True),
+            nn.MaxPool2d(3, 2),
+        )
         self.avgpool = nn.AdaptiveAvgPool2d((2, 2))
         self.classifier = nn.Sequential(
-            nn.Dropout(0.5), nn.Linear(64 * 4, 256), nn.ReLU(inplace=True),
-            nn.Dropout(0.5), nn.Linear(256, 256), nn.ReLU(inplace=True),
-            nn.Linear(256, 10))
+            nn.Dropout(0.5),
+            nn.Linear(64 * 4, 256),
+            nn.ReLU(inplace=True),
+            nn.Dropout(0.5),
+            nn.Linear(256, 256),
+            nn.ReLU(inplace=True),
+            nn.Linear(256, 10),
+        )
 
     def forward(self, x):
         return self.classifier(torch.flatten(self.avgpool(self.features(x)), 1))
@@ -250,8 +299,7 @@ class Bottleneck(nn.Module):
         self.relu = nn.ReLU(inplace=True)
         self.shortcut = None
         if stride != 1 or cin != cout:
-            self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
-                                          nn.BatchNorm2d(cout))
+            self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
 
     def forward(self, x):
         idt = x if self.shortcut is None else self.shortcut(x)
@@ -309,10 +357,12 @@ class ConvNeXtSmall(nn.Module):
         self.downsample = nn.ModuleList()
         self.downsample.append(nn.Sequential(nn.Conv2d(3, dims[0], 4, 4), LayerNorm2d(dims[0])))
         for i in range(1, len(dims)):
-            self.downsample.append(nn.Sequential(LayerNorm2d(dims[i - 1]),
-                                                 nn.Conv2d(dims[i - 1], dims[i], 2, 2)))
-        self.stages = nn.ModuleList(nn.Sequential(*[ConvNeXtBlock(d) for _ in range(n)])
-                                    for d, n in zip(dims, depths))
+            self.downsample.append(
+                nn.Sequential(LayerNorm2d(dims[i - 1]), nn.Conv2d(dims[i - 1], dims[i], 2, 2))
+            )
+        self.stages = nn.ModuleList(
+            nn.Sequential(*[ConvNeXtBlock(d) for _ in range(n)]) for d, n in zip(dims, depths)
+        )
         self.norm = nn.LayerNorm(dims[-1], eps=1e-6)
         self.head = nn.Linear(dims[-1], 10)
 
@@ -340,8 +390,9 @@ class ViTEncoderLayer(nn.Module):
         self.patch_embed = PatchEmbed(patch, dim)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, dim))
         self.pos_embed = nn.Parameter(0.02 * torch.randn(1, n + 1, dim))
-        layer = nn.TransformerEncoderLayer(dim, heads, 2 * dim, dropout=0.0, activation="gelu",
-                                           batch_first=True, norm_first=True)
+        layer = nn.TransformerEncoderLayer(
+            dim, heads, 2 * dim, dropout=0.0, activation="gelu", batch_first=True, norm_first=True
+        )
         self.encoder = nn.TransformerEncoder(layer, depth)
         self.norm = nn.LayerNorm(dim)
         self.head = nn.Linear(dim, 10)
@@ -433,8 +484,9 @@ class TextEncoder(nn.Module):
         super().__init__()
         self.tok = nn.Embedding(vocab, dim)
         self.pos = nn.Embedding(seq, dim)
-        layer = nn.TransformerEncoderLayer(dim, heads, 4 * dim, dropout=0.1, activation=act,
-                                           batch_first=True, norm_first=norm_first)
+        layer = nn.TransformerEncoderLayer(
+            dim, heads, 4 * dim, dropout=0.1, activation=act, batch_first=True, norm_first=norm_first
+        )
         self.encoder = nn.TransformerEncoder(layer, depth)
         self.classifier = nn.Linear(dim, 5)
 
@@ -506,8 +558,11 @@ class BertTiny(nn.Module):
     def forward(self, ids, attn_mask):
         b, n = ids.shape
         pos = torch.arange(n).unsqueeze(0)
-        x = self.word_embeddings(ids) + self.position_embeddings(pos) \
+        x = (
+            self.word_embeddings(ids)
+            + self.position_embeddings(pos)
             + self.token_type_embeddings(torch.zeros_like(ids))
+        )
         x = self.emb_dropout(self.emb_norm(x))
         mask = (1.0 - attn_mask[:, None, None, :].float()) * -10000.0
         for layer in self.layers:
@@ -544,8 +599,7 @@ class GPTBlock(nn.Module):
         self.ln_1 = nn.LayerNorm(dim)
         self.attn = CausalSelfAttention(dim, heads, seq)
         self.ln_2 = nn.LayerNorm(dim)
-        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim),
-                                 nn.Dropout(0.1))
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim), nn.Dropout(0.1))
 
     def forward(self, x):
         x = x + self.attn(self.ln_1(x))
@@ -584,8 +638,9 @@ class Seq2SeqTransformer(nn.Module):
         ps = torch.arange(src.shape[1]).unsqueeze(0)
         pt = torch.arange(tgt.shape[1]).unsqueeze(0)
         mask = self.transformer.generate_square_subsequent_mask(tgt.shape[1])
-        h = self.transformer(self.src_tok(src) + self.pos(ps), self.tgt_tok(tgt) + self.pos(pt),
-                             tgt_mask=mask)
+        h = self.transformer(
+            self.src_tok(src) + self.pos(ps), self.tgt_tok(tgt) + self.pos(pt), tgt_mask=mask
+        )
         return self.generator(h)
 
 
@@ -637,13 +692,11 @@ class LSTMCellLM(nn.Module):
 class DLRM(nn.Module):
     def __init__(self, dense=13, tables=(1000, 500, 800, 300, 1200, 200), dim=16):
         super().__init__()
-        self.bot_mlp = nn.Sequential(nn.Linear(dense, 64), nn.ReLU(), nn.Linear(64, dim),
-                                     nn.ReLU())
+        self.bot_mlp = nn.Sequential(nn.Linear(dense, 64), nn.ReLU(), nn.Linear(64, dim), nn.ReLU())
         self.emb_l = nn.ModuleList(nn.EmbeddingBag(n, dim, mode="sum") for n in tables)
         f = len(tables) + 1
         self.register_buffer("tri", torch.tril_indices(f, f, -1))
-        self.top_mlp = nn.Sequential(nn.Linear(dim + f * (f - 1) // 2, 64), nn.ReLU(),
-                                     nn.Linear(64, 1))
+        self.top_mlp = nn.Sequential(nn.Linear(dim + f * (f - 1) // 2, 64), nn.ReLU(), nn.Linear(64, 1))
 
     def forward(self, dense, ids, offsets):
         x = self.bot_mlp(dense)
@@ -734,9 +787,14 @@ def random_graph(nodes=1024, edges=8192, feats=32, classes=7):
 
 class DoubleConv(nn.Sequential):
     def __init__(self, cin, cout):
-        super().__init__(nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout),
-                         nn.ReLU(inplace=True), nn.Conv2d(cout, cout, 3, padding=1, bias=False),
-                         nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
+        super().__init__(
+            nn.Conv2d(cin, cout, 3, padding=1, bias=False),
+            nn.BatchNorm2d(cout),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(cout, cout, 3, padding=1, bias=False),
+            nn.BatchNorm2d(cout),
+            nn.ReLU(inplace=True),
+        )
 
 
 class UNetSmall(nn.Module):
@@ -826,8 +884,7 @@ class MoETransformer(nn.Module):
 class Conv2dSubsampling(nn.Module):
     def __init__(self, feats, dim):
         super().__init__()
-        self.conv = nn.Sequential(nn.Conv2d(1, dim, 3, 2), nn.ReLU(), nn.Conv2d(dim, dim, 3, 2),
-                                  nn.ReLU())
+        self.conv = nn.Sequential(nn.Conv2d(1, dim, 3, 2), nn.ReLU(), nn.Conv2d(dim, dim, 3, 2), nn.ReLU())
         self.out = nn.Linear(dim * (((feats - 1) // 2 - 1) // 2), dim)
 
     def forward(self, x):
@@ -849,14 +906,18 @@ class SpeechTransformerCTC(nn.Module):
 
     def forward(self, x):
         h = self.subsample(x)
-        h = self.encoder(h + self.pos[:, :h.shape[1]])
+        h = self.encoder(h + self.pos[:, : h.shape[1]])
         return self.ctc_head(h).log_softmax(-1)
 
 
 def ctc(out, target):
     b, t, _ = out.shape
-    return F.ctc_loss(out.transpose(0, 1), target, torch.full((b,), t, dtype=torch.long),
-                      torch.full((b,), target.shape[1], dtype=torch.long))
+    return F.ctc_loss(
+        out.transpose(0, 1),
+        target,
+        torch.full((b,), t, dtype=torch.long),
+        torch.full((b,), target.shape[1], dtype=torch.long),
+    )
 
 
 class ConvFeatureEncoder(nn.Module):
@@ -883,8 +944,9 @@ class Wav2VecTiny(nn.Module):
         self.feature_extractor = ConvFeatureEncoder(dim)
         self.layer_norm = nn.LayerNorm(dim)
         self.pos_conv = nn.Conv1d(dim, dim, 15, padding=7, groups=8)
-        layer = nn.TransformerEncoderLayer(dim, 4, 2 * dim, 0.1, activation="gelu",
-                                           batch_first=True, norm_first=True)
+        layer = nn.TransformerEncoderLayer(
+            dim, 4, 2 * dim, 0.1, activation="gelu", batch_first=True, norm_first=True
+        )
         self.encoder = nn.TransformerEncoder(layer, 2)
         self.classifier = nn.Linear(dim, classes)
 
@@ -921,8 +983,9 @@ class ASPPLite(nn.Module):
     def __init__(self, cin, c):
         super().__init__()
         self.b0 = conv_bn_relu(cin, c, 1, 1, 0)
-        self.b1 = nn.Sequential(nn.Conv2d(cin, c, 3, padding=2, dilation=2, bias=False),
-                                nn.BatchNorm2d(c), nn.ReLU(inplace=True))
+        self.b1 = nn.Sequential(
+            nn.Conv2d(cin, c, 3, padding=2, dilation=2, bias=False), nn.BatchNorm2d(c), nn.ReLU(inplace=True)
+        )
         self.pool = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(cin, c, 1), nn.ReLU())
         self.project = conv_bn_relu(3 * c, c, 1, 1, 0)
 
@@ -936,8 +999,9 @@ class SegNetSmall(nn.Module):
 
     def __init__(self, classes=5):
         super().__init__()
-        self.backbone = nn.Sequential(conv_bn_relu(3, 16, s=2), conv_bn_relu(16, 32, s=2),
-                                      conv_bn_relu(32, 64))
+        self.backbone = nn.Sequential(
+            conv_bn_relu(3, 16, s=2), conv_bn_relu(16, 32, s=2), conv_bn_relu(32, 64)
+        )
         self.head = ASPPLite(64, 32)
         self.classifier = nn.Conv2d(32, classes, 1)
 
@@ -974,13 +1038,23 @@ class MLPMixer(nn.Module):
 class ConvAutoencoder(nn.Module):
     def __init__(self):
         super().__init__()
-        self.encoder = nn.Sequential(nn.Conv2d(1, 16, 3, 2, 1), nn.ReLU(),
-                                     nn.Conv2d(16, 32, 3, 2, 1), nn.ReLU(), nn.Flatten(),
-                                     nn.Linear(32 * 8 * 8, 32))
-        self.decoder = nn.Sequential(nn.Linear(32, 32 * 8 * 8), nn.ReLU(),
-                                     nn.Unflatten(1, (32, 8, 8)),
-                                     nn.ConvTranspose2d(32, 16, 4, 2, 1), nn.ReLU(),
-                                     nn.ConvTranspose2d(16, 1, 4, 2, 1), nn.Sigmoid())
+        self.encoder = nn.Sequential(
+            nn.Conv2d(1, 16, 3, 2, 1),
+            nn.ReLU(),
+            nn.Conv2d(16, 32, 3, 2, 1),
+            nn.ReLU(),
+            nn.Flatten(),
+            nn.Linear(32 * 8 * 8, 32),
+        )
+        self.decoder = nn.Sequential(
+            nn.Linear(32, 32 * 8 * 8),
+            nn.ReLU(),
+            nn.Unflatten(1, (32, 8, 8)),
+            nn.ConvTranspose2d(32, 16, 4, 2, 1),
+            nn.ReLU(),
+            nn.ConvTranspose2d(16, 1, 4, 2, 1),
+            nn.Sigmoid(),
+        )
 
     def forward(self, x):
         return self.decoder(self.encoder(x))
@@ -1005,8 +1079,14 @@ class Siamese(nn.Module):
 
     def __init__(self):
         super().__init__()
-        self.encoder = nn.Sequential(conv_bn_relu(1, 16), nn.MaxPool2d(2), conv_bn_relu(16, 32),
-                                     nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 32))
+        self.encoder = nn.Sequential(
+            conv_bn_relu(1, 16),
+            nn.MaxPool2d(2),
+            conv_bn_relu(16, 32),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+            nn.Linear(32, 32),
+        )
         self.scale = nn.Parameter(torch.tensor(5.0))
 
     def forward(self, a, b):
@@ -1016,22 +1096,21 @@ class Siamese(nn.Module):
 # ---------------------------------------------------------------------------------------
 # registry: name -> (family, optimizer, builder)
 
+
 def tv(fn, **kw):
     return fn(weights=None, **kw)
 
 
 def b_seq2seq():
     src, tgt = randint(500, 8, 24), randint(500, 8, 17, seed=3)
-    return dict(model=Seq2SeqTransformer(), inputs=(src, tgt[:, :-1]), target=tgt[:, 1:],
-                loss=ce_tokens)
+    return dict(model=Seq2SeqTransformer(), inputs=(src, tgt[:, :-1]), target=tgt[:, 1:], loss=ce_tokens)
 
 
 def b_bert():
     ids = randint(1000, 8, 32)
     mask = torch.ones(8, 32, dtype=torch.long)
     mask[:, 28:] = 0
-    return dict(model=BertTiny(), inputs=(ids, mask), target=randint(1000, 8, 32, seed=3),
-                loss=ce_tokens)
+    return dict(model=BertTiny(), inputs=(ids, mask), target=randint(1000, 8, 32, seed=3), loss=ce_tokens)
 
 
 def b_lm(model, vocab=500, batch=8, seq=20):
@@ -1047,13 +1126,21 @@ def b_dlrm():
         lengths = torch.randint(1, 5, (batch,), generator=g)
         ids.append(torch.randint(0, n, (int(lengths.sum()),), generator=g))
         offs.append(torch.cat([torch.zeros(1, dtype=torch.long), lengths.cumsum(0)[:-1]]))
-    return dict(model=DLRM(tables=tables), inputs=(randn(batch, 13), ids, offs),
-                target=torch.randint(0, 2, (batch,), generator=g).float(), loss=bce)
+    return dict(
+        model=DLRM(tables=tables),
+        inputs=(randn(batch, 13), ids, offs),
+        target=torch.randint(0, 2, (batch,), generator=g).float(),
+        loss=bce,
+    )
 
 
 def b_ncf():
-    return dict(model=NCF(), inputs=(randint(2000, 256), randint(3000, 256, seed=3)),
-                target=(randn(256, seed=4) > 0).float(), loss=bce)
+    return dict(
+        model=NCF(),
+        inputs=(randint(2000, 256), randint(3000, 256, seed=3)),
+        target=(randn(256, seed=4) > 0).float(),
+        loss=bce,
+    )
 
 
 def b_graph(model):
@@ -1062,13 +1149,15 @@ def b_graph(model):
 
 
 def b_seg(model, batch=2, hw=64, classes=5):
-    return dict(model=model, inputs=(randn(batch, 3, hw, hw),),
-                target=randint(classes, batch, hw, hw), loss=ce_seg)
+    return dict(
+        model=model, inputs=(randn(batch, 3, hw, hw),), target=randint(classes, batch, hw, hw), loss=ce_seg
+    )
 
 
 def b_speech():
-    return dict(model=SpeechTransformerCTC(), inputs=(randn(4, 100, 40),),
-                target=randint(29, 4, 12) + 1, loss=ctc)
+    return dict(
+        model=SpeechTransformerCTC(), inputs=(randn(4, 100, 40),), target=randint(29, 4, 12) + 1, loss=ctc
+    )
 
 
 def b_autoencoder():
@@ -1077,56 +1166,89 @@ def b_autoencoder():
 
 
 def b_siamese():
-    return dict(model=Siamese(), inputs=(randn(8, 1, 28, 28), randn(8, 1, 28, 28, seed=3)),
-                target=randn(8, seed=4).tanh(), loss=mse)
+    return dict(
+        model=Siamese(),
+        inputs=(randn(8, 1, 28, 28), randn(8, 1, 28, 28, seed=3)),
+        target=randn(8, seed=4).tanh(),
+        loss=mse,
+    )
 
 
 def b_swin_small():
     from torchvision.models.swin_transformer import SwinTransformer
-    m = SwinTransformer(patch_size=[4, 4], embed_dim=32, depths=[2, 2], num_heads=[2, 4],
-                        window_size=[4, 4], num_classes=10)
+
+    m = SwinTransformer(
+        patch_size=[4, 4], embed_dim=32, depths=[2, 2], num_heads=[2, 4], window_size=[4, 4], num_classes=10
+    )
     return image_cls(m, 4, 32)
 
 
 def b_vit_tv():
     from torchvision.models.vision_transformer import VisionTransformer
-    m = VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=4, hidden_dim=64,
-                          mlp_dim=128, num_classes=10)
+
+    m = VisionTransformer(
+        image_size=32, patch_size=8, num_layers=2, num_heads=4, hidden_dim=64, mlp_dim=128, num_classes=10
+    )
     return image_cls(m, 4, 32)
 
 
 def b_densenet_small():
     from torchvision.models.densenet import DenseNet
+
     m = DenseNet(growth_rate=12, block_config=(3, 3, 3), num_init_features=24, num_classes=10)
     return image_cls(m, 4, 32)
 
 
 REGISTRY = [
     # name, family, optimizer, builder
-    ("mlp", "mlp", "sgd", lambda: dict(model=MLP(), inputs=(randn(64, 256),),
-                                       target=randint(10, 64), loss=ce)),
+    (
+        "mlp",
+        "mlp",
+        "sgd",
+        lambda: dict(model=MLP(), inputs=(randn(64, 256),), target=randint(10, 64), loss=ce),
+    ),
     ("small_cnn", "cnn", "sgd", lambda: image_cls(SmallCNN(), 16, 32)),
     ("vgg_small", "cnn", "sgd", lambda: image_cls(VGGSmall(), 8, 32)),
     ("alexnet_small", "cnn", "adam", lambda: image_cls(AlexNetSmall(), 8, 64)),
     ("squeezenet1_1", "cnn", "sgd", lambda: image_cls(tv(tvm.squeezenet1_1, num_classes=10), 2, 64)),
     ("resnet18", "residual", "sgd", lambda: image_cls(tv(tvm.resnet18, num_classes=10), 4, 64)),
-    ("resnext50_32x4d", "residual", "adamw",
-     lambda: image_cls(tv(tvm.resnext50_32x4d, num_classes=10), 2, 32)),
+    (
+        "resnext50_32x4d",
+        "residual",
+        "adamw",
+        lambda: image_cls(tv(tvm.resnext50_32x4d, num_classes=10), 2, 32),
+    ),
     ("bottleneck_net", "residual", "adam", lambda: image_cls(BottleneckNet(), 4, 32)),
     ("densenet121", "dense", "sgd", lambda: image_cls(tv(tvm.densenet121, num_classes=10), 2, 32)),
     ("densenet_small", "dense", "adam", b_densenet_small),
     ("mobilenet_v2", "depthwise", "sgd", lambda: image_cls(tv(tvm.mobilenet_v2, num_classes=10), 2, 64)),
-    ("mobilenet_v3_small", "depthwise", "adam",
-     lambda: image_cls(tv(tvm.mobilenet_v3_small, num_classes=10), 2, 64)),
-    ("efficientnet_b0", "depthwise", "adamw",
-     lambda: image_cls(tv(tvm.efficientnet_b0, num_classes=10), 2, 64)),
-    ("shufflenet_v2_x0_5", "depthwise", "sgd",
-     lambda: image_cls(tv(tvm.shufflenet_v2_x0_5, num_classes=10), 2, 64)),
+    (
+        "mobilenet_v3_small",
+        "depthwise",
+        "adam",
+        lambda: image_cls(tv(tvm.mobilenet_v3_small, num_classes=10), 2, 64),
+    ),
+    (
+        "efficientnet_b0",
+        "depthwise",
+        "adamw",
+        lambda: image_cls(tv(tvm.efficientnet_b0, num_classes=10), 2, 64),
+    ),
+    (
+        "shufflenet_v2_x0_5",
+        "depthwise",
+        "sgd",
+        lambda: image_cls(tv(tvm.shufflenet_v2_x0_5, num_classes=10), 2, 64),
+    ),
     ("mnasnet0_5", "nas", "sgd", lambda: image_cls(tv(tvm.mnasnet0_5, num_classes=10), 2, 64)),
     ("regnet_x_400mf", "nas", "sgd", lambda: image_cls(tv(tvm.regnet_x_400mf, num_classes=10), 2, 64)),
     ("regnet_y_400mf", "nas", "adamw", lambda: image_cls(tv(tvm.regnet_y_400mf, num_classes=10), 2, 64)),
-    ("googlenet", "inception", "sgd",
-     lambda: image_cls(tv(tvm.googlenet, num_classes=10, aux_logits=False, init_weights=True), 2, 64)),
+    (
+        "googlenet",
+        "inception",
+        "sgd",
+        lambda: image_cls(tv(tvm.googlenet, num_classes=10, aux_logits=False, init_weights=True), 2, 64),
+    ),
     ("convnext_tiny", "convnext", "adamw", lambda: image_cls(tv(tvm.convnext_tiny, num_classes=10), 2, 32)),
     ("convnext_small_hw", "convnext", "adamw", lambda: image_cls(ConvNeXtSmall(), 4, 32)),
     ("vit_encoderlayer", "vit", "adamw", lambda: image_cls(ViTEncoderLayer(), 8, 32)),
@@ -1135,27 +1257,48 @@ REGISTRY = [
     ("swin_t", "swin", "adamw", lambda: image_cls(tv(tvm.swin_t, num_classes=10), 1, 64)),
     ("swin_small_config", "swin", "adamw", b_swin_small),
     ("mlp_mixer", "mixer", "adamw", lambda: image_cls(MLPMixer(), 4, 32)),
-    ("encoder_prenorm", "encoder", "adamw",
-     lambda: dict(model=TextEncoder(True, act="gelu"), inputs=(randint(1000, 8, 32),),
-                  target=randint(5, 8), loss=ce)),
-    ("encoder_postnorm", "encoder", "adam",
-     lambda: dict(model=TextEncoder(False), inputs=(randint(1000, 8, 32),),
-                  target=randint(5, 8), loss=ce)),
+    (
+        "encoder_prenorm",
+        "encoder",
+        "adamw",
+        lambda: dict(
+            model=TextEncoder(True, act="gelu"), inputs=(randint(1000, 8, 32),), target=randint(5, 8), loss=ce
+        ),
+    ),
+    (
+        "encoder_postnorm",
+        "encoder",
+        "adam",
+        lambda: dict(model=TextEncoder(False), inputs=(randint(1000, 8, 32),), target=randint(5, 8), loss=ce),
+    ),
     ("bert_tiny", "bert", "adamw", b_bert),
     ("gpt_tiny", "gpt", "adamw", lambda: b_lm(GPTTiny(), vocab=1000, batch=8, seq=32)),
     ("seq2seq_transformer", "seq2seq", "adam", b_seq2seq),
     ("lstm_lm", "rnn", "sgd", lambda: b_lm(RNNLM(nn.LSTM))),
     ("gru_lm", "rnn", "adam", lambda: b_lm(RNNLM(nn.GRU))),
-    ("bigru_tagger", "rnn", "adam",
-     lambda: dict(model=BiTagger(nn.GRU), inputs=(randint(500, 8, 16),),
-                  target=randint(9, 8, 16), loss=ce_tokens)),
-    ("bilstm_tagger", "rnn", "sgd",
-     lambda: dict(model=BiTagger(nn.LSTM), inputs=(randint(500, 8, 16),),
-                  target=randint(9, 8, 16), loss=ce_tokens)),
+    (
+        "bigru_tagger",
+        "rnn",
+        "adam",
+        lambda: dict(
+            model=BiTagger(nn.GRU), inputs=(randint(500, 8, 16),), target=randint(9, 8, 16), loss=ce_tokens
+        ),
+    ),
+    (
+        "bilstm_tagger",
+        "rnn",
+        "sgd",
+        lambda: dict(
+            model=BiTagger(nn.LSTM), inputs=(randint(500, 8, 16),), target=randint(9, 8, 16), loss=ce_tokens
+        ),
+    ),
     ("lstmcell_lm", "rnn", "adam", lambda: b_lm(LSTMCellLM(), vocab=300, batch=8, seq=12)),
-    ("textcnn", "cnn1d", "adam",
-     lambda: dict(model=TextCNN(), inputs=(randint(2000, 16, 48),), target=randint(4, 16),
-                  loss=ce)),
+    (
+        "textcnn",
+        "cnn1d",
+        "adam",
+        lambda: dict(model=TextCNN(), inputs=(randint(2000, 16, 48),), target=randint(4, 16), loss=ce),
+    ),
     ("dlrm", "recsys", "sgd", b_dlrm),
     ("ncf", "recsys", "adam", b_ncf),
     ("gcn", "gnn", "adam", lambda: b_graph(GCN())),
@@ -1164,21 +1307,49 @@ REGISTRY = [
     ("moe_top1", "moe", "adamw", lambda: b_lm(MoETransformer(1), batch=8, seq=24)),
     ("moe_top2", "moe", "adamw", lambda: b_lm(MoETransformer(2), batch=8, seq=24)),
     ("speech_conv_transformer_ctc", "speech", "adam", b_speech),
-    ("wav2vec_tiny", "speech", "adamw",
-     lambda: dict(model=Wav2VecTiny(), inputs=(randn(4, 1600),), target=randint(12, 4), loss=ce)),
-    ("c3d_small", "cnn3d", "sgd",
-     lambda: dict(model=C3DSmall(), inputs=(randn(2, 3, 8, 32, 32),), target=randint(10, 2),
-                  loss=ce)),
-    ("r3d_18", "cnn3d", "sgd",
-     lambda: dict(model=tv(tvm.video.r3d_18, num_classes=10), inputs=(randn(2, 3, 4, 32, 32),),
-                  target=randint(10, 2), loss=ce)),
+    (
+        "wav2vec_tiny",
+        "speech",
+        "adamw",
+        lambda: dict(model=Wav2VecTiny(), inputs=(randn(4, 1600),), target=randint(12, 4), loss=ce),
+    ),
+    (
+        "c3d_small",
+        "cnn3d",
+        "sgd",
+        lambda: dict(model=C3DSmall(), inputs=(randn(2, 3, 8, 32, 32),), target=randint(10, 2), loss=ce),
+    ),
+    (
+        "r3d_18",
+        "cnn3d",
+        "sgd",
+        lambda: dict(
+            model=tv(tvm.video.r3d_18, num_classes=10),
+            inputs=(randn(2, 3, 4, 32, 32),),
+            target=randint(10, 2),
+            loss=ce,
+        ),
+    ),
     ("segnet_small", "segmentation", "adam", lambda: b_seg(SegNetSmall())),
-    ("lraspp_mobilenet_v3", "segmentation", "adam",
-     lambda: b_seg(tv(tvm.segmentation.lraspp_mobilenet_v3_large, num_classes=5,
-                      weights_backbone=None))),
-    ("deeplabv3_mobilenet_v3", "segmentation", "sgd",
-     lambda: b_seg(tv(tvm.segmentation.deeplabv3_mobilenet_v3_large, num_classes=5,
-                      weights_backbone=None, aux_loss=False))),
+    (
+        "lraspp_mobilenet_v3",
+        "segmentation",
+        "adam",
+        lambda: b_seg(tv(tvm.segmentation.lraspp_mobilenet_v3_large, num_classes=5, weights_backbone=None)),
+    ),
+    (
+        "deeplabv3_mobilenet_v3",
+        "segmentation",
+        "sgd",
+        lambda: b_seg(
+            tv(
+                tvm.segmentation.deeplabv3_mobilenet_v3_large,
+                num_classes=5,
+                weights_backbone=None,
+                aux_loss=False,
+            )
+        ),
+    ),
     ("conv_autoencoder", "autoencoder", "adam", b_autoencoder),
     ("siamese_cnn", "siamese", "sgd", b_siamese),
 ]
@@ -1194,8 +1365,11 @@ def make_optimizer(kind, params):
     raise ValueError(kind)
 
 
-OPT_DESC = {"sgd": "SGD(lr=0.01, momentum=0.9)", "adam": "Adam(lr=1e-3)",
-            "adamw": "AdamW(lr=1e-3, weight_decay=0.01)"}
+OPT_DESC = {
+    "sgd": "SGD(lr=0.01, momentum=0.9)",
+    "adam": "Adam(lr=1e-3)",
+    "adamw": "AdamW(lr=1e-3, weight_decay=0.01)",
+}
 
 
 def assign_splits(entries):
@@ -1220,10 +1394,12 @@ def assign_splits(entries):
     return {name: ("heldout" if name in held else "tune") for name, _ in entries}
 
 
-SPLIT_RULE = ("exactly round(n/3) held out: walking the models in registry (manifest) order, "
-              "the 2nd, 5th, 8th... model of each family is held out; then models of "
-              "single-model families in registry order, every other one first (1st, 3rd, ...) "
-              "then the rest, until round(n/3) are held out (the last-chosen dropped if over)")
+SPLIT_RULE = (
+    "exactly round(n/3) held out: walking the models in registry (manifest) order, "
+    "the 2nd, 5th, 8th... model of each family is held out; then models of "
+    "single-model families in registry order, every other one first (1st, 3rd, ...) "
+    "then the rest, until round(n/3) are held out (the last-chosen dropped if over)"
+)
 
 
 # ---------------------------------------------------------------------------------------
@@ -1281,6 +1457,7 @@ class HidRanges:
             rf.__enter__()
             self.stack.append((hid, rf))
             self.calls[hid] = self.calls.get(hid, 0) + 1
+
         return hook
 
     def _post(self, hid):
@@ -1292,6 +1469,7 @@ class HidRanges:
                 rf.__exit__(None, None, None)
                 if h == hid:
                     break
+
         return hook
 
     def close_all(self):
@@ -1313,10 +1491,17 @@ def module_tree(model, calls):
     out = []
     for i, (path, m) in enumerate(mods):
         kids = list(m.children())
-        out.append(dict(hid=i, path=path or "(root)", **{"class": type(m).__name__},
-                        parent=parent.get(id(m)) if i else None, leaf=not kids,
-                        children=[type(c).__name__ for c in kids],
-                        calls_per_step=calls.get(i, 0)))
+        out.append(
+            dict(
+                hid=i,
+                path=path or "(root)",
+                **{"class": type(m).__name__},
+                parent=parent.get(id(m)) if i else None,
+                leaf=not kids,
+                children=[type(c).__name__ for c in kids],
+                calls_per_step=calls.get(i, 0),
+            )
+        )
         assert hid_of[id(m)] == i
     return out
 
@@ -1332,11 +1517,16 @@ def describe(x):
 # ---------------------------------------------------------------------------------------
 # recording
 
+
 def profiler_kind():
     from torch.profiler import ProfilerActivity, profile, schedule
+
     try:
-        with profile(activities=[ProfilerActivity.CPU], record_shapes=True,
-                     schedule=schedule(wait=1, warmup=1, active=2)) as p:
+        with profile(
+            activities=[ProfilerActivity.CPU],
+            record_shapes=True,
+            schedule=schedule(wait=1, warmup=1, active=2),
+        ) as p:
             for _ in range(4):
                 torch.ones(2).add_(1)
                 p.step()
@@ -1351,6 +1541,7 @@ def profiler_kind():
 
 def record_one(name, family, opt_kind, builder, out_dir, kind):
     from torch.profiler import ProfilerActivity, profile, schedule
+
     record_function = Range
     torch.manual_seed(0)
     spec = builder()
@@ -1381,8 +1572,11 @@ def record_one(name, family, opt_kind, builder, out_dir, kind):
     t0 = time.time()
     losses = []
     if kind == "torch.profiler":
-        with profile(activities=[ProfilerActivity.CPU], record_shapes=True,
-                     schedule=schedule(wait=1, warmup=1, active=2)) as prof:
+        with profile(
+            activities=[ProfilerActivity.CPU],
+            record_shapes=True,
+            schedule=schedule(wait=1, warmup=1, active=2),
+        ) as prof:
             for _ in range(STEPS):
                 losses.append(step())
                 prof.step()
@@ -1411,25 +1605,33 @@ def record_one(name, family, opt_kind, builder, out_dir, kind):
             gz.write(data)
     blob = open(path, "rb").read()
     entry = dict(
-        file=name + ".json.gz", family=family, optimizer=OPT_DESC[opt_kind],
-        bytes=len(blob), sha256=hashlib.sha256(blob).hexdigest(),
-        json_bytes=len(data), events=len(evs),
+        file=name + ".json.gz",
+        family=family,
+        optimizer=OPT_DESC[opt_kind],
+        bytes=len(blob),
+        sha256=hashlib.sha256(blob).hexdigest(),
+        json_bytes=len(data),
+        events=len(evs),
         profiler_steps=sorted({e["name"] for e in evs if e["name"].startswith("ProfilerStep#")}),
-        inputs=describe(list(inputs)), target=describe(target),
+        inputs=describe(list(inputs)),
+        target=describe(target),
         parameters=sum(p.numel() for p in model.parameters()),
         losses=[round(v, 5) if math.isfinite(v) else None for v in losses],  # JSON has no NaN
         record_seconds=round(secs, 2),
         modules=module_tree(model, last_calls),
     )
     del events
-    print(f"{name:30s} {family:13s} {len(blob)/1024:7.1f} KiB  {len(evs):6d} events  "
-          f"{secs:5.1f} s", flush=True)
+    print(
+        f"{name:30s} {family:13s} {len(blob)/1024:7.1f} KiB  {len(evs):6d} events  " f"{secs:5.1f} s",
+        flush=True,
+    )
     return entry
 
 
 def environment(kind):
     return dict(
-        torch=torch.__version__, torchvision=torchvision.__version__,
+        torch=torch.__version__,
+        torchvision=torchvision.__version__,
         python=sys.version.split()[0],
         kineto_available=bool(torch.autograd.kineto_available()),
         profiler=kind,
@@ -1438,16 +1640,20 @@ def environment(kind):
             "schedule=schedule(wait=1, warmup=1, active=2)), prof.step() after each of 4 "
             "steps; Kineto is not built in, so export_chrome_trace() writes the EventList "
             "format (a JSON list of complete 'X' events, pid 'CPU functions', empty args)"
-            if kind == "torch.profiler" else
-            "legacy torch.autograd.profiler.profile(use_kineto=False, record_shapes=True) "
-            "around steps 2-3, each wrapped in record_function('ProfilerStep#i')"),
+            if kind == "torch.profiler"
+            else "legacy torch.autograd.profiler.profile(use_kineto=False, record_shapes=True) "
+            "around steps 2-3, each wrapped in record_function('ProfilerStep#i')"
+        ),
         threads=torch.get_num_threads(),
         steps=STEPS,
         phases=list(PHASES),
         range_format="hid={hid} {path} ({class})",
-        range_impl=("record_function subclass using torch.ops.profiler._record_function_enter_new"
-                    " (no aten events per range)" if _ENTER_NEW is not None
-                    else "torch.autograd.profiler.record_function"),
+        range_impl=(
+            "record_function subclass using torch.ops.profiler._record_function_enter_new"
+            " (no aten events per range)"
+            if _ENTER_NEW is not None
+            else "torch.autograd.profiler.record_function"
+        ),
         split_rule=SPLIT_RULE,
     )
 
@@ -1487,16 +1693,20 @@ def record(out_dir, only):
         models.append(entry)
     for m in models:
         m["split"] = splits[m["name"]]
-    manifest = dict(environment=environment(kind), count=len(models),
-                    heldout=[m["name"] for m in models if m["split"] == "heldout"],
-                    total_bytes=sum(m["bytes"] for m in models), models=models)
+    manifest = dict(
+        environment=environment(kind),
+        count=len(models),
+        heldout=[m["name"] for m in models if m["split"] == "heldout"],
+        total_bytes=sum(m["bytes"] for m in models),
+        models=models,
+    )
     write_manifest(man_path, manifest)
-    print(f"{len(models)} models, {manifest['total_bytes']/1024/1024:.2f} MiB, "
-          f"{time.time()-t0:.0f} s")
+    print(f"{len(models)} models, {manifest['total_bytes']/1024/1024:.2f} MiB, " f"{time.time()-t0:.0f} s")
 
 
 # ---------------------------------------------------------------------------------------
 # verification
+
 
 def load_trace(path):
     with gzip.open(path, "rt") as f:
@@ -1520,13 +1730,24 @@ def verify_one(path, tree=None):
     evs.sort(key=lambda e: (e["tid"], e["ts"], -e["dur"]))
     steps = [e for e in evs if e["name"].startswith("ProfilerStep#")]
     assert steps, "no ProfilerStep ranges"
-    res = dict(steps=[s["name"] for s in steps], bad_nesting=0, rounding=0, hid_ranges=0,
-               fwd_aten=0, fwd_aten_in_leaf=0, fwd_aten_outside_hid=0, parent_mismatch=0)
+    res = dict(
+        steps=[s["name"] for s in steps],
+        bad_nesting=0,
+        rounding=0,
+        hid_ranges=0,
+        fwd_aten=0,
+        fwd_aten_in_leaf=0,
+        fwd_aten_outside_hid=0,
+        parent_mismatch=0,
+    )
     leaf = {m["hid"]: m["leaf"] for m in tree} if tree else {}
     parent = {m["hid"]: m["parent"] for m in tree} if tree else {}
     for s in steps:
-        inside = [e for e in evs if e["tid"] == s["tid"] and s["ts"] <= e["ts"]
-                  and e["ts"] + e["dur"] <= s["ts"] + s["dur"] + 1]
+        inside = [
+            e
+            for e in evs
+            if e["tid"] == s["tid"] and s["ts"] <= e["ts"] and e["ts"] + e["dur"] <= s["ts"] + s["dur"] + 1
+        ]
         ph = [e["name"] for e in inside if e["name"] in PHASES]
         assert ph == list(PHASES), f"{s['name']}: phases {ph}"
     # stack walk per thread
@@ -1588,8 +1809,11 @@ def main():
     ap.add_argument("out_dir", nargs="?", default=DEFAULT_OUT)
     ap.add_argument("--only", default="", help="comma-separated model names")
     ap.add_argument("--list", action="store_true", help="list the models and exit")
-    ap.add_argument("--verify", action="store_true",
-                    help="verify recorded traces (all, or those given by --only) and exit")
+    ap.add_argument(
+        "--verify",
+        action="store_true",
+        help="verify recorded traces (all, or those given by --only) and exit",
+    )
     a = ap.parse_args()
     if a.list:
         splits = assign_splits([(n, f) for n, f, _, _ in REGISTRY])

@@ -45,7 +45,7 @@ import record_cpu_heldout as rh  # noqa: E402  (imports record_cpu_corpus: 1 thr
 import record_cpu_families_more  # noqa: E402  (the corpus's later models)
 import record_cpu_families_sequence  # noqa: E402
 import record_cpu_families_vision  # noqa: E402
-from record_cpu_corpus import TMlp, ce, image_cls, mse, randint, randn  # noqa: E402
+from record_cpu_corpus import SPPF, TMlp, YoloConv, ce, image_cls, mse, randint, randn  # noqa: E402
 
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
@@ -1302,17 +1302,6 @@ class EffNetHW(nn.Module):
         return self.fc(F.adaptive_avg_pool2d(self.head(self.blocks(self.stem(x))), 1).flatten(1))
 
 
-class YoloConv(nn.Module):
-    def __init__(self, c1, c2, k=1, s=1):
-        super().__init__()
-        self.conv = nn.Conv2d(c1, c2, k, s, k // 2, bias=False)
-        self.bn = nn.BatchNorm2d(c2)
-        self.act = nn.SiLU()
-
-    def forward(self, x):
-        return self.act(self.bn(self.conv(x)))
-
-
 class Bottleneck(nn.Module):
     def __init__(self, c, shortcut=True):
         super().__init__()
@@ -1335,21 +1324,6 @@ class C3(nn.Module):
 
     def forward(self, x):
         return self.cv3(torch.cat((self.m(self.cv1(x)), self.cv2(x)), 1))
-
-
-class SPPF(nn.Module):
-    def __init__(self, c1, c2, k=5):
-        super().__init__()
-        c_ = c1 // 2
-        self.cv1 = YoloConv(c1, c_)
-        self.cv2 = YoloConv(c_ * 4, c2)
-        self.m = nn.MaxPool2d(k, 1, k // 2)
-
-    def forward(self, x):
-        x = self.cv1(x)
-        y1 = self.m(x)
-        y2 = self.m(y1)
-        return self.cv2(torch.cat((x, y1, y2, self.m(y2)), 1))
 
 
 class YoloLite(nn.Module):

@@ -275,22 +275,11 @@ class SKNet(nn.Module):
 
 
 # YOLOv8-like: Conv (conv, BN, SiLU) modules, C2f blocks (split, bottlenecks, concat), SPPF.
-class ConvM(nn.Module):
-    def __init__(s, ci, co, k=1, st=1):
-        super().__init__()
-        s.conv = nn.Conv2d(ci, co, k, st, k // 2, bias=False)
-        s.bn = nn.BatchNorm2d(co)
-        s.act = nn.SiLU()
-
-    def forward(s, x):
-        return s.act(s.bn(s.conv(x)))
-
-
 class YBottleneck(nn.Module):
     def __init__(s, c, sc=True):
         super().__init__()
-        s.cv1 = ConvM(c, c, 3)
-        s.cv2 = ConvM(c, c, 3)
+        s.cv1 = rc.YoloConv(c, c, 3)
+        s.cv2 = rc.YoloConv(c, c, 3)
         s.add = sc
 
     def forward(s, x):
@@ -301,8 +290,8 @@ class C2f(nn.Module):
     def __init__(s, ci, co, n=1):
         super().__init__()
         s.c = co // 2
-        s.cv1 = ConvM(ci, 2 * s.c)
-        s.cv2 = ConvM((2 + n) * s.c, co)
+        s.cv1 = rc.YoloConv(ci, 2 * s.c)
+        s.cv2 = rc.YoloConv((2 + n) * s.c, co)
         s.m = nn.ModuleList(YBottleneck(s.c) for _ in range(n))
 
     def forward(s, x):
@@ -311,31 +300,16 @@ class C2f(nn.Module):
         return s.cv2(torch.cat(y, 1))
 
 
-class SPPF(nn.Module):
-    def __init__(s, ci, co):
-        super().__init__()
-        c = ci // 2
-        s.cv1 = ConvM(ci, c)
-        s.cv2 = ConvM(c * 4, co)
-        s.m = nn.MaxPool2d(5, 1, 2)
-
-    def forward(s, x):
-        x = s.cv1(x)
-        y1 = s.m(x)
-        y2 = s.m(y1)
-        return s.cv2(torch.cat((x, y1, y2, s.m(y2)), 1))
-
-
 class YoloV8ish(nn.Module):
     def __init__(s):
         super().__init__()
         s.model = nn.Sequential(
-            ConvM(3, 16, 3, 2),
-            ConvM(16, 32, 3, 2),
+            rc.YoloConv(3, 16, 3, 2),
+            rc.YoloConv(16, 32, 3, 2),
             C2f(32, 32, 1),
-            ConvM(32, 64, 3, 2),
+            rc.YoloConv(32, 64, 3, 2),
             C2f(64, 64, 2),
-            SPPF(64, 64),
+            rc.SPPF(64, 64),
         )
         s.head = nn.Conv2d(64, 10, 1)
 
