@@ -1,6 +1,7 @@
-// Layers inferred for more families (a shared layer applied again, MetaFormers, state-space
-// blocks, stacked fully connected blocks), scored against the module tree that made the ops,
-// as in test_infer_layers.cpp.
+// Layers inferred for more families (ALBERT, PVT, Mamba, RepVGG, PoolFormer, a diffusion UNet,
+// YOLOv8, SAM, EGNN, TimeSformer, TFT, a multi-task model's towers, BART), each written as its
+// reference code writes it and scored against the module tree that made the ops, as in
+// test_infer_layers.cpp.
 #include "model_trace.h"
 
 #include <string>
