@@ -197,38 +197,60 @@ Stack stack_layers(const std::vector<Element>& els, std::vector<Span>& blocks, s
 }
 
 // Cross-stage partial modules (YOLO's C2f, CSPNet's): a conv (its norm and activation) whose
-// output is split, blocks run on one part, all concatenated and fused by a conv. Their
-// spans, from the first conv to the last, around whole blocks; the layers that took their
-// convs (a run of convs between two of them seen as a block) give them back, and one left
-// with a conv group alone is no layer.
+// output is split, blocks run on one part, all concatenated and fused by a conv; or (YOLOv5's
+// C3) blocks run on a conv's output, concatenated with a second conv of the input and fused.
+// Their spans, from the first conv to the last, around whole blocks; the layers that took
+// their convs (a run of convs between two of them seen as a block) give them back, and one
+// left with a conv group alone is no layer.
 std::vector<Span> cross_stage_partials(const std::vector<Element>& els, std::vector<Span>& layers, std::vector<std::string>& kinds) {
   auto is = [&](size_t j, Role r) { return j < els.size() && els[j].unit && els[j].role == r; };
   auto conv = [&](size_t j) { return is(j, Role::Weight) && els[j].kind == "conv"; };
+  auto group_start = [&](size_t end) {  // back over a conv, its norm and activation ending at `end`, or SIZE_MAX
+    size_t at = end;
+    if (at > 0 && is(at - 1, Role::Activation)) --at;
+    if (at > 0 && is(at - 1, Role::Norm)) --at;
+    return at > 0 && conv(at - 1) ? at - 1 : SIZE_MAX;
+  };
+  auto group_end = [&](size_t at) {  // past a conv, its norm and activation at `at`, or SIZE_MAX
+    if (!conv(at)) return SIZE_MAX;
+    ++at;
+    if (is(at, Role::Norm)) ++at;
+    if (is(at, Role::Activation)) ++at;
+    return at;
+  };
+  auto is_merge = [&](size_t j) { return !els[j].unit && els[j].role == Role::Merge; };
   std::vector<Span> out;
   for (size_t i = 1; i < els.size(); ++i) {
-    if (els[i].unit || !is_split(els[i].op)) continue;
-    size_t start = i;  // back over the conv group that made what is split
-    if (is(start - 1, Role::Activation)) --start;
-    if (start > 0 && is(start - 1, Role::Norm)) --start;
-    if (start == 0 || !conv(start - 1)) continue;
-    --start;
-    size_t merge = i + 1;
-    while (merge < els.size() && (els[merge].unit || (els[merge].role != Role::Merge && !is_split(els[merge].op)))) ++merge;
-    if (merge == els.size() || els[merge].role != Role::Merge || !conv(merge + 1)) continue;
-    size_t end = merge + 2;
-    if (is(end, Role::Norm)) ++end;
-    if (is(end, Role::Activation)) ++end;
+    // Where its blocks run: after the split of its first conv's output (C2f), or from its first
+    // conv's output to a second conv of its input that the concatenation takes (C3).
+    size_t start = SIZE_MAX, from = SIZE_MAX, merge = SIZE_MAX;
+    if (!els[i].unit && is_split(els[i].op)) {
+      start = group_start(i), from = i, merge = i + 1;
+      while (merge < els.size() && (els[merge].unit || (els[merge].role != Role::Merge && !is_split(els[merge].op)))) ++merge;
+      if (merge == els.size() || !is_merge(merge)) continue;
+    } else if (is_merge(i)) {
+      const size_t second = group_start(i);
+      auto block = std::find_if(layers.begin(), layers.end(), [&](Span l) { return l.second == second; });
+      if (second == SIZE_MAX || block == layers.end()) continue;
+      while (block != layers.begin() && (block - 1)->second == block->first && kinds[size_t(block - 1 - layers.begin())] == kinds[size_t(block - layers.begin())])
+        --block;
+      start = group_start(block->first), from = block->first, merge = i;
+    } else {
+      continue;
+    }
+    const size_t end = group_end(merge + 1);
+    if (start == SIZE_MAX || end == SIZE_MAX) continue;
     size_t inside = 0;
     bool cut = false;
     for (auto [f, t] : layers) {  // (a block opened at the split: the split is the module's)
-      inside += f >= i && t <= merge;
-      cut |= f <= merge && t > i && !(f >= i && t <= merge);
+      inside += f >= from && t <= merge && t - f > 0 && group_end(f) != t;
+      cut |= f <= merge && t > from && !(f >= from && t <= merge);
     }
     if (inside == 0 || cut) continue;
     for (auto& [f, t] : layers) {
       if (f < start && t > start) t = start;
       if (f < end && t > end) f = end;
-      if (f == i) ++f;
+      if (f == from && is_split(els[from].op)) ++f;
     }
     out.push_back({start, end});
     i = end - 1;

@@ -174,7 +174,20 @@ TEST_CASE("inferred layers: a cross-stage partial module (YOLO's C2f) holds its 
     return m;
   };
   BareRun r = bare_run(Mod{"Yolo", {conv_m, conv_m, c2f(1), conv_m, c2f(2), conv_m, c2f(2), conv(), op("aten::mean")}, nullptr});
-  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+  CHECK(has_layer(r.annotation.tree, "CSP 2: 2 blocks"));
+
+  // YOLOv5's C3: cv3(cat(m(cv1(x)), cv2(x))), no split.
+  auto c3 = [&](int n) {
+    Mod m{"C3", {conv_m}, nullptr};
+    for (int k = 0; k < n; ++k) m.items.push_back(bottleneck);
+    for (Mod x : {conv_m, op("aten::cat"), conv_m}) m.items.push_back(x);
+    return m;
+  };
+  r = bare_run(Mod{"Yolo5", {conv_m, conv_m, c3(1), conv_m, c3(2), conv_m, c3(1), conv(), op("aten::mean")}, nullptr});
+  s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.block_recall == doctest::Approx(1.0));
   CHECK(s.node_precision == doctest::Approx(1.0));
   CHECK(has_layer(r.annotation.tree, "CSP 2: 2 blocks"));
