@@ -195,6 +195,30 @@ bool opens_branch(const std::vector<Element>& els, size_t j) {
   return k < els.size() && els[k].unit && (els[k].role == Role::Weight || els[k].role == Role::Pool);
 }
 
+// Whether the model's residual units have no norms and activate first (HiFi-GAN's, EnCodec's:
+// act, conv, act, conv, then the sum): most sums follow a weight op in a run that opens with an
+// activation, so the activation after a sum opens the next unit. (A TCN's branch ends
+// activated and its sum is activated after: post.)
+bool residual_units_activate_first(const std::vector<Element>& els) {
+  auto before_sum = [&](size_t add) {  // the unit before a sum, views and dropouts apart
+    size_t k = add;
+    while (k > 0 && ((!els[k - 1].unit && els[k - 1].role == Role::Shape) || (els[k - 1].unit && els[k - 1].role == Role::Dropout))) --k;
+    return k;
+  };
+  size_t activated_first = 0, activated_last = 0;
+  for (size_t j = 0, from = 0; j < els.size(); ++j) {
+    if (els[j].unit || els[j].role != Role::Add) continue;
+    const size_t k = before_sum(j);
+    size_t first = from;
+    while (first < j && !els[first].unit) ++first;
+    const bool norm_free = std::none_of(els.begin() + long(from), els.begin() + long(j), [](const Element& e) { return e.unit && e.role == Role::Norm; });
+    if (norm_free && k > from && els[k - 1].unit && els[k - 1].role == Role::Weight && first < j && els[first].role == Role::Activation) ++activated_first;
+    else if (k > from && els[k - 1].unit) ++activated_last;
+    from = j + 1;
+  }
+  return activated_first > activated_last;
+}
+
 }  // namespace
 
 std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm) {
@@ -214,6 +238,7 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
     return act + 2 < els.size() && els[act + 1].unit && els[act + 1].kind == "linear" && !els[act + 2].unit &&
            is_split(els[act + 2].op);
   };
+  const bool activates_first = pre_norm && residual_units_activate_first(els);
   std::vector<Span> out;
   size_t start = 0, weights = 0;
   for (size_t j = 0; j < els.size(); ++j) {
@@ -272,7 +297,8 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
     if (merge && next < els.size() && els[next].unit && els[next].op.ends_with("_cell")) continue;
     size_t end = j + 1;
     if (merge) end = next;  // the branches' join is reshaped in the block (ShuffleNet's channel shuffle)
-    else if (end < els.size() && els[end].unit && ((els[end].role == Role::Activation && !conditions(end)) || (els[end].role == Role::Norm && post_norm))) {
+    else if (end < els.size() && els[end].unit &&
+             ((els[end].role == Role::Activation && !conditions(end) && !activates_first) || (els[end].role == Role::Norm && post_norm))) {
       ++end;
       // and the dropout on the activation's output (QuartzNet's, after each block's ReLU)
       if (els[end - 1].role == Role::Activation && end < els.size() && els[end].unit && els[end].role == Role::Dropout) ++end;

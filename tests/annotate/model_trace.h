@@ -32,6 +32,7 @@ inline Mod leaf(const char* cls, std::vector<const char*> ops) {
   return m;
 }
 inline Mod conv() { return leaf("Conv2d", {"aten::conv2d"}); }
+inline Mod conv1d() { return leaf("Conv1d", {"aten::conv1d"}); }
 inline Mod bn() { return leaf("BatchNorm2d", {"aten::add_", "aten::batch_norm"}); }  // its batch counter, then the norm
 inline Mod relu_module() { return leaf("ReLU", {"aten::relu_"}); }
 

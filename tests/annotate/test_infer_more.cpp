@@ -320,3 +320,14 @@ TEST_CASE("inferred layers: an op of aten's own after a linear, at its end tick 
   CHECK(s.leaf_f1 == doctest::Approx(1.0));
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: residual units without norms that activate first end at their sum (HiFi-GAN's, EnCodec's)") {
+  // SEANet's residual unit: shortcut(x) + block(x), the block ELU, conv, ELU, conv; units in a
+  // row, then an ELU and a strided conv down. The ELU after a sum is the next unit's.
+  Mod elu = leaf("ELU", {"aten::elu"});
+  Mod unit{"SEANetResnetBlock", {Mod{"Sequential", {elu, conv1d(), elu, conv1d()}, nullptr}, op("aten::add")}, nullptr};
+  BareRun r = bare_run(Mod{"Encoder", {conv1d(), unit, unit, elu, conv1d(), unit, unit, elu, conv1d()}, nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the units and their blocks
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}

@@ -11,8 +11,6 @@ using namespace strata::test;
 
 namespace {
 
-Mod conv1d() { return leaf("Conv1d", {"aten::conv1d"}); }
-
 // The forward's inferred layers whose name starts with `prefix`: how many of their children
 // are `unit`s.
 std::vector<int> units_per_layer(const AnnotationTree& t, std::string_view prefix, std::string_view unit) {
