@@ -216,7 +216,7 @@ struct Inference {
       make(numbered("CSP") + ": " + std::to_string(inside) + (inside == 1 ? " block" : " blocks"), parent, kids);
     }
     if (partial.empty()) stages(els, parent, layers, block_nodes, kinds);
-    if (plain) down_modules(els, layers, block_nodes, kinds);
+    if (plain) unet_modules(els, layers, block_nodes, kinds);
     for (auto [f, t] : repeated_mlps(els, layers)) unit_group("MLP", els, f, t);
     // Layers of one block (a model may have both: an image tower of residual blocks, a text
     // tower of transformer layers).
@@ -263,21 +263,42 @@ struct Inference {
   // A U-Net's encoder: a pooling right before a block of a kind that recurs so, in a forward
   // that upsamples after them (its decoder), opens a Down module with it. The first block,
   // with no pooling before it, is the input's; a VGG's poolings, which end its stack, stay
-  // between blocks.
-  void down_modules(const std::vector<Element>& els, const std::vector<Span>& layers, const std::vector<NodeId>& nodes,
+  // between blocks. Its decoder: an upsampling, a padding of the upsampled map to the skip's
+  // size and the skip's concatenation, right before a block of a kind that recurs so, open an
+  // Up module with it (that reconciling is a module's work; a flat decoder concatenates only).
+  void unet_modules(const std::vector<Element>& els, const std::vector<Span>& layers, const std::vector<NodeId>& nodes,
                     const std::vector<std::string>& kinds) {
-    std::map<std::string, int> pooled;  // per kind: how many blocks a pooling opens
+    std::map<std::string, int> pooled, upsampled;  // per kind: how many blocks a pooling (an upsampling) opens
     auto pool_before = [&](size_t k) {
       const size_t f = layers[k].first;
       return f > 0 && els[f - 1].unit && els[f - 1].role == Role::Pool && b.parent[els[f - 1].node] == b.parent[nodes[k]];
     };
+    auto up_before = [&](size_t k) -> size_t {  // the upsampling's index, or SIZE_MAX
+      size_t j = layers[k].first;
+      bool joins = false, pads = false;
+      while (j > 0 && !els[j - 1].unit && (els[j - 1].role == Role::Shape || els[j - 1].role == Role::Merge) &&
+             b.parent[els[j - 1].node] == b.parent[nodes[k]]) {
+        --j;
+        joins |= els[j].role == Role::Merge;
+        pads |= els[j].op == "aten::pad" || els[j].op == "aten::constant_pad_nd";
+      }
+      return joins && pads && j > 0 && upsamples(els[j - 1]) && b.parent[els[j - 1].node] == b.parent[nodes[k]] ? j - 1 : SIZE_MAX;
+    };
     size_t last = 0;
-    for (size_t k = 0; k < layers.size(); ++k)
+    for (size_t k = 0; k < layers.size(); ++k) {
       if (pool_before(k)) ++pooled[kinds[k]], last = layers[k].second;
+      if (up_before(k) != SIZE_MAX) ++upsampled[kinds[k]];
+    }
     if (std::none_of(els.begin() + long(last), els.end(), [](const Element& e) { return upsamples(e); })) return;
-    for (size_t k = 0; k < layers.size(); ++k)
-      if (pool_before(k) && pooled[kinds[k]] >= 2)
-        make(numbered("Down"), b.parent[nodes[k]], {els[layers[k].first - 1].node, nodes[k]});
+    for (size_t k = 0; k < layers.size(); ++k) {
+      if (pool_before(k) && pooled[kinds[k]] >= 2) make(numbered("Down"), b.parent[nodes[k]], {els[layers[k].first - 1].node, nodes[k]});
+      if (const size_t up = up_before(k); up != SIZE_MAX && upsampled[kinds[k]] >= 2) {
+        std::vector<NodeId> kids;
+        for (size_t j = up; j < layers[k].first; ++j) kids.push_back(els[j].node);
+        kids.push_back(nodes[k]);
+        make(numbered("Up"), b.parent[nodes[k]], kids);
+      }
+    }
   }
 
   // What a residual block adds to its input, x + F(x): F, from the block's start to the add,

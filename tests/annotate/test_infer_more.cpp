@@ -331,3 +331,24 @@ TEST_CASE("inferred layers: residual units without norms that activate first end
   CHECK(s.block_recall == doctest::Approx(1.0));  // the units and their blocks
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a U-Net's upsampling, padding to the skip and concatenation open an Up module with the double conv") {
+  // The common U-Net's Up: upsample, F.pad the map to the skip's size, cat, DoubleConv. Its
+  // encoder's Down modules as before; a flat decoder (upsample, cat, double conv in the model's
+  // forward) keeps its concatenations its own.
+  Mod dbl{"DoubleConv", {}, nullptr};
+  for (int k = 0; k < 2; ++k)
+    for (Mod m : {conv(), bn(), relu_module()}) dbl.items.push_back(m);
+  Mod down{"Down", {leaf("MaxPool2d", {"aten::max_pool2d"}), dbl}, nullptr};
+  Mod upsample = leaf("Upsample", {"aten::upsample_bilinear2d"});
+  Mod up{"Up", {upsample, op("aten::pad"), op("aten::cat"), dbl}, nullptr};
+  BareRun r = bare_run(Mod{"UNet", {dbl, down, down, down, up, up, up, conv()}, nullptr});
+  CHECK(has_layer(r.annotation.tree, "Up 3"));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the double convs, the Down and the Up modules
+  CHECK(s.node_precision == doctest::Approx(1.0));
+
+  BareRun flat = bare_run(Mod{"UNet", {dbl, down, down, down, upsample, op("aten::cat"), dbl, upsample, op("aten::cat"), dbl, conv()}, nullptr});
+  CHECK_FALSE(has_layer(flat.annotation.tree, "Up 1"));
+}
