@@ -1,6 +1,7 @@
 // Layers from blocks: kinds of layer made of several kinds of block (a transformer's attention
 // and MLP halves, a decoder's three) found where they repeat in a fixed order, blocks of a
-// recurring kind, and the cross-stage partial modules around blocks. See infer_blocks.h.
+// recurring kind, the cross-stage partial modules around blocks, and the MLPs of one kind
+// outside them. See infer_blocks.h.
 #include "core/annotate/infer_blocks.h"
 
 #include <algorithm>
