@@ -134,18 +134,13 @@ void open_at_norms(const std::vector<Element>& els, std::vector<Span>& blocks) {
     while (from < to && !els[from].unit) ++from;
     return from;
   };
-  auto ops_of = [&](size_t from, size_t to) {
-    std::string s;
-    for (size_t j = from; j < to; ++j) s.append(els[j].op).push_back(';');
-    return s;
-  };
   std::set<std::string> opening;  // kinds that open with a norm
   std::vector<std::string> leads;  // the loose ops before the norm of each block opening with one
   for (size_t k = 1; k < blocks.size(); ++k) {
     const size_t u = first_unit(blocks[k].first, blocks[k].second);
     if (u < blocks[k].second && els[u].role == Role::Norm) {
       opening.insert(signature(els, blocks[k].first, blocks[k].second));
-      leads.push_back(ops_of(blocks[k].first, u));
+      leads.push_back(op_sequence(els, blocks[k].first, u));
     }
   }
   auto of_an_opening_kind = [&](const std::string& sig) {
@@ -168,7 +163,7 @@ void open_at_norms(const std::vector<Element>& els, std::vector<Span>& blocks) {
       size_t lead = norm;
       while (lead > f && !els[lead - 1].unit) --lead;
       f = norm;
-      if (lead < norm && std::find(leads.begin(), leads.end(), ops_of(lead, norm)) != leads.end()) f = lead;
+      if (lead < norm && std::find(leads.begin(), leads.end(), op_sequence(els, lead, norm)) != leads.end()) f = lead;
       continue;
     }
     auto& [pf, pt] = blocks[k - 1];
@@ -190,8 +185,7 @@ namespace {
 
 // Whether the norm at j opens a branch: the next unit (views apart) computes, no sum first.
 bool opens_branch(const std::vector<Element>& els, size_t j) {
-  size_t k = j + 1;
-  while (k < els.size() && !els[k].unit && els[k].role == Role::Shape) ++k;
+  const size_t k = past_views(els, j + 1, els.size());
   return k < els.size() && els[k].unit && (els[k].role == Role::Weight || els[k].role == Role::Pool);
 }
 

@@ -284,17 +284,18 @@ struct Inference {
       }
       return joins && pads && j > 0 && upsamples(els[j - 1]) && b.parent[els[j - 1].node] == b.parent[nodes[k]] ? j - 1 : SIZE_MAX;
     };
+    std::vector<size_t> ups(layers.size());
     size_t last = 0;
     for (size_t k = 0; k < layers.size(); ++k) {
       if (pool_before(k)) ++pooled[kinds[k]], last = layers[k].second;
-      if (up_before(k) != SIZE_MAX) ++upsampled[kinds[k]];
+      if ((ups[k] = up_before(k)) != SIZE_MAX) ++upsampled[kinds[k]];
     }
     if (std::none_of(els.begin() + long(last), els.end(), [](const Element& e) { return upsamples(e); })) return;
     for (size_t k = 0; k < layers.size(); ++k) {
       if (pool_before(k) && pooled[kinds[k]] >= 2) make(numbered("Down"), b.parent[nodes[k]], {els[layers[k].first - 1].node, nodes[k]});
-      if (const size_t up = up_before(k); up != SIZE_MAX && upsampled[kinds[k]] >= 2) {
+      if (ups[k] != SIZE_MAX && upsampled[kinds[k]] >= 2) {
         std::vector<NodeId> kids;
-        for (size_t j = up; j < layers[k].first; ++j) kids.push_back(els[j].node);
+        for (size_t j = ups[k]; j < layers[k].first; ++j) kids.push_back(els[j].node);
         kids.push_back(nodes[k]);
         make(numbered("Up"), b.parent[nodes[k]], kids);
       }
@@ -333,10 +334,7 @@ struct Inference {
       units += els[j].unit;
     }
     if (inline_ops) {
-      size_t norm = f;
-      while (norm < end && !els[norm].unit && els[norm].role == Role::Shape) ++norm;
-      size_t first = norm + 1;
-      while (first < end && !els[first].unit && els[first].role == Role::Shape) ++first;
+      const size_t norm = past_views(els, f, end), first = past_views(els, norm + 1, end);
       if (norm == end || els[norm].role != Role::Norm || first == end || els[first].role != Role::Weight) return;
       f = norm + 1;
       --units;
@@ -480,8 +478,7 @@ struct Inference {
   void functional_activation(const std::vector<Element>& els, size_t from, size_t end) {
     auto is = [&](size_t j, Role r) { return j < end && els[j].unit && els[j].role == r; };
     for (size_t j = from + 1; j < end; ++j) {
-      size_t w = j - 1;  // linear1, the view it returned its output through apart
-      while (w > from && !els[w].unit && els[w].role == Role::Shape) --w;
+      const size_t w = before_views(els, j, from + 1) - 1;  // linear1, the view it returned its output through apart
       if (is(w, Role::Weight) && els[w].kind == "linear" && is(j, Role::Activation) && is(j + 1, Role::Dropout) &&
           is(j + 2, Role::Weight) && els[j + 2].kind == "linear") {
         for (NodeId op : els[j].ops) b.parent[op] = b.parent[els[j].node];
@@ -511,7 +508,7 @@ struct Inference {
     };
     const bool top_k = picks({"aten::topk"});
     if (!top_k && !picks({"aten::max", "aten::argmax"})) return false;
-    while (from > 0 && !els[from - 1].unit && els[from - 1].role == Role::Shape) --from;
+    from = before_views(els, from);
     std::vector<NodeId> kids;
     for (size_t j = from; j < end; ++j) kids.push_back(els[j].node);
     std::vector<std::pair<size_t, size_t>> runs;
@@ -694,10 +691,6 @@ struct Inference {
       else runs.back().second = k + 1;
     }
     if (runs.size() < 2 || runs.size() == nodes.size()) return;
-    auto under = [&](NodeId n, NodeId p) {  // n's ancestor (or n) whose parent is p
-      while (b.parent[n] != p) n = b.parent[n];
-      return n;
-    };
     for (auto [first, last] : runs) {
       if (last - first < 2) continue;
       std::set<std::string_view> joins;  // the loose ops between its blocks, or opening each of them
@@ -715,9 +708,9 @@ struct Inference {
       std::vector<NodeId> kids;
       for (size_t j = layers[first].first; j < to; ++j) {
         const bool taken = last < nodes.size() && j >= layers[last].first;  // from the block standing next
-        if (const NodeId n = taken ? els[j].node : under(els[j].node, parent); kids.empty() || kids.back() != n) kids.push_back(n);
+        if (const NodeId n = taken ? els[j].node : child_of(els[j].node, parent); kids.empty() || kids.back() != n) kids.push_back(n);
       }
-      if (last < nodes.size() && to > layers[last].first) b.begin[nodes[last]] = b.begin[under(els[to].node, nodes[last])];
+      if (last < nodes.size() && to > layers[last].first) b.begin[nodes[last]] = b.begin[child_of(els[to].node, nodes[last])];
       // Named by how many blocks it runs ("Stage 2: 4 blocks"; a hierarchical transformer's:
       // "Stage 3: 6 layers").
       make(numbered("Stage") + ": " + std::to_string(last - first) + (sig[first].find('|') != std::string::npos ? " layers" : " blocks"),

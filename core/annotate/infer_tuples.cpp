@@ -281,11 +281,6 @@ std::vector<Span> repeated_mlps(const std::vector<Element>& els, const std::vect
     const Element& e = els[j];
     return !in_layer[j] && e.unit && ((e.role == Role::Weight && e.kind == "linear") || e.role == Role::Activation || e.role == Role::Dropout);
   };
-  auto ops_of = [&](size_t f, size_t t) {  // by op, an activation's too
-    std::string k;
-    for (size_t j = f; j < t; ++j) k.append(els[j].op).push_back(',');
-    return k;
-  };
   std::vector<Span> runs;
   std::map<std::string, int> count;
   for (size_t j = 0; j < els.size();) {
@@ -303,13 +298,13 @@ std::vector<Span> repeated_mlps(const std::vector<Element>& els, const std::vect
     while (end > j && els[end - 1].role != Role::Weight) --end;  // it ends at its last linear
     if (linears >= 2 && activation) {
       runs.push_back({j, end});
-      ++count[ops_of(j, end)];
+      ++count[op_sequence(els, j, end)];  // by op, an activation's too
     }
     j = std::max(end, j + 1);
   }
   std::vector<Span> out;
   for (auto [f, t] : runs)
-    if (count[ops_of(f, t)] >= 2) out.push_back({f, t});
+    if (count[op_sequence(els, f, t)] >= 2) out.push_back({f, t});
   return out;
 }
 

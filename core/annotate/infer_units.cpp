@@ -49,6 +49,22 @@ bool is_unit_role(Role r) {
          r == Role::Resample;
 }
 
+size_t past_views(const std::vector<Element>& els, size_t j, size_t end) {
+  while (j < end && !els[j].unit && els[j].role == Role::Shape) ++j;
+  return j;
+}
+
+size_t before_views(const std::vector<Element>& els, size_t j, size_t from) {
+  while (j > from && !els[j - 1].unit && els[j - 1].role == Role::Shape) --j;
+  return j;
+}
+
+std::string op_sequence(const std::vector<Element>& els, size_t from, size_t to) {
+  std::string s;
+  for (size_t j = from; j < to; ++j) s.append(els[j].op).push_back(',');
+  return s;
+}
+
 namespace {
 
 // Takes an attention's parts [from, to) out of it, with their ops (its ops are its parts', in
@@ -389,19 +405,15 @@ struct UnitFinder {
         return false;
       };
       auto split_before = [&](size_t p) {
-        for (size_t j = p; j > 0 && !out[j - 1].unit && out[j - 1].role == Role::Shape; --j)
-          if (is_split(out[j - 1].op)) return true;
+        for (size_t j = before_views(out, p); j < p; ++j)
+          if (is_split(out[j].op)) return true;
         return false;
       };
       // Keys and values computed from a reduced map (a spatial-reduction attention: PVT's,
       // SegFormer's): the query's linear, the reduction's conv or linear, its norm, then their
       // projection; views between.
-      auto shapes_before = [&](size_t j) {
-        while (j > 0 && !out[j - 1].unit && out[j - 1].role == Role::Shape) --j;
-        return j;
-      };
       auto reduced = [&](size_t norm) {
-        const size_t r = shapes_before(norm), q = r > 0 ? shapes_before(r - 1) : 0;
+        const size_t r = before_views(out, norm), q = r > 0 ? before_views(out, r - 1) : 0;
         return r > 0 && q > 0 && projection(out[r - 1]) && out[q - 1].role == Role::Weight && out[q - 1].kind == "linear";
       };
       size_t back = out.size(), first_linear = SIZE_MAX, last_join = SIZE_MAX;
@@ -604,10 +616,7 @@ struct UnitFinder {
     // pooled map and views the scale back): the index after the product, or 0.
     auto excitation = [&](size_t i) -> size_t {
       if (!at(i, Role::Pool) || els[i].op.find("adaptive") == std::string_view::npos) return 0;
-      auto views = [&](size_t j) {
-        while (j < els.size() && !els[j].unit && els[j].role == Role::Shape) ++j;
-        return j;
-      };
+      auto views = [&](size_t j) { return past_views(els, j, els.size()); };
       size_t j = views(i + 1);
       if (!at(j, Role::Weight) || !at(j = views(j + 1), Role::Activation) || !at(j = views(j + 1), Role::Weight) || !sigmoid(j = views(j + 1)) ||
           !product(j = views(j + 1)))

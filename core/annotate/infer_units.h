@@ -37,6 +37,14 @@ struct Element {
   NodeId node = kNoNode;
 };
 
+// Past the loose views (reshapes, transposes) from j, to `end` at most: the first element that
+// is no view.
+size_t past_views(const std::vector<Element>& els, size_t j, size_t end);
+// Back over the loose views right before j, to `from` at least: where they start.
+size_t before_views(const std::vector<Element>& els, size_t j, size_t from = 0);
+// The op names of els[from, to), for comparing runs op by op.
+std::string op_sequence(const std::vector<Element>& els, size_t from, size_t to);
+
 // The forward's op nodes as leaf units and loose ops, in order.
 std::vector<Element> leaf_units(Context& c, const TreeBuilder& b, const std::vector<NodeId>& ops);
 
