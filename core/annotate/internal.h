@@ -214,8 +214,11 @@ EventId outer_module_of(const Context& c, EventId e);
 // Whether an op that starts at `begin` and ends at `end` ran last inside the op before it,
 // which ended at `before_end`: whole-microsecond timestamps (torch 1.13's CPU export) end both
 // at one tick, so the trace has it beside its parent, starting where the parent ends and
-// lasting nothing.
-inline bool left_beside_by_rounding(Ns before_end, Ns begin, Ns end) { return begin == before_end && end == begin; }
+// lasting nothing, or one tick where its end was rounded up and its parent's down. (A call
+// of the model's own starts a Python statement later, never at the tick the last one ended.)
+inline bool left_beside_by_rounding(Ns before_end, Ns begin, Ns end) {
+  return begin == before_end && (end == begin || (begin % 1000 == 0 && end - begin == 1000));
+}
 
 // Name classification.
 bool is_loss_op(std::string_view n);
