@@ -23,8 +23,9 @@
 // the median and the minimum of each figure and how many models meet each goal. `--ways`
 // adds rows annotated with the nn.Module frames kept ("modules") and with nothing stripped
 // ("visible"). `--dump` prints each trace's first forward, a leaf op a line: the op, its
-// innermost module call, its innermost inferred layer; then each truth phase that the
-// inferred phases do not cover whole.
+// innermost module call, its innermost inferred layer; then the blocks no layer holds and the
+// layers that are no module call; then each truth phase that the inferred phases do not
+// cover whole.
 #include "core/annotate/accuracy.h"
 #include "core/loader.h"
 #include "core/text_format.h"

@@ -460,8 +460,16 @@ std::vector<EventId> match_leaf_ops(const TraceModel& m, const GroundTruth& trut
   return event_of;
 }
 
+// What the figures count against: the blocks no layer holds exactly, and the layers of two or
+// more ops that are no call nor run of sibling calls, with their leaf ops [lo, hi].
+struct TreeMisses {
+  std::vector<uint32_t> blocks;  // calls
+  struct Node { NodeId layer; uint32_t lo, hi; };
+  std::vector<Node> nodes;
+};
+
 // The truth tree's figures: leaf F1, block recall, node precision.
-void score_tree(const TraceModel& m, const Annotation& a, const GroundTruth& truth, AccuracyScore& s) {
+void score_tree(const TraceModel& m, const Annotation& a, const GroundTruth& truth, AccuracyScore& s, TreeMisses* misses = nullptr) {
   const AnnotationTree& t = a.tree;
   const size_t nops = truth.ops.size();
   s.forwards = truth.forwards.size();
@@ -550,13 +558,17 @@ void score_tree(const TraceModel& m, const Annotation& a, const GroundTruth& tru
     if (whole) exact.insert((uint64_t(h.lo) << 32) | h.hi);
     if (h.count < 2) continue;
     ++s.nodes;
-    s.nodes_correct += whole && is_node(h.lo, h.hi);
+    const bool correct = whole && is_node(h.lo, h.hi);
+    s.nodes_correct += correct;
+    if (misses && !correct) misses->nodes.push_back({l, h.lo, h.hi});
   }
   if (s.nodes) s.node_precision = double(s.nodes_correct) / double(s.nodes);
   for (const auto& c : truth.calls) {
     if (!c.block || c.op_end == c.op_begin) continue;
     ++s.blocks;
-    s.blocks_found += exact.count((uint64_t(c.op_begin) << 32) | (c.op_end - 1)) > 0;
+    const bool found = exact.count((uint64_t(c.op_begin) << 32) | (c.op_end - 1)) > 0;
+    s.blocks_found += found;
+    if (misses && !found) misses->blocks.push_back(uint32_t(&c - truth.calls.data()));
   }
   if (s.blocks) s.block_recall = double(s.blocks_found) / double(s.blocks);
 }
@@ -654,6 +666,20 @@ std::string truth_dump(const TraceModel& m, const Annotation& a, const GroundTru
     std::string layer = l == kNoNode ? (n == kNoNode ? std::string("-") : "(" + std::string(t.name_of(t.parent[n])) + ")") : t.path(l);
     out += std::to_string(i - f.op_begin) + "\t" + name + "\t" + call + "\t" + layer + "\n";
   }
+  // The blocks no layer holds and the layers that are no module call, in this forward.
+  AccuracyScore scratch;
+  TreeMisses misses;
+  score_tree(m, a, truth, scratch, &misses);
+  auto in_forward = [&](uint32_t lo) { return lo >= f.op_begin && lo < f.op_end; };
+  for (uint32_t c : misses.blocks) {
+    const auto& call = truth.calls[c];
+    if (in_forward(call.op_begin))
+      out += "missed block\t" + call.path + " (" + call.cls + ")\tops " + std::to_string(call.op_begin - f.op_begin) + "-" +
+             std::to_string(call.op_end - 1 - f.op_begin) + "\n";
+  }
+  for (const auto& n : misses.nodes)
+    if (in_forward(n.lo))
+      out += "wrong layer\t" + t.path(n.layer) + "\tops " + std::to_string(n.lo - f.op_begin) + "-" + std::to_string(n.hi - f.op_begin) + "\n";
   // Where the phases disagree: each truth phase range with our phase spans over it, and the
   // outermost ops (the top three levels) in the parts that disagree.
   std::vector<NodeId> phases;

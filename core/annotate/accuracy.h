@@ -117,7 +117,9 @@ AccuracyScore score_against(const TraceModel& m, const Annotation& a, const Grou
 
 // One forward's leaf ops, a line each: its number, the op, its innermost call (path and
 // class, "[block]" when the call is a block), its innermost layer in the annotation (its
-// path) or, when it has none, its parent node in parentheses. Then each truth phase the
+// path) or, when it has none, its parent node in parentheses. Then the forward's blocks no
+// layer holds exactly and its layers that are no module call nor run of sibling calls, with
+// their ops' numbers. Then each truth phase the
 // annotation's phases do not cover whole: its phase spans over it, and the outermost ops in
 // the spans that disagree. For reading the scores.
 std::string truth_dump(const TraceModel& m, const Annotation& a, const GroundTruth& truth, uint32_t forward);
