@@ -463,7 +463,12 @@ struct Inference {
     // transposes its projection's output back to its caller's layout has returned: the
     // dropout after that is the layer's.
     if (attention && units == 2 && els[end - 1].unit && els[end - 1].role == Role::Dropout) {
-      if (const std::string_view last = els[from].inner.back().op; last == "aten::transpose" || last == "aten::permute") return;
+      // (The as_strided a transpose runs, left beside it by the clock's rounding, apart.)
+      const auto& inner = els[from].inner;
+      size_t last = inner.size() - 1;
+      while (last > 0 && left_beside_by_rounding(b.end[inner[last - 1].ops.back()], b.begin[inner[last].ops.front()], b.end[inner[last].ops.back()]))
+        --last;
+      if (inner[last].op == "aten::transpose" || inner[last].op == "aten::permute") return;
       const NodeId a = els[from].node, d = els[end - 1].node;
       for (size_t j = from + 1; j < end; ++j) b.parent[els[j].node] = a;
       b.widen(a, b.begin[d], b.end[d]);

@@ -429,6 +429,32 @@ TEST_CASE("inferred layers: the tensors record_function makes around every modul
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
 
+TEST_CASE("inferred layers: an attention transposing its output back has returned, the as_strided the rounding left beside it apart") {
+  // The same sequence-first attention: in some layers the last transpose's as_strided stands
+  // beside it (rounded timestamps). The dropout after it is still the layer's, in every layer.
+  Mod lin = leaf("Linear", {"aten::linear"}), drop = leaf("Dropout", {"aten::dropout"}), ln = leaf("LayerNorm", {"aten::layer_norm"});
+  auto attention = [&](bool rounded) {
+    Mod a{"SelfAttention",
+          {op("aten::transpose"), lin, lin, lin, op("aten::view"), op("aten::transpose"), op("aten::view"), op("aten::transpose"),
+           op("aten::view"), op("aten::transpose"), op("aten::div"), op("aten::transpose"), op("aten::baddbmm"), op("aten::softmax"),
+           drop, op("aten::bmm"), op("aten::transpose"), op("aten::contiguous"), op("aten::view"), lin, op("aten::view"),
+           op("aten::transpose")},
+          nullptr};
+    if (rounded) a.items.push_back(rounded_child("aten::as_strided"));
+    return a;
+  };
+  Mod ff{"FeedForward", {lin, leaf("GELU", {"aten::gelu"}), lin, drop}, nullptr};
+  Mod root{"LM", {leaf("Embedding", {"aten::embedding"})}, nullptr};
+  for (int k = 0; k < 4; ++k)
+    root.items.push_back(Mod{"Layer", {ln, attention(k % 2 == 1), drop, op("aten::add"), ln, ff, op("aten::add")}, nullptr});
+  root.items.push_back(ln);
+  root.items.push_back(lin);
+  BareRun r = bare_run(root);
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the layers, their attentions and feed-forwards
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
+
 namespace {
 
 // A graph network's update: its moves along the graph (gathers, scatters, a concatenation), then
