@@ -528,17 +528,22 @@ struct Inference {
       j = std::max(k, j + 1);
     }
     // A run that starts with a whole recurring expert and goes on (a shared expert, then the
-    // gate that scales it) is that expert and the rest.
+    // gate that scales it) is that expert and the rest; so is one that ends with it (the
+    // gate first).
     for (size_t r = 0; r < runs.size(); ++r) {
       auto [f, t] = runs[r];
       const std::string sig = signature(els, f, t);
       for (auto& [other, n] : kinds) {
-        if (n < 2 || other.size() >= sig.size() || !sig.starts_with(other)) continue;
-        const size_t cut = end_of_signature(els, f, t, other);
-        if (cut >= t) continue;  // none, or the whole run
+        if (n < 2 || other.size() >= sig.size()) continue;
+        size_t cut = sig.starts_with(other) ? end_of_signature(els, f, t, other) : SIZE_MAX;
+        size_t start = SIZE_MAX;
+        for (size_t k = t - 1; cut >= t && k > f && start == SIZE_MAX; --k)
+          if (signature(els, k, t) == other) start = k;
+        if (cut >= t && start == SIZE_MAX) continue;  // none, or the whole run
         --kinds[sig];
         ++kinds[other];
-        runs[r].second = cut;
+        if (cut < t) runs[r].second = cut;
+        else runs[r].first = start;
         break;
       }
     }

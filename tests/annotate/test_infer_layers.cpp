@@ -372,22 +372,26 @@ TEST_CASE("inferred layers: ConvNeXt's downsampling with a LayerNorm written by 
 TEST_CASE("inferred layers: a sparse MoE with a gated shared expert: gated experts whole, the shared one an expert, one join") {
   // Qwen-MoE's block: router softmax and top-k, each expert a SwiGLU between a gather and an
   // index_add_, then the shared expert scaled by a sigmoid gate and summed with the routed
-  // output before the residual add.
-  Mod moe{"SparseMoeBlock", {op("aten::view"), linear(), op("aten::softmax"), op("aten::topk"), op("aten::sum"), op("aten::div"),
-                             op("aten::zeros_like"), op("aten::one_hot"), op("aten::permute")},
-          nullptr};
-  for (int e = 0; e < 4; ++e) {
-    for (const char* o : {"aten::select", "aten::where", "aten::index"}) moe.items.push_back(op(o));
-    moe.items.push_back(swiglu());
-    for (const char* o : {"aten::unsqueeze", "aten::index", "aten::mul", "aten::index_add_"}) moe.items.push_back(op(o));
+  // output before the residual add; or, as some write it, the gate first.
+  for (bool gate_first : {false, true}) {
+    CAPTURE(gate_first);
+    Mod moe{"SparseMoeBlock", {op("aten::view"), linear(), op("aten::softmax"), op("aten::topk"), op("aten::sum"), op("aten::div"),
+                               op("aten::zeros_like"), op("aten::one_hot"), op("aten::permute")},
+            nullptr};
+    for (int e = 0; e < 4; ++e) {
+      for (const char* o : {"aten::select", "aten::where", "aten::index"}) moe.items.push_back(op(o));
+      moe.items.push_back(swiglu());
+      for (const char* o : {"aten::unsqueeze", "aten::index", "aten::mul", "aten::index_add_"}) moe.items.push_back(op(o));
+    }
+    if (!gate_first) moe.items.push_back(swiglu());  // the shared expert
+    for (Mod m : {linear(), leaf("Sigmoid", {"aten::sigmoid"})}) moe.items.push_back(m);
+    if (gate_first) moe.items.push_back(swiglu());
+    for (const char* o : {"aten::mul", "aten::add", "aten::view"}) moe.items.push_back(op(o));
+    const AccuracyScore s = bare_score(decoder_lm(moe, 2));
+    CHECK(s.blocks == 2 * 2 * (3 + 5));  // each layer, attention, MoE and its five SwiGLUs; two forwards
+    CHECK(s.block_recall == doctest::Approx(1.0));
+    CHECK(s.node_precision == doctest::Approx(1.0));
   }
-  moe.items.push_back(swiglu());  // the shared expert
-  for (Mod m : {linear(), leaf("Sigmoid", {"aten::sigmoid"})}) moe.items.push_back(m);
-  for (const char* o : {"aten::mul", "aten::add", "aten::view"}) moe.items.push_back(op(o));
-  const AccuracyScore s = bare_score(decoder_lm(moe, 2));
-  CHECK(s.blocks == 2 * 2 * (3 + 5));  // each layer, attention, MoE and its five SwiGLUs; two forwards
-  CHECK(s.block_recall == doctest::Approx(1.0));
-  CHECK(s.node_precision == doctest::Approx(1.0));
 }
 
 TEST_CASE("inferred layers: pre-activation blocks alternating with downsampling ones are blocks, not layers of sublayers") {
