@@ -348,6 +348,7 @@ TEST_CASE("inferred layers: squeeze and excitation on Linear layers, views betwe
   CHECK(has_layer(r.annotation.tree, "SqueezeExcitation 3"));
   const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.leaf_f1 == doctest::Approx(1.0));
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the blocks, their SE layers and the Sequential between the views
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
 
