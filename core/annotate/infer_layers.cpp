@@ -311,6 +311,10 @@ struct Inference {
     auto after_join = [](const Element& e) { return e.unit && (e.role == Role::Activation || e.role == Role::Norm || e.role == Role::Dropout); };
     while (add > f && after_join(els[add - 1])) --add;
     if (add == f || els[add - 1].unit || els[add - 1].role != Role::Add) return;
+    // The activation after the join and the dropout on it are one module the block calls
+    // (Jasper's and QuartzNet's activation-dropout Sequential).
+    if (t == add + 2 && els[add].role == Role::Activation && els[add + 1].role == Role::Dropout)
+      make(numbered("Activation") + ": " + readable(els[add]) + " + Dropout", b.parent[els[add].node], {els[add].node, els[add + 1].node});
     size_t end = --add;
     while (end > f && ((els[end - 1].unit && els[end - 1].role == Role::Dropout) ||
                        (!els[end - 1].unit && els[end - 1].role != Role::Shape)))

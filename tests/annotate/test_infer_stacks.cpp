@@ -166,15 +166,23 @@ TEST_CASE("inferred layers: a projection right after the branch's last norm is t
   CHECK(s.block_recall == doctest::Approx(1.0));  // the blocks, their bodies and their residual paths
 }
 
-TEST_CASE("inferred layers: the dropout on the activation that closes a residual block is the block's") {
+TEST_CASE("inferred layers: the dropout on the activation that closes a residual block is the block's, one module with it") {
+  // As the block's own two modules, or as one Sequential it calls (Jasper's and QuartzNet's).
   Mod body{"Sequential", {conv1d(), bn(), relu_module(), conv1d(), bn()}, nullptr};
-  Mod block{"Block", {body, op("aten::add"), relu_module(), leaf("Dropout", {"aten::dropout"})}, nullptr};
-  BareRun r = bare_run(Mod{"Net", {conv1d(), bn(), relu_module(), block, block, block, conv1d()}, nullptr});
-  CHECK(units_per_layer(r.annotation.tree, "Block ", "Dropout ") == std::vector<int>(6, 1));
-  CHECK(units_per_layer(r.annotation.tree, "Block ", "Residual branch ") == std::vector<int>(6, 1));  // its body still found
-  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
-  CHECK(s.block_recall == doctest::Approx(1.0));
-  CHECK(s.node_precision == doctest::Approx(1.0));
+  Mod drop = leaf("Dropout", {"aten::dropout"});
+  for (bool sequential : {false, true}) {
+    CAPTURE(sequential);
+    Mod block{"Block", {body, op("aten::add")}, nullptr};
+    if (sequential) block.items.push_back(Mod{"Sequential", {relu_module(), drop}, nullptr});
+    else block.items.insert(block.items.end(), {relu_module(), drop});
+    BareRun r = bare_run(Mod{"Net", {conv1d(), bn(), relu_module(), block, block, block, conv1d()}, nullptr});
+    CHECK(units_per_layer(r.annotation.tree, "Block ", "Activation ") == std::vector<int>(6, 1));
+    CHECK(units_per_layer(r.annotation.tree, "Block ", "Residual branch ") == std::vector<int>(6, 1));  // its body still found
+    CHECK(has_layer(r.annotation.tree, "Activation 3: ReLU + Dropout"));
+    const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+    CHECK(s.block_recall == doctest::Approx(1.0));
+    CHECK(s.node_precision == doctest::Approx(1.0));
+  }
 }
 
 TEST_CASE("inferred layers: a global response norm written by hand is one norm unit, as its module is") {
