@@ -51,6 +51,7 @@ struct Inference {
   TreeBuilder& b;
   std::map<std::string, uint32_t> counters;  // per readable kind: how many named so far
   std::set<std::string> branch_kinds;         // kinds of the branches split blocks made
+  bool conditioned = false;                   // the blocks modulate their halves (adaLN: DiT's)
 
   std::vector<Element> units(const std::vector<NodeId>& ops) { return leaf_units(c, b, ops); }
 
@@ -218,6 +219,16 @@ struct Inference {
     if (partial.empty()) stages(els, parent, layers, block_nodes, kinds);
     if (plain) unet_modules(els, layers, block_nodes, kinds);
     for (auto [f, t] : repeated_mlps(els, layers)) unit_group("MLP", els, f, t);
+    // An activation of the conditioning sum (or of what the block before returned) and a
+    // linear whose output is split at once (into a shift, a scale and a gate per half)
+    // compute the modulation that conditions a block: one module (DiT's adaLN_modulation).
+    for (size_t j = 1; j + 2 < els.size(); ++j)
+      if (const size_t before = before_views(els, j);
+          before > 0 && !els[before - 1].unit && els[before - 1].role == Role::Add && els[j].unit && els[j].role == Role::Activation &&
+          els[j + 1].unit && els[j + 1].kind == "linear" && !els[j + 2].unit && is_split(els[j + 2].op)) {
+        conditioned = true;
+        unit_group("Modulation", els, j, j + 2);
+      }
     // Layers of one block (a model may have both: an image tower of residual blocks, a text
     // tower of transformer layers).
     std::vector<Span> single;
@@ -429,7 +440,10 @@ struct Inference {
     // Reshapes, and tensors made for what follows (torch before 1.14 makes some around each
     // record_function range), are no op of a module's.
     auto loose_shape = [&](size_t j) { return !els[j].unit && (els[j].role == Role::Shape || allocates(els[j].op)); };
-    while (from < t && loose_shape(from)) ++from;
+    // In a conditioned block the normed input is modulated first (norm(x) * (1 + scale) +
+    // shift, the vectors viewed to broadcast): the block's arithmetic, not F's.
+    auto modulates = [&](size_t j) { return conditioned && !els[j].unit && (els[j].role == Role::Add || els[j].op == "aten::mul"); };
+    while (from < t && (loose_shape(from) || modulates(from))) ++from;
     size_t end = t;
     while (end > from && loose_shape(end - 1)) --end;
     // A pre-norm layer's final norm after its last half's add (a Conformer's) is the layer's.

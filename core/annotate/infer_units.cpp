@@ -431,7 +431,7 @@ struct UnitFinder {
         --back;
       }
       if (first_linear == SIZE_MAX && last_join != SIZE_MAX) back = last_join + 1;
-      const size_t lead = first_linear != SIZE_MAX ? first_linear - back : 0;
+      size_t lead = first_linear != SIZE_MAX ? first_linear - back : 0;
       size_t lo = s1, linears = 0;
       while (out.size() > back) {
         linears += projection(out.back());
@@ -452,6 +452,23 @@ struct UnitFinder {
       for (size_t j = lo; j < s1 && !packed; ++j) {
         if (els[j].unit) break;
         packed = els[j].op == "aten::split_with_sizes" || els[j].op == "aten::split";
+      }
+      // nn.MultiheadAttention's forward does nothing before its in-projection but transpose a
+      // batch-first input and split its packed weight (for a query apart from key and value):
+      // the views before those are its caller's (DiT's modulation).
+      if (own_function && packed && lead > 0) {
+        size_t own = lo + lead;
+        auto mha_own = [&](size_t j) { return j >= lo && !els[j].unit && (els[j].op == "aten::transpose" || is_split(els[j].op)); };
+        // A transpose's as_strided, beside it either way as the clock's rounding sorts them,
+        // unless the rounding left it beside the op before (that op's own).
+        auto strided = [&](size_t j) {
+          if (els[j].op != "aten::as_strided") return false;
+          if (j > lo && mha_own(j - 1)) return true;
+          const Element* before = j > lo ? &els[j - 1] : out.empty() ? nullptr : &out.back();
+          return mha_own(j + 1) && !(before && left_beside(before->ops.back(), els[j].ops.front()));
+        };
+        while (own > lo && (mha_own(own - 1) || strided(own - 1))) --own;
+        for (; lo < own; ++lo, --lead) out.push_back(std::move(els[lo]));
       }
       // Out-projection: views, one linear (or conv), views; a dropout the windows' views follow is the
       // attention's own (Swin's), not a module after it.

@@ -399,6 +399,30 @@ TEST_CASE("inferred layers: a vector broadcast and added after a product (DiT's 
       CHECK(r.annotation.tree.path(n).find("/Layer 2: ") != std::string::npos);
 }
 
+TEST_CASE("inferred layers: nn.MultiheadAttention begins at its batch-first transpose; a DiT block's modulation and MLP are modules") {
+  // DiT's x + gate.unsqueeze(1) * attn(modulate(norm(x))): Python views the gate before it
+  // calls the attention, which transposes its batch-first input, then projects.
+  Mod mha = multihead_attention();
+  mha.items.insert(mha.items.begin(), op("aten::transpose"));
+  Mod ada{"Sequential", {leaf("SiLU", {"aten::silu"}), leaf("Linear", {"aten::linear"})}, nullptr};
+  Mod ln = leaf("LayerNorm", {"aten::layer_norm"});
+  Mod mlp{"Sequential", {leaf("Linear", {"aten::linear"}), leaf("GELU", {"aten::gelu"}), leaf("Linear", {"aten::linear"})}, nullptr};
+  Mod block{"DiTBlock", {ada, op("aten::chunk"), ln, op("aten::unsqueeze"), op("aten::add"), op("aten::mul"), op("aten::unsqueeze"), op("aten::add"),
+                         op("aten::unsqueeze"), mha, op("aten::mul"), op("aten::add"),
+                         ln, op("aten::unsqueeze"), op("aten::add"), op("aten::mul"), op("aten::unsqueeze"), op("aten::add"),
+                         op("aten::unsqueeze"), mlp, op("aten::mul"), op("aten::add")},
+            nullptr};
+  // The conditioning c = t + y (a timestep's MLP, a label's embedding) before the blocks.
+  const AccuracyScore s = bare_score(Mod{"DiT", {leaf("Conv2d", {"aten::conv2d"}), op("aten::flatten"), op("aten::transpose"),
+                                                 leaf("Linear", {"aten::linear"}), leaf("Embedding", {"aten::embedding"}), op("aten::add"),
+                                                 block, block, block, leaf("Linear", {"aten::linear"})},
+                                         nullptr});
+  CHECK(s.node_precision == doctest::Approx(1.0));  // each attention holds its own ops only
+  // The modulation (SiLU, Linear, split at once) is a module, and so is the MLP the
+  // modulated half calls between its shift and its gate.
+  CHECK(s.block_recall == doctest::Approx(1.0));
+}
+
 TEST_CASE("inferred layers: a feed-forward without dropouts beside nn.MultiheadAttention is a module, not TransformerEncoderLayer's inline one") {
   // nn.TransformerEncoderLayer runs its dropouts as ops even at p = 0; a layer written on
   // nn.MultiheadAttention with an nn.Sequential MLP and no dropout calls that MLP as a module.
