@@ -149,6 +149,11 @@ std::vector<Span> message_passing_layers(const std::vector<Element>& els) {
       if (k + 1 == starts.size()) {  // the last: through the units the one before has
         end = end_of_signature(els, starts[k], els.size(), signature(els, out.back().first, out.back().second));
         if (end == SIZE_MAX) end = std::min(els.size(), starts[k] + (out.back().second - out.back().first));
+        // and at least through its last scatter and the loose ops after it (where the one before
+        // ends in units it returns without: its caller's activation)
+        size_t past = at[(k + 1) * period - 1] + 1;
+        while (past < els.size() && !els[past].unit) ++past;
+        end = std::max(end, past);
         if (out.back().second > 1 && !els[out.back().second - 1].unit && els[out.back().second - 1].role == Role::Add)
           while (end < els.size() && !els[end].unit && els[end].role == Role::Add) ++end;  // its residual joins, as the others'
       }
@@ -157,12 +162,25 @@ std::vector<Span> message_passing_layers(const std::vector<Element>& els) {
       else
         while (end > starts[k] + 1 && dropout(end - 1)) --end;
       // An update made by an MLP after the aggregation (GIN's) ends at its last weight op: a
-      // norm and activation after it are the model's, between layers. A single weight op's
-      // activation is its layer's (GCN's).
-      // A graph network's updates each keep what follows their weights (norm, activation).
+      // norm and activation after it are the model's, between layers. A graph network's
+      // updates each keep what follows their weights (norm, activation).
       if (const Span mlp = update_mlp(els, {starts[k], end}); mlp.second > mlp.first && !graph_network) {
         end = mlp.second;
         while (residual && end < els.size() && !els[end].unit && els[end].role == Role::Add) ++end;
+      }
+      // A message-passing layer returns its aggregation (and its self term): the norm and
+      // activation after it are its caller's, between layers, as PyTorch Geometric's convs
+      // leave them (x = F.relu(conv(x, edge_index))), and so is a residual sum after them
+      // (x + F.relu(conv(x))). A graph network's updates keep theirs.
+      if (!graph_network) {
+        size_t last = end;
+        while (last > starts[k] && !is_scatter(els[last - 1])) --last;
+        auto after = [&](size_t j) { return els[j].unit && (els[j].role == Role::Activation || els[j].role == Role::Norm); };
+        auto sum = [&](size_t j) { return !els[j].unit && els[j].role == Role::Add; };
+        size_t trimmed = end;
+        while (trimmed > last && (after(trimmed - 1) || sum(trimmed - 1))) --trimmed;
+        while (trimmed < end && sum(trimmed)) ++trimmed;  // sums before any of them are the layer's (its self term, its bias)
+        if (last > starts[k]) end = trimmed;
       }
       // A layer has weights: scatters without any between them are one computation's parts
       // (GraphSAGE's sum of messages and its count of them for the mean).
