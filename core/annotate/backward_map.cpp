@@ -21,14 +21,6 @@ namespace strata::annot {
 
 namespace {
 
-struct FwdOp {
-  NodeId layer;  // its forward node (see forward_node)
-  uint32_t n = 0;
-  uint32_t used = 0;  // backward ops matched to it by order
-  std::string_view kinds[6];  // of the root and its direct children (inline: one per forward op)
-  bool has(std::string_view k) const { return std::find(kinds, kinds + n, k) != kinds + n; }
-};
-
 // A backward op that runs forward work inside it (activation checkpointing's recompute): a
 // module call or one of the forward entry points, which a backward never runs otherwise.
 bool recomputes_forward(const Context& c, EventId r) {
@@ -51,17 +43,50 @@ bool recomputes_forward(const Context& c, EventId r) {
   return false;
 }
 
-// A forward op in no layer, directly in the forward phase: its backward op's place is the
-// backward phase itself.
-constexpr NodeId kInPhase = kNoNode - 1;
+}  // namespace
 
-// Whether a backward root runs an autograd node made by a forward op ("XxxBackward0", also under
-// the engine's "evaluate_function: "), not work with no forward op: AccumulateGrad, the
-// engine's other nodes (torch::autograd::…) and ops, DDP's bucket copies.
+ReverseOrderMatch::ReverseOrderMatch(Context& c, const IterWork& w) : c_(c) {
+  for (const Segment& s : w.segments) {
+    if (s.phase != PhaseKind::Forward) continue;
+    for (EventId r : s.items) {
+      if (!c.is_root(r)) continue;
+      Fwd& f = fwd_.emplace_back();
+      f.root = r;
+      f.kinds[f.n++] = c.kind(r);
+      // Direct children of the root (aten::linear → aten::t, aten::addmm).
+      for (EventId e : child_ops(c, r)) {
+        if (f.n >= 6) break;
+        f.kinds[f.n++] = c.kind(e);
+      }
+    }
+  }
+  std::reverse(fwd_.begin(), fwd_.end());
+}
+
+EventId ReverseOrderMatch::next(EventId backward_root) {
+  std::string_view k = c_.kind(backward_root);
+  if (k == "accumulate_grad" || k == "other") return kNoEvent;
+  for (size_t q = j_; q < fwd_.size() && q < j_ + 12; ++q) {
+    // A forward op makes at most one autograd node per op it runs (its root and direct
+    // children): past that, matching moves on.
+    Fwd& f = fwd_[q];
+    if (std::find(f.kinds, f.kinds + f.n, k) == f.kinds + f.n || f.used >= f.n) continue;
+    j_ = ++f.used < f.n ? q : q + 1;
+    return f.root;
+  }
+  return kNoEvent;
+}
+
 bool has_forward_op(std::string_view n) {
   n = strip_prefix(n, "autograd::engine::evaluate_function: ");
   return !n.starts_with("torch::autograd::") && is_backward_name(n);
 }
+
+namespace {
+
+// A forward op in no layer, directly in the forward phase: its backward op's place is the
+// backward phase itself.
+constexpr NodeId kInPhase = kNoNode - 1;
 
 }  // namespace
 
@@ -109,23 +134,7 @@ void map_backward(Context& c, std::vector<IterWork>& iters, TreeBuilder& b, Anno
   }
   for (auto& w : iters) {
     if (c.cancelled()) return;  // the caller drops the partial tree
-    // Forward ops of this iteration in reverse, for the order fallback.
-    std::vector<FwdOp> fwd;
-    for (const Segment& s : w.segments) {
-      if (s.phase != PhaseKind::Forward) continue;
-      for (EventId r : s.items) {
-        if (!c.is_root(r) || node_of[r] == kNoNode) continue;
-        FwdOp& f = fwd.emplace_back();
-        f.layer = forward_node(r);
-        f.kinds[f.n++] = c.kind(r);
-        // Direct children of the root (aten::linear → aten::t, aten::addmm).
-        for (EventId e : child_ops(c, r)) {
-          if (f.n >= 6) break;
-          f.kinds[f.n++] = c.kind(e);
-        }
-      }
-    }
-    std::reverse(fwd.begin(), fwd.end());
+    ReverseOrderMatch order(c, w);  // the fallback where a segment has no links
     std::unordered_map<NodeId, NodeId> mirror;  // forward layer → backward layer (per segment)
     for (Segment& s : w.segments) {
       if (s.phase != PhaseKind::Backward) continue;
@@ -155,8 +164,7 @@ void map_backward(Context& c, std::vector<IterWork>& iters, TreeBuilder& b, Anno
       size_t links_here = 0;
       for (EventId r : s.items)
         if (c.is_root(r) && target.count(r)) ++links_here;
-      bool by_order = links_here == 0 && !fwd.empty();
-      size_t j = 0;
+      bool by_order = links_here == 0 && !order.empty();
       std::unordered_map<uint32_t, NodeId> prev_layer;  // per thread: the last backward op's layer
       for (EventId r : s.items) {
         if (!c.is_root(r)) continue;
@@ -171,17 +179,9 @@ void map_backward(Context& c, std::vector<IterWork>& iters, TreeBuilder& b, Anno
             layer = it->second.node;
             if (layer != kNoNode) ++a.backward_mapped_links;
           } else if (by_order && forward_op) {
-            std::string_view k = c.kind(r);
-            if (k != "accumulate_grad" && k != "other") {
-              for (size_t q = j; q < fwd.size() && q < j + 12; ++q) {
-                // A forward op makes at most one autograd node per op it runs (its root and
-                // direct children): past that, matching moves on.
-                if (!fwd[q].has(k) || fwd[q].used >= fwd[q].n) continue;
-                layer = fwd[q].layer;
-                j = ++fwd[q].used < fwd[q].n ? q : q + 1;
-                if (layer != kNoNode) ++a.backward_mapped_order;
-                break;
-              }
+            if (const EventId f = order.next(r); f != kNoEvent) {
+              layer = forward_node(f);
+              if (layer != kNoNode) ++a.backward_mapped_order;
             }
           } else if (!forward_op && prev != kNoNode) {  // AccumulateGrad, the engine's own: with the op before
             ++a.backward_mapped_order;

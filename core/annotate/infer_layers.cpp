@@ -72,6 +72,11 @@ struct Inference {
     return id;
   }
 
+  // Whether an op of e takes an input a later op takes too (shared_inputs.cpp).
+  bool shares_input(const Element& e) const {
+    return std::any_of(e.ops.begin(), e.ops.end(), [&](NodeId op) { return c.flags[b.event[op]] & Context::kSharesInput; });
+  }
+
   std::string numbered(const std::string& what) { return what + " " + std::to_string(++counters[what]); }
 
   // A layer node for a unit made of parts, over all its ops.
@@ -239,6 +244,7 @@ struct Inference {
     for (auto [f, t] : single) {
       residual_branch(els, f, t);
       split_branch(els, f, t);
+      shared_input_branches(els, f, t);
       const std::vector<Span> updates = graph_updates(els, {f, t});
       for (auto [uf, ut] : updates) unit_group("Update", els, uf, ut);
       if (!updates.empty()) continue;
@@ -364,6 +370,34 @@ struct Inference {
   NodeId child_of(NodeId n, NodeId p) const {
     while (b.parent[n] != p) n = b.parent[n];
     return n;
+  }
+
+  // A block whose branches all take its input and are concatenated (an Inception module):
+  // the backward shows each branch's first op but the last's (shared_inputs.cpp), so the
+  // branches run from one such op to the next. The last branch starts at a pooling after the
+  // last of them (the pool-projection branch), or is not told apart. Each branch of two units
+  // or more is a module (torchvision's Sequential branches).
+  void shared_input_branches(const std::vector<Element>& els, size_t f, size_t t) {
+    size_t merge = t;
+    while (merge > f && !(!els[merge - 1].unit && els[merge - 1].role == Role::Merge)) --merge;
+    if (merge == f) return;
+    const size_t end = merge - 1;
+    std::vector<size_t> starts;
+    for (size_t j = f; j < end; ++j)
+      if (els[j].unit && shares_input(els[j])) starts.push_back(j);
+    if (starts.empty()) return;
+    for (size_t j = starts.back() + 1; j < end; ++j)
+      if (els[j].unit && els[j].role == Role::Pool) {
+        starts.push_back(j);
+        break;
+      }
+    if (starts.size() < 2) return;
+    // Branches of units (and reshapes) only: a join or other work of the block's own between
+    // them says they are no such branches.
+    for (size_t j = starts.front(); j < end; ++j)
+      if (!els[j].unit && els[j].role != Role::Shape) return;
+    for (size_t k = 0; k + 1 < starts.size(); ++k) branch(els, starts[k], starts[k + 1]);
+    if (els[starts.back()].role == Role::Pool) branch(els, starts.back(), end);
   }
 
   // A block that splits its input and concatenates what one half became with the other

@@ -50,11 +50,12 @@ struct Context {
 
   // Per event: one parent column and one flag byte (not a column per role): large fresh
   // arrays cost more in page faults than the passes that fill them.
-  enum : uint8_t { kOp = 1, kOpRoot = 2, kUnderOp = 4, kOnMain = 8, kOnBackward = 16 };
+  enum : uint8_t { kOp = 1, kOpRoot = 2, kUnderOp = 4, kOnMain = 8, kOnBackward = 16, kSharesInput = 32 };
   std::vector<EventId> parent;  // enclosing event on the same track, else kNoEvent
   std::vector<uint8_t> flags;   // kOp: CPU op (cpu_op, or an uncategorised X event on a CPU thread);
                                 // kOpRoot: its outermost op; kUnderOp: an op or inside one;
-                                // kOnMain / kOnBackward: on the main / an autograd thread
+                                // kOnMain / kOnBackward: on the main / an autograd thread;
+                                // kSharesInput: a forward op root whose input a later op takes too
 
   uint32_t main_track = kNoTrack;          // the thread that runs the training loop
   std::vector<uint8_t> is_main;            // per track: the main thread or its overflow track
@@ -188,6 +189,35 @@ void find_phases(Context& c, IterWork& w, Annotation& a);
 // Layers and op nodes for every segment; fills node_of for op roots (and descendants later).
 void build_layers(Context& c, std::vector<IterWork>& iters, TreeBuilder& b, Annotation& a, std::vector<NodeId>& node_of);
 void map_backward(Context& c, std::vector<IterWork>& iters, TreeBuilder& b, Annotation& a, std::vector<NodeId>& node_of);
+// Forward ops whose input another op (run after them) takes too, read from the backward's
+// gradient sums: sets Context::kSharesInput on their op roots (shared_inputs.cpp).
+void find_shared_inputs(Context& c, const std::vector<IterWork>& iters);
+
+// Whether a backward root runs an autograd node made by a forward op ("XxxBackward0", also under
+// the engine's "evaluate_function: "), not work with no forward op: AccumulateGrad, the
+// engine's other nodes (torch::autograd::…) and ops, DDP's bucket copies.
+bool has_forward_op(std::string_view n);
+
+// Backward op roots matched to the forward op roots they differentiate where the trace has no
+// links: the engine runs an iteration's autograd nodes in the reverse of their forward order,
+// so in reverse order and by op kind (a forward op makes one node per op it runs: its root's and
+// its direct children's), within a short window. next() is called for each backward root in order.
+class ReverseOrderMatch {
+ public:
+  ReverseOrderMatch(Context& c, const IterWork& w);
+  bool empty() const { return fwd_.empty(); }
+  EventId next(EventId backward_root);  // its forward op root, or kNoEvent
+
+ private:
+  struct Fwd {
+    EventId root = kNoEvent;
+    uint32_t n = 0, used = 0;   // kinds; backward roots matched to it
+    std::string_view kinds[6];  // of the root and its direct children (inline: one per forward op)
+  };
+  Context& c_;
+  std::vector<Fwd> fwd_;  // the iteration's forward op roots, last first
+  size_t j_ = 0;          // where matching goes on
+};
 void finalize_tree(Context& c, TreeBuilder& b, Annotation& a, std::vector<NodeId>& node_of);
 void compute_metrics(Context& c, AnnotationTree& t, const std::vector<NodeId>& node_of_event);
 void run_analyses(Context& c, Annotation& a);

@@ -222,6 +222,8 @@ void build_layers(Context& c, std::vector<IterWork>& iters, TreeBuilder& b, Anno
       }
     }
   }
+  // What the backward shows of the forward's data flow, for the inference.
+  if (!lb.direct_ops.empty()) find_shared_inputs(c, iters);
   // Only ops directly in the forward phase: a module or a user range is already a layer. A
   // phase with no layer of the program's is the model's whole forward (the root module).
   std::vector<uint8_t> has_layers(b.size(), 0);

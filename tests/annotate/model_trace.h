@@ -8,7 +8,9 @@
 
 #include "core/annotate/accuracy.h"
 
+#include <cctype>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace strata::test {
@@ -23,7 +25,13 @@ struct Mod {
   std::vector<const char*> kids = {};
   bool rounded = false;  // an op that ran last inside the op before: written beside it, at its end, lasting 0 µs
   long rounded_us = 0;    // how long that op lasts as written (its end rounded past its parent's)
+  bool shared = false;    // its first op takes an input an op after it takes too (a branch's first op)
 };
+// The item, its first op taking an input a later op also takes (StepOps::backward_nodes shows it).
+inline Mod shared_input(Mod m) {
+  m.shared = true;
+  return m;
+}
 inline Mod op(const char* name, std::vector<const char*> kids = {}) { return {"", {}, name, std::move(kids)}; }
 inline Mod rounded_child(const char* name, long us = 0) { return {"", {}, name, {}, true, us}; }
 inline Mod leaf(const char* cls, std::vector<const char*> ops) {
@@ -48,18 +56,43 @@ struct StepOps {
   bool module_allocations = false;
   // AccumulateGrad's add_ in the backward's last op, left beside it by the clock's rounding.
   bool rounded_backward_tail = false;
+  // The backward as the autograd engine runs it: a node per forward op, last first, each an
+  // evaluate_function around its function and, where the op's input is shared (Mod::shared),
+  // the aten::add summing its gradient into the one a later op wrote.
+  bool backward_nodes = false;
 };
 
 struct Writer {
   std::string json = "{\"traceEvents\": [\n";
   int next_hid = 0;
   bool module_allocations = false;
+  std::vector<std::pair<std::string, bool>> ops;  // the forward's ops and whether each one's input is shared
   void x(const char* cat, const std::string& name, long ts, long dur) {
     json += "{\"ph\": \"X\", \"cat\": \"" + std::string(cat) + "\", \"name\": \"" + name + "\", \"pid\": 1, \"tid\": 1, \"ts\": " +
             std::to_string(ts) + ", \"dur\": " + std::to_string(dur) + "},\n";
   }
-  // Writes a call's range and ops from t; returns the time after it.
-  long call(const Mod& m, const std::string& path, long t) {
+  // The backward of the forward's ops from t (StepOps::backward_nodes); returns the time after it.
+  long backward_nodes(long t) {
+    const long begin = t;
+    t += 10;
+    for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+      std::string fn = it->first.substr(it->first.starts_with("aten::") ? 6 : 0);
+      if (fn == "add_" || fn == "zeros" || fn == "empty" || fn == "arange") continue;  // no autograd node (a norm's counter)
+      if (fn.ends_with("_")) fn.pop_back();
+      fn[0] = char(std::toupper(static_cast<unsigned char>(fn[0])));
+      fn += "Backward0";
+      x("cpu_op", "autograd::engine::evaluate_function: " + fn, t, 8);
+      x("cpu_op", fn, t + 1, 3);
+      if (it->second) x("cpu_op", "aten::add", t + 5, 1);
+      t += 10;
+    }
+    x("user_annotation", "backward", begin, t + 10 - begin);
+    return t + 30;
+  }
+
+  // Writes a call's range and ops from t; returns the time after it. `shared`: its first op's
+  // input is shared.
+  long call(const Mod& m, const std::string& path, long t, bool shared = false) {
     const int hid = next_hid++;
     if (module_allocations) {
       x("cpu_op", "aten::zeros", t, 4);
@@ -79,11 +112,13 @@ struct Writer {
         const long dur = 10 + 2 * long(it.kids.size());
         x("cpu_op", it.op, t, dur);
         for (size_t k = 0; k < it.kids.size(); ++k) x("cpu_op", it.kids[k], t + 1 + 2 * long(k), 1);
+        ops.push_back({it.op, it.shared || shared});
         t += dur + 4;
       } else {
-        t = call(it, path == "(root)" ? std::to_string(child) : path + "." + std::to_string(child), t);
+        t = call(it, path == "(root)" ? std::to_string(child) : path + "." + std::to_string(child), t, it.shared || shared);
         ++child;
       }
+      shared = false;
     }
     x("user_annotation", "hid=" + std::to_string(hid) + " " + path + " (" + m.cls + ")", begin, t - begin);
     return t + 2;
@@ -105,14 +140,19 @@ inline std::string trace_of(const Mod& root, const StepOps& step_ops = {}) {
     w.x("user_annotation", "loss", t, loss_dur);
     for (size_t k = 0; k < step_ops.loss.size(); ++k) w.x("cpu_op", step_ops.loss[k], t + 5 + 20 * long(k), 15);
     t += loss_dur + 20;
-    w.x("user_annotation", "backward", t, 440);
-    if (step_ops.seed) {
-      w.x("cpu_op", "aten::ones_like", t + 5, 3);
-      w.x("cpu_op", "aten::fill_", t + 9, 1);
+    if (step_ops.backward_nodes) {
+      t = w.backward_nodes(t);
+    } else {
+      w.x("user_annotation", "backward", t, 440);
+      if (step_ops.seed) {
+        w.x("cpu_op", "aten::ones_like", t + 5, 3);
+        w.x("cpu_op", "aten::fill_", t + 9, 1);
+      }
+      for (int k = 0; k < 6; ++k) w.x("cpu_op", "autograd::engine::evaluate_function: ConvolutionBackward0", t + 30 + k * 60, 50);
+      if (step_ops.rounded_backward_tail) w.x("cpu_op", "aten::add_", t + 30 + 5 * 60 + 50, 0);
+      t += 460;
     }
-    for (int k = 0; k < 6; ++k) w.x("cpu_op", "autograd::engine::evaluate_function: ConvolutionBackward0", t + 30 + k * 60, 50);
-    if (step_ops.rounded_backward_tail) w.x("cpu_op", "aten::add_", t + 30 + 5 * 60 + 50, 0);
-    t += 460;
+    w.ops.clear();
     w.x("user_annotation", "optimizer", t, 200);
     if (step_ops.range_allocation) {
       w.x("cpu_op", "aten::zeros", t + 1, 3);

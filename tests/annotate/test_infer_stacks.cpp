@@ -308,6 +308,31 @@ TEST_CASE("inferred layers: the view a linear returns its output through, left b
   }
 }
 
+TEST_CASE("inferred layers: an Inception module's branches, from the backward's gradient sums on their first ops") {
+  // GoogLeNet's Inception: four branches on the block's input (a 1x1 conv; two 1x1 then 3x3;
+  // a max-pool then a 1x1), concatenated. The autograd engine sums the input's gradient from
+  // each branch's first op but the last branch's: the pool's branch is told by its pooling.
+  Mod cbr{"BasicConv2d", {conv(), bn(), relu_module()}, nullptr};
+  Mod pool = leaf("MaxPool2d", {"aten::max_pool2d"});
+  Mod inception{"Inception",
+                {shared_input(cbr), shared_input(Mod{"Sequential", {cbr, cbr}, nullptr}), shared_input(Mod{"Sequential", {cbr, cbr}, nullptr}),
+                 Mod{"Sequential", {pool, cbr}, nullptr}, op("aten::cat")},
+                nullptr};
+  Mod root{"GoogLeNet", {cbr, pool, cbr, pool, inception, inception, pool, inception, inception,
+                         leaf("AdaptiveAvgPool2d", {"aten::adaptive_avg_pool2d"}), op("aten::flatten"), leaf("Linear", {"aten::linear"})},
+           nullptr};
+  StepOps autograd;
+  autograd.backward_nodes = true;
+  BareRun r = bare_run(root, autograd);
+  CHECK(has_layer(r.annotation.tree, "Branch 12"));  // three per module
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the modules and their Sequential branches
+  CHECK(s.node_precision == doctest::Approx(1.0));
+  // Without the engine's nodes the branches are not told apart: no branch is made up.
+  BareRun plain = bare_run(root);
+  CHECK_FALSE(has_layer(plain.annotation.tree, "Branch 1"));
+}
+
 TEST_CASE("inferred layers: a U-Net's pooling and the double conv after it are one Down module; a VGG's poolings stay between its blocks") {
   auto cbr = [] { return std::vector<Mod>{conv(), bn(), relu_module()}; };
   Mod dbl{"DoubleConv", {}, nullptr};
