@@ -65,7 +65,12 @@ ReverseOrderMatch::ReverseOrderMatch(Context& c, const IterWork& w) : c_(c) {
 
 EventId ReverseOrderMatch::next(EventId backward_root) {
   std::string_view k = c_.kind(backward_root);
-  if (k == "accumulate_grad" || k == "other") return kNoEvent;
+  // A node's function the clock's rounding left beside its evaluate_function (AddBackward0
+  // after "evaluate_function: AddBackward0") is that node again.
+  const std::string_view n = c_.name(backward_root), before = last_ == kNoEvent ? std::string_view() : c_.name(last_);
+  const bool again = before.starts_with("autograd::engine::evaluate_function: ") && strip_prefix(before, "autograd::engine::evaluate_function: ") == n;
+  last_ = backward_root;
+  if (again || k == "accumulate_grad" || k == "other") return kNoEvent;
   for (size_t q = j_; q < fwd_.size() && q < j_ + 12; ++q) {
     // A forward op makes at most one autograd node per op it runs (its root and direct
     // children): past that, matching moves on.

@@ -72,11 +72,6 @@ struct Inference {
     return id;
   }
 
-  // Whether an op of e takes an input a later op takes too (shared_inputs.cpp).
-  bool shares_input(const Element& e) const {
-    return std::any_of(e.ops.begin(), e.ops.end(), [&](NodeId op) { return c.flags[b.event[op]] & Context::kSharesInput; });
-  }
-
   std::string numbered(const std::string& what) { return what + " " + std::to_string(++counters[what]); }
 
   // A layer node for a unit made of parts, over all its ops.
@@ -175,6 +170,8 @@ struct Inference {
 
   void run(NodeId parent, const std::vector<NodeId>& ops, bool model_root) {
     std::vector<Element> els = units(ops);
+    for (Element& e : els)  // what the backward shows of the data flow (shared_inputs.cpp)
+      e.shares_input = std::any_of(e.ops.begin(), e.ops.end(), [&](NodeId op) { return c.flags[b.event[op]] & Context::kSharesInput; });
     const bool pre_norm = pre_norm_model(els);
     const bool outputs = output_modules(els, pre_norm);
     if (outputs) split_output_projections(els);
@@ -384,7 +381,7 @@ struct Inference {
     const size_t end = merge - 1;
     std::vector<size_t> starts;
     for (size_t j = f; j < end; ++j)
-      if (els[j].unit && shares_input(els[j])) starts.push_back(j);
+      if (els[j].unit && els[j].shares_input) starts.push_back(j);
     if (starts.empty()) return;
     for (size_t j = starts.back() + 1; j < end; ++j)
       if (els[j].unit && els[j].role == Role::Pool) {

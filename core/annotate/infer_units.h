@@ -34,6 +34,7 @@ struct Element {
   bool one_module = false;     // attention: its parts are one module's ops, not child modules
   bool multihead = false;      // attention: nn.MultiheadAttention's (its layer computes the feed-forward inline)
   size_t lead = 0;             // attention: its parts before its first projection
+  bool shares_input = false;   // an op of it takes an input a later op takes too (Context::kSharesInput)
   NodeId node = kNoNode;
 };
 

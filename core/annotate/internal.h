@@ -217,6 +217,7 @@ class ReverseOrderMatch {
   Context& c_;
   std::vector<Fwd> fwd_;  // the iteration's forward op roots, last first
   size_t j_ = 0;          // where matching goes on
+  EventId last_ = kNoEvent;  // the backward root before
 };
 void finalize_tree(Context& c, TreeBuilder& b, Annotation& a, std::vector<NodeId>& node_of);
 void compute_metrics(Context& c, AnnotationTree& t, const std::vector<NodeId>& node_of_event);

@@ -240,3 +240,38 @@ TEST_CASE("hand-made trace without links: reverse op order, AccumulateGrad after
   CHECK(a.backward_mapped_order == 3);
   CHECK(a.backward_no_forward == 1);
 }
+
+// The clock's rounding can leave a node's function beside its evaluate_function (starting at
+// its end, lasting nothing): it is that node again, and matching by order keeps its place
+// (else it takes the next forward op of its kind, a norm's counter, and every node after it
+// slips onto the op before its own).
+TEST_CASE("hand-made trace without links: a node's function left beside its evaluate_function takes no forward op") {
+  Json j;
+  j.x("user_annotation", "ProfilerStep#1", 1, 0, 1000);
+  j.x("python_function", "nn.Module: Model_0", 1, 10, 390);
+  j.x("python_function", "nn.Module: Conv2d_0", 1, 20, 60);
+  j.x("cpu_op", "aten::conv2d", 1, 30, 40);
+  j.x("python_function", "nn.Module: BatchNorm2d_0", 1, 90, 80);
+  j.x("cpu_op", "aten::add_", 1, 100, 10);
+  j.x("cpu_op", "aten::batch_norm", 1, 120, 40);
+  j.x("python_function", "nn.Module: Conv2d_1", 1, 180, 60);
+  j.x("cpu_op", "aten::conv2d", 1, 190, 40);
+  j.x("cpu_op", "aten::add", 1, 260, 20);
+  j.x("cpu_op", "autograd::engine::evaluate_function: AddBackward0", 2, 450, 20);
+  j.x("cpu_op", "AddBackward0", 2, 470, 0);
+  j.x("cpu_op", "autograd::engine::evaluate_function: ConvolutionBackward0", 2, 480, 30);
+  j.x("cpu_op", "autograd::engine::evaluate_function: NativeBatchNormBackward0", 2, 520, 30);
+  j.x("cpu_op", "autograd::engine::evaluate_function: ConvolutionBackward0", 2, 560, 30);
+  j.x("user_annotation", "Optimizer.step#SGD.step", 1, 700, 100);
+  j.x("cpu_op", "aten::_foreach_add_", 1, 710, 50);
+  auto m = j.load();
+  REQUIRE(m->bwd_to_fwd.empty());
+  Annotation a = annotate(*m);
+  check_tree(a.tree);
+  const auto convs = events_named(*m, "autograd::engine::evaluate_function: ConvolutionBackward0");
+  REQUIRE(convs.size() == 2);
+  CHECK(path_of(a, convs[0]) == "Backward/Model_0/Conv2d_1/autograd::engine::evaluate_function: ConvolutionBackward0");
+  CHECK(path_of(a, events_named(*m, "autograd::engine::evaluate_function: NativeBatchNormBackward0").at(0)) ==
+        "Backward/Model_0/BatchNorm2d_0/autograd::engine::evaluate_function: NativeBatchNormBackward0");
+  CHECK(path_of(a, convs[1]) == "Backward/Model_0/Conv2d_0/autograd::engine::evaluate_function: ConvolutionBackward0");
+}
