@@ -269,6 +269,10 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
     // A sum another sum takes at once (two branches summed, out + shared expert, then joined
     // back to the input): the later one is the join.
     if (add && next < els.size() && !els[next].unit && els[next].role == Role::Add) continue;
+    // So does one another sum takes past a dropout on it (Falcon's dropout(attn + mlp) + x).
+    if (add && next + 1 < els.size() && els[next].unit && els[next].role == Role::Dropout && !els[next + 1].unit &&
+        els[next + 1].role == Role::Add)
+      continue;
     if (merge && next < els.size() && els[next].role == Role::Norm) {  // opens the next block
       if (j > start) out.push_back({start, j});
       start = j;

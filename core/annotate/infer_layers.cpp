@@ -358,6 +358,16 @@ struct Inference {
       --units;
     }
     if (units < 2) return;
+    // An attention with units after it in one branch, no sum between, is a parallel block's
+    // (Falcon's, GPT-J's: x + attn(ln(x)) + mlp(ln(x))): the layer calls the two, and the units
+    // after the attention are its MLP, no branch module.
+    for (size_t a = f; a < end; ++a) {
+      if (!(els[a].unit && els[a].kind == "attention")) continue;
+      size_t mlp_units = 0;
+      for (size_t j = a + 1; j < end; ++j) mlp_units += els[j].unit;
+      if (mlp_units >= 2) unit_group("MLP", els, a + 1, end);
+      return;
+    }
     std::vector<NodeId> kids;
     for (size_t j = f; j < end; ++j) kids.push_back(els[j].node);
     make(numbered("Residual branch"), b.parent[kids.front()], kids);

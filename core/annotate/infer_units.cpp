@@ -426,7 +426,10 @@ struct UnitFinder {
         bool joins = !p.unit && (p.role == Role::Add || p.role == Role::Merge);
         if (joins && first_linear == SIZE_MAX && last_join == SIZE_MAX) last_join = back - 1;
         const bool reduction_norm = p.unit && p.role == Role::Norm && first_linear != SIZE_MAX && last_join == SIZE_MAX && reduced(back - 1);
-        if (!(proj || reduction_norm || (joins && first_linear == SIZE_MAX) || p.role == Role::Shape || (!p.unit && p.role == Role::Compute))) break;
+        // (A product with no softmax after it computes with the projections: the rotary
+        // angles' outer product, an einsum of positions and frequencies.)
+        const bool computes = !p.unit && (p.role == Role::Compute || p.role == Role::Score);
+        if (!(proj || reduction_norm || (joins && first_linear == SIZE_MAX) || p.role == Role::Shape || computes)) break;
         if (proj) first_linear = back - 1;
         --back;
       }

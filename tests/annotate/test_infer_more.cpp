@@ -352,3 +352,34 @@ TEST_CASE("inferred layers: a U-Net's upsampling, padding to the skip and concat
   BareRun flat = bare_run(Mod{"UNet", {dbl, down, down, down, upsample, op("aten::cat"), dbl, upsample, op("aten::cat"), dbl, conv()}, nullptr});
   CHECK_FALSE(has_layer(flat.annotation.tree, "Up 1"));
 }
+
+TEST_CASE("inferred layers: Falcon's parallel layer: rotary angles from an einsum inside the attention, one norm, the MLP a module, dropout(attn + mlp) + x") {
+  // x + dropout(attention(ln(x)) + mlp(ln(x))): the fused query_key_value, its heads sliced,
+  // a rotary module computing its angles by an outer product (einsum, no softmax after it) and
+  // rotating the query and key, the scores, then the dense projection; the MLP's two Linears
+  // and GELU; the attention's and the MLP's outputs summed, the dropout on the sum, the join.
+  Mod rotary{"RotaryEmbedding",
+             {op("aten::arange"), op("aten::einsum"), op("aten::cat"), op("aten::cos"), op("aten::sin"), op("aten::mul"),
+              op("aten::slice"), op("aten::neg"), op("aten::cat"), op("aten::mul"), op("aten::add"), op("aten::mul"), op("aten::slice"),
+              op("aten::neg"), op("aten::cat"), op("aten::mul"), op("aten::add")},
+             nullptr};
+  Mod attention{"FalconAttention",
+                {leaf("Linear", {"aten::linear"}), op("aten::view"), op("aten::slice"), op("aten::index"), op("aten::index"),
+                 op("aten::transpose"), op("aten::reshape"), op("aten::transpose"), op("aten::reshape"), rotary, op("aten::reshape"),
+                 op("aten::transpose"), op("aten::matmul"), op("aten::mul"), op("aten::add"), op("aten::softmax"),
+                 leaf("Dropout", {"aten::dropout"}), op("aten::matmul"), op("aten::permute"), op("aten::reshape"),
+                 leaf("Linear", {"aten::linear"})},
+                nullptr};
+  Mod mlp{"FalconMLP", {leaf("Linear", {"aten::linear"}), leaf("GELU", {"aten::gelu"}), leaf("Linear", {"aten::linear"})}, nullptr};
+  Mod layer{"FalconDecoderLayer",
+            {leaf("LayerNorm", {"aten::layer_norm"}), attention, mlp, op("aten::add"), leaf("Dropout", {"aten::dropout"}), op("aten::add")},
+            nullptr};
+  Mod root{"Falcon", {leaf("Embedding", {"aten::embedding"}), layer, layer, layer, leaf("LayerNorm", {"aten::layer_norm"}),
+                      leaf("Linear", {"aten::linear"})},
+           nullptr};
+  BareRun r = bare_run(root);
+  CHECK(has_layer(r.annotation.tree, "Attention 3"));  // the whole attention, its projections to its dense
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the layers, their attentions and MLPs
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
