@@ -429,7 +429,11 @@ struct UnitFinder {
         // (A product with no softmax after it computes with the projections: the rotary
         // angles' outer product, an einsum of positions and frequencies.)
         const bool computes = !p.unit && (p.role == Role::Compute || p.role == Role::Score);
-        if (!(proj || reduction_norm || (joins && first_linear == SIZE_MAX) || p.role == Role::Shape || computes)) break;
+        // A concatenation right after the norm, before the projections, builds their bias
+        // (BEiT's q_bias, zeros, v_bias for one F.linear): the attention's.
+        const bool bias = !p.unit && p.role == Role::Merge && first_linear != SIZE_MAX && back >= 2 && out[back - 2].unit &&
+                          out[back - 2].role == Role::Norm;
+        if (!(proj || reduction_norm || (joins && first_linear == SIZE_MAX) || p.role == Role::Shape || computes || bias)) break;
         if (proj) first_linear = back - 1;
         --back;
       }

@@ -383,3 +383,23 @@ TEST_CASE("inferred layers: Falcon's parallel layer: rotary angles from an einsu
   CHECK(s.block_recall == doctest::Approx(1.0));  // the layers, their attentions and MLPs
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: BEiT's attention builds its qkv bias by a concatenation before its one projection") {
+  // qkv_bias = cat(q_bias, zeros, v_bias), F.linear(x, qkv.weight, qkv_bias), then a relative
+  // position bias gathered from a table and added to the scores; gamma_1 * attn(norm1(x)).
+  Mod attention{"BeitAttention",
+                {op("aten::cat"), op("aten::linear"), op("aten::reshape"), op("aten::permute"), op("aten::unbind"), op("aten::mul"),
+                 op("aten::transpose"), op("aten::matmul"), op("aten::view"), op("aten::index"), op("aten::view"), op("aten::permute"),
+                 op("aten::unsqueeze"), op("aten::add"), op("aten::softmax"), leaf("Dropout", {"aten::dropout"}), op("aten::matmul"),
+                 op("aten::transpose"), op("aten::reshape"), leaf("Linear", {"aten::linear"}), leaf("Dropout", {"aten::dropout"})},
+                nullptr};
+  Mod mlp{"Mlp", {leaf("Linear", {"aten::linear"}), leaf("GELU", {"aten::gelu"}), leaf("Linear", {"aten::linear"})}, nullptr};
+  Mod ln = leaf("LayerNorm", {"aten::layer_norm"});
+  Mod block{"BeitBlock", {ln, attention, op("aten::mul"), op("aten::add"), ln, mlp, op("aten::mul"), op("aten::add")}, nullptr};
+  Mod root{"Beit", {leaf("Conv2d", {"aten::conv2d"}), op("aten::flatten"), op("aten::transpose"), op("aten::cat"), block, block, block,
+                    op("aten::mean"), ln, leaf("Linear", {"aten::linear"})},
+           nullptr};
+  const AccuracyScore s = bare_score(root);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the blocks, their attentions and MLPs
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
