@@ -373,18 +373,21 @@ struct UnitFinder {
         }
         // softmax within a few ops, then the second product
         size_t sm = SIZE_MAX, few = 0;
+        // A projection across the heads, the scores permuted to put the heads last (talking
+        // heads: CaiT's proj_l before the softmax, proj_w after it), is the attention's own.
+        auto across_heads = [&](size_t j) { return els[j].unit && els[j].kind == "linear" && j > 0 && els[j - 1].op == "aten::permute"; };
         // a bias and a mask may come between: a shifted window's mask, a relative position bias
         // (T5's looked up in an embedding of its buckets)
         for (; k < els.size(); ++k) {
           if (els[k].role == Role::Softmax) { sm = k; break; }
-          if ((els[k].unit && els[k].role != Role::Dropout && els[k].kind != "embedding") || els[k].role == Role::Score) break;
+          if ((els[k].unit && els[k].role != Role::Dropout && els[k].kind != "embedding" && !across_heads(k)) || els[k].role == Role::Score) break;
         }
         // then the second product within a few ops (allocations apart: torch before 1.14 makes
         // tensors around each record_function range, and the rounding nests them or not)
         s2 = SIZE_MAX;
         for (k = sm == SIZE_MAX ? els.size() : sm + 1; k < els.size(); ++k) {
           if (els[k].role == Role::Score) { s2 = k; break; }
-          if ((els[k].unit && els[k].role != Role::Dropout) || (few += els[k].unit || !allocates(els[k].op)) > 6) break;
+          if ((els[k].unit && els[k].role != Role::Dropout && !across_heads(k)) || (few += els[k].unit || !allocates(els[k].op)) > 6) break;
         }
         if (sm == SIZE_MAX || s2 == SIZE_MAX) {
           out.push_back(std::move(els[i++]));

@@ -403,3 +403,23 @@ TEST_CASE("inferred layers: BEiT's attention builds its qkv bias by a concatenat
   CHECK(s.block_recall == doctest::Approx(1.0));  // the blocks, their attentions and MLPs
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: talking-heads attention mixes its heads with linears around its softmax: one attention") {
+  // CaiT's TalkingHeadAttn: the scores permuted to put the heads last, proj_l, permuted back,
+  // the softmax, the same with proj_w, then the weighted sum and the output projection.
+  Mod lin = leaf("Linear", {"aten::linear"});
+  Mod attention{"TalkingHeadAttn",
+                {lin, op("aten::reshape"), op("aten::permute"), op("aten::select"), op("aten::mul"), op("aten::select"),
+                 op("aten::select"), op("aten::transpose"), op("aten::matmul"), op("aten::permute"), lin, op("aten::permute"),
+                 op("aten::softmax"), op("aten::permute"), lin, op("aten::permute"), leaf("Dropout", {"aten::dropout"}),
+                 op("aten::matmul"), op("aten::transpose"), op("aten::reshape"), lin, leaf("Dropout", {"aten::dropout"})},
+                nullptr};
+  Mod mlp{"Mlp", {lin, leaf("GELU", {"aten::gelu"}), lin}, nullptr};
+  Mod ln = leaf("LayerNorm", {"aten::layer_norm"});
+  Mod block{"LayerScaleBlock", {ln, attention, op("aten::mul"), op("aten::add"), ln, mlp, op("aten::mul"), op("aten::add")}, nullptr};
+  const AccuracyScore s = bare_score(Mod{"Cait", {leaf("Conv2d", {"aten::conv2d"}), op("aten::flatten"), op("aten::transpose"), block,
+                                                  block, block, ln, lin},
+                                         nullptr});
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the blocks, their attentions and MLPs
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
