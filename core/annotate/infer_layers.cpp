@@ -52,6 +52,7 @@ struct Inference {
   std::map<std::string, uint32_t> counters;  // per readable kind: how many named so far
   std::set<std::string> branch_kinds;         // kinds of the branches split blocks made
   bool conditioned = false;                   // the blocks modulate their halves (adaLN: DiT's)
+  bool pre_norm = false;                      // the model normalises before its weight ops (pre_norm_model)
 
   std::vector<Element> units(const std::vector<NodeId>& ops) { return leaf_units(c, b, ops); }
 
@@ -172,7 +173,7 @@ struct Inference {
     std::vector<Element> els = units(ops);
     for (Element& e : els)  // what the backward shows of the data flow (shared_inputs.cpp)
       e.shares_input = std::any_of(e.ops.begin(), e.ops.end(), [&](NodeId op) { return c.flags[b.event[op]] & Context::kSharesInput; });
-    const bool pre_norm = pre_norm_model(els);
+    pre_norm = pre_norm_model(els);
     const bool outputs = output_modules(els, pre_norm);
     if (outputs) split_output_projections(els);
     if (model_root && ops.size() >= 2) parent = make("Model", parent, ops);
@@ -330,7 +331,12 @@ struct Inference {
     if (t == add + 2 && els[add].role == Role::Activation && els[add + 1].role == Role::Dropout)
       make(numbered("Activation") + ": " + readable(els[add]) + " + Dropout", b.parent[els[add].node], {els[add].node, els[add + 1].node});
     size_t end = --add;
-    while (end > f && ((els[end - 1].unit && els[end - 1].role == Role::Dropout) ||
+    // What scales F on its way to the sum is the block's: a random mask (stochastic depth), a
+    // layer scale's product. A dropout module F ends with is F's own (an MLP's last dropout).
+    auto own_dropout = [&](size_t j) {  // a dropout module on F's last unit
+      return !els[j].op.starts_with("aten::bernoulli") && j > f && els[j - 1].unit;
+    };
+    while (end > f && ((els[end - 1].unit && els[end - 1].role == Role::Dropout && !own_dropout(end - 1)) ||
                        (!els[end - 1].unit && els[end - 1].role != Role::Shape)))
       --end;
     // A conv and its BatchNorm that another conv follows at once is the projection shortcut,
@@ -357,6 +363,12 @@ struct Inference {
       f = norm + 1;
       --units;
     }
+    // In a pre-norm model the norm F opens with is the block's, x + F(norm(x)), where a weight
+    // op takes the normed input (not a norm and activation first: a pre-activation conv
+    // block's, whose sequence of them holds its norm).
+    if (!inline_ops && pre_norm && f + 1 < end && els[f].unit && els[f].role == Role::Norm && els[f + 1].unit &&
+        els[f + 1].role == Role::Weight)
+      ++f, --units;
     if (units < 2) return;
     // An attention with units after it in one branch, no sum between, is a parallel block's
     // (Falcon's, GPT-J's: x + attn(ln(x)) + mlp(ln(x))): the layer calls the two, and the units
@@ -796,7 +808,7 @@ std::string readable_unit(std::string_view kind, std::string_view op) {
       {"instance_norm", "InstanceNorm"},
       {"embedding", "Embedding"}, {"attention", "Attention"}, {"loss", "Loss"}, {"softmax", "Softmax"},
       {"dropout", "Dropout"}, {"pool", "Pool"}, {"bmm", "BMM"}, {"linear", "Linear"}, {"shortcut", "Shortcut"},
-      {"mlp", "MLP"}, {"bias_mlp", "Bias MLP"}, {"ops", "Ops"}, {"squeeze_excitation", "SqueezeExcitation"}, {"attention_gate", "Attention gate"}};
+      {"mlp", "MLP"}, {"bias_mlp", "Bias MLP"}, {"ops", "Ops"}, {"squeeze_excitation", "SqueezeExcitation"}, {"attention_gate", "Attention gate"}, {"gate", "Gate"}};
   std::string_view bare = strip_prefix(op, "aten::");
   if (bare.starts_with("rnn_")) return "RNN";  // rnn_tanh, rnn_relu: nn.RNN, not its nonlinearity
   if (kind == "activation") {

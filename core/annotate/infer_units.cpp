@@ -650,10 +650,27 @@ struct UnitFinder {
         return 0;
       return j + 1;
     };
+    // A gated unit: a tensor split in two, one half through a unit or two (a norm and a
+    // projection across the tokens: gMLP's spatial gating unit; an activation: GEGLU) and
+    // multiplied with the other, with the projection right before the split when one makes
+    // both halves (GEGLU's proj): the index after the product, or 0.
+    auto gated = [&](size_t i) -> size_t {
+      const size_t split = at(i, Role::Weight) && i + 1 < els.size() ? i + 1 : i;
+      if (split >= els.size() || els[split].unit || !is_split(els[split].op)) return 0;
+      // One half through units, the other as it is: one activation at most (a highway's two
+      // halves each go through one: no gated unit).
+      size_t units = 0, activations = 0, j = split + 1;
+      for (; j < els.size() && (els[j].unit || (els[j].role == Role::Shape && !is_split(els[j].op))); ++j) {
+        units += els[j].unit;
+        activations += els[j].unit && els[j].role == Role::Activation;
+      }
+      return units >= 1 && units <= 2 && activations <= 1 && product(j) ? j + 1 : 0;
+    };
     std::vector<Element> out;
     for (size_t i = 0; i < els.size();) {
       size_t end = excitation(i);
       const char* kind = "squeeze_excitation";
+      if (const size_t g = end ? 0 : gated(i)) end = g, kind = "gate";
       if (const size_t p = end ? 0 : additive(i)) end = p + 1, kind = "attention_gate";
       if (end == 0) {
         out.push_back(std::move(els[i++]));

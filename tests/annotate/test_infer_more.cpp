@@ -423,3 +423,30 @@ TEST_CASE("inferred layers: talking-heads attention mixes its heads with linears
   CHECK(s.block_recall == doctest::Approx(1.0));  // the blocks, their attentions and MLPs
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: gMLP's block: the MLP its normed input goes through, with a spatial gating unit and its last dropout") {
+  // x + mlp_channels(norm(x)): fc1, GELU, dropout, the gate (chunk, norm, a projection across
+  // the tokens between transposes, the product with the other half), fc2, dropout.
+  Mod lin = leaf("Linear", {"aten::linear"}), drop = leaf("Dropout", {"aten::dropout"}), ln = leaf("LayerNorm", {"aten::layer_norm"});
+  Mod gate{"SpatialGatingUnit", {op("aten::chunk"), ln, op("aten::transpose"), lin, op("aten::transpose"), op("aten::mul")}, nullptr};
+  Mod mlp{"GatedMlp", {lin, leaf("GELU", {"aten::gelu"}), drop, gate, lin, drop}, nullptr};
+  Mod block{"SpatialGatingBlock", {ln, mlp, op("aten::add")}, nullptr};
+  BareRun r = bare_run(Mod{"gMLP", {leaf("Conv2d", {"aten::conv2d"}), op("aten::flatten"), op("aten::transpose"), block, block, block, ln,
+                                    op("aten::mean"), lin},
+                           nullptr});
+  CHECK(has_layer(r.annotation.tree, "Gate 3"));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the blocks, their MLPs and gates
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
+
+TEST_CASE("inferred layers: a highway's two halves each through an activation make no gated unit") {
+  // A character-aware LM's highway written in its forward: h = hw(x); t, g = h.chunk(2);
+  // g = sigmoid(g); g * relu(t) + (1 - g) * x.
+  BareRun r = bare_run(Mod{"Highway",
+                           {leaf("Embedding", {"aten::embedding"}), leaf("Conv1d", {"aten::conv1d"}), op("aten::relu"), op("aten::max"),
+                            leaf("Linear", {"aten::linear"}), op("aten::chunk"), op("aten::sigmoid"), op("aten::relu"), op("aten::mul"),
+                            op("aten::rsub"), op("aten::mul"), op("aten::add"), leaf("Linear", {"aten::linear"})},
+                           nullptr});
+  CHECK_FALSE(has_layer(r.annotation.tree, "Gate 1"));
+}
