@@ -157,7 +157,8 @@ TEST_CASE("inferred layers: a transformer layer recurring between other blocks (
               nullptr};
   Mod res{"ResBlock", {gn, silu, conv(), gn, silu, drop, conv(), op("aten::add")}, nullptr};
   BareRun r = bare_run(Mod{"UNet", {conv(), res, spatial, res, spatial, gn, silu, conv()}, nullptr});
-  for (const char* name : {"Layer 1: attention + MLP", "Layer 2: attention + MLP", "MLP 2: Linear + GELU + Dropout + Linear"})
+  // The GEGLU (its projection, the split, the GELU on one half, the product) is a gated unit.
+  for (const char* name : {"Layer 1: attention + MLP", "Layer 2: attention + MLP", "MLP 2: Gate + Dropout + Linear"})
     CHECK(has_layer(r.annotation.tree, name));
 }
 
