@@ -405,6 +405,18 @@ std::vector<Span> repeated_calls(const std::vector<Element>& els) {
       // as well as the module's: the ops cannot tell, so no call is inferred there.
       const size_t w = computing_weights(els, at[s], at[s + p - 1] + 1);
       if (w < 2 || w == SIZE_MAX || els[at[s]].kind == "embedding") continue;
+      // A repeat that is itself a shorter run of a weight op and its activation repeated
+      // (Linear, ReLU twice) is a stack of those layers (an MLP, a loop over a ModuleList), no
+      // module of two of them called again. (Conv, norm and activation twice may well be one:
+      // MobileNet V1's separable convs.)
+      bool periodic = false;
+      for (size_t q = 1; q < p && !periodic; ++q) {
+        if (p % q) continue;
+        periodic = true;
+        for (size_t k = q; k < p && periodic; ++k) periodic = tok[s + k] == tok[s + k - q];
+        for (size_t k = 0; k < q && periodic; ++k) periodic = els[at[s + k]].role != Role::Norm;
+      }
+      if (periodic) continue;
       if (len > best_len) best_s = s, best_p = p, best_len = len;
     }
   }

@@ -451,3 +451,13 @@ TEST_CASE("inferred layers: a highway's two halves each through an activation ma
                            nullptr});
   CHECK_FALSE(has_layer(r.annotation.tree, "Gate 1"));
 }
+
+TEST_CASE("inferred layers: a stack of Linears and their activations is no module of two of them called again") {
+  // NeRF's MLP: for each of its pts_linears, F.relu(layer(h)); no module holds two of them.
+  Mod root{"NeRF", {}, nullptr};
+  for (int k = 0; k < 6; ++k) root.items.insert(root.items.end(), {leaf("Linear", {"aten::linear"}), op("aten::relu")});
+  root.items.push_back(leaf("Linear", {"aten::linear"}));
+  BareRun r = bare_run(root);
+  CHECK_FALSE(has_layer(r.annotation.tree, "Block 1: 2 Linear + 2 ReLU"));
+  CHECK(score_against(*r.bare.model, r.annotation, r.truth).node_precision == doctest::Approx(1.0));
+}
