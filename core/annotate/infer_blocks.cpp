@@ -266,6 +266,13 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
       for (size_t k = j + 1; k < els.size() && !els[k].unit && sums < 3; ++k) sums += els[k].role == Role::Add;
       if (sums >= 3) continue;
     }
+    // A sum of a split's parts (sum(x.split(c)), a weighted sum of them: ResNeSt's split
+    // attention), a split before it with loose ops only between, joins no branch back.
+    if (add) {
+      size_t k = j;
+      while (k > 0 && !els[k - 1].unit && !is_split(els[k - 1].op)) --k;
+      if (k > 0 && !els[k - 1].unit) continue;
+    }
     // A sum another sum takes at once (two branches summed, out + shared expert, then joined
     // back to the input): the later one is the join.
     if (add && next < els.size() && !els[next].unit && els[next].role == Role::Add) continue;

@@ -461,3 +461,21 @@ TEST_CASE("inferred layers: a stack of Linears and their activations is no modul
   CHECK_FALSE(has_layer(r.annotation.tree, "Block 1: 2 Linear + 2 ReLU"));
   CHECK(score_against(*r.bare.model, r.annotation, r.truth).node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: sums of a split's parts (split attention) close no residual block") {
+  // ResNeSt's SplAtConv2d inside a bottleneck: the radix convs' output split and summed
+  // (sum() of the parts: two adds), pooled, two 1x1 convs, a radix softmax, the parts weighted
+  // and summed again; only the bottleneck's add joins a branch back to its input.
+  Mod cbr{"Sequential", {conv(), bn(), relu_module()}, nullptr};
+  Mod splat{"SplAtConv2d",
+            {conv(), bn(), relu_module(), op("aten::split"), op("aten::add"), op("aten::add"),
+             leaf("AdaptiveAvgPool2d", {"aten::adaptive_avg_pool2d"}), conv(), bn(), relu_module(), conv(), op("aten::view"),
+             op("aten::transpose"), op("aten::softmax"), op("aten::reshape"), op("aten::view"), op("aten::split"), op("aten::mul"),
+             op("aten::mul"), op("aten::add"), op("aten::add")},
+            nullptr};
+  Mod bottleneck{"Bottleneck", {cbr, splat, conv(), bn(), op("aten::add_"), relu_module()}, nullptr};
+  BareRun r = bare_run(model({bottleneck, bottleneck, bottleneck}));
+  CHECK(has_layer(r.annotation.tree, "Block 3: 5 Conv + 4 BatchNorm + 4 ReLU + Pool"));  // a bottleneck each
+  CHECK_FALSE(has_layer(r.annotation.tree, "Block 4"));
+  CHECK(score_against(*r.bare.model, r.annotation, r.truth).node_precision == doctest::Approx(1.0));
+}
