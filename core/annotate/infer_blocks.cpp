@@ -542,6 +542,25 @@ void trim_loose_leads(const std::vector<Element>& els, std::vector<Span>& blocks
   // weights the model selects with, left between two blocks) is the caller's.
   for (auto& [name, kd] : kinds)
     if (kd.least == 0 && blocks[kd.first].first + leads[kd.first] < blocks[kd.first].second) blocks[kd.first].first += leads[kd.first];
+  // Where the repeats' leads compute nothing (reshapes only: what the block before returned,
+  // viewed), what the first one's computes (a causal mask made once for all the layers) is the
+  // caller's too, up to its last op that computes.
+  std::unordered_map<std::string_view, bool> repeats_view_only;
+  for (size_t k = 0; k < blocks.size(); ++k) {
+    const Kind& kd = kinds[sig[k]];
+    if (k == kd.first) continue;
+    bool& only = repeats_view_only.try_emplace(sig[k], true).first->second;
+    for (size_t j = blocks[k].first; j < blocks[k].first + leads[k]; ++j) only &= els[j].role == Role::Shape;
+  }
+  for (auto& [name, kd] : kinds) {
+    auto it = repeats_view_only.find(name);
+    if (kd.least == 0 || kd.least == SIZE_MAX || it == repeats_view_only.end() || !it->second) continue;
+    size_t& f = blocks[kd.first].first;
+    size_t computes = f;
+    for (size_t j = f; j < f + leads[kd.first]; ++j)
+      if (els[j].role != Role::Shape) computes = j + 1;
+    if (computes > f && computes < blocks[kd.first].second) leads[kd.first] -= computes - f, f = computes;
+  }
   for (size_t k = 0; k < blocks.size(); ++k) {
     const Kind& kd = kinds[sig[k]];
     if (k == kd.first || leads[k] == 0 || kd.least != 0 || blocks[k].first + leads[k] >= blocks[k].second) continue;

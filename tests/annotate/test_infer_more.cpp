@@ -479,3 +479,24 @@ TEST_CASE("inferred layers: sums of a split's parts (split attention) close no r
   CHECK_FALSE(has_layer(r.annotation.tree, "Block 4"));
   CHECK(score_against(*r.bare.model, r.annotation, r.truth).node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a mask made once before the first layer is not the first layer's, where the others open with views only") {
+  // OPT's decoder makes its causal mask (full, triu, views, rsub, mul, add) before its first
+  // layer; each layer views what the one before returned back to its shape first.
+  Mod lin = leaf("Linear", {"aten::linear"}), drop = leaf("Dropout", {"aten::dropout"}), ln = leaf("LayerNorm", {"aten::layer_norm"});
+  Mod attention{"Attention", {lin, op("aten::mul"), lin, op("aten::view"), op("aten::transpose"), lin, op("aten::view"),
+                              op("aten::transpose"), op("aten::bmm"), op("aten::add"), op("aten::softmax"), drop, op("aten::bmm"),
+                              op("aten::transpose"), op("aten::reshape"), lin},
+                nullptr};
+  Mod mlp{"Mlp", {lin, leaf("ReLU", {"aten::relu"}), lin}, nullptr};
+  Mod layer{"Layer", {ln, attention, op("aten::add"), ln, mlp, op("aten::add")}, nullptr};
+  Mod viewed_layer{"Layer", {op("aten::view"), ln, attention, op("aten::add"), ln, mlp, op("aten::add")}, nullptr};
+  Mod root{"Decoder", {leaf("Embedding", {"aten::embedding"}), op("aten::full"), op("aten::triu"), op("aten::unsqueeze"), op("aten::rsub"),
+                       op("aten::mul"), op("aten::add"), layer, viewed_layer, viewed_layer, ln, lin},
+           nullptr};
+  BareRun r = bare_run(root);
+  // The first layer opens at its norm: the mask's ops are the decoder's.
+  for (NodeId n = 0; n < r.annotation.tree.size(); ++n)
+    if (r.annotation.tree.phase[n] == PhaseKind::Forward && r.annotation.tree.name_of(n) == "aten::triu")
+      CHECK(r.annotation.tree.name_of(r.annotation.tree.parent[n]) == "Model");
+}
