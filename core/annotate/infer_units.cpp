@@ -157,7 +157,7 @@ struct UnitFinder {
       while (next + 1 < els.size() && els[next].unit && els[next].role == Role::Dropout) ++next;
       if (els[j].op == "aten::tanh" && linear(j - 1) && linear(next)) els[j].unit = true;
     }
-    return attention(permuted_norms(written_gelus(written_norms(random_masks(std::move(els))))));
+    return attention(permuted_norms(written_gelus(written_norms(written_cells(random_masks(std::move(els)))))));
   }
 
   // A random mask applied by a product (StochasticDepth, DropPath, a dropout written by hand):
@@ -187,6 +187,42 @@ struct UnitFinder {
       while (loose(i + 1, {"aten::div"})) take(++i);
       if (loose(i + 1, {"aten::mul"})) take(++i);
       out.push_back(std::move(d));
+    }
+    return out;
+  }
+
+  // An LSTM cell written by hand (a ConvLSTM's, a cell unrolled in Python): the input and the
+  // hidden state concatenated, one weight op computing all the gates, split, then the gates'
+  // sigmoids and the candidate's tanh combined by products and a sum into the new cell state,
+  // and its tanh times the output gate. One unit, from the concatenation to the last product.
+  static std::vector<Element> written_cells(std::vector<Element> els) {
+    auto loose = [&](size_t j, std::initializer_list<std::string_view> ops) { return j < els.size() && !els[j].unit && in(els[j].op, ops); };
+    std::vector<Element> out;
+    for (size_t i = 0; i < els.size(); ++i) {
+      const size_t weight = loose(i, {"aten::cat"}) ? i + 1 : i;
+      if (weight + 1 >= els.size() || !els[weight].unit || els[weight].role != Role::Weight || !(loose(weight + 1, {"aten::split", "aten::chunk"}))) {
+        out.push_back(std::move(els[i]));
+        continue;
+      }
+      size_t sigmoids = 0, tanhs = 0, products = 0, sums = 0, end = 0;
+      for (size_t j = weight + 2; j < els.size(); ++j) {
+        const Element& e = els[j];
+        if (e.unit ? e.role != Role::Activation || e.op.find("sigmoid") == std::string_view::npos
+                   : !in(e.op, {"aten::tanh", "aten::mul", "aten::add", "aten::sub", "aten::rsub"}) && e.role != Role::Shape)
+          break;
+        sigmoids += e.unit;
+        tanhs += e.op == "aten::tanh";
+        sums += e.op == "aten::add";
+        if (e.op == "aten::mul") ++products, end = j + 1;
+      }
+      if (sigmoids < 2 || tanhs < 1 || products < 2 || sums < 1 || end == 0) {
+        out.push_back(std::move(els[i]));
+        continue;
+      }
+      Element cell = new_unit(Role::Weight, "lstm_cell", els[weight].op);
+      take_ops(cell, els, i, end);
+      out.push_back(std::move(cell));
+      i = end - 1;
     }
     return out;
   }

@@ -269,16 +269,26 @@ struct PhaseLabeler {
         return i;
       };
       // A slice the model's first weight op takes that the model slices again for the same op
-      // (x[..., k:k + 1] into one embedding per variable) is the model's, no batch picked.
-      auto slices_again = [&](size_t slice, size_t op) {
-        if (op != weights) return false;
-        for (size_t j = op + 1, seen = 0; j + 1 < n && seen < 256; ++j) {
+      // (x[..., k:k + 1] into one embedding per variable; x[:, t] into a cell unrolled over
+      // time, concatenated with its state first) is the model's, no batch picked: the ops from
+      // the slice to that weight op run again later.
+      auto slices_again = [&](size_t slice) {
+        if (weights >= n || slice >= weights) return false;
+        std::vector<std::string_view> run;  // the main ops from the slice to the weight op
+        for (size_t j = slice; j <= weights && run.size() <= 8; ++j)
+          if (is_main_op(j) && !left_beside(j)) run.push_back(name(j));
+        if (run.size() > 8) return false;
+        for (size_t j = weights + 1, seen = 0; j + 1 < n && seen < 256; ++j) {
           if (!is_main_op(j) || left_beside(j)) continue;
           ++seen;
-          if (name(j) != name(slice)) continue;
-          size_t next = j + 1;
-          while (next < n && (!is_main_op(next) || left_beside(next))) ++next;
-          if (next < n && name(next) == name(op)) return true;
+          if (name(j) != run.front()) continue;
+          size_t at = 1;
+          for (size_t next = j + 1; next < n && at < run.size(); ++next) {
+            if (!is_main_op(next) || left_beside(next)) continue;
+            if (name(next) != run[at]) break;
+            ++at;
+          }
+          if (at == run.size()) return true;
         }
         return false;
       };
@@ -289,7 +299,8 @@ struct PhaseLabeler {
         const std::string_view op = strip_prefix(name(i), "aten::");
         if (!name(i).starts_with("aten::")) return false;
         if (op == "select") return i > 0 && name(parent(i - 1)) == "aten::slice";
-        if (op == "slice") return after < n && (name(after) == "aten::select" || slices_again(i, after));
+        if (op == "slice") return after < n && (name(after) == "aten::select" || slices_again(i));
+        if (op == "cat") return slices_again(i);  // the input joined to a state the model carries
         return op == "view" || op == "reshape" || op == "unsqueeze" || op == "squeeze" || op == "transpose" || op == "permute" ||
                op == "flatten" || op == "expand";
       };

@@ -500,3 +500,29 @@ TEST_CASE("inferred layers: a mask made once before the first layer is not the f
     if (r.annotation.tree.phase[n] == PhaseKind::Forward && r.annotation.tree.name_of(n) == "aten::triu")
       CHECK(r.annotation.tree.name_of(r.annotation.tree.parent[n]) == "Model");
 }
+
+TEST_CASE("inferred layers: an LSTM cell written by hand, unrolled over the frames: one cell unit per step, the frames' slices the forward's") {
+  // A ConvLSTM: for each frame, x[:, t] sliced, concatenated with the hidden state, one conv
+  // for all the gates, split, three sigmoids and a tanh, c = f * c + i * g, h = o * tanh(c).
+  Mod cell{"ConvLSTMCell",
+           {op("aten::cat"), conv(), op("aten::split"), leaf("Sigmoid", {"aten::sigmoid"}), leaf("Sigmoid", {"aten::sigmoid"}),
+            leaf("Sigmoid", {"aten::sigmoid"}), op("aten::tanh"), op("aten::mul"), op("aten::mul"), op("aten::add"), op("aten::tanh"),
+            op("aten::mul")},
+           nullptr};
+  Mod root{"ConvLSTM", {op("aten::zeros"), op("aten::zeros")}, nullptr};
+  for (int t = 0; t < 4; ++t) root.items.insert(root.items.end(), {op("aten::slice"), op("aten::select"), cell});
+  root.items.insert(root.items.end(), {op("aten::stack"), conv()});
+  StepOps step;
+  step.loss = {"aten::mse_loss"};
+  BareRun r = bare_run(root, step);
+  CHECK(has_layer(r.annotation.tree, "LSTM cell 4"));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // each call of the cell
+  // The first frame's slice and the concatenation are the forward's, no batch picked.
+  const AnnotationTree& t = r.annotation.tree;
+  NodeId first_slice = kNoNode;
+  for (NodeId n = 0; n < t.size() && first_slice == kNoNode; ++n)
+    if (t.kind[n] == NodeKind::Op && t.name_of(n) == "aten::slice") first_slice = n;
+  REQUIRE(first_slice != kNoNode);
+  CHECK(t.phase[first_slice] == PhaseKind::Forward);
+}
