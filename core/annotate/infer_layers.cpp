@@ -829,6 +829,7 @@ std::string readable_unit(std::string_view kind, std::string_view op) {
   if (bare.find("gru") != std::string_view::npos) return "GRU";
   if (bare.starts_with("upsample")) return "Upsample";
   if (bare == "flatten") return "Flatten";
+  if (bare == "addcmul") return "Affine";  // beta + alpha * x: a norm-free model's norm
   if (bare == "unflatten") return "Unflatten";
   // Any other unit by its op, as PyTorch names the module: grid_sampler → GridSampler.
   std::string name;

@@ -17,7 +17,8 @@ Role role_of(std::string_view full) {
                                                                   "lstm", "gru", "rnn_tanh", "rnn_relu", "lstm_cell", "gru_cell",
                                                                   "rnn_tanh_cell", "rnn_relu_cell", "bilinear", "prelu"}))
     return Role::Weight;
-  if (in(n, {"batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "local_response_norm", "native_layer_norm"}))
+  // (addcmul: beta + alpha * x in one op, the Affine a norm-free MLP normalises with: ResMLP's)
+  if (in(n, {"batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "local_response_norm", "native_layer_norm", "addcmul"}))
     return Role::Norm;
   if (in(n, {"relu", "gelu", "silu", "sigmoid", "tanh", "hardswish", "hardsigmoid", "leaky_relu", "elu", "selu", "celu",
              "softplus", "mish", "hardtanh", "threshold", "relu6", "glu", "log_sigmoid", "softsign", "tanhshrink"}))

@@ -526,3 +526,21 @@ TEST_CASE("inferred layers: an LSTM cell written by hand, unrolled over the fram
   REQUIRE(first_slice != kNoNode);
   CHECK(t.phase[first_slice] == PhaseKind::Forward);
 }
+
+TEST_CASE("inferred layers: ResMLP's Affine (one addcmul) is its norm unit") {
+  // x + ls1 * transpose(linear_tokens(transpose(norm1(x)))), x + ls2 * mlp(norm2(x)), the
+  // norms Affine modules: torch.addcmul(beta, alpha, x).
+  Mod affine = leaf("Affine", {"aten::addcmul"}), lin = leaf("Linear", {"aten::linear"}), drop = leaf("Dropout", {"aten::dropout"});
+  Mod mlp{"Mlp", {lin, leaf("GELU", {"aten::gelu"}), drop, lin, drop}, nullptr};
+  Mod block{"ResBlock",
+            {affine, op("aten::transpose"), lin, op("aten::transpose"), op("aten::mul"), op("aten::add"), affine, mlp, op("aten::mul"),
+             op("aten::add")},
+            nullptr};
+  BareRun r = bare_run(Mod{"ResMLP", {leaf("Conv2d", {"aten::conv2d"}), op("aten::flatten"), op("aten::transpose"), block, block, block,
+                                      affine, op("aten::mean"), lin},
+                           nullptr});
+  CHECK(has_layer(r.annotation.tree, "Affine 7"));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 > 0.95);
+  CHECK(s.block_recall == doctest::Approx(1.0));
+}
