@@ -45,6 +45,22 @@ bool recomputes_forward(const Context& c, EventId r) {
 
 }  // namespace
 
+namespace {
+
+// An op's name as its autograd node spells it: "aten::native_layer_norm" and
+// "NativeLayerNormBackward0" are both "nativelayernorm", "aten::relu_" and "ReluBackward0" "relu".
+std::string node_spelling(std::string_view n) {
+  n = strip_prefix(n, "autograd::engine::evaluate_function: ");
+  n = strip_prefix(n, "aten::");
+  if (const size_t b = n.rfind("Backward"); b != std::string_view::npos && b > 0) n = n.substr(0, b);
+  std::string out;
+  for (char ch : n)
+    if (ch != '_') out += char(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+  return out;
+}
+
+}  // namespace
+
 ReverseOrderMatch::ReverseOrderMatch(Context& c, const IterWork& w) : c_(c) {
   for (const Segment& s : w.segments) {
     if (s.phase != PhaseKind::Forward) continue;
@@ -52,11 +68,17 @@ ReverseOrderMatch::ReverseOrderMatch(Context& c, const IterWork& w) : c_(c) {
       if (!c.is_root(r)) continue;
       Fwd& f = fwd_.emplace_back();
       f.root = r;
-      f.kinds[f.n++] = c.kind(r);
-      // Direct children of the root (aten::linear → aten::t, aten::addmm).
-      for (EventId e : child_ops(c, r)) {
-        if (f.n >= 6) break;
-        f.kinds[f.n++] = c.kind(e);
+      f.kinds[f.n] = c.kind(r);
+      f.names[f.n++] = node_spelling(c.name(r));
+      // Its children and theirs (aten::linear → aten::t, aten::addmm; aten::conv2d →
+      // aten::convolution): the ops whose nodes it makes.
+      std::vector<EventId> below = child_ops(c, r);
+      for (size_t k = 0; k < below.size() && below.size() < 12; ++k)
+        for (EventId g : child_ops(c, below[k])) below.push_back(g);
+      for (EventId e : below) {
+        if (f.n >= kNames) break;
+        f.kinds[f.n] = c.kind(e);
+        f.names[f.n++] = node_spelling(c.name(e));
       }
     }
   }
@@ -70,14 +92,21 @@ EventId ReverseOrderMatch::next(EventId backward_root) {
   const std::string_view n = c_.name(backward_root), before = last_ == kNoEvent ? std::string_view() : c_.name(last_);
   const bool again = before.starts_with("autograd::engine::evaluate_function: ") && strip_prefix(before, "autograd::engine::evaluate_function: ") == n;
   last_ = backward_root;
-  if (again || k == "accumulate_grad" || k == "other") return kNoEvent;
-  for (size_t q = j_; q < fwd_.size() && q < j_ + 12; ++q) {
-    // A forward op makes at most one autograd node per op it runs (its root and direct
-    // children): past that, matching moves on.
-    Fwd& f = fwd_[q];
-    if (std::find(f.kinds, f.kinds + f.n, k) == f.kinds + f.n || f.used >= f.n) continue;
-    j_ = ++f.used < f.n ? q : q + 1;
-    return f.root;
+  if (again || k == "accumulate_grad") return kNoEvent;
+  // The op of the node's own spelling first (PowBackward0 an aten::pow), else one of its kind;
+  // a forward op makes at most one node per op it runs: past that, matching moves on.
+  const std::string spelled = node_spelling(n);
+  for (int by_kind = 0; by_kind < 2; ++by_kind) {
+    if (by_kind && k == "other") break;
+    for (size_t q = j_; q < fwd_.size() && q < j_ + 12; ++q) {
+      Fwd& f = fwd_[q];
+      if (f.used >= f.n) continue;
+      const bool match = by_kind ? std::find(f.kinds, f.kinds + f.n, k) != f.kinds + f.n
+                                 : std::find(f.names, f.names + f.n, spelled) != f.names + f.n;
+      if (!match) continue;
+      j_ = ++f.used < f.n ? q : q + 1;
+      return f.root;
+    }
   }
   return kNoEvent;
 }

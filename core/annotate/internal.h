@@ -6,6 +6,7 @@
 #include "core/parallel.h"
 
 #include <algorithm>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -200,8 +201,9 @@ bool has_forward_op(std::string_view n);
 
 // Backward op roots matched to the forward op roots they differentiate where the trace has no
 // links: the engine runs an iteration's autograd nodes in the reverse of their forward order,
-// so in reverse order and by op kind (a forward op makes one node per op it runs: its root's and
-// its direct children's), within a short window. next() is called for each backward root in order.
+// so in reverse order, by the op the node is named for (PowBackward0, aten::pow) or else by op
+// kind (a forward op makes one node per op it runs: its root's and those below it), within a
+// short window. next() is called for each backward root in order.
 class ReverseOrderMatch {
  public:
   ReverseOrderMatch(Context& c, const IterWork& w);
@@ -209,10 +211,12 @@ class ReverseOrderMatch {
   EventId next(EventId backward_root);  // its forward op root, or kNoEvent
 
  private:
+  static constexpr uint32_t kNames = 8;
   struct Fwd {
     EventId root = kNoEvent;
-    uint32_t n = 0, used = 0;   // kinds; backward roots matched to it
-    std::string_view kinds[6];  // of the root and its direct children (inline: one per forward op)
+    uint32_t n = 0, used = 0;         // ops named; backward roots matched to it
+    std::string_view kinds[kNames];   // of the root and the ops below it
+    std::string names[kNames];        // as their nodes spell them
   };
   Context& c_;
   std::vector<Fwd> fwd_;  // the iteration's forward op roots, last first
