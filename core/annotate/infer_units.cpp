@@ -158,7 +158,7 @@ struct UnitFinder {
       while (next + 1 < els.size() && els[next].unit && els[next].role == Role::Dropout) ++next;
       if (els[j].op == "aten::tanh" && linear(j - 1) && linear(next)) els[j].unit = true;
     }
-    return attention(permuted_norms(written_gelus(written_norms(written_cells(random_masks(std::move(els)))))));
+    return attention(permuted_norms(written_gelus(rotary_embeddings(written_norms(written_cells(random_masks(std::move(els))))))));
   }
 
   // A random mask applied by a product (StochasticDepth, DropPath, a dropout written by hand):
@@ -190,6 +190,52 @@ struct UnitFinder {
       out.push_back(std::move(d));
     }
     return out;
+  }
+
+  // A rotary embedding (the RotaryEmbedding module of Llama-style models): positions times the
+  // inverse frequencies (an outer product: matmul, einsum, outer or mul), maybe transposed, the
+  // angles concatenated with themselves, then their cos and sin, cast back. One unit, from the
+  // indexing, casts and expands that make the product's inputs to the last cos or sin and the
+  // casts and views after it.
+  std::vector<Element> rotary_embeddings(std::vector<Element> els) const {
+    auto bare = [&](size_t j) { return j < els.size() && !els[j].unit ? strip_prefix(els[j].op, "aten::") : std::string_view(); };
+    auto casts = [&](size_t j) { return in(bare(j), {"to", "_to_copy", "type_as", "unsqueeze", "slice", "as_strided", "select"}); };
+    std::vector<Element> out;
+    for (size_t i = 0; i < els.size(); ++i) {
+      // The product, then (a transpose) the concatenation, then cos and sin (views between).
+      const bool product = in(bare(i), {"matmul", "einsum", "outer", "mul"});
+      size_t j = i + 1;
+      if (product && bare(j) == "transpose") ++j;
+      while (product && casts(j)) ++j;
+      size_t trig = 0, end = 0;
+      if (product && bare(j) == "cat")
+        for (size_t k = j + 1; k < els.size() && (casts(k) || in(bare(k), {"cos", "sin"})); ++k)
+          if (in(bare(k), {"cos", "sin"})) ++trig, end = k + 1;
+      if (trig < 2) {
+        out.push_back(std::move(els[i]));
+        continue;
+      }
+      while (in(bare(end), {"to", "_to_copy", "type_as"})) ++end;  // cast back to the model's dtype
+      // (Not an op the clock's rounding left beside another that makes none: a transpose's
+      // as_strided.)
+      size_t from = out.size();
+      while (from > 0 && !out[from - 1].unit && prepares_element(out[from - 1]) &&
+             !(from >= 2 && left_beside(out[from - 2].ops.back(), out[from - 1].ops.front()) &&
+               (out[from - 2].unit || !prepares_element(out[from - 2]))))
+        --from;
+      Element r = new_unit(Role::Compute, "rotary", els[i].op);
+      take_ops(r, out, from, out.size());
+      out.resize(from);
+      take_ops(r, els, i, end);
+      out.push_back(std::move(r));
+      i = end - 1;
+    }
+    return out;
+  }
+  // What makes an outer product's inputs: index, cast, expand (positions, inverse frequencies).
+  static bool prepares_element(const Element& e) {
+    return in(strip_prefix(e.op, "aten::"), {"arange", "to", "_to_copy", "float", "type_as", "expand", "unsqueeze", "slice", "select",
+                                               "as_strided", "lift_fresh", "detach", "detach_", "empty", "index"});
   }
 
   // An LSTM cell written by hand (a ConvLSTM's, a cell unrolled in Python): the input and the
@@ -468,7 +514,7 @@ struct UnitFinder {
         const bool reduction_norm = p.unit && p.role == Role::Norm && first_linear != SIZE_MAX && last_join == SIZE_MAX && reduced(back - 1);
         // (A product with no softmax after it computes with the projections: the rotary
         // angles' outer product, an einsum of positions and frequencies.)
-        const bool computes = !p.unit && (p.role == Role::Compute || p.role == Role::Score);
+        const bool computes = (!p.unit && (p.role == Role::Compute || p.role == Role::Score)) || (p.unit && p.kind == "rotary");
         // A concatenation right after the norm, before the projections, builds their bias
         // (BEiT's q_bias, zeros, v_bias for one F.linear): the attention's.
         const bool bias = !p.unit && p.role == Role::Merge && first_linear != SIZE_MAX && back >= 2 && out[back - 2].unit &&
