@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace strata::annot::infer {
@@ -31,12 +32,30 @@ namespace {
 // and its projection before the spatial one).
 bool variants(const std::vector<std::string>& kinds) {
   if (std::any_of(kinds.begin(), kinds.end(), [](const std::string& k) { return k.find("attention,") != std::string::npos; })) return false;
+  auto tokens = [](const std::string& sig) {
+    std::vector<std::string_view> out;
+    for (size_t from = 0; from < sig.size();) {
+      const size_t end = sig.find_first_of(",;", from);
+      if (end == std::string::npos) break;
+      out.push_back(std::string_view(sig).substr(from, end - from + 1));
+      from = end + 1;
+    }
+    return out;
+  };
   for (const std::string& x : kinds)
     for (const std::string& y : kinds) {
-      const size_t at = x.size() > y.size() && signature_tokens(y) >= 2 ? x.find(y) : std::string::npos;
-      if (at == std::string::npos) continue;
-      const std::string extra = x.substr(0, at) + x.substr(at + y.size());
-      if (extra.find("conv,") != std::string::npos || extra.find("linear,") != std::string::npos) return true;
+      if (x.size() <= y.size() || signature_tokens(y) < 2) continue;
+      // y's units in order within x's, the rest of x a few units more with weights among them
+      // (the projection shortcut, with the pooling before it, computed anywhere in the block).
+      const std::vector<std::string_view> big = tokens(x), small = tokens(y);
+      std::vector<std::string_view> extra;
+      size_t at = 0;
+      for (std::string_view t : big) {
+        if (at < small.size() && t == small[at]) ++at;
+        else extra.push_back(t);
+      }
+      if (at < small.size() || extra.size() > 4) continue;
+      if (std::any_of(extra.begin(), extra.end(), [](std::string_view t) { return t == "conv," || t == "linear,"; })) return true;
     }
   return false;
 }

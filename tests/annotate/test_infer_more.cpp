@@ -578,3 +578,17 @@ TEST_CASE("inferred layers: a Llama-style rotary embedding module is one unit, i
   CHECK(s.block_recall == doctest::Approx(1.0));
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a downsampling bottleneck with a pooled projection shortcut is a variant of the plain one, no sublayer of a tuple") {
+  // timm's ResNet-D, two blocks a stage: the first downsamples, its shortcut an average pool,
+  // a 1x1 conv and a norm computed after the branch; the plain one follows. The two kinds
+  // alternate, yet each block is a module of its own.
+  Mod cbr{"ConvBnAct", {conv(), bn(), relu_module()}, nullptr};
+  Mod shortcut{"Sequential", {leaf("AvgPool2d", {"aten::avg_pool2d"}), conv(), bn()}, nullptr};
+  Mod down{"Bottleneck", {cbr, cbr, conv(), bn(), shortcut, op("aten::add_"), relu_module()}, nullptr};
+  Mod plain{"Bottleneck", {cbr, cbr, conv(), bn(), op("aten::add_"), relu_module()}, nullptr};
+  Mod stage{"Sequential", {down, plain}, nullptr};
+  BareRun r = bare_run(model({stage, stage, stage}));
+  CHECK(has_layer(r.annotation.tree, "Block 6: 3 Conv + 3 BatchNorm + 3 ReLU"));  // the third stage's plain block, alone
+  CHECK(score_against(*r.bare.model, r.annotation, r.truth).node_precision > 0.95);
+}
