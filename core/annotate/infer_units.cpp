@@ -721,11 +721,14 @@ struct UnitFinder {
       const size_t psi = normed(x + 2);
       return psi && sigmoid(psi) && product(psi + 1) ? psi + 1 : 0;
     };
-    // Squeeze and excitation: a global pooling, a weight op, an activation, a weight op, a
+    // Squeeze and excitation: a global pooling (or mean), a weight op, an activation, a weight op, a
     // sigmoid and the product, views between them (an SE block on Linear layers flattens the
     // pooled map and views the scale back): the index after the product, or 0.
     auto excitation = [&](size_t i) -> size_t {
-      if (!at(i, Role::Pool) || els[i].op.find("adaptive") == std::string_view::npos) return 0;
+      // (The squeeze: a global pooling, or the mean over the map: timm's SqueezeExcite.)
+      const bool squeeze = (at(i, Role::Pool) && els[i].op.find("adaptive") != std::string_view::npos) ||
+                           (i < els.size() && !els[i].unit && els[i].op == "aten::mean");
+      if (!squeeze) return 0;
       auto views = [&](size_t j) { return past_views(els, j, els.size()); };
       size_t j = views(i + 1);
       if (!at(j, Role::Weight) || !at(j = views(j + 1), Role::Activation) || !at(j = views(j + 1), Role::Weight) || !sigmoid(j = views(j + 1)) ||

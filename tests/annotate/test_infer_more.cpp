@@ -592,3 +592,17 @@ TEST_CASE("inferred layers: a downsampling bottleneck with a pooled projection s
   CHECK(has_layer(r.annotation.tree, "Block 6: 3 Conv + 3 BatchNorm + 3 ReLU"));  // the third stage's plain block, alone
   CHECK(score_against(*r.bare.model, r.annotation, r.truth).node_precision > 0.95);
 }
+
+TEST_CASE("inferred layers: squeeze and excitation squeezing by the map's mean is one gate") {
+  // timm's SqueezeExcite: x.mean((2, 3), keepdim=True), conv_reduce, act, conv_expand, gate,
+  // x * gate; inside an inverted residual.
+  Mod se{"SqueezeExcite", {op("aten::mean"), conv(), leaf("SiLU", {"aten::silu_"}), conv(), leaf("Sigmoid", {"aten::sigmoid"}), op("aten::mul")},
+         nullptr};
+  Mod block{"InvertedResidual", {conv(), bn(), leaf("SiLU", {"aten::silu_"}), conv(), bn(), leaf("SiLU", {"aten::silu_"}), se, conv(), bn(),
+                                 op("aten::add")},
+            nullptr};
+  BareRun r = bare_run(model({block, block, block}));
+  CHECK(has_layer(r.annotation.tree, "SqueezeExcitation 3"));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));
+}
