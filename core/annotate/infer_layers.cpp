@@ -383,6 +383,21 @@ struct Inference {
     std::vector<NodeId> kids;
     for (size_t j = f; j < end; ++j) kids.push_back(els[j].node);
     make(numbered("Residual branch"), b.parent[kids.front()], kids);
+    // Inside it, Linears with an activation between them (dropouts apart) after a norm are an
+    // MLP the branch calls (timm's ConvNeXt block: conv_dw, norm, mlp): a module, or siblings
+    // in order.
+    for (size_t j = f; j < end;) {
+      size_t k = j, linears = 0, activations = 0;
+      while (k < end && els[k].unit && ((els[k].role == Role::Weight && els[k].kind == "linear") || els[k].role == Role::Activation ||
+                                        els[k].role == Role::Dropout)) {
+        linears += els[k].role == Role::Weight;
+        activations += els[k].role == Role::Activation;
+        ++k;
+      }
+      const bool after_norm = j > f && els[j - 1].unit && els[j - 1].role == Role::Norm;
+      if (linears >= 2 && activations >= 1 && after_norm && k - j < end - f) unit_group("MLP", els, j, k);
+      j = std::max(k, j + 1);
+    }
   }
 
   // The ancestor of n (or n) right under p.

@@ -606,3 +606,17 @@ TEST_CASE("inferred layers: squeeze and excitation squeezing by the map's mean i
   const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.leaf_f1 == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a ConvNeXt block's MLP after its norm is a module of its residual branch") {
+  // timm's ConvNeXtBlock: conv_dw, permute, norm, mlp (fc1, GELU, dropout, fc2, dropout),
+  // permute, gamma, add.
+  Mod lin = leaf("Linear", {"aten::linear"}), drop = leaf("Dropout", {"aten::dropout"});
+  Mod mlp{"Mlp", {lin, leaf("GELU", {"aten::gelu"}), drop, lin, drop}, nullptr};
+  Mod block{"ConvNeXtBlock", {conv(), op("aten::permute"), leaf("LayerNorm", {"aten::layer_norm"}), mlp, op("aten::permute"),
+                              op("aten::mul"), op("aten::add")},
+            nullptr};
+  BareRun r = bare_run(model({block, block, block}));
+  CHECK(has_layer(r.annotation.tree, "MLP 3: Linear + GELU + Dropout + Linear + Dropout"));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));
+}
