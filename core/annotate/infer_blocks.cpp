@@ -521,6 +521,18 @@ void trim_dropouts(const std::vector<Element>& els, std::vector<Span>& blocks, c
 // first unit (the attention mask computed once for all layers) was computed before it: it
 // stays outside. Transposes are part of the signature, so every repeat has them.
 void trim_loose_leads(const std::vector<Element>& els, std::vector<Span>& blocks, const std::vector<std::string>& sig) {
+  // A value read back to Python before a block's first unit (is_nonzero, item: an `if` on a
+  // tensor, LayerDrop's draw deciding whether the layer runs) is its caller's control flow:
+  // what computes it and the read are the loop's, not the block's.
+  for (auto& [f, t] : blocks) {
+    size_t first = f;
+    while (first < t && !els[first].unit) ++first;
+    for (size_t j = first; j-- > f;)
+      if (in(els[j].op, {"aten::is_nonzero", "aten::item", "aten::_local_scalar_dense"})) {
+        f = j + 1;
+        break;
+      }
+  }
   auto loose = [&](const Element& e) { return !e.unit && !is_transpose(e); };
   auto lead = [&](size_t k) {
     size_t n = 0;

@@ -514,7 +514,10 @@ struct UnitFinder {
         const bool reduction_norm = p.unit && p.role == Role::Norm && first_linear != SIZE_MAX && last_join == SIZE_MAX && reduced(back - 1);
         // (A product with no softmax after it computes with the projections: the rotary
         // angles' outer product, an einsum of positions and frequencies.)
-        const bool computes = (!p.unit && (p.role == Role::Compute || p.role == Role::Score)) || (p.unit && p.kind == "rotary");
+        // (Not a value read back to Python: an `if` on a tensor is its caller's control flow.)
+        const bool computes = (!p.unit && (p.role == Role::Compute || p.role == Role::Score) &&
+                               !in(p.op, {"aten::is_nonzero", "aten::item", "aten::_local_scalar_dense"})) ||
+                              (p.unit && p.kind == "rotary");
         // A concatenation right after the norm, before the projections, builds their bias
         // (BEiT's q_bias, zeros, v_bias for one F.linear): the attention's.
         const bool bias = !p.unit && p.role == Role::Merge && first_linear != SIZE_MAX && back >= 2 && out[back - 2].unit &&

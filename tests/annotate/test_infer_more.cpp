@@ -620,3 +620,23 @@ TEST_CASE("inferred layers: a ConvNeXt block's MLP after its norm is a module of
   const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.block_recall == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: LayerDrop's draw before each layer (an if on a tensor) is the encoder loop's, not the layer's") {
+  // Hugging Face's encoders: dropout_probability = torch.rand([]); if training and
+  // dropout_probability < layerdrop: skip the layer. rand, lt, is_nonzero before each layer.
+  Mod lin = leaf("Linear", {"aten::linear"}), drop = leaf("Dropout", {"aten::dropout"}), ln = leaf("LayerNorm", {"aten::layer_norm"});
+  Mod attention{"Attention", {lin, op("aten::mul"), lin, op("aten::view"), op("aten::transpose"), lin, op("aten::view"),
+                              op("aten::transpose"), op("aten::bmm"), op("aten::softmax"), drop, op("aten::bmm"), op("aten::transpose"),
+                              op("aten::reshape"), lin},
+                nullptr};
+  Mod feed_forward{"FeedForward", {lin, leaf("GELU", {"aten::gelu"}), lin, drop}, nullptr};
+  Mod layer{"EncoderLayer", {ln, attention, op("aten::add"), ln, feed_forward, op("aten::add")}, nullptr};
+  Mod root{"Encoder", {leaf("Conv1d", {"aten::conv1d"}), op("aten::transpose"), ln}, nullptr};
+  for (int k = 0; k < 3; ++k) root.items.insert(root.items.end(), {op("aten::rand"), op("aten::lt"), op("aten::is_nonzero"), layer});
+  root.items.push_back(lin);
+  BareRun r = bare_run(root);
+  for (NodeId n = 0; n < r.annotation.tree.size(); ++n)
+    if (r.annotation.tree.phase[n] == PhaseKind::Forward && r.annotation.tree.name_of(n) == "aten::rand")
+      CHECK(r.annotation.tree.name_of(r.annotation.tree.parent[n]) == "Model");
+  CHECK(score_against(*r.bare.model, r.annotation, r.truth).block_recall == doctest::Approx(1.0));
+}
