@@ -60,6 +60,7 @@ Annotation annotate(const TraceModel& m, const AnnotateOptions& options, Progres
     Annotation scratch;  // find_phases writes no shared state
     annot::find_phases(c, iters[i], scratch);
   });
+  annot::bound_phase_exits(c, iters);
   // Phases may also come from the program's own ranges ("backward"), with no autograd op.
   const auto has_backward_phase = [](const annot::IterWork& w) {
     const auto backward = [](const annot::Segment& s) { return s.phase == PhaseKind::Backward; };

@@ -187,6 +187,8 @@ struct IterWork {
 void build_context(Context& c);
 std::vector<IterWork> find_iterations(Context& c, Annotation& a);
 void find_phases(Context& c, IterWork& w, Annotation& a);
+// After every step's phases: no phase's exit lasts longer than its shortest over the steps.
+void bound_phase_exits(const Context& c, std::vector<IterWork>& iters);
 // Layers and op nodes for every segment; fills node_of for op roots (and descendants later).
 void build_layers(Context& c, std::vector<IterWork>& iters, TreeBuilder& b, Annotation& a, std::vector<NodeId>& node_of);
 void map_backward(Context& c, std::vector<IterWork>& iters, TreeBuilder& b, Annotation& a, std::vector<NodeId>& node_of);

@@ -18,6 +18,8 @@
 #include "core/annotate/internal.h"
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 
 namespace strata::annot {
 
@@ -513,6 +515,40 @@ void find_phases(Context& c, IterWork& w, Annotation&) {
   p.fill_gaps();
   p.serving_labels();
   p.make_segments();
+}
+
+// A phase leaves through the same code every step, so its exit takes about as long in each.
+// A step whose gap after it is far longer (the first step's warm-up: a first call that
+// initializes, compiles or allocates) spent the excess entering the next phase: its exit is
+// held to the steps' usual one. Steps vary by less than that factor from noise alone.
+void bound_phase_exits(const Context& c, std::vector<IterWork>& iters) {
+  constexpr Ns kOutlier = 3;  // an exit this many times the usual one is warm-up
+  const auto& ev = c.m.ev;
+  using Transition = std::tuple<PhaseKind, std::string_view, PhaseKind, std::string_view>;
+  auto last_end = [&](const Segment& s) {
+    Ns last = s.begin;
+    for (EventId e : s.items) last = std::max(last, ev.end(e));
+    return last;
+  };
+  std::map<Transition, std::vector<Ns>> exits;  // each transition's exit share in every step
+  for (const IterWork& w : iters)
+    for (size_t i = 0; i + 1 < w.segments.size(); ++i) {
+      const Segment &s = w.segments[i], &n = w.segments[i + 1];
+      exits[Transition{s.phase, s.label, n.phase, n.label}].push_back(std::max<Ns>(0, s.end - last_end(s)));
+    }
+  std::map<Transition, Ns> usual;  // the lower median: of two steps, the shorter
+  for (auto& [t, v] : exits) {
+    std::nth_element(v.begin(), v.begin() + long((v.size() - 1) / 2), v.end());
+    usual[t] = v[(v.size() - 1) / 2];
+  }
+  for (IterWork& w : iters)
+    for (size_t i = 0; i + 1 < w.segments.size(); ++i) {
+      Segment &s = w.segments[i], &n = w.segments[i + 1];
+      const Ns last = last_end(s);
+      if (last <= s.begin || last >= s.end) continue;
+      const Ns u = usual.at(Transition{s.phase, s.label, n.phase, n.label});
+      if (s.end - last > kOutlier * u) s.end = n.begin = last + u;
+    }
 }
 
 }  // namespace strata::annot

@@ -60,6 +60,8 @@ struct StepOps {
   // evaluate_function around its function and, where the op's input is shared (Mod::shared),
   // the aten::add summing its gradient into the one a later op wrote.
   bool backward_nodes = false;
+  // Microseconds the first step's loss spends before its first op (a first call's warm-up).
+  long first_loss_warmup = 0;
 };
 
 struct Writer {
@@ -136,9 +138,10 @@ inline std::string trace_of(const Mod& root, const StepOps& step_ops = {}) {
     const long fwd_end = w.call(root, "(root)", t + 20);
     w.x("user_annotation", "forward", t + 10, fwd_end - t - 5);
     t = fwd_end + 20;
-    const long loss_dur = 20 + 20 * long(step_ops.loss.size());
+    const long warmup = it == 0 ? step_ops.first_loss_warmup : 0;
+    const long loss_dur = 20 + warmup + 20 * long(step_ops.loss.size());
     w.x("user_annotation", "loss", t, loss_dur);
-    for (size_t k = 0; k < step_ops.loss.size(); ++k) w.x("cpu_op", step_ops.loss[k], t + 5 + 20 * long(k), 15);
+    for (size_t k = 0; k < step_ops.loss.size(); ++k) w.x("cpu_op", step_ops.loss[k], t + 5 + warmup + 20 * long(k), 15);
     t += loss_dur + 20;
     if (step_ops.backward_nodes) {
       t = w.backward_nodes(t);

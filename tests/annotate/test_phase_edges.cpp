@@ -199,6 +199,26 @@ TEST_CASE("phases: the host's time between two phases is shared, twice as much t
   }
 }
 
+TEST_CASE("phases: a gap far longer than the other steps' (the first step's warm-up) is the next phase's entry, the exit as usual") {
+  StepOps warm;
+  warm.first_loss_warmup = 400;
+  BareRun r = bare_run(model({conv(), bn(), relu_module()}), warm);
+  const AnnotationTree& t = r.annotation.tree;
+  const GroundTruth& truth = r.truth;
+  // Each step's forward node against the truth's forward range: the first step's loss warm-up
+  // stays out of the forward.
+  std::vector<NodeId> forwards;
+  for (NodeId n = 0; n < t.size(); ++n)
+    if (t.kind[n] == NodeKind::Phase && t.phase[n] == PhaseKind::Forward) forwards.push_back(n);
+  REQUIRE(forwards.size() == 2);
+  std::vector<Ns> truth_ends;
+  for (const GroundTruth::TimeRange& p : truth.ranges)
+    if (p.is_phase && p.phase == PhaseKind::Forward) truth_ends.push_back(p.end);
+  REQUIRE(truth_ends.size() == 2);
+  const Ns usual_overrun = t.end[forwards[1]] - truth_ends[1];
+  CHECK(t.end[forwards[0]] - truth_ends[0] == usual_overrun);
+}
+
 TEST_CASE("phases: a loss written by hand starts at its log-likelihood or its squared difference, the model's score before it") {
   // SASRec: the model scores positives and negatives by products with their lookups, summed,
   // and subtracts; the loss is -F.logsigmoid(score).mean(). No op is named a loss.
