@@ -593,6 +593,38 @@ void trim_loose_leads(const std::vector<Element>& els, std::vector<Span>& blocks
   }
 }
 
+// Where every repeat of a kind leads with the same views and its first leads with none, the
+// views reshape what the block before returned; where the same views follow the last block of
+// the kind before too, they close each block (OPT's `(residual + x).view(shape)` at a layer's
+// end) rather than open the next.
+void close_with_returned_views(const std::vector<Element>& els, std::vector<Span>& blocks, const std::vector<std::string>& sig) {
+  auto views = [&](size_t from, size_t to) {
+    size_t j = from;
+    while (j < to && !els[j].unit && els[j].role == Role::Shape) ++j;
+    return j - from;
+  };
+  std::unordered_map<std::string_view, std::vector<size_t>> of_kind;
+  for (size_t k = 0; k < blocks.size(); ++k) of_kind[sig[k]].push_back(k);
+  for (auto& [kind, ks] : of_kind) {
+    if (ks.size() < 2 || views(blocks[ks.front()].first, blocks[ks.front()].second) != 0) continue;
+    const size_t n = views(blocks[ks[1]].first, blocks[ks[1]].second);
+    if (n == 0) continue;
+    const std::string lead = op_sequence(els, blocks[ks[1]].first, blocks[ks[1]].first + n);
+    const std::string_view before = sig[ks[1] - 1];
+    bool same = true;
+    for (size_t i = 1; i < ks.size() && same; ++i) {
+      const auto [f, t] = blocks[ks[i]];
+      same = f + n < t && views(f, t) == n && op_sequence(els, f, f + n) == lead && blocks[ks[i] - 1].second == f && sig[ks[i] - 1] == before;
+    }
+    if (!same) continue;
+    const size_t last = of_kind.at(before).back(), after = blocks[last].second;
+    const size_t next = last + 1 < blocks.size() ? blocks[last + 1].first : els.size();
+    if (after + n > next || views(after, after + n) != n || op_sequence(els, after, after + n) != lead) continue;
+    for (size_t i = 1; i < ks.size(); ++i) blocks[ks[i] - 1].second += n, blocks[ks[i]].first += n;
+    blocks[last].second += n;
+  }
+}
+
 // Whether some other kind among `kinds` (distinct) is a variant of `kind`; not looked for
 // among very many kinds, where it would cost their square.
 bool has_variant(const std::map<std::string, int>& kinds, const std::string& kind) {

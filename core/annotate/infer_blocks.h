@@ -74,6 +74,8 @@ void split_stem(const std::vector<Element>& els, std::vector<Span>& blocks, std:
 void trim_dropouts(const std::vector<Element>& els, std::vector<Span>& blocks, const std::vector<std::string>& sig);
 // Loose ops leading one block of a kind but not its others are outside it.
 void trim_loose_leads(const std::vector<Element>& els, std::vector<Span>& blocks, const std::vector<std::string>& sig);
+// Views leading every repeat of a kind but not its first, and trailing its last, close blocks.
+void close_with_returned_views(const std::vector<Element>& els, std::vector<Span>& blocks, const std::vector<std::string>& sig);
 
 // Whether the blocks from k are `tuple`'s kinds in order, each right after the one before.
 bool tuple_at(const std::vector<uint8_t>& after, const std::vector<std::string>& sig, size_t k, const std::vector<std::string>& tuple);

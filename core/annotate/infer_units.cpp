@@ -456,14 +456,29 @@ struct UnitFinder {
         }
         // softmax within a few ops, then the second product
         size_t sm = SIZE_MAX, few = 0;
+        bool position_projection_seen = false;
         // A projection across the heads, the scores permuted to put the heads last (talking
         // heads: CaiT's proj_l before the softmax, proj_w after it), is the attention's own.
         auto across_heads = [&](size_t j) { return els[j].unit && els[j].kind == "linear" && j > 0 && els[j - 1].op == "aten::permute"; };
         // a bias and a mask may come between: a shifted window's mask, a relative position bias
         // (T5's looked up in an embedding of its buckets)
+        // A linear whose product with the query or key adds to the scores before the softmax
+        // projects relative positions (DeBERTa's disentangled attention): the attention's too.
+        auto position_projection = [&](size_t j) {
+          if (!els[j].unit || els[j].kind != "linear") return false;
+          for (size_t m = j + 1; m < els.size() && m <= j + 12; ++m) {
+            if (els[m].role == Role::Score) return true;
+            if (els[m].unit) return false;
+          }
+          return false;
+        };
         for (; k < els.size(); ++k) {
           if (els[k].role == Role::Softmax) { sm = k; break; }
-          if ((els[k].unit && els[k].role != Role::Dropout && els[k].kind != "embedding" && !across_heads(k)) || els[k].role == Role::Score) break;
+          if (els[k].role == Role::Score && position_projection_seen) continue;
+          if ((els[k].unit && els[k].role != Role::Dropout && els[k].kind != "embedding" && !across_heads(k)) || els[k].role == Role::Score) {
+            if (!position_projection(k)) break;
+            position_projection_seen = true;
+          }
         }
         // then the second product within a few ops (allocations apart: torch before 1.14 makes
         // tensors around each record_function range, and the rounding nests them or not)
@@ -810,9 +825,17 @@ struct UnitFinder {
     if (first == SIZE_MAX || least == SIZE_MAX || (others_compute && same)) return;
     Element& a = els[first];
     size_t extra = others_compute && a.lead > least ? a.lead - least : 0;
-    if (!others_compute)
+    if (!others_compute) {
       for (size_t k = 0; k < a.lead; ++k)
         if (computes(a.inner[k])) extra = std::max(extra, k + 1);
+      // Views more than one past the others' are not the profiler's: what the caller indexed
+      // for all layers (DeBERTa's relative positions, sliced once). A permute among them
+      // reorders the map into windows (a windowed block among global ones): the block's.
+      const bool reorders = std::any_of(a.inner.begin(), a.inner.begin() + long(a.lead), [](const Element& e) {
+        return !e.unit && (e.op == "aten::permute" || e.op == "aten::transpose");
+      });
+      if (a.lead > least + 1 && !reorders) extra = std::max(extra, a.lead - least);
+    }
     if (extra == 0) return;
     std::vector<Element> out = take_parts(a, 0, extra);
     a.lead -= extra;

@@ -640,3 +640,43 @@ TEST_CASE("inferred layers: LayerDrop's draw before each layer (an if on a tenso
       CHECK(r.annotation.tree.name_of(r.annotation.tree.parent[n]) == "Model");
   CHECK(score_against(*r.bare.model, r.annotation, r.truth).block_recall == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: the view a decoder layer returns its output through closes that layer, not the next") {
+  // OPT's decoder layer: ... hidden_states = (residual + hidden_states).view(shape). Every
+  // layer but the first is then led by a view, and one follows the last layer too.
+  Mod lin = leaf("Linear", {"aten::linear"}), ln = leaf("LayerNorm", {"aten::layer_norm"});
+  Mod attention{"Attention", {lin, op("aten::mul"), lin, op("aten::view"), op("aten::transpose"), lin, op("aten::view"),
+                              op("aten::transpose"), op("aten::bmm"), op("aten::softmax"), op("aten::bmm"), op("aten::transpose"),
+                              op("aten::reshape"), lin},
+                nullptr};
+  Mod layer{"DecoderLayer", {ln, attention, op("aten::add"), op("aten::reshape"), ln, lin, relu_module(), lin, op("aten::add"),
+                             op("aten::view")},
+            nullptr};
+  Mod root{"Decoder", {leaf("Embedding", {"aten::embedding"}), op("aten::triu"), op("aten::add"), layer, layer, layer, ln, lin}, nullptr};
+  BareRun r = bare_run(root);
+  CHECK(score_against(*r.bare.model, r.annotation, r.truth).block_recall == doctest::Approx(1.0));
+}
+
+TEST_CASE("inferred layers: disentangled attention's position projections are the attention's, the positions sliced once the encoder's") {
+  // DeBERTa: content scores, then each relative-position projection's product added to them
+  // before the softmax; the encoder slices the relative positions once for all layers.
+  Mod lin = leaf("Linear", {"aten::linear"}), drop = leaf("Dropout", {"aten::dropout"}), ln = leaf("LayerNorm", {"aten::layer_norm"});
+  Mod self{"DisentangledSelfAttention",
+           {lin, op("aten::view"), op("aten::permute"), op("aten::chunk"), op("aten::add"), op("aten::add"), op("aten::div"),
+            op("aten::transpose"), op("aten::matmul"), drop, lin, op("aten::view"), op("aten::permute"), op("aten::transpose"),
+            op("aten::matmul"), op("aten::add"), lin, op("aten::view"), op("aten::permute"), op("aten::div_"), op("aten::clamp"),
+            op("aten::transpose"), op("aten::matmul"), op("aten::gather"), op("aten::add_"), op("aten::softmax"), drop, op("aten::matmul"),
+            op("aten::permute"), op("aten::contiguous"), op("aten::view")},
+           nullptr};
+  Mod attention{"Attention", {self, lin, drop, op("aten::add"), ln}, nullptr};
+  Mod layer{"Layer", {attention, lin, leaf("GELU", {"aten::gelu"}), lin, drop, op("aten::add"), ln}, nullptr};
+  Mod root{"Encoder", {leaf("Embedding", {"aten::embedding"}), ln, drop, op("aten::mul"), op("aten::arange"), op("aten::sub"), op("aten::slice"),
+                       op("aten::unsqueeze"), op("aten::as_strided"), layer, layer, layer},
+           nullptr};
+  BareRun r = bare_run(root);
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 > 0.95);
+  for (NodeId n = 0; n < r.annotation.tree.size(); ++n)
+    if (r.annotation.tree.phase[n] == PhaseKind::Forward && r.annotation.tree.name_of(n) == "aten::slice")
+      CHECK(r.annotation.tree.name_of(r.annotation.tree.parent[n]) == "Model");
+}
