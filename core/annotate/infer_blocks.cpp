@@ -504,6 +504,62 @@ void split_stem(const std::vector<Element>& els, std::vector<Span>& blocks, std:
   }
 }
 
+// A block that is one run of units over and over (of two weight units or more) is those
+// runs, each a block, where other sums close a different number of them: a module's branch
+// has one structure, while a stage runs as many blocks as it is given (an EfficientNet's
+// stage opens with a block that sums nothing, then those that do: two runs between sums in
+// one stage, three in another). Runs twice between every two sums stay one block (a
+// pre-activation block of two separable convs), as does a run of one weight op.
+void split_repeats(const std::vector<Element>& els, std::vector<Span>& blocks, std::vector<std::string>& sig) {
+  // Closed by a sum after its last unit: a sum before an activation that ends the block (a
+  // post-activated basic block's) or a concatenation of branches (an Inception block's) may
+  // repeat a run inside one branch.
+  auto summed_last = [&](Span b) {
+    size_t last = b.second;
+    while (last > b.first && !els[last - 1].unit) --last;
+    return std::any_of(els.begin() + long(last), els.begin() + long(b.second), [](const Element& e) { return e.role == Role::Add; });
+  };
+  // Per block: its shortest period in whole units (itself where it has none).
+  std::vector<std::string> period(blocks.size());
+  std::map<std::string, std::set<size_t>> repeats;  // per period: how many of it the blocks run
+  for (size_t k = 0; k < blocks.size(); ++k) {
+    period[k] = sig[k];
+    for (size_t cut = sig[k].find_first_of(",;"); cut != std::string::npos && cut + 1 < sig[k].size(); cut = sig[k].find_first_of(",;", cut + 1)) {
+      const std::string p = sig[k].substr(0, cut + 1);
+      if (sig[k].size() % p.size() != 0) continue;
+      bool periodic = true;
+      for (size_t at = 0; at < sig[k].size() && periodic; at += p.size()) periodic = sig[k].compare(at, p.size(), p) == 0;
+      if (periodic) {
+        period[k] = p;
+        break;
+      }
+    }
+    if (!period[k].empty()) repeats[period[k]].insert(sig[k].size() / period[k].size());
+  }
+  for (size_t k = 0, at_k = 0; k < blocks.size(); ++k, ++at_k) {
+    const std::string& p = period[at_k];
+    if (p.empty() || p.size() == sig[k].size() || repeats[p].size() < 2 || !summed_last(blocks[k])) continue;
+    const size_t f = blocks[k].first, t = blocks[k].second;
+    size_t weights = 0;
+    for (size_t j = start_of_signature_tokens(els, f, t, p); j < t; ++j) weights += els[j].unit && els[j].role == Role::Weight && els[j].kind != "embedding";
+    if (weights < 2) continue;
+    // Each run from its first unit; loose ops before it are the run before's.
+    std::vector<Span> parts;
+    for (size_t end = t; end > f;) {
+      size_t start = start_of_signature_tokens(els, f, end, p);
+      if (parts.size() + 1 == sig[k].size() / p.size()) start = f;
+      parts.push_back({start, end});
+      end = start;
+    }
+    std::reverse(parts.begin(), parts.end());
+    blocks.erase(blocks.begin() + long(k));
+    blocks.insert(blocks.begin() + long(k), parts.begin(), parts.end());
+    sig.erase(sig.begin() + long(k));
+    for (size_t i = 0; i < parts.size(); ++i) sig.insert(sig.begin() + long(k + i), signature(els, parts[i].first, parts[i].second));
+    k += parts.size() - 1;
+  }
+}
+
 // Signatures pass over dropouts, so a dropout before a block (the embeddings') can lead it
 // where the block's repeats start with no dropout: it is not the block's.
 void trim_dropouts(const std::vector<Element>& els, std::vector<Span>& blocks, const std::vector<std::string>& sig) {

@@ -70,6 +70,8 @@ std::vector<Span> message_mlps(const std::vector<Element>& els, Span layer);
 std::vector<Span> graph_updates(const std::vector<Element>& els, Span layer);
 // The stem cut from a block that ends like another kind of block.
 void split_stem(const std::vector<Element>& els, std::vector<Span>& blocks, std::vector<std::string>& sig);
+// A block that is another kind of block repeated is those blocks.
+void split_repeats(const std::vector<Element>& els, std::vector<Span>& blocks, std::vector<std::string>& sig);
 // A first block's dropout that its kind's other blocks lack is the block before's.
 void trim_dropouts(const std::vector<Element>& els, std::vector<Span>& blocks, const std::vector<std::string>& sig);
 // Loose ops leading one block of a kind but not its others are outside it.

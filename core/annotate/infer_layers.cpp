@@ -187,6 +187,7 @@ struct Inference {
     std::vector<std::string> sig;
     for (auto [f, t] : blocks) sig.push_back(signature(els, f, t));
     split_stem(els, blocks, sig);
+    split_repeats(els, blocks, sig);
     trim_dropouts(els, blocks, sig);
     trim_loose_leads(els, blocks, sig);
     close_with_returned_views(els, blocks, sig);
@@ -765,12 +766,13 @@ struct Inference {
       return k + 1 < nodes.size() && !units_between(layers[k].second, layers[k + 1].first) && projection_shortcut(sig[k]);
     };
     // A block of the common kind that adds nothing back (it changes the shape: MobileNet's
-    // and MnasNet's first block of a stack) opens a stage too, where the others do.
+    // and MnasNet's first block of a stack) opens a stage too, where a third of the blocks or
+    // more add back (stages of two blocks, the first changing the shape: half of them).
     std::vector<uint8_t> adds_back(nodes.size());
     for (size_t k = 0; k < nodes.size(); ++k)
       adds_back[k] = std::any_of(els.begin() + long(layers[k].first), els.begin() + long(layers[k].second),
                              [](const Element& e) { return !e.unit && (e.role == Role::Add || e.role == Role::Merge); });
-    const bool mostly_join = 2 * size_t(std::count(adds_back.begin(), adds_back.end(), 1)) > nodes.size();
+    const bool mostly_join = 3 * size_t(std::count(adds_back.begin(), adds_back.end(), 1)) >= nodes.size();
     std::vector<uint8_t> between(nodes.size());
     std::vector<std::pair<size_t, size_t>> runs;  // [first layer, last layer + 1)
     // The common kind and then a pooling of its output (a DenseNet's transition: norm,

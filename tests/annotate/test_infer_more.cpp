@@ -680,3 +680,27 @@ TEST_CASE("inferred layers: disentangled attention's position projections are th
     if (r.annotation.tree.phase[n] == PhaseKind::Forward && r.annotation.tree.name_of(n) == "aten::slice")
       CHECK(r.annotation.tree.name_of(r.annotation.tree.parent[n]) == "Model");
 }
+
+TEST_CASE("inferred layers: stages of an inverted residual that sums nothing, then one that sums, are two blocks each") {
+  // timm's EfficientNet: a stage's first block changes the shape (no sum), the others sum
+  // back past their drop path. Between two sums the blocks run twice in one stage, three
+  // times across a stage of one block.
+  Mod silu = leaf("SiLU", {"aten::silu_"});
+  Mod se{"SqueezeExcite", {op("aten::mean"), conv(), silu, conv(), leaf("Sigmoid", {"aten::sigmoid"}), op("aten::mul")}, nullptr};
+  Mod drop_path{"DropPath", {op("aten::new_empty"), op("aten::bernoulli_"), op("aten::div_"), op("aten::mul")}, nullptr};
+  Mod down{"InvertedResidual", {conv(), bn(), silu, conv(), bn(), silu, se, conv(), bn()}, nullptr};
+  Mod plain{"InvertedResidual", {conv(), bn(), silu, conv(), bn(), silu, se, conv(), bn(), drop_path, op("aten::add")}, nullptr};
+  Mod stage{"Sequential", {down, plain}, nullptr};
+  Mod single{"Sequential", {down}, nullptr};
+  BareRun r = bare_run(model({stage, stage, single, stage, stage}));
+  CHECK(score_against(*r.bare.model, r.annotation, r.truth).block_recall > 0.9);
+}
+
+TEST_CASE("inferred layers: a pre-activation block whose branch runs one thing twice stays one block") {
+  // Norm, activation and a separable conv (depthwise, pointwise), twice, then the sum: the
+  // same run twice between every two sums is one branch, not two blocks.
+  Mod sep{"SeparableConv", {conv(), conv()}, nullptr};
+  Mod block{"PreActSepBlock", {bn(), relu_module(), sep, bn(), relu_module(), sep, op("aten::add")}, nullptr};
+  BareRun r = bare_run(model({block, block, block, block}));
+  CHECK(score_against(*r.bare.model, r.annotation, r.truth).block_recall == doctest::Approx(1.0));
+}
