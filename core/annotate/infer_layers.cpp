@@ -772,7 +772,7 @@ struct Inference {
     for (size_t k = 0; k < nodes.size(); ++k)
       adds_back[k] = std::any_of(els.begin() + long(layers[k].first), els.begin() + long(layers[k].second),
                              [](const Element& e) { return !e.unit && (e.role == Role::Add || e.role == Role::Merge); });
-    const bool mostly_join = 3 * size_t(std::count(adds_back.begin(), adds_back.end(), 1)) >= nodes.size();
+    const bool many_join = 3 * size_t(std::count(adds_back.begin(), adds_back.end(), 1)) >= nodes.size();
     std::vector<uint8_t> between(nodes.size());
     std::vector<std::pair<size_t, size_t>> runs;  // [first layer, last layer + 1)
     // The common kind and then a pooling of its output (a DenseNet's transition: norm,
@@ -783,7 +783,7 @@ struct Inference {
     };
     for (size_t k = 0; k < nodes.size(); ++k) {
       between[k] = (sig[k] != common && !holds_common(sig[k]) && !projection(k)) || pools_after(sig[k]);
-      const bool opens = k == 0 || (sig[k] != common && !between[k]) || (mostly_join && !adds_back[k]) ||
+      const bool opens = k == 0 || (sig[k] != common && !between[k]) || (many_join && !adds_back[k]) ||
                          units_between(layers[k - 1].second, layers[k].first) || runs.empty() || runs.back().second != k;
       if (between[k]) continue;
       if (opens) runs.push_back({k, k + 1});
