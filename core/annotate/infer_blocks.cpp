@@ -78,8 +78,9 @@ bool normalises_first(const std::vector<Element>& els, std::string_view weight_k
   for (size_t j = 1; j < els.size(); ++j) {
     if (els[j].unit || els[j].role != Role::Add) continue;
     size_t k = j;
-    // past views, dropouts and a scale (a layer scale's product)
-    while (k > 0 && ((!els[k - 1].unit && (els[k - 1].role == Role::Shape || (k == j && els[k - 1].op == "aten::mul"))) ||
+    // past views, dropouts and scales (a layer scale's product; a norm-free block's alpha,
+    // its drop path between)
+    while (k > 0 && ((!els[k - 1].unit && (els[k - 1].role == Role::Shape || els[k - 1].op == "aten::mul")) ||
                      (els[k - 1].unit && els[k - 1].role == Role::Dropout)))
       --k;
     if (k == 0 || !els[k - 1].unit) continue;
@@ -194,9 +195,11 @@ bool opens_branch(const std::vector<Element>& els, size_t j) {
 // activation, so the activation after a sum opens the next unit. (A TCN's branch ends
 // activated and its sum is activated after: post.)
 bool residual_units_activate_first(const std::vector<Element>& els) {
-  auto before_sum = [&](size_t add) {  // the unit before a sum, views and dropouts apart
+  auto before_sum = [&](size_t add) {  // the unit before a sum, views, scales and dropouts apart
     size_t k = add;
-    while (k > 0 && ((!els[k - 1].unit && els[k - 1].role == Role::Shape) || (els[k - 1].unit && els[k - 1].role == Role::Dropout))) --k;
+    while (k > 0 && ((!els[k - 1].unit && (els[k - 1].role == Role::Shape || els[k - 1].op == "aten::mul")) ||
+                     (els[k - 1].unit && els[k - 1].role == Role::Dropout)))
+      --k;
     return k;
   };
   size_t activated_first = 0, activated_last = 0;

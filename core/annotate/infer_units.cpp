@@ -158,7 +158,44 @@ struct UnitFinder {
       while (next + 1 < els.size() && els[next].unit && els[next].role == Role::Dropout) ++next;
       if (els[j].op == "aten::tanh" && linear(j - 1) && linear(next)) els[j].unit = true;
     }
-    return attention(permuted_norms(written_gelus(rotary_embeddings(written_norms(written_cells(random_masks(std::move(els))))))));
+    return attention(permuted_norms(written_gelus(rotary_embeddings(written_norms(written_cells(standardised_weights(random_masks(std::move(els)))))))));
+  }
+
+  // A weight-standardised conv (NFNet's ScaledStdConv2d, BiT's StdConv2d): its weight
+  // flattened (a view), its gain computed and viewed, the weight normalised by batch_norm
+  // with no running statistics (no batch counter bumped) and reshaped back as the weight
+  // (reshape_as), then the conv. One weight unit, from the first view before the norm. A
+  // scaled activation's in-place product right after it (NFNet's GammaAct: gelu(x).mul_(gamma))
+  // is the activation's.
+  static std::vector<Element> standardised_weights(std::vector<Element> els) {
+    std::vector<Element> out;
+    for (size_t i = 0; i < els.size(); ++i) {
+      Element& e = els[i];
+      if (!e.unit && e.op == "aten::mul_" && !out.empty() && out.back().unit && out.back().role == Role::Activation && out.back().ops.size() == 1) {
+        out.back().ops.insert(out.back().ops.end(), e.ops.begin(), e.ops.end());
+        continue;
+      }
+      const bool standardises = e.unit && e.kind == "batch_norm" && e.ops.size() == 1 && i + 2 < els.size() && !els[i + 1].unit &&
+                                (els[i + 1].op == "aten::reshape_as" || els[i + 1].op == "aten::view_as") && els[i + 2].unit &&
+                                els[i + 2].role == Role::Weight && (els[i + 2].kind == "conv" || els[i + 2].kind == "linear");
+      if (!standardises) {
+        out.push_back(std::move(e));
+        continue;
+      }
+      size_t lo = out.size();
+      while (lo > 0 && !out[lo - 1].unit && (out[lo - 1].role == Role::Shape || out[lo - 1].role == Role::Compute)) --lo;
+      while (lo < out.size() && out[lo].role != Role::Shape) ++lo;
+      Element w = std::move(els[i + 2]);
+      std::vector<NodeId> own;
+      for (size_t j = lo; j < out.size(); ++j) own.insert(own.end(), out[j].ops.begin(), out[j].ops.end());
+      own.insert(own.end(), e.ops.begin(), e.ops.end());
+      own.insert(own.end(), els[i + 1].ops.begin(), els[i + 1].ops.end());
+      w.ops.insert(w.ops.begin(), own.begin(), own.end());
+      out.erase(out.begin() + long(lo), out.end());
+      out.push_back(std::move(w));
+      i += 2;
+    }
+    return out;
   }
 
   // A random mask applied by a product (StochasticDepth, DropPath, a dropout written by hand):

@@ -704,3 +704,24 @@ TEST_CASE("inferred layers: a pre-activation block whose branch runs one thing t
   BareRun r = bare_run(model({block, block, block, block}));
   CHECK(score_against(*r.bare.model, r.annotation, r.truth).block_recall == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a weight-standardised conv is one unit, and norm-free blocks activate first") {
+  // NFNet: ScaledStdConv2d normalises its own weight (batch_norm with no running statistics,
+  // reshaped back as the weight) before the conv; GammaAct scales its activation in place.
+  // A NormFreeBlock activates its input, scales it by beta, runs its branch, scales it by
+  // alpha and sums it back: the activation opens the block.
+  Mod std_conv{"ScaledStdConv2d", {op("aten::reshape"), op("aten::mul"), op("aten::view"), op("aten::batch_norm"), op("aten::reshape_as"),
+                                   op("aten::conv2d")},
+               nullptr};
+  Mod gamma_act{"GammaAct", {op("aten::gelu"), op("aten::mul_")}, nullptr};
+  Mod se{"SEModule", {op("aten::mean"), conv(), relu_module(), conv(), leaf("Sigmoid", {"aten::sigmoid"}), op("aten::mul")}, nullptr};
+  Mod block{"NormFreeBlock", {gamma_act, op("aten::mul"), std_conv, gamma_act, std_conv, gamma_act, std_conv, se, op("aten::mul"), op("aten::add")},
+            nullptr};
+  Mod root{"NormFreeNet", {std_conv, gamma_act, std_conv, block, block, block, block, gamma_act,
+                           leaf("AdaptiveAvgPool2d", {"aten::adaptive_avg_pool2d"}), op("aten::flatten"), leaf("Linear", {"aten::linear"})},
+           nullptr};
+  BareRun r = bare_run(root);
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 > 0.95);
+  CHECK(s.block_recall > 0.9);
+}
