@@ -392,10 +392,11 @@ std::vector<Span> plain_blocks(const std::vector<Element>& els) {
   return out;
 }
 
-std::vector<Span> repeated_calls(const std::vector<Element>& els) {
+std::vector<Span> repeated_calls(const std::vector<Element>& els, Span within) {
+  within.second = std::min(within.second, els.size());
   // On units only: a loose op more or less in one call (a copy the runtime adds) breaks no repeat.
   std::vector<size_t> at;
-  for (size_t j = 0; j < els.size(); ++j)
+  for (size_t j = within.first; j < within.second; ++j)
     if (els[j].unit) at.push_back(j);
   const size_t n = at.size();
   if (n < 4 || n > 4096) return {};  // the search costs the square of the units' count
@@ -443,9 +444,30 @@ std::vector<Span> repeated_calls(const std::vector<Element>& els) {
   for (size_t r = 0; r + 1 < reps; ++r) out.push_back({at[s + r * p], at[s + (r + 1) * p]});
   const size_t last = at[s + reps * p - 1] + 1, tail = out.back().second - (at[s + (reps - 1) * p - 1] + 1);
   size_t e = last;
-  while (e < els.size() && e < last + tail && !els[e].unit) ++e;
+  while (e < within.second && e < last + tail && !els[e].unit) ++e;
   out.push_back({at[s + (reps - 1) * p], e});
   return out;
+}
+
+// A block of a kind that stands alone (no other block like it, nor a variant) closed by a
+// sum or join far from where its units repeat: the run of units before the sum (a U-Net's
+// encoder of four identical downsampling blocks, then its bottleneck, then the first skip's
+// sum) holds calls of one module repeated; those are the blocks.
+void calls_within_lone_blocks(const std::vector<Element>& els, std::vector<Span>& blocks, std::vector<std::string>& sig) {
+  std::map<std::string, int> count;
+  for (auto& s : sig) ++count[s];
+  for (size_t k = 0; k < blocks.size(); ++k) {
+    if (count[sig[k]] >= 2 || has_variant(count, sig[k])) continue;
+    std::vector<Span> calls = repeated_calls(els, blocks[k]);
+    if (calls.size() < 2) continue;
+    std::vector<std::string> kinds;
+    for (auto [f, t] : calls) kinds.push_back(signature(els, f, t));
+    blocks.erase(blocks.begin() + long(k));
+    sig.erase(sig.begin() + long(k));
+    blocks.insert(blocks.begin() + long(k), calls.begin(), calls.end());
+    sig.insert(sig.begin() + long(k), kinds.begin(), kinds.end());
+    k += calls.size() - 1;
+  }
 }
 
 namespace {

@@ -54,7 +54,9 @@ std::vector<Span> plain_blocks(const std::vector<Element>& els);
 // weight units or more (lookups aside), is one module called again (a siamese encoder),
 // running to the next call's first unit; not a run holding an RNN cell, nor one opening with
 // a lookup (which may be the caller's).
-std::vector<Span> repeated_calls(const std::vector<Element>& els);
+std::vector<Span> repeated_calls(const std::vector<Element>& els, Span within = {0, SIZE_MAX});
+// The calls repeated inside a block that stands alone, as blocks in its place.
+void calls_within_lone_blocks(const std::vector<Element>& els, std::vector<Span>& blocks, std::vector<std::string>& sig);
 // A GNN's layers from the forward's repeating scatters; none where they do not repeat.
 std::vector<Span> message_passing_layers(const std::vector<Element>& els);
 // A message-passing layer's update MLP after its last scatter (GIN's): its first weight op to

@@ -188,6 +188,7 @@ struct Inference {
     for (auto [f, t] : blocks) sig.push_back(signature(els, f, t));
     split_stem(els, blocks, sig);
     split_repeats(els, blocks, sig);
+    calls_within_lone_blocks(els, blocks, sig);
     trim_dropouts(els, blocks, sig);
     trim_loose_leads(els, blocks, sig);
     close_with_returned_views(els, blocks, sig);

@@ -725,3 +725,22 @@ TEST_CASE("inferred layers: a weight-standardised conv is one unit, and norm-fre
   CHECK(s.leaf_f1 > 0.95);
   CHECK(s.block_recall > 0.9);
 }
+
+TEST_CASE("inferred layers: identical encoder blocks before a bottleneck and the first skip's sum are blocks") {
+  // Demucs: four encoder blocks (conv, ReLU, conv, GLU) with no join between them, an LSTM,
+  // then the decoder, each block after a skip's sum. The first sum closes no residual block
+  // of the encoder: the encoder's calls repeat inside what it closes.
+  Mod glu = leaf("GLU", {"aten::glu"}), relu = leaf("ReLU", {"aten::relu"});
+  Mod encoder_block{"Sequential", {conv1d(), relu, conv1d(), glu}, nullptr};
+  Mod decoder_block{"Sequential", {conv1d(), glu, leaf("ConvTranspose1d", {"aten::conv_transpose1d"}), relu}, nullptr};
+  Mod encoder{"ModuleList", {encoder_block, encoder_block, encoder_block, encoder_block}, nullptr};
+  Mod root{"Demucs", {op("aten::mean"), op("aten::std"), op("aten::sub"), op("aten::div"), encoder, op("aten::permute"),
+                      leaf("LSTM", {"aten::lstm"}), leaf("Linear", {"aten::linear"}), op("aten::permute")},
+           nullptr};
+  for (int k = 0; k < 4; ++k) root.items.insert(root.items.end(), {op("aten::slice"), op("aten::add"), decoder_block});
+  BareRun r = bare_run(root);
+  size_t encoder_blocks = 0;
+  for (NodeId n = 0; n < r.annotation.tree.size(); ++n)
+    encoder_blocks += r.annotation.tree.phase[n] == PhaseKind::Forward && r.annotation.tree.name_of(n).ends_with(": 2 Conv + ReLU + GLU");
+  CHECK(encoder_blocks == 2 * 4);  // in each of the two steps
+}
