@@ -184,6 +184,18 @@ bool upsamples(const Element& e) {
 
 namespace {
 
+// Whether the sum at j takes what an upsampling since `from` made, no weight op between, and
+// no other upsampling since `from`.
+bool sums_skip(const std::vector<Element>& els, size_t from, size_t j) {
+  size_t k = j;
+  while (k > from && !upsamples(els[k - 1]) &&
+         (els[k - 1].unit ? els[k - 1].role != Role::Weight && els[k - 1].role != Role::Pool
+                          : els[k - 1].role != Role::Add && els[k - 1].role != Role::Merge))
+    --k;
+  if (k == from || !upsamples(els[k - 1])) return false;
+  return std::none_of(els.begin() + long(from), els.begin() + long(k - 1), upsamples);
+}
+
 // Whether the norm at j opens a branch: the next unit (views apart) computes, no sum first.
 bool opens_branch(const std::vector<Element>& els, size_t j) {
   const size_t k = past_views(els, j + 1, els.size());
@@ -237,7 +249,7 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
   };
   const bool activates_first = pre_norm && residual_units_activate_first(els);
   std::vector<Span> out;
-  size_t start = 0, weights = 0;
+  size_t start = 0, weights = 0, skip_closed = 0;  // skip_closed: how many blocks were out when a skip's sum last closed one
   for (size_t j = 0; j < els.size(); ++j) {
     // Lookups take ids, not a tensor a branch could be added back to: embeddings summed
     // (tokens and positions) are no residual block.
@@ -283,6 +295,18 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
     if (add && next + 1 < els.size() && els[next].unit && els[next].role == Role::Dropout && !els[next + 1].unit &&
         els[next + 1].role == Role::Add)
       continue;
+    // A sum right after an upsampling, no weight op between (a U-Net decoder block's output
+    // plus the encoder's skip, cropped to its length: Demucs'), joins a map made long before:
+    // it closes the block before it and stays between blocks. Not where the shortcut is
+    // upsampled too (a second upsampling since the last join: BigGAN's up-block).
+    if (add && sums_skip(els, start, j)) {
+      size_t end = j;
+      while (end > start && !els[end - 1].unit && els[end - 1].role == Role::Shape) --end;
+      if (end > start) out.push_back({start, end}), skip_closed = out.size();
+      start = j + 1;
+      weights = 0;
+      continue;
+    }
     if (merge && next < els.size() && els[next].role == Role::Norm) {  // opens the next block
       if (j > start) out.push_back({start, j});
       start = j;
@@ -317,6 +341,13 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
     start = end;
     weights = 0;
     j = end - 1;
+  }
+  // The decoder's last block, no skip summed after it, runs like the one before it.
+  if (skip_closed != 0 && skip_closed == out.size()) {
+    size_t first = start;
+    while (first < els.size() && !els[first].unit) ++first;
+    const auto [f, t] = out.back();
+    if (const size_t end = end_of_signature(els, first, els.size(), signature(els, f, t)); end != SIZE_MAX) out.push_back({start, end});
   }
   if (pre_norm) open_at_norms(els, out);
   // A block closed by its add where its peers also take the norm after it (the last Conformer

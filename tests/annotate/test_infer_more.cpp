@@ -728,7 +728,7 @@ TEST_CASE("inferred layers: a weight-standardised conv is one unit, and norm-fre
 
 TEST_CASE("inferred layers: identical encoder blocks before a bottleneck and the first skip's sum are blocks") {
   // Demucs: four encoder blocks (conv, ReLU, conv, GLU) with no join between them, an LSTM,
-  // then the decoder, each block after a skip's sum. The first sum closes no residual block
+  // then the decoder, each block after a skip's sum (cropped to the block's length). The first sum closes no residual block
   // of the encoder: the encoder's calls repeat inside what it closes.
   Mod glu = leaf("GLU", {"aten::glu"}), relu = leaf("ReLU", {"aten::relu"});
   Mod encoder_block{"Sequential", {conv1d(), relu, conv1d(), glu}, nullptr};
@@ -743,4 +743,7 @@ TEST_CASE("inferred layers: identical encoder blocks before a bottleneck and the
   for (NodeId n = 0; n < r.annotation.tree.size(); ++n)
     encoder_blocks += r.annotation.tree.phase[n] == PhaseKind::Forward && r.annotation.tree.name_of(n).ends_with(": 2 Conv + ReLU + GLU");
   CHECK(encoder_blocks == 2 * 4);  // in each of the two steps
+  // Each decoder block upsamples, then the skip is summed: the sum closes no residual branch
+  // (the map it adds was made in the encoder), it stands between the decoder's blocks.
+  CHECK(score_against(*r.bare.model, r.annotation, r.truth).block_recall == doctest::Approx(1.0));
 }
