@@ -342,21 +342,25 @@ struct UnitFinder {
     if (e.role != Role::Shape) sig += std::string(e.op) + ",";
   }
 
-  // GELU's tanh approximation written by hand (GPT-2's NewGELU, `gelu_fast`):
-  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): products, sums and a power before the
-  // tanh, then (1 + tanh) times x. One activation unit.
+  // GELU written by hand: the tanh approximation (GPT-2's NewGELU, `gelu_fast`):
+  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), products, sums and a power before the
+  // tanh; or the exact one (BERT's original `gelu`): x 0.5 (1 + erf(x / sqrt(2))), a product
+  // and a division before the erf. Then (1 + tanh or erf) times x. One activation unit.
   static std::vector<Element> written_gelus(std::vector<Element> els) {
     auto loose_arithmetic = [](const Element& e) { return !e.unit && in(strip_prefix(e.op, "aten::"), {"mul", "add", "pow"}); };
+    auto scaling = [](const Element& e) { return !e.unit && in(strip_prefix(e.op, "aten::"), {"mul", "div"}); };
     auto arithmetic = [&](size_t j) { return j < els.size() && loose_arithmetic(els[j]); };
     std::vector<Element> out;
     for (size_t i = 0; i < els.size(); ++i) {
-      const bool tanh = els[i].op == "aten::tanh";
+      const bool tanh = els[i].op == "aten::tanh", erf = !els[i].unit && els[i].op == "aten::erf";
       size_t from = out.size(), muls = 0;
       while (tanh && from > 0 && loose_arithmetic(out[from - 1])) {
         --from;
         muls += out[from].op == "aten::mul" || out[from].op == "aten::pow";
       }
-      if (!tanh || muls < 3 || !arithmetic(i + 1) || els[i + 1].op != "aten::add" || !arithmetic(i + 2) || els[i + 2].op != "aten::mul") {
+      while (erf && from > 0 && out.size() - from < 2 && scaling(out[from - 1])) --from, ++muls;
+      const bool formed = (tanh && muls >= 3) || (erf && muls >= 1);
+      if (!formed || !arithmetic(i + 1) || els[i + 1].op != "aten::add" || !arithmetic(i + 2) || els[i + 2].op != "aten::mul") {
         out.push_back(std::move(els[i]));
         continue;
       }

@@ -747,3 +747,12 @@ TEST_CASE("inferred layers: identical encoder blocks before a bottleneck and the
   // (the map it adds was made in the encoder), it stands between the decoder's blocks.
   CHECK(score_against(*r.bare.model, r.annotation, r.truth).block_recall == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: the exact GELU written by hand (x 0.5 (1 + erf(x / sqrt 2))) is one activation") {
+  Mod lin = leaf("Linear", {"aten::linear"}), ln = leaf("LayerNorm", {"aten::layer_norm"});
+  Mod gelu{"GELU", {op("aten::mul"), op("aten::div"), op("aten::erf"), op("aten::add"), op("aten::mul")}, nullptr};
+  Mod block{"MlpBlock", {ln, lin, gelu, lin, op("aten::add")}, nullptr};
+  BareRun r = bare_run(Mod{"Net", {leaf("Embedding", {"aten::embedding"}), block, block, block, ln, lin}, nullptr});
+  CHECK(has_layer(r.annotation.tree, "GELU 3"));
+  CHECK(score_against(*r.bare.model, r.annotation, r.truth).leaf_f1 > 0.95);
+}
