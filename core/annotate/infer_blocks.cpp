@@ -705,33 +705,36 @@ void trim_loose_leads(const std::vector<Element>& els, std::vector<Span>& blocks
   }
 }
 
-// Where every repeat of a kind leads with the same views and its first leads with none, the
-// views reshape what the block before returned; where the same views follow the last block of
-// the kind before too, they close each block (OPT's `(residual + x).view(shape)` at a layer's
-// end) rather than open the next.
+// Where every repeat of a kind leads with the same loose ops and its first does not, they act
+// on what the block before returned; where the same ops follow the last block of the kind
+// before too, they close each block (OPT's `(residual + x).view(shape)` at a layer's end,
+// FastSpeech's mask applied to each layer's output) rather than open the next.
 void close_with_returned_views(const std::vector<Element>& els, std::vector<Span>& blocks, const std::vector<std::string>& sig) {
-  auto views = [&](size_t from, size_t to) {
+  // (Not a join: a concatenation or sum after a block takes more than what it returned.)
+  auto loose = [&](size_t from, size_t to) {
     size_t j = from;
-    while (j < to && !els[j].unit && els[j].role == Role::Shape) ++j;
+    while (j < to && !els[j].unit && !is_transpose(els[j]) && els[j].role != Role::Merge && els[j].role != Role::Add) ++j;
     return j - from;
   };
   std::unordered_map<std::string_view, std::vector<size_t>> of_kind;
   for (size_t k = 0; k < blocks.size(); ++k) of_kind[sig[k]].push_back(k);
   for (auto& [kind, ks] : of_kind) {
-    if (ks.size() < 2 || views(blocks[ks.front()].first, blocks[ks.front()].second) != 0) continue;
-    const size_t n = views(blocks[ks[1]].first, blocks[ks[1]].second);
+    if (ks.size() < 2) continue;
+    const size_t n = loose(blocks[ks[1]].first, blocks[ks[1]].second);
     if (n == 0) continue;
     const std::string lead = op_sequence(els, blocks[ks[1]].first, blocks[ks[1]].first + n);
-    const std::string_view before = sig[ks[1] - 1];
+    const auto [first_f, first_t] = blocks[ks.front()];
+    if (loose(first_f, first_t) >= n && op_sequence(els, first_f, first_f + n) == lead) continue;  // every block's own
     bool same = true;
     for (size_t i = 1; i < ks.size() && same; ++i) {
       const auto [f, t] = blocks[ks[i]];
-      same = f + n < t && views(f, t) == n && op_sequence(els, f, f + n) == lead && blocks[ks[i] - 1].second == f && sig[ks[i] - 1] == before;
+      same = f + n < t && loose(f, t) == n && op_sequence(els, f, f + n) == lead && blocks[ks[i] - 1].second == f;
     }
     if (!same) continue;
-    const size_t last = of_kind.at(before).back(), after = blocks[last].second;
+    // The block before the last repeat: the last of its kind is followed by the ops too.
+    const size_t last = of_kind.at(sig[ks.back() - 1]).back(), after = blocks[last].second;
     const size_t next = last + 1 < blocks.size() ? blocks[last + 1].first : els.size();
-    if (after + n > next || views(after, after + n) != n || op_sequence(els, after, after + n) != lead) continue;
+    if (after + n > next || loose(after, after + n) != n || op_sequence(els, after, after + n) != lead) continue;
     for (size_t i = 1; i < ks.size(); ++i) blocks[ks[i] - 1].second += n, blocks[ks[i]].first += n;
     blocks[last].second += n;
   }

@@ -78,7 +78,7 @@ void split_repeats(const std::vector<Element>& els, std::vector<Span>& blocks, s
 void trim_dropouts(const std::vector<Element>& els, std::vector<Span>& blocks, const std::vector<std::string>& sig);
 // Loose ops leading one block of a kind but not its others are outside it.
 void trim_loose_leads(const std::vector<Element>& els, std::vector<Span>& blocks, const std::vector<std::string>& sig);
-// Views leading every repeat of a kind but not its first, and trailing its last, close blocks.
+// Loose ops leading every repeat of a kind but not its first, and trailing its last, close blocks.
 void close_with_returned_views(const std::vector<Element>& els, std::vector<Span>& blocks, const std::vector<std::string>& sig);
 
 // Whether the blocks from k are `tuple`'s kinds in order, each right after the one before.

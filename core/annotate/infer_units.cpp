@@ -864,6 +864,28 @@ struct UnitFinder {
       }
     // Every lead doing the same, a view more or less, is every attention's own work.
     if (first == SIZE_MAX || least == SIZE_MAX || (others_compute && same)) return;
+    // The others all computing the same first where the first attention computes nothing
+    // before its projections: an attention's own work runs in its first call too, so that is
+    // what each layer did to its output (FastSpeech's mask applied at a layer's end).
+    if (els[first].lead == 0 && others_compute && least > 0) {
+      std::string work;
+      bool alike = true;
+      for (size_t j = first + 1; j < els.size() && alike; ++j)
+        if (els[j].unit && els[j].kind == "attention") {
+          if (work.empty()) work = lead_work(els[j]);
+          alike = lead_work(els[j]) == work;
+        }
+      if (!alike) return;
+      for (size_t j = first + 1; j < els.size(); ++j)
+        if (els[j].unit && els[j].kind == "attention") {
+          std::vector<Element> out = take_parts(els[j], 0, els[j].lead);
+          els[j].lead = 0;
+          const size_t n = out.size();
+          els.insert(els.begin() + long(j), std::make_move_iterator(out.begin()), std::make_move_iterator(out.end()));
+          j += n;
+        }
+      return;
+    }
     Element& a = els[first];
     size_t extra = others_compute && a.lead > least ? a.lead - least : 0;
     if (!others_compute) {

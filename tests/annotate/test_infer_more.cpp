@@ -756,3 +756,19 @@ TEST_CASE("inferred layers: the exact GELU written by hand (x 0.5 (1 + erf(x / s
   CHECK(has_layer(r.annotation.tree, "GELU 3"));
   CHECK(score_against(*r.bare.model, r.annotation, r.truth).leaf_f1 > 0.95);
 }
+
+TEST_CASE("inferred layers: a mask a layer applies to its output closes that layer, not the next") {
+  // FastSpeech's FFT block: ... output = output.masked_fill(mask.unsqueeze(-1), 0) at the end
+  // of each layer; one follows the last layer too.
+  Mod lin = leaf("Linear", {"aten::linear"}), ln = leaf("LayerNorm", {"aten::layer_norm"}), drop = leaf("Dropout", {"aten::dropout"});
+  Mod attention{"Attention", {lin, op("aten::mul"), lin, op("aten::view"), op("aten::transpose"), lin, op("aten::view"),
+                              op("aten::transpose"), op("aten::bmm"), op("aten::softmax"), op("aten::bmm"), op("aten::transpose"),
+                              op("aten::reshape"), lin},
+                nullptr};
+  Mod layer{"FFTBlock", {attention, drop, op("aten::add"), ln, lin, relu_module(), lin, drop, op("aten::add"), ln, op("aten::unsqueeze"),
+                         op("aten::masked_fill")},
+            nullptr};
+  Mod root{"Encoder", {leaf("Embedding", {"aten::embedding"}), op("aten::eq"), op("aten::add"), layer, layer, layer, lin}, nullptr};
+  BareRun r = bare_run(root);
+  CHECK(score_against(*r.bare.model, r.annotation, r.truth).block_recall == doctest::Approx(1.0));
+}
