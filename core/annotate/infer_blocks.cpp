@@ -503,6 +503,30 @@ void calls_within_lone_blocks(const std::vector<Element>& els, std::vector<Span>
 
 namespace {
 
+// Whether `kind` is `plain` with a projection shortcut (a conv and its norm) somewhere in it.
+bool with_projection(const std::string& kind, const std::string& plain) {
+  constexpr std::string_view shortcut = "conv,batch_norm,";
+  if (kind.size() != plain.size() + shortcut.size()) return false;
+  for (size_t at = 0; at + shortcut.size() <= kind.size(); at = kind.find_first_of(",;", at) + 1) {
+    if (kind.compare(at, shortcut.size(), shortcut) == 0 && kind.compare(0, at, plain, 0, at) == 0 &&
+        kind.compare(at + shortcut.size(), std::string::npos, plain, at) == 0)
+      return true;
+    if (kind.find_first_of(",;", at) == std::string::npos) break;
+  }
+  return false;
+}
+
+// The last n tokens of a signature (all of it where it has fewer).
+std::string last_tokens(const std::string& sig, size_t n) {
+  size_t at = sig.size();
+  while (n > 0 && at > 0) {
+    --at;
+    while (at > 0 && sig[at - 1] != ',' && sig[at - 1] != ';') --at;
+    --n;
+  }
+  return sig.substr(at);
+}
+
 bool lone_norm(const std::vector<Element>& els, size_t from, size_t to) {
   size_t norms = 0;
   for (size_t j = from; j < to; ++j) {
@@ -534,6 +558,12 @@ void split_stem(const std::vector<Element>& els, std::vector<Span>& blocks, std:
       // One unit recurring ends a block of a kind that recurs itself only as its last unit.
       if ((signature_units(other) >= 2 || (n >= 2 && count[sig[k]] < 2)) && ends_with_kind(sig[k], other))
         candidates.push_back(other);
+      // Or, where the block stands alone, a recurring kind with a projection shortcut ends it
+      // (the first stage's first block after the stem).
+      else if (n >= 2 && count[sig[k]] < 2 && signature_units(other) >= 2) {
+        const std::string tail = last_tokens(sig[k], signature_tokens(other) + 2);
+        if (tail.size() < sig[k].size() && with_projection(tail, other)) candidates.push_back(tail);
+      }
     }
     std::sort(candidates.begin(), candidates.end(), [](auto& x, auto& y) { return x.size() > y.size(); });
     for (const std::string& other : candidates) {
@@ -744,7 +774,9 @@ void close_with_returned_views(const std::vector<Element>& els, std::vector<Span
 // among very many kinds, where it would cost their square.
 bool has_variant(const std::map<std::string, int>& kinds, const std::string& kind) {
   if (kinds.size() > 256) return false;
-  return std::any_of(kinds.begin(), kinds.end(), [&](auto& other) { return variant_of(other.first, kind); });
+  return std::any_of(kinds.begin(), kinds.end(), [&](auto& other) {
+    return variant_of(other.first, kind) || with_projection(other.first, kind) || with_projection(kind, other.first);
+  });
 }
 
 // Whether some kind of block recurs (or has a variant): a lone block is not told from the

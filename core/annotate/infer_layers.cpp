@@ -274,8 +274,10 @@ struct Inference {
     if (outputs)
       for (auto [from, to] : tupled) output_module(els, blocks[from].first, blocks[to - 1].second);
     weight_norm_groups(els, factorised_convs(els));
-    for (Element& e : els)  // a gate's projections with their norms (W_g, W_x: conv and BatchNorm)
-      if (e.unit && e.kind == "attention_gate") weight_norm_groups(e.inner, std::vector<NodeId>(e.inner.size(), kNoNode));
+    // A gate's projections with their norms (W_g, W_x: conv and BatchNorm), a split attention's
+    // first fc with its norm and activation.
+    for (Element& e : els)
+      if (e.unit && (e.kind == "attention_gate" || e.kind == "split_attention")) weight_norm_groups(e.inner, std::vector<NodeId>(e.inner.size(), kNoNode));
   }
 
   // A U-Net's encoder: a pooling right before a block of a kind that recurs so, in a forward
@@ -827,7 +829,7 @@ std::string readable_unit(std::string_view kind, std::string_view op) {
       {"instance_norm", "InstanceNorm"},
       {"embedding", "Embedding"}, {"attention", "Attention"}, {"loss", "Loss"}, {"softmax", "Softmax"},
       {"dropout", "Dropout"}, {"pool", "Pool"}, {"bmm", "BMM"}, {"linear", "Linear"}, {"shortcut", "Shortcut"},
-      {"mlp", "MLP"}, {"bias_mlp", "Bias MLP"}, {"ops", "Ops"}, {"squeeze_excitation", "SqueezeExcitation"}, {"attention_gate", "Attention gate"}, {"gate", "Gate"}, {"lstm_cell", "LSTM cell"}, {"rotary", "Rotary embedding"}};
+      {"mlp", "MLP"}, {"bias_mlp", "Bias MLP"}, {"ops", "Ops"}, {"squeeze_excitation", "SqueezeExcitation"}, {"split_attention", "Split attention"}, {"attention_gate", "Attention gate"}, {"gate", "Gate"}, {"lstm_cell", "LSTM cell"}, {"rotary", "Rotary embedding"}};
   std::string_view bare = strip_prefix(op, "aten::");
   if (bare.starts_with("rnn_")) return "RNN";  // rnn_tanh, rnn_relu: nn.RNN, not its nonlinearity
   if (kind == "activation") {

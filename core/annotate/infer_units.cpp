@@ -811,10 +811,50 @@ struct UnitFinder {
       }
       return units >= 1 && units <= 2 && activations <= 1 && product(j) ? j + 1 : 0;
     };
+    // Split attention (SKNet's selective kernel, ResNeSt's split-attention conv): the branches
+    // summed (a split's parts added, or stacked and summed), the sum pooled globally, a weight
+    // op (maybe normed) and its activation, a weight op, a softmax across the branches (views
+    // around it), then the branches weighted and summed: the index after that sum, or 0.
+    auto selective = [&](size_t i) -> size_t {
+      auto loose_op = [&](size_t j, std::initializer_list<std::string_view> ops) {
+        return j < els.size() && !els[j].unit && in(strip_prefix(els[j].op, "aten::"), ops);
+      };
+      size_t j = i;
+      while (loose_op(j, {"split", "stack", "add", "sum"})) ++j;
+      const bool squeeze = j > i && ((at(j, Role::Pool) && els[j].op.find("adaptive") != std::string_view::npos) || loose_op(j, {"mean"}));
+      if (!squeeze) return 0;
+      auto views = [&](size_t k) { return past_views(els, k, els.size()); };
+      if (!at(j = views(j + 1), Role::Weight)) return 0;
+      if (at(j = views(j + 1), Role::Norm)) j = views(j + 1);
+      if (!at(j, Role::Activation) || !at(j = views(j + 1), Role::Weight)) return 0;
+      j = views(j + 1);
+      if (j >= els.size() || els[j].unit || els[j].role != Role::Softmax || !product(j = views(j + 1))) return 0;
+      while (product(j)) ++j;
+      if (!loose_op(j, {"add", "sum"})) return 0;
+      while (loose_op(j, {"add", "sum"})) ++j;
+      return j;
+    };
     std::vector<Element> out;
     for (size_t i = 0; i < els.size();) {
       size_t end = excitation(i);
       const char* kind = "squeeze_excitation";
+      if (const size_t k = end ? 0 : selective(i)) {
+        // Where a split makes the branches, of one conv's output (ResNeSt's radix groups), that
+        // conv with its norm and activation is the module's.
+        end = k, kind = "split_attention";
+        if (is_split(els[i].op) && !out.empty() && out.back().unit && out.back().role == Role::Activation) {
+          size_t from = out.size() - 1;
+          if (from > 0 && out[from - 1].unit && out[from - 1].role == Role::Norm) --from;
+          if (from > 0 && out[from - 1].unit && out[from - 1].role == Role::Weight) {
+            std::vector<Element> parts(std::make_move_iterator(out.begin() + long(from - 1)), std::make_move_iterator(out.end()));
+            out.resize(from - 1);
+            parts.insert(parts.end(), std::make_move_iterator(els.begin() + long(i)), std::make_move_iterator(els.begin() + long(end)));
+            out.push_back(grouped(kind, parts.begin(), parts.end()));
+            i = end;
+            continue;
+          }
+        }
+      }
       if (const size_t g = end ? 0 : gated(i)) end = g, kind = "gate";
       if (const size_t p = end ? 0 : additive(i)) end = p + 1, kind = "attention_gate";
       if (end == 0) {

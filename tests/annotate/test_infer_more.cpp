@@ -465,7 +465,7 @@ TEST_CASE("inferred layers: a stack of Linears and their activations is no modul
   CHECK(score_against(*r.bare.model, r.annotation, r.truth).node_precision == doctest::Approx(1.0));
 }
 
-TEST_CASE("inferred layers: sums of a split's parts (split attention) close no residual block") {
+TEST_CASE("inferred layers: split attention is one module, and its sums of a split's parts close no residual block") {
   // ResNeSt's SplAtConv2d inside a bottleneck: the radix convs' output split and summed
   // (sum() of the parts: two adds), pooled, two 1x1 convs, a radix softmax, the parts weighted
   // and summed again; only the bottleneck's add joins a branch back to its input.
@@ -478,7 +478,8 @@ TEST_CASE("inferred layers: sums of a split's parts (split attention) close no r
             nullptr};
   Mod bottleneck{"Bottleneck", {cbr, splat, conv(), bn(), op("aten::add_"), relu_module()}, nullptr};
   BareRun r = bare_run(model({bottleneck, bottleneck, bottleneck}));
-  CHECK(has_layer(r.annotation.tree, "Block 3: 5 Conv + 4 BatchNorm + 4 ReLU + Pool"));  // a bottleneck each
+  CHECK(has_layer(r.annotation.tree, "Block 3: 2 Conv + 2 BatchNorm + 2 ReLU + Split attention"));  // a bottleneck each
+  CHECK(has_layer(r.annotation.tree, "Split attention 3"));
   CHECK_FALSE(has_layer(r.annotation.tree, "Block 4"));
   CHECK(score_against(*r.bare.model, r.annotation, r.truth).node_precision == doctest::Approx(1.0));
 }
@@ -771,4 +772,24 @@ TEST_CASE("inferred layers: a mask a layer applies to its output closes that lay
   Mod root{"Encoder", {leaf("Embedding", {"aten::embedding"}), op("aten::eq"), op("aten::add"), layer, layer, layer, lin}, nullptr};
   BareRun r = bare_run(root);
   CHECK(score_against(*r.bare.model, r.annotation, r.truth).block_recall == doctest::Approx(1.0));
+}
+
+TEST_CASE("inferred layers: a first block with a projection shortcut after a stem, its kind recurring without, holds no stem") {
+  // SKNet: the stem's conv, norm and activation, then the units: a 1x1 conv, the selective
+  // kernel's two branches fused by split attention, a 1x1 conv, the first unit's projection
+  // shortcut, the sum. The stem is cut from the first unit, a variant of the others.
+  Mod cbr{"Sequential", {conv(), bn(), relu_module()}, nullptr};
+  Mod sk{"SKConv", {cbr, cbr, op("aten::stack"), op("aten::sum"), op("aten::mean"), cbr, conv(), op("aten::view"), op("aten::softmax"),
+                    op("aten::mul"), op("aten::sum")},
+         nullptr};
+  Mod cb{"Sequential", {conv(), bn()}, nullptr};
+  Mod first{"SKUnit", {cbr, sk, cb, cb, op("aten::add"), relu_module()}, nullptr};
+  Mod unit{"SKUnit", {cbr, sk, cb, op("aten::add"), relu_module()}, nullptr};
+  BareRun r = bare_run(model({first, unit, unit}));
+  CHECK(has_layer(r.annotation.tree, "Split attention 3"));
+  size_t units = 0;
+  for (NodeId n = 0; n < r.annotation.tree.size(); ++n)
+    units += r.annotation.tree.phase[n] == PhaseKind::Forward && r.annotation.tree.name_of(n).starts_with("Block ") &&
+             r.annotation.tree.name_of(n).ends_with(" + Split attention");
+  CHECK(units == 2 * 3);  // every unit, in each of the two steps
 }
