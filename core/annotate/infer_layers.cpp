@@ -339,7 +339,7 @@ struct Inference {
     // What scales F on its way to the sum is the block's: a random mask (stochastic depth), a
     // layer scale's product. A dropout module F ends with is F's own (an MLP's last dropout).
     auto own_dropout = [&](size_t j) {  // a dropout module on F's last unit
-      return !els[j].op.starts_with("aten::bernoulli") && j > f && els[j - 1].unit;
+      return !random_mask(els[j]) && j > f && els[j - 1].unit;
     };
     while (end > f && ((els[end - 1].unit && els[end - 1].role == Role::Dropout && !own_dropout(end - 1)) ||
                        (!els[end - 1].unit && els[end - 1].role != Role::Shape)))
@@ -527,7 +527,6 @@ struct Inference {
     // a feed-forward without any beside nn.MultiheadAttention is a module of its own (DiT's MLP).
     const bool dropouts = std::any_of(els.begin() + long(from), els.begin() + long(end), [](const Element& e) { return e.unit && e.role == Role::Dropout; });
     if (mixture_of_experts(els, from, end) || (experts_only && dropouts)) return;
-    auto random_mask = [&](const Element& e) { return e.unit && e.role == Role::Dropout && e.op.starts_with("aten::bernoulli"); };
     while (end > from && (random_mask(els[end - 1]) || !els[end - 1].unit)) --end;
     // A norm of the branch's output right before it joins (Swin V2's res-post-norm, a sandwich
     // norm) is the layer's, as the norm opening a pre-norm half is.

@@ -199,8 +199,9 @@ struct UnitFinder {
   }
 
   // A random mask applied by a product (StochasticDepth, DropPath, a dropout written by hand):
-  // the tensor made for the mask, its bernoulli draw, its scaling and the product are one
-  // dropout unit.
+  // the tensor made for the mask, its bernoulli draw (or a uniform draw plus the keep
+  // probability, floored: timm's first drop_path), its scaling and the product are one dropout
+  // unit.
   static std::vector<Element> random_masks(std::vector<Element> els) {
     auto loose = [&](size_t j, std::initializer_list<std::string_view> prefixes) {
       if (j >= els.size() || els[j].unit) return false;
@@ -208,9 +209,16 @@ struct UnitFinder {
         if (els[j].op.starts_with(p)) return true;
       return false;
     };
+    // The uniform draw: rand, the keep probability added, floor_ (where the floor follows).
+    auto floored_draw = [&](size_t i) -> size_t {  // the floor's index, or 0
+      if (!loose(i, {"aten::rand"})) return 0;
+      const size_t f = loose(i + 1, {"aten::add"}) ? i + 2 : i + 1;
+      return loose(f, {"aten::floor"}) ? f : 0;
+    };
     std::vector<Element> out;
     for (size_t i = 0; i < els.size(); ++i) {
-      if (!loose(i, {"aten::bernoulli"})) {
+      const size_t floor = floored_draw(i);
+      if (!loose(i, {"aten::bernoulli"}) && floor == 0) {
         out.push_back(std::move(els[i]));
         continue;
       }
@@ -222,6 +230,7 @@ struct UnitFinder {
       out.erase(out.begin() + long(lo), out.end());
       d.ops.insert(d.ops.end(), els[i].ops.begin(), els[i].ops.end());
       auto take = [&](size_t j) { d.ops.insert(d.ops.end(), els[j].ops.begin(), els[j].ops.end()); };
+      while (i < floor) take(++i);
       while (loose(i + 1, {"aten::div"})) take(++i);
       if (loose(i + 1, {"aten::mul"})) take(++i);
       out.push_back(std::move(d));

@@ -38,6 +38,12 @@ struct Element {
   NodeId node = kNoNode;
 };
 
+// Whether e is a random mask applied by a product (stochastic depth, a drop path: a bernoulli
+// draw, or a uniform one floored), which the caller of a branch applies, not a dropout module.
+inline bool random_mask(const Element& e) {
+  return e.unit && e.role == Role::Dropout && (e.op.starts_with("aten::bernoulli") || e.op == "aten::rand");
+}
+
 // Past the loose views (reshapes, transposes) from j, to `end` at most: the first element that
 // is no view.
 size_t past_views(const std::vector<Element>& els, size_t j, size_t end);

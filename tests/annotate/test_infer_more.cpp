@@ -793,3 +793,22 @@ TEST_CASE("inferred layers: a first block with a projection shortcut after a ste
              r.annotation.tree.name_of(n).ends_with(" + Split attention");
   CHECK(units == 2 * 3);  // every unit, in each of the two steps
 }
+
+TEST_CASE("inferred layers: a drop path drawn uniformly and floored is one dropout, the layer's rather than its half's module's") {
+  // Hugging Face's drop_path (timm's first): keep_prob + torch.rand(shape), floor_, then
+  // x.div(keep_prob) * mask, applied by the layer to each branch before its sum.
+  Mod lin = leaf("Linear", {"aten::linear"}), ln = leaf("LayerNorm", {"aten::layer_norm"});
+  Mod attention{"Attention", {lin, lin, lin, op("aten::view"), op("aten::permute"), op("aten::matmul"), op("aten::div"), op("aten::softmax"),
+                              op("aten::matmul"), op("aten::permute"), op("aten::view"), lin},
+                nullptr};
+  Mod mlp{"Mlp", {lin, leaf("GELU", {"aten::gelu"}), lin}, nullptr};
+  Mod drop_path{"DropPath", {op("aten::rand"), op("aten::add"), op("aten::floor_"), op("aten::div"), op("aten::mul")}, nullptr};
+  Mod layer{"Layer", {ln, attention, drop_path, op("aten::add"), ln, mlp, drop_path, op("aten::add")}, nullptr};
+  BareRun r = bare_run(Mod{"Encoder", {leaf("Conv2d", {"aten::conv2d"}), op("aten::flatten"), layer, layer, layer, ln, lin}, nullptr});
+  for (NodeId n = 0; n < r.annotation.tree.size(); ++n)
+    if (r.annotation.tree.phase[n] == PhaseKind::Forward && r.annotation.tree.name_of(n) == "aten::floor_")
+      CHECK(r.annotation.tree.name_of(r.annotation.tree.parent[n]).starts_with("Dropout "));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 > 0.95);
+  CHECK(s.block_recall == doctest::Approx(1.0));
+}
