@@ -693,7 +693,8 @@ void trim_loose_leads(const std::vector<Element>& els, std::vector<Span>& blocks
   }
   // Only the first of its kind: a repeat's own views (a shifted window's roll) are its. But
   // what a repeat alone computes first where its peers start with a unit (a softmax over the
-  // weights the model selects with, left between two blocks) is the caller's.
+  // weights the model selects with, left between two blocks; a second tower's causal mask,
+  // views among it) is the caller's.
   for (auto& [name, kd] : kinds)
     if (kd.least == 0 && blocks[kd.first].first + leads[kd.first] < blocks[kd.first].second) blocks[kd.first].first += leads[kd.first];
   // Where the repeats' leads compute nothing (reshapes only: what the block before returned,
@@ -718,9 +719,9 @@ void trim_loose_leads(const std::vector<Element>& els, std::vector<Span>& blocks
   for (size_t k = 0; k < blocks.size(); ++k) {
     const Kind& kd = kinds[sig[k]];
     if (k == kd.first || leads[k] == 0 || kd.least != 0 || blocks[k].first + leads[k] >= blocks[k].second) continue;
-    bool computes = true;
+    bool computes = false;
     for (size_t j = blocks[k].first; j < blocks[k].first + leads[k]; ++j)
-      computes &= els[j].role != Role::Shape && els[j].role != Role::Add && els[j].role != Role::Merge;
+      computes |= els[j].role != Role::Shape && els[j].role != Role::Add && els[j].role != Role::Merge;
     if (computes) blocks[k].first += leads[k];
   }
   // And the other way: where the first of a kind starts with no concatenation and its repeats

@@ -361,6 +361,18 @@ struct UnitFinder {
     auto arithmetic = [&](size_t j) { return j < els.size() && loose_arithmetic(els[j]); };
     std::vector<Element> out;
     for (size_t i = 0; i < els.size(); ++i) {
+      // Its sigmoid approximation (CLIP's QuickGELU): x * sigmoid(1.702 * x), the scaled
+      // input a weight op's output.
+      if (els[i].unit && els[i].op == "aten::sigmoid" && out.size() >= 2 && out.back().op == "aten::mul" && !out.back().unit &&
+          out[out.size() - 2].unit && out[out.size() - 2].role == Role::Weight && arithmetic(i + 1) && els[i + 1].op == "aten::mul") {
+        Element g = new_unit(Role::Activation, "activation", "aten::gelu");
+        take_ops(g, out, out.size() - 1, out.size());
+        out.pop_back();
+        take_ops(g, els, i, i + 2);
+        out.push_back(std::move(g));
+        ++i;
+        continue;
+      }
       const bool tanh = els[i].op == "aten::tanh", erf = !els[i].unit && els[i].op == "aten::erf";
       size_t from = out.size(), muls = 0;
       while (tanh && from > 0 && loose_arithmetic(out[from - 1])) {

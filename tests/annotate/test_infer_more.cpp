@@ -812,3 +812,26 @@ TEST_CASE("inferred layers: a drop path drawn uniformly and floored is one dropo
   CHECK(s.leaf_f1 > 0.95);
   CHECK(s.block_recall == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: CLIP as Hugging Face writes it: QuickGELU is one activation, the text tower's causal mask its caller's") {
+  // Two towers of the same pre-norm layers; the MLP's activation is x * sigmoid(1.702 x); the
+  // text tower makes its causal mask (full, triu, views, rsub, mul) before its first layer.
+  Mod lin = leaf("Linear", {"aten::linear"}), ln = leaf("LayerNorm", {"aten::layer_norm"});
+  Mod attention{"Attention", {lin, op("aten::mul"), lin, op("aten::view"), op("aten::transpose"), lin, op("aten::view"),
+                              op("aten::transpose"), op("aten::bmm"), op("aten::softmax"), op("aten::bmm"), op("aten::transpose"),
+                              op("aten::reshape"), lin},
+                nullptr};
+  Mod quick_gelu{"QuickGELUActivation", {op("aten::mul"), op("aten::sigmoid"), op("aten::mul")}, nullptr};
+  Mod mlp{"MLP", {lin, quick_gelu, lin}, nullptr};
+  Mod layer{"EncoderLayer", {ln, attention, op("aten::add"), ln, mlp, op("aten::add")}, nullptr};
+  Mod vision{"VisionTower", {leaf("Conv2d", {"aten::conv2d"}), op("aten::flatten"), ln, layer, layer, ln}, nullptr};
+  Mod text{"TextTower", {leaf("Embedding", {"aten::embedding"}), op("aten::add"), op("aten::full"), op("aten::triu"), op("aten::unsqueeze"),
+                         op("aten::expand"), op("aten::rsub"), op("aten::mul"), layer, layer, ln},
+           nullptr};
+  BareRun r = bare_run(Mod{"CLIP", {vision, text, lin}, nullptr});
+  CHECK(has_layer(r.annotation.tree, "GELU 4"));
+  for (NodeId n = 0; n < r.annotation.tree.size(); ++n)
+    if (r.annotation.tree.phase[n] == PhaseKind::Forward && r.annotation.tree.name_of(n) == "aten::triu")
+      CHECK(r.annotation.tree.name_of(r.annotation.tree.parent[n]) == "Model");
+  CHECK(score_against(*r.bare.model, r.annotation, r.truth).block_recall > 0.9);
+}
