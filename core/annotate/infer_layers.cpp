@@ -274,10 +274,6 @@ struct Inference {
     if (outputs)
       for (auto [from, to] : tupled) output_module(els, blocks[from].first, blocks[to - 1].second);
     weight_norm_groups(els, factorised_convs(els));
-    // A gate's projections with their norms (W_g, W_x: conv and BatchNorm), a split attention's
-    // first fc with its norm and activation.
-    for (Element& e : els)
-      if (e.unit && (e.kind == "attention_gate" || e.kind == "split_attention")) weight_norm_groups(e.inner, std::vector<NodeId>(e.inner.size(), kNoNode));
   }
 
   // A U-Net's encoder: a pooling right before a block of a kind that recurs so, in a forward
@@ -693,8 +689,15 @@ struct Inference {
     };
     auto node_of = [&](size_t k) { return factorised[k] != kNoNode ? factorised[k] : els[k].node; };
     const bool convs_after = normalises_first(els, "conv"), linears_after = normalises_first(els, "linear");
-    for (size_t j = 0; j + 1 < els.size(); ++j) {
-      if (!single_weight(j) || (els[j].kind == "conv" ? convs_after : linears_after)) continue;
+    for (size_t j = 0; j < els.size(); ++j) {
+      // A gate's projections with their norms (W_g, W_x: conv and BatchNorm), a split
+      // attention's first fc with its norm and activation: grouped in their turn, so that the
+      // groups are numbered in the order they run.
+      if (els[j].unit && (els[j].kind == "attention_gate" || els[j].kind == "split_attention")) {
+        weight_norm_groups(els[j].inner, std::vector<NodeId>(els[j].inner.size(), kNoNode));
+        continue;
+      }
+      if (j + 1 == els.size() || !single_weight(j) || (els[j].kind == "conv" ? convs_after : linears_after)) continue;
       // A LayerNorm after a linear is the next module's pre-norm (a transformer's), not its.
       if (!(els[j + 1].unit && els[j + 1].role == Role::Norm) || (els[j].kind == "linear" && els[j + 1].kind == "layer_norm")) continue;
       size_t from = j, end = j + 2;
