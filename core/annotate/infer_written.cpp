@@ -1,0 +1,304 @@
+// Leaf units written by hand or spread over several ops: a weight-standardised conv, a random
+// mask, an LSTM cell, GELU, a permuted or hand-written norm. Passes over the forward's elements
+// that UnitFinder (infer_units.cpp) runs before it finds attention and gates.
+#include "core/annotate/infer_written.h"
+
+namespace strata::annot::infer {
+
+// A unit element: what `op` starts, of `role` and `kind`; its ops are added by the caller.
+Element new_unit(Role role, std::string_view kind, std::string_view op) {
+  Element u;
+  u.unit = true;
+  u.role = role;
+  u.kind = kind;
+  u.op = op;
+  return u;
+}
+// Appends the ops of the elements in [b, e) to u's.
+void take_ops(Element& u, std::vector<Element>::const_iterator b, std::vector<Element>::const_iterator e) {
+  for (auto it = b; it != e; ++it) u.ops.insert(u.ops.end(), it->ops.begin(), it->ops.end());
+}
+void take_ops(Element& u, const std::vector<Element>& els, size_t from, size_t to) {
+  take_ops(u, els.begin() + long(from), els.begin() + long(to));
+}
+
+// One unit of the elements in [b, e), moved inside it (a gate, an attention's bias MLP).
+Element grouped(std::string_view kind, std::vector<Element>::iterator b, std::vector<Element>::iterator e) {
+  Element g = new_unit(Role::Weight, kind, b->op);
+  take_ops(g, b, e);
+  g.inner.assign(std::make_move_iterator(b), std::make_move_iterator(e));
+  return g;
+}
+
+// What an element does, views apart (the profiler records one more or less), for comparing
+// runs of elements.
+void add_work(std::string& sig, const Element& e) {
+  if (e.role != Role::Shape) sig += std::string(e.op) + ",";
+}
+
+// A weight-standardised conv (NFNet's ScaledStdConv2d, BiT's StdConv2d): its weight
+// flattened (a view), its gain computed and viewed, the weight normalised by batch_norm
+// with no running statistics (no batch counter bumped) and reshaped back as the weight
+// (reshape_as), then the conv. One weight unit, from the first view before the norm. A
+// scaled activation's in-place product right after it (NFNet's GammaAct: gelu(x).mul_(gamma))
+// is the activation's.
+std::vector<Element> standardised_weights(std::vector<Element> els) {
+  std::vector<Element> out;
+  for (size_t i = 0; i < els.size(); ++i) {
+    Element& e = els[i];
+    if (!e.unit && e.op == "aten::mul_" && !out.empty() && out.back().unit && out.back().role == Role::Activation && out.back().ops.size() == 1) {
+      out.back().ops.insert(out.back().ops.end(), e.ops.begin(), e.ops.end());
+      continue;
+    }
+    const bool standardises = e.unit && e.kind == "batch_norm" && e.ops.size() == 1 && i + 2 < els.size() && !els[i + 1].unit &&
+                              (els[i + 1].op == "aten::reshape_as" || els[i + 1].op == "aten::view_as") && els[i + 2].unit &&
+                              els[i + 2].role == Role::Weight && (els[i + 2].kind == "conv" || els[i + 2].kind == "linear");
+    if (!standardises) {
+      out.push_back(std::move(e));
+      continue;
+    }
+    size_t lo = out.size();
+    while (lo > 0 && !out[lo - 1].unit && (out[lo - 1].role == Role::Shape || out[lo - 1].role == Role::Compute)) --lo;
+    while (lo < out.size() && out[lo].role != Role::Shape) ++lo;
+    Element w = std::move(els[i + 2]);
+    std::vector<NodeId> own;
+    for (size_t j = lo; j < out.size(); ++j) own.insert(own.end(), out[j].ops.begin(), out[j].ops.end());
+    own.insert(own.end(), e.ops.begin(), e.ops.end());
+    own.insert(own.end(), els[i + 1].ops.begin(), els[i + 1].ops.end());
+    w.ops.insert(w.ops.begin(), own.begin(), own.end());
+    out.erase(out.begin() + long(lo), out.end());
+    out.push_back(std::move(w));
+    i += 2;
+  }
+  return out;
+}
+
+// A random mask applied by a product (StochasticDepth, DropPath, a dropout written by hand):
+// the tensor made for the mask, its bernoulli draw (or a uniform draw plus the keep
+// probability, floored: timm's first drop_path), its scaling and the product are one dropout
+// unit.
+std::vector<Element> random_masks(std::vector<Element> els) {
+  auto loose = [&](size_t j, std::initializer_list<std::string_view> prefixes) {
+    if (j >= els.size() || els[j].unit) return false;
+    for (std::string_view p : prefixes)
+      if (els[j].op.starts_with(p)) return true;
+    return false;
+  };
+  // The uniform draw: rand, the keep probability added, floor_ (where the floor follows).
+  auto floored_draw = [&](size_t i) -> size_t {  // the floor's index, or 0
+    if (!loose(i, {"aten::rand"})) return 0;
+    const size_t f = loose(i + 1, {"aten::add"}) ? i + 2 : i + 1;
+    return loose(f, {"aten::floor"}) ? f : 0;
+  };
+  std::vector<Element> out;
+  for (size_t i = 0; i < els.size(); ++i) {
+    const size_t floor = floored_draw(i);
+    if (!loose(i, {"aten::bernoulli"}) && floor == 0) {
+      out.push_back(std::move(els[i]));
+      continue;
+    }
+    Element d = new_unit(Role::Dropout, "dropout", els[i].op);
+    size_t lo = out.size();
+    while (lo > 0 && !out[lo - 1].unit && (out[lo - 1].op.starts_with("aten::empty") || out[lo - 1].op.starts_with("aten::new_empty")))
+      --lo;
+    for (size_t j = lo; j < out.size(); ++j) d.ops.insert(d.ops.end(), out[j].ops.begin(), out[j].ops.end());
+    out.erase(out.begin() + long(lo), out.end());
+    d.ops.insert(d.ops.end(), els[i].ops.begin(), els[i].ops.end());
+    auto take = [&](size_t j) { d.ops.insert(d.ops.end(), els[j].ops.begin(), els[j].ops.end()); };
+    while (i < floor) take(++i);
+    while (loose(i + 1, {"aten::div"})) take(++i);
+    if (loose(i + 1, {"aten::mul"})) take(++i);
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+// An LSTM cell written by hand (a ConvLSTM's, a cell unrolled in Python): the input and the
+// hidden state concatenated, one weight op computing all the gates, split, then the gates'
+// sigmoids and the candidate's tanh combined by products and a sum into the new cell state,
+// and its tanh times the output gate. One unit, from the concatenation to the last product.
+std::vector<Element> written_cells(std::vector<Element> els) {
+  auto loose = [&](size_t j, std::initializer_list<std::string_view> ops) { return j < els.size() && !els[j].unit && in(els[j].op, ops); };
+  std::vector<Element> out;
+  for (size_t i = 0; i < els.size(); ++i) {
+    const size_t weight = loose(i, {"aten::cat"}) ? i + 1 : i;
+    if (weight + 1 >= els.size() || !els[weight].unit || els[weight].role != Role::Weight || !(loose(weight + 1, {"aten::split", "aten::chunk"}))) {
+      out.push_back(std::move(els[i]));
+      continue;
+    }
+    size_t sigmoids = 0, tanhs = 0, products = 0, sums = 0, end = 0;
+    for (size_t j = weight + 2; j < els.size(); ++j) {
+      const Element& e = els[j];
+      if (e.unit ? e.role != Role::Activation || e.op.find("sigmoid") == std::string_view::npos
+                 : !in(e.op, {"aten::tanh", "aten::mul", "aten::add", "aten::sub", "aten::rsub"}) && e.role != Role::Shape)
+        break;
+      sigmoids += e.unit;
+      tanhs += e.op == "aten::tanh";
+      sums += e.op == "aten::add";
+      if (e.op == "aten::mul") ++products, end = j + 1;
+    }
+    if (sigmoids < 2 || tanhs < 1 || products < 2 || sums < 1 || end == 0) {
+      out.push_back(std::move(els[i]));
+      continue;
+    }
+    Element cell = new_unit(Role::Weight, "lstm_cell", els[weight].op);
+    take_ops(cell, els, i, end);
+    out.push_back(std::move(cell));
+    i = end - 1;
+  }
+  return out;
+}
+
+// GELU written by hand: the tanh approximation (GPT-2's NewGELU, `gelu_fast`):
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), products, sums and a power before the
+// tanh; or the exact one (BERT's original `gelu`): x 0.5 (1 + erf(x / sqrt(2))), a product
+// and a division before the erf. Then (1 + tanh or erf) times x. One activation unit.
+std::vector<Element> written_gelus(std::vector<Element> els) {
+  auto loose_arithmetic = [](const Element& e) { return !e.unit && in(strip_prefix(e.op, "aten::"), {"mul", "add", "pow"}); };
+  auto scaling = [](const Element& e) { return !e.unit && in(strip_prefix(e.op, "aten::"), {"mul", "div"}); };
+  auto arithmetic = [&](size_t j) { return j < els.size() && loose_arithmetic(els[j]); };
+  std::vector<Element> out;
+  for (size_t i = 0; i < els.size(); ++i) {
+    // Its sigmoid approximation (CLIP's QuickGELU): x * sigmoid(1.702 * x), the scaled
+    // input a weight op's output.
+    if (els[i].unit && els[i].op == "aten::sigmoid" && out.size() >= 2 && out.back().op == "aten::mul" && !out.back().unit &&
+        out[out.size() - 2].unit && out[out.size() - 2].role == Role::Weight && arithmetic(i + 1) && els[i + 1].op == "aten::mul") {
+      Element g = new_unit(Role::Activation, "activation", "aten::gelu");
+      take_ops(g, out, out.size() - 1, out.size());
+      out.pop_back();
+      take_ops(g, els, i, i + 2);
+      out.push_back(std::move(g));
+      ++i;
+      continue;
+    }
+    const bool tanh = els[i].op == "aten::tanh", erf = !els[i].unit && els[i].op == "aten::erf";
+    size_t from = out.size(), muls = 0;
+    while (tanh && from > 0 && loose_arithmetic(out[from - 1])) {
+      --from;
+      muls += out[from].op == "aten::mul" || out[from].op == "aten::pow";
+    }
+    while (erf && from > 0 && out.size() - from < 2 && scaling(out[from - 1])) --from, ++muls;
+    const bool formed = (tanh && muls >= 3) || (erf && muls >= 1);
+    if (!formed || !arithmetic(i + 1) || els[i + 1].op != "aten::add" || !arithmetic(i + 2) || els[i + 2].op != "aten::mul") {
+      out.push_back(std::move(els[i]));
+      continue;
+    }
+    Element g = new_unit(Role::Activation, "activation", "aten::gelu");
+    take_ops(g, out, from, out.size());
+    // The 0.5 taken last where no product opens the run (else the one after is another's: a
+    // GeGLU's gate).
+    const bool halved_first = out[from].op == "aten::mul";
+    out.resize(from);
+    const size_t end = i + 3 + (!halved_first && arithmetic(i + 3) && els[i + 3].op == "aten::mul");
+    take_ops(g, els, i, end);
+    out.push_back(std::move(g));
+    i = end - 1;
+  }
+  return out;
+}
+
+// A norm over channels-first maps applied channels-last: the permute right before it and
+// the permute back right after it are the norm's own (a LayerNorm2d). A permute on one side
+// only is the model's (ConvNeXt's block permutes once before its norm, once after its MLP).
+std::vector<Element> permuted_norms(std::vector<Element> els) {
+  auto permute = [&](size_t j) { return j < els.size() && !els[j].unit && els[j].op == "aten::permute"; };
+  std::vector<Element> out;
+  for (size_t i = 0; i < els.size(); ++i) {
+    if (i > 0 && permute(i - 1) && els[i].unit && els[i].role == Role::Norm && permute(i + 1)) {
+      Element n = els[i];
+      n.ops.insert(n.ops.begin(), out.back().ops.begin(), out.back().ops.end());
+      n.ops.insert(n.ops.end(), els[i + 1].ops.begin(), els[i + 1].ops.end());
+      n.inner = {std::move(out.back()), std::move(els[i]), std::move(els[i + 1])};
+      ++i;
+      // The strided view torch 1.13 records right after a permute is the permute's.
+      if (i + 1 < els.size() && !els[i + 1].unit && els[i + 1].op == "aten::as_strided") {
+        n.ops.insert(n.ops.end(), els[i + 1].ops.begin(), els[i + 1].ops.end());
+        n.inner.push_back(std::move(els[++i]));
+      }
+      out.back() = std::move(n);
+      continue;
+    }
+    out.push_back(std::move(els[i]));
+  }
+  return out;
+}
+
+// A normalisation written by hand (RMSNorm in Llama and T5, a channels-first LayerNorm, a
+// GRN): a statistic of the input (the mean of its square, or its centred variance), its
+// inverse square root applied, then the scale and, when centred, the shift. One norm unit.
+std::vector<Element> written_norms(std::vector<Element> els) {
+  auto name = [&](size_t k) -> std::string_view {
+    if (k >= els.size() || els[k].unit) return {};
+    std::string_view n = strip_prefix(els[k].op, "aten::");
+    if (n.ends_with("_")) n.remove_suffix(1);
+    return n;
+  };
+  auto cast = [&](size_t k) { return in(name(k), {"to", "_to_copy", "type_as", "float"}); };
+  auto shape = [&](size_t k) { return !name(k).empty() && role_of(els[k].op) == Role::Shape; };
+  // Past up to `most` shape ops to `op`: the index after it, or 0.
+  auto through = [&](size_t k, std::string_view op, size_t most) -> size_t {
+    for (size_t n = 0; n <= most; ++n, ++k) {
+      if (name(k) == op) return k + 1;
+      if (!shape(k)) return 0;
+    }
+    return 0;
+  };
+  struct Match {
+    size_t end = 0;  // 0: no norm starts here
+    std::string_view kind;
+  };
+  auto match = [&](size_t s) -> Match {
+    size_t j = s;
+    while (cast(j)) ++j;
+    // Global response normalisation (ConvNeXt V2's GRN): each channel's L2 norm over the map
+    // divided by their mean, applied, scaled, shifted and added to the input.
+    if (in(name(j), {"norm", "linalg_vector_norm"}) && name(j + 1) == "mean") {
+      j += name(j + 2) == "add" ? 3 : 2;  // the epsilon
+      if (name(j) != "div" || (j = through(j + 1, "mul", 1)) == 0) return {};
+      if (size_t w = through(j, "mul", 6)) j = w;
+      if (size_t bias = through(j, "add", 6)) j = bias;
+      return {name(j) == "add" ? j + 1 : j, "response_norm"};
+    }
+    bool centred = false;
+    if (name(j) == "mean" && name(j + 1) == "sub") centred = true, j += 2;
+    if (in(name(j), {"pow", "square"}) || (name(j) == "mul" && name(j + 1) == "mean")) {
+      if (name(++j) != "mean") return {};
+      ++j;
+    } else if (in(name(j), {"var", "var_mean", "std"})) {
+      centred = true, ++j;
+    } else {
+      return {};
+    }
+    if (centred && name(j) == "sub") ++j;  // x - mean again, before the epsilon's sum
+    if (name(j) == "add") ++j;              // epsilon
+    std::string_view apply;
+    if (name(j) == "rsqrt") apply = "mul", ++j;
+    else if (name(j) == "sqrt") apply = "div", j += name(j + 1) == "add" ? 2 : 1;
+    else return {};
+    if (centred && name(j) == "sub") ++j;  // x - mean, again
+    size_t k = through(j, apply, 1);
+    if (k == 0) return {};
+    j = k;
+    while (cast(j)) ++j;
+    if (!centred && name(j) == "add" && name(j + 1) == "mul") j += 2;  // scaled by (1 + weight): Gemma's
+    else if (size_t w = through(j, "mul", 6)) j = w;                   // the scale (weight[:, None, None]: its views)
+    if (size_t bias = through(j, "add", 6); centred && bias) j = bias;
+    while (cast(j)) ++j;  // back to the input's dtype
+    return {j, centred ? "layer_norm" : "rms_norm"};
+  };
+  std::vector<Element> out;
+  for (size_t i = 0; i < els.size();) {
+    const Match m = name(i).empty() ? Match{} : match(i);
+    if (m.end == 0) {
+      out.push_back(std::move(els[i++]));
+      continue;
+    }
+    Element n = new_unit(Role::Norm, m.kind, els[i].op);
+    take_ops(n, els, i, m.end);
+    out.push_back(std::move(n));
+    i = m.end;
+  }
+  return out;
+}
+
+}  // namespace strata::annot::infer

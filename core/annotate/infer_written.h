@@ -1,0 +1,37 @@
+// Leaf units written by hand or spread over several ops (core/annotate/infer_written.cpp), and
+// the helpers that make units, for UnitFinder (core/annotate/infer_units.cpp).
+#pragma once
+
+#include "core/annotate/infer_units.h"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace strata::annot::infer {
+
+// A unit element: what `op` starts, of `role` and `kind`; its ops are added by the caller.
+Element new_unit(Role role, std::string_view kind, std::string_view op);
+// Appends the ops of the elements in [b, e) (or els[from, to)) to u's.
+void take_ops(Element& u, std::vector<Element>::const_iterator b, std::vector<Element>::const_iterator e);
+void take_ops(Element& u, const std::vector<Element>& els, size_t from, size_t to);
+// One unit of the elements in [b, e), moved inside it (a gate, an attention's bias MLP).
+Element grouped(std::string_view kind, std::vector<Element>::iterator b, std::vector<Element>::iterator e);
+// What an element does, views apart, for comparing runs of elements.
+void add_work(std::string& sig, const Element& e);
+
+// A weight-standardised conv as one weight unit; a scaled activation's in-place product as the
+// activation's.
+std::vector<Element> standardised_weights(std::vector<Element> els);
+// A random mask applied by a product (a drop path) as one dropout unit.
+std::vector<Element> random_masks(std::vector<Element> els);
+// An LSTM cell written by hand as one unit.
+std::vector<Element> written_cells(std::vector<Element> els);
+// GELU written by hand (tanh, erf and sigmoid forms) as one activation.
+std::vector<Element> written_gelus(std::vector<Element> els);
+// A norm between a permute and the permute back as one norm (a LayerNorm2d).
+std::vector<Element> permuted_norms(std::vector<Element> els);
+// A normalisation written by hand (RMSNorm, a channels-first LayerNorm, a GRN) as one norm.
+std::vector<Element> written_norms(std::vector<Element> els);
+
+}  // namespace strata::annot::infer
