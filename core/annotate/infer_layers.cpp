@@ -31,8 +31,9 @@
 //   model   the whole forward: the root module that holds the rest.
 // Ops that are none of those (views, residual adds, concatenations, scores outside attention)
 // stay loose in the innermost block around them, as they are in the module that calls them.
-// Units are found in infer_units.cpp, blocks in infer_blocks.cpp; this file makes the layers
-// of them and names them.
+// Units are found in infer_units.cpp (those written by hand or spread over several ops in
+// infer_written.cpp), blocks in infer_blocks.cpp; this file makes the layers of them and names
+// them.
 #include "core/annotate/infer_blocks.h"
 
 #include <algorithm>
