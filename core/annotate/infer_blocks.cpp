@@ -21,9 +21,6 @@ std::string signature(const std::vector<Element>& els, size_t from, size_t to) {
 
 namespace {
 
-// A loose transpose or permute: a token of a signature, as units are.
-bool is_transpose(const Element& e) { return !e.unit && (e.op == "aten::transpose" || e.op == "aten::permute"); }
-
 // How many units a signature holds.
 size_t signature_units(std::string_view sig) { return size_t(std::count(sig.begin(), sig.end(), ',')); }
 
@@ -505,7 +502,7 @@ namespace {
 
 // Whether `kind` is `plain` with a projection shortcut (a conv and its norm) somewhere in it.
 bool with_projection(const std::string& kind, const std::string& plain) {
-  constexpr std::string_view shortcut = "conv,batch_norm,";
+  constexpr std::string_view shortcut = kProjectionShortcut;
   if (kind.size() != plain.size() + shortcut.size()) return false;
   for (size_t at = 0; at + shortcut.size() <= kind.size(); at = kind.find_first_of(",;", at) + 1) {
     if (kind.compare(at, shortcut.size(), shortcut) == 0 && kind.compare(0, at, plain, 0, at) == 0 &&
@@ -626,9 +623,7 @@ void split_repeats(const std::vector<Element>& els, std::vector<Span>& blocks, s
     const std::string& p = period[at_k];
     if (p.empty() || p.size() == sig[k].size() || repeats[p].size() < 2 || !summed_last(blocks[k])) continue;
     const size_t f = blocks[k].first, t = blocks[k].second;
-    size_t weights = 0;
-    for (size_t j = start_of_signature_tokens(els, f, t, p); j < t; ++j) weights += els[j].unit && els[j].role == Role::Weight && els[j].kind != "embedding";
-    if (weights < 2) continue;
+    if (const size_t w = computing_weights(els, start_of_signature_tokens(els, f, t, p), t); w < 2 || w == SIZE_MAX) continue;
     // Each run from its first unit; loose ops before it are the run before's.
     std::vector<Span> parts;
     for (size_t end = t; end > f;) {
@@ -740,7 +735,7 @@ void trim_loose_leads(const std::vector<Element>& els, std::vector<Span>& blocks
 // on what the block before returned; where the same ops follow the last block of the kind
 // before too, they close each block (OPT's `(residual + x).view(shape)` at a layer's end,
 // FastSpeech's mask applied to each layer's output) rather than open the next.
-void close_with_returned_views(const std::vector<Element>& els, std::vector<Span>& blocks, const std::vector<std::string>& sig) {
+void close_with_output_ops(const std::vector<Element>& els, std::vector<Span>& blocks, const std::vector<std::string>& sig) {
   // (Not a join: a concatenation or sum after a block takes more than what it returned.)
   auto loose = [&](size_t from, size_t to) {
     size_t j = from;

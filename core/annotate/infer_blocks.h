@@ -32,7 +32,8 @@ size_t signature_tokens(std::string_view sig);
 
 // Whether a kind of block is a conv and its BatchNorm alone, no activation after them: a
 // projection shortcut (a block's, when computed before the block's own units).
-inline bool projection_shortcut(const std::string& kind) { return kind == "conv,batch_norm,"; }
+inline constexpr std::string_view kProjectionShortcut = "conv,batch_norm,";
+inline bool projection_shortcut(const std::string& kind) { return kind == kProjectionShortcut; }
 
 // Whether the model normalises before its weight ops (pre-activation) rather than after them;
 // with a kind, before its weight ops of that kind (a CNN's convs beside a transformer's layers).
@@ -79,7 +80,7 @@ void trim_dropouts(const std::vector<Element>& els, std::vector<Span>& blocks, c
 // Loose ops leading one block of a kind but not its others are outside it.
 void trim_loose_leads(const std::vector<Element>& els, std::vector<Span>& blocks, const std::vector<std::string>& sig);
 // Loose ops leading every repeat of a kind but not its first, and trailing its last, close blocks.
-void close_with_returned_views(const std::vector<Element>& els, std::vector<Span>& blocks, const std::vector<std::string>& sig);
+void close_with_output_ops(const std::vector<Element>& els, std::vector<Span>& blocks, const std::vector<std::string>& sig);
 
 // Whether the blocks from k are `tuple`'s kinds in order, each right after the one before.
 bool tuple_at(const std::vector<uint8_t>& after, const std::vector<std::string>& sig, size_t k, const std::vector<std::string>& tuple);

@@ -191,7 +191,7 @@ struct Inference {
     split_repeats(els, blocks, sig);
     calls_within_lone_blocks(els, blocks, sig);
     trim_dropouts(els, blocks, sig);
-    close_with_returned_views(els, blocks, sig);
+    close_with_output_ops(els, blocks, sig);
     trim_loose_leads(els, blocks, sig);
     // Views alone between two residual halves (MaxViT's window departition and the next
     // partition) are no module's body: they stay loose, and the halves around them pair.

@@ -5,6 +5,7 @@
 #include "core/annotate/infer_written.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace strata::annot::infer {
 
@@ -160,7 +161,7 @@ struct UnitFinder {
       while (next + 1 < els.size() && els[next].unit && els[next].role == Role::Dropout) ++next;
       if (els[j].op == "aten::tanh" && linear(j - 1) && linear(next)) els[j].unit = true;
     }
-    return attention(permuted_norms(written_gelus(rotary_embeddings(written_norms(written_cells(standardised_weights(random_masks(std::move(els)))))))));
+    return attention(permuted_norms(written_gelus(rotary_embeddings(written_norms(written_cells(scaled_activations(standardised_weights(random_masks(std::move(els))))))))));
   }
 
   // A rotary embedding (the RotaryEmbedding module of Llama-style models): positions times the
@@ -232,6 +233,7 @@ struct UnitFinder {
         // (T5's looked up in an embedding of its buckets)
         // A linear whose product with the query or key adds to the scores before the softmax
         // projects relative positions (DeBERTa's disentangled attention): the attention's too.
+        // The product follows it within a dozen elements (its views and scaling between).
         auto position_projection = [&](size_t j) {
           if (!els[j].unit || els[j].kind != "linear") return false;
           for (size_t m = j + 1; m < els.size() && m <= j + 12; ++m) {
@@ -610,7 +612,7 @@ struct UnitFinder {
   // first's goes out up to its last op that computes; else what it has more than they do.
   static void first_attention(std::vector<Element>& els) {
     size_t first = SIZE_MAX, least = SIZE_MAX;
-    bool others_compute = false, same = true;
+    bool others_compute = false, same = true, others_alike = true;  // same: as the first's; alike: as each other's
     auto computes = [](const Element& e) { return !e.unit && e.role != Role::Shape; };
     auto lead_work = [](const Element& a) {
       std::string sig;
@@ -618,6 +620,7 @@ struct UnitFinder {
       return sig;
     };
     std::string first_work;
+    std::optional<std::string> other_work;
     for (size_t j = 0; j < els.size(); ++j)
       if (els[j].unit && els[j].kind == "attention") {
         if (first == SIZE_MAX) {
@@ -627,7 +630,10 @@ struct UnitFinder {
         }
         least = std::min(least, els[j].lead);
         for (size_t k = 0; k < els[j].lead; ++k) others_compute |= computes(els[j].inner[k]);
-        same &= lead_work(els[j]) == first_work;
+        const std::string work = lead_work(els[j]);
+        same &= work == first_work;
+        if (!other_work) other_work = work;
+        others_alike &= work == *other_work;
       }
     // Every lead doing the same, a view more or less, is every attention's own work.
     if (first == SIZE_MAX || least == SIZE_MAX || (others_compute && same)) return;
@@ -635,14 +641,7 @@ struct UnitFinder {
     // before its projections: an attention's own work runs in its first call too, so that is
     // what each layer did to its output (FastSpeech's mask applied at a layer's end).
     if (els[first].lead == 0 && others_compute && least > 0) {
-      std::string work;
-      bool alike = true;
-      for (size_t j = first + 1; j < els.size() && alike; ++j)
-        if (els[j].unit && els[j].kind == "attention") {
-          if (work.empty()) work = lead_work(els[j]);
-          alike = lead_work(els[j]) == work;
-        }
-      if (!alike) return;
+      if (!others_alike) return;
       for (size_t j = first + 1; j < els.size(); ++j)
         if (els[j].unit && els[j].kind == "attention") {
           std::vector<Element> out = take_parts(els[j], 0, els[j].lead);
@@ -661,9 +660,7 @@ struct UnitFinder {
       // Views more than one past the others' are not the profiler's: what the caller indexed
       // for all layers (DeBERTa's relative positions, sliced once). A permute among them
       // reorders the map into windows (a windowed block among global ones): the block's.
-      const bool reorders = std::any_of(a.inner.begin(), a.inner.begin() + long(a.lead), [](const Element& e) {
-        return !e.unit && (e.op == "aten::permute" || e.op == "aten::transpose");
-      });
+      const bool reorders = std::any_of(a.inner.begin(), a.inner.begin() + long(a.lead), is_transpose);
       if (a.lead > least + 1 && !reorders) extra = std::max(extra, a.lead - least);
     }
     if (extra == 0) return;

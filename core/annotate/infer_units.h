@@ -38,6 +38,9 @@ struct Element {
   NodeId node = kNoNode;
 };
 
+// A loose transpose or permute (a token of a block's signature, as units are).
+inline bool is_transpose(const Element& e) { return !e.unit && (e.op == "aten::transpose" || e.op == "aten::permute"); }
+
 // Whether e is a random mask applied by a product (stochastic depth, a drop path: a bernoulli
 // draw, or a uniform one floored), which the caller of a branch applies, not a dropout module.
 inline bool random_mask(const Element& e) {

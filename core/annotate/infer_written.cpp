@@ -39,17 +39,11 @@ void add_work(std::string& sig, const Element& e) {
 // A weight-standardised conv (NFNet's ScaledStdConv2d, BiT's StdConv2d): its weight
 // flattened (a view), its gain computed and viewed, the weight normalised by batch_norm
 // with no running statistics (no batch counter bumped) and reshaped back as the weight
-// (reshape_as), then the conv. One weight unit, from the first view before the norm. A
-// scaled activation's in-place product right after it (NFNet's GammaAct: gelu(x).mul_(gamma))
-// is the activation's.
+// (reshape_as), then the conv. One weight unit, from the first view before the norm.
 std::vector<Element> standardised_weights(std::vector<Element> els) {
   std::vector<Element> out;
   for (size_t i = 0; i < els.size(); ++i) {
     Element& e = els[i];
-    if (!e.unit && e.op == "aten::mul_" && !out.empty() && out.back().unit && out.back().role == Role::Activation && out.back().ops.size() == 1) {
-      out.back().ops.insert(out.back().ops.end(), e.ops.begin(), e.ops.end());
-      continue;
-    }
     const bool standardises = e.unit && e.kind == "batch_norm" && e.ops.size() == 1 && i + 2 < els.size() && !els[i + 1].unit &&
                               (els[i + 1].op == "aten::reshape_as" || els[i + 1].op == "aten::view_as") && els[i + 2].unit &&
                               els[i + 2].role == Role::Weight && (els[i + 2].kind == "conv" || els[i + 2].kind == "linear");
@@ -69,6 +63,19 @@ std::vector<Element> standardised_weights(std::vector<Element> els) {
     out.erase(out.begin() + long(lo), out.end());
     out.push_back(std::move(w));
     i += 2;
+  }
+  return out;
+}
+
+// A scaled activation's in-place product right after its op (NFNet's GammaAct:
+// gelu(x).mul_(gamma)) is the activation's.
+std::vector<Element> scaled_activations(std::vector<Element> els) {
+  std::vector<Element> out;
+  for (Element& e : els) {
+    if (!e.unit && e.op == "aten::mul_" && !out.empty() && out.back().unit && out.back().role == Role::Activation && out.back().ops.size() == 1)
+      out.back().ops.insert(out.back().ops.end(), e.ops.begin(), e.ops.end());
+    else
+      out.push_back(std::move(e));
   }
   return out;
 }

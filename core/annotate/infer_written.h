@@ -20,9 +20,10 @@ Element grouped(std::string_view kind, std::vector<Element>::iterator b, std::ve
 // What an element does, views apart, for comparing runs of elements.
 void add_work(std::string& sig, const Element& e);
 
-// A weight-standardised conv as one weight unit; a scaled activation's in-place product as the
-// activation's.
+// A weight-standardised conv as one weight unit.
 std::vector<Element> standardised_weights(std::vector<Element> els);
+// A scaled activation's in-place product as the activation's.
+std::vector<Element> scaled_activations(std::vector<Element> els);
 // A random mask applied by a product (a drop path) as one dropout unit.
 std::vector<Element> random_masks(std::vector<Element> els);
 // An LSTM cell written by hand as one unit.

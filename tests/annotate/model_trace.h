@@ -43,6 +43,21 @@ inline Mod conv() { return leaf("Conv2d", {"aten::conv2d"}); }
 inline Mod conv1d() { return leaf("Conv1d", {"aten::conv1d"}); }
 inline Mod bn() { return leaf("BatchNorm2d", {"aten::add_", "aten::batch_norm"}); }  // its batch counter, then the norm
 inline Mod relu_module() { return leaf("ReLU", {"aten::relu_"}); }
+inline Mod layer_norm() { return leaf("LayerNorm", {"aten::layer_norm"}); }
+inline Mod linear() { return leaf("Linear", {"aten::linear"}); }
+inline Mod dropout() { return leaf("Dropout", {"aten::dropout"}); }
+
+// Attention written by hand with a projection each (BART's, OPT's): the scaled query, keys and
+// values viewed into heads, the scores, their softmax (and its dropout module where asked),
+// the weighted sum, the out-projection.
+inline Mod separate_qkv_attention(bool attention_dropout = false) {
+  Mod a{"Attention", {linear(), op("aten::mul"), linear(), op("aten::view"), op("aten::transpose"), linear(), op("aten::view"),
+                      op("aten::transpose"), op("aten::bmm"), op("aten::softmax"), op("aten::bmm"), op("aten::transpose"),
+                      op("aten::reshape"), linear()},
+        nullptr};
+  if (attention_dropout) a.items.insert(a.items.begin() + 10, dropout());
+  return a;
+}
 
 // A training step around the model: the ops of its loss and whether loss.backward()'s seed
 // (ones_like, its fill_ left after it by the rounded timestamps) opens the backward.

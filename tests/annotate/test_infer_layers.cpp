@@ -82,10 +82,6 @@ TEST_CASE("inferred layers: a stochastic depth's random mask is one unit, and a 
 
 namespace {
 
-Mod layer_norm() { return leaf("LayerNorm", {"aten::layer_norm"}); }
-Mod linear() { return leaf("Linear", {"aten::linear"}); }
-Mod dropout() { return leaf("Dropout", {"aten::dropout"}); }
-
 // Attention written by hand (timm's, GPT's): a packed qkv projection, the scores, a softmax, an
 // attention dropout, the weighted sum, the out-projection and its output dropout.
 Mod hand_attention() {

@@ -626,10 +626,7 @@ TEST_CASE("inferred layers: LayerDrop's draw before each layer (an if on a tenso
   // Hugging Face's encoders: dropout_probability = torch.rand([]); if training and
   // dropout_probability < layerdrop: skip the layer. rand, lt, is_nonzero before each layer.
   Mod lin = leaf("Linear", {"aten::linear"}), drop = leaf("Dropout", {"aten::dropout"}), ln = leaf("LayerNorm", {"aten::layer_norm"});
-  Mod attention{"Attention", {lin, op("aten::mul"), lin, op("aten::view"), op("aten::transpose"), lin, op("aten::view"),
-                              op("aten::transpose"), op("aten::bmm"), op("aten::softmax"), drop, op("aten::bmm"), op("aten::transpose"),
-                              op("aten::reshape"), lin},
-                nullptr};
+  Mod attention = separate_qkv_attention(true);
   Mod feed_forward{"FeedForward", {lin, leaf("GELU", {"aten::gelu"}), lin, drop}, nullptr};
   Mod layer{"EncoderLayer", {ln, attention, op("aten::add"), ln, feed_forward, op("aten::add")}, nullptr};
   Mod root{"Encoder", {leaf("Conv1d", {"aten::conv1d"}), op("aten::transpose"), ln}, nullptr};
@@ -646,10 +643,7 @@ TEST_CASE("inferred layers: the view a decoder layer returns its output through 
   // OPT's decoder layer: ... hidden_states = (residual + hidden_states).view(shape). Every
   // layer but the first is then led by a view, and one follows the last layer too.
   Mod lin = leaf("Linear", {"aten::linear"}), ln = leaf("LayerNorm", {"aten::layer_norm"});
-  Mod attention{"Attention", {lin, op("aten::mul"), lin, op("aten::view"), op("aten::transpose"), lin, op("aten::view"),
-                              op("aten::transpose"), op("aten::bmm"), op("aten::softmax"), op("aten::bmm"), op("aten::transpose"),
-                              op("aten::reshape"), lin},
-                nullptr};
+  Mod attention = separate_qkv_attention();
   Mod layer{"DecoderLayer", {ln, attention, op("aten::add"), op("aten::reshape"), ln, lin, relu_module(), lin, op("aten::add"),
                              op("aten::view")},
             nullptr};
@@ -762,10 +756,7 @@ TEST_CASE("inferred layers: a mask a layer applies to its output closes that lay
   // FastSpeech's FFT block: ... output = output.masked_fill(mask.unsqueeze(-1), 0) at the end
   // of each layer; one follows the last layer too.
   Mod lin = leaf("Linear", {"aten::linear"}), ln = leaf("LayerNorm", {"aten::layer_norm"}), drop = leaf("Dropout", {"aten::dropout"});
-  Mod attention{"Attention", {lin, op("aten::mul"), lin, op("aten::view"), op("aten::transpose"), lin, op("aten::view"),
-                              op("aten::transpose"), op("aten::bmm"), op("aten::softmax"), op("aten::bmm"), op("aten::transpose"),
-                              op("aten::reshape"), lin},
-                nullptr};
+  Mod attention = separate_qkv_attention();
   Mod layer{"FFTBlock", {attention, drop, op("aten::add"), ln, lin, relu_module(), lin, drop, op("aten::add"), ln, op("aten::unsqueeze"),
                          op("aten::masked_fill")},
             nullptr};
@@ -817,10 +808,7 @@ TEST_CASE("inferred layers: CLIP as Hugging Face writes it: QuickGELU is one act
   // Two towers of the same pre-norm layers; the MLP's activation is x * sigmoid(1.702 x); the
   // text tower makes its causal mask (full, triu, views, rsub, mul) before its first layer.
   Mod lin = leaf("Linear", {"aten::linear"}), ln = leaf("LayerNorm", {"aten::layer_norm"});
-  Mod attention{"Attention", {lin, op("aten::mul"), lin, op("aten::view"), op("aten::transpose"), lin, op("aten::view"),
-                              op("aten::transpose"), op("aten::bmm"), op("aten::softmax"), op("aten::bmm"), op("aten::transpose"),
-                              op("aten::reshape"), lin},
-                nullptr};
+  Mod attention = separate_qkv_attention();
   Mod quick_gelu{"QuickGELUActivation", {op("aten::mul"), op("aten::sigmoid"), op("aten::mul")}, nullptr};
   Mod mlp{"MLP", {lin, quick_gelu, lin}, nullptr};
   Mod layer{"EncoderLayer", {ln, attention, op("aten::add"), ln, mlp, op("aten::add")}, nullptr};
