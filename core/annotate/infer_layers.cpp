@@ -259,7 +259,7 @@ void LayerMaker::run(NodeId parent, const std::vector<NodeId>& ops, bool model_r
   }
   if (outputs)
     for (auto [from, to] : tupled) output_module(els, blocks[from].first, blocks[to - 1].second);
-  weight_norm_groups(els, factorised_convs(els));
+  weight_norm_groups(els, factorised_convs(els), blocks);
 }
 
 // A U-Net's encoder: a pooling right before a block of a kind that recurs so, in a forward

@@ -366,22 +366,34 @@ std::vector<NodeId> LayerMaker::factorised_convs(const std::vector<Element>& els
   return around;
 }
 
-void LayerMaker::weight_norm_groups(std::vector<Element>& els, const std::vector<NodeId>& factorised) {
+void LayerMaker::weight_norm_groups(std::vector<Element>& els, const std::vector<NodeId>& factorised, const std::vector<Span>& blocks) {
   auto single_weight = [&](size_t j) {
     const Element& w = els[j];
     return w.unit && w.role == Role::Weight && w.inner.empty() && (w.kind == "conv" || w.kind == "linear");
   };
   auto node_of = [&](size_t k) { return factorised[k] != kNoNode ? factorised[k] : els[k].node; };
-  const bool convs_after = normalises_first(els, "conv"), linears_after = normalises_first(els, "linear");
+  // Where the model normalises first (its residual adds follow convs), a block that opens with
+  // a norm and its activation is pre-activation: its norms and activations open its convs'
+  // steps. A block opening otherwise (MaxViT's MBConv: a pre-norm, then Conv-BN-GELU steps),
+  // and what no block holds, keeps its convs' norms after them.
+  std::vector<uint8_t> convs_after(els.size(), 0);
+  if (normalises_first(els, "conv"))
+    for (auto [f, t] : blocks) {
+      size_t first = f;
+      while (first < t && !els[first].unit) ++first;
+      if (first + 1 < t && els[first].role == Role::Norm && els[first + 1].unit && els[first + 1].role == Role::Activation)
+        std::fill(convs_after.begin() + long(f), convs_after.begin() + long(t), 1);
+    }
+  const bool linears_after = normalises_first(els, "linear");
   for (size_t j = 0; j < els.size(); ++j) {
     // A gate's projections with their norms (W_g, W_x: conv and BatchNorm), a split
     // attention's first fc with its norm and activation: grouped in their turn, so that the
     // groups are numbered in the order they run.
     if (els[j].unit && (els[j].kind == "attention_gate" || els[j].kind == "split_attention")) {
-      weight_norm_groups(els[j].inner, std::vector<NodeId>(els[j].inner.size(), kNoNode));
+      weight_norm_groups(els[j].inner, std::vector<NodeId>(els[j].inner.size(), kNoNode), {});
       continue;
     }
-    if (j + 1 == els.size() || !single_weight(j) || (els[j].kind == "conv" ? convs_after : linears_after)) continue;
+    if (j + 1 == els.size() || !single_weight(j) || (els[j].kind == "conv" ? convs_after[j] : linears_after)) continue;
     // A LayerNorm after a linear is the next module's pre-norm (a transformer's), not its.
     if (!(els[j + 1].unit && els[j + 1].role == Role::Norm) || (els[j].kind == "linear" && els[j + 1].kind == "layer_norm")) continue;
     size_t from = j, end = j + 2;

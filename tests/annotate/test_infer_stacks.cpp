@@ -747,3 +747,22 @@ TEST_CASE("inferred layers: between a BERT layer's two output modules, its Linea
   CHECK(s.node_precision == doctest::Approx(1.0));
   CHECK(has_layer(r.annotation.tree, "Intermediate 3: Linear + GELU"));
 }
+
+TEST_CASE("inferred layers: a block opening with a norm and no activation keeps its convs' norms after them") {
+  // MaxViT's MBConv: a pre-norm BatchNorm, two Conv-BN-GELU steps, a bare conv, the residual add
+  // (which follows that conv, as a pre-activation block's does); not pre-activation: no
+  // activation follows its opening norm, and its steps are Conv2dNormActivation modules.
+  Mod cna{"Conv2dNormActivation", {conv(), bn(), leaf("GELU", {"aten::gelu"})}, nullptr};
+  Mod layers{"Sequential", {bn(), cna, cna, conv()}, nullptr};
+  Mod mbconv{"MBConv", {layers, op("aten::add")}, nullptr};
+  BareRun r = bare_run(model({mbconv, mbconv, mbconv}));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.node_precision == doctest::Approx(1.0));
+  CHECK(has_layer(r.annotation.tree, "Conv-Norm 6: Conv + BatchNorm + GELU"));  // each block's two steps
+  // The MBConvs and their steps; not their Sequentials, which hold the pre-norm (a pre-norm
+  // block's opening norm is the block's in most codebases).
+  CHECK(s.block_recall >= 0.75);
+  // Pre-activation blocks of the same model family (norm and activation first) stay ungrouped.
+  Mod pre{"PreActBlock", {bn(), relu_module(), conv(), bn(), relu_module(), conv(), op("aten::add")}, nullptr};
+  CHECK(bare_score(model({pre, pre, pre})).node_precision == doctest::Approx(1.0));
+}
