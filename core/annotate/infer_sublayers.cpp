@@ -27,17 +27,26 @@ void LayerMaker::residual_branch(const std::vector<Element>& els, size_t f, size
   auto own_dropout = [&](size_t j) {  // a dropout module on F's last unit
     return !random_mask(els[j]) && j > f && els[j - 1].unit;
   };
-  while (end > f && ((els[end - 1].unit && els[end - 1].role == Role::Dropout && !own_dropout(end - 1)) ||
-                     (!els[end - 1].unit && els[end - 1].role != Role::Shape)))
-    --end;
+  auto trim_scales = [&] {
+    while (end > f && ((els[end - 1].unit && els[end - 1].role == Role::Dropout && !own_dropout(end - 1)) ||
+                       (!els[end - 1].unit && els[end - 1].role != Role::Shape)))
+      --end;
+  };
+  trim_scales();
   // A conv and its BatchNorm that another conv follows at once is the projection shortcut,
   // computed first (an activation would follow a conv of F): F starts after it.
   auto is = [&](size_t j, std::string_view kind) { return j < end && els[j].unit && els[j].kind == kind; };
   if (is(f, "conv") && is(f + 1, "batch_norm") && is(f + 2, "conv")) f += 2;
   // A conv (and its norm) right after a norm ends F no more (a conv of F follows an
-  // activation): it is the projection, computed after F.
+  // activation): it is the projection, computed after F, with the pooling right before it
+  // (ResNet-D's average-pool shortcut) and after what scales F (its drop path).
   const size_t proj = end >= f + 2 && els[end - 1].role == Role::Norm ? end - 2 : end - 1;
-  if (proj > f && is(proj, "conv") && els[proj - 1].unit && els[proj - 1].role == Role::Norm) end = proj;
+  if (proj > f && is(proj, "conv")) {
+    size_t before = proj;
+    if (before > f + 1 && els[before - 1].unit && els[before - 1].role == Role::Pool && els[proj + 1].role == Role::Norm) --before;
+    while (before > f && random_mask(els[before - 1])) --before;
+    if (els[before - 1].unit && els[before - 1].role == Role::Norm) end = before;
+  }
   // Ops of the block's own in F (a product, a matmul) say F is computed inline, not a
   // module; unless the block opens with its norm and F with a projection, x + F(norm(x)):
   // F is the module the block hands the normed input to (Mamba's mixer, its scan written
@@ -414,6 +423,12 @@ void LayerMaker::weight_norm_groups(std::vector<Element>& els, const std::vector
     const bool up = from > 0 && els[from - 1].unit && els[from - 1].role == Role::Resample && els[j].kind == "conv" &&
                     b.parent[els[from - 1].node] == b.parent[node_of(from)] && !restores_pool(from - 1);
     if (up) --from;
+    // So is a pooling right before a conv and its norm that the residual sum takes at once: the
+    // projection shortcut's own downsampling (ResNet-D's average pool, then conv and norm).
+    const bool down = !up && from > 0 && end == j + 2 && end < els.size() && !els[end].unit && els[end].role == Role::Add &&
+                      els[from - 1].unit && els[from - 1].role == Role::Pool && els[j].kind == "conv" &&
+                      b.parent[els[from - 1].node] == b.parent[node_of(from)];
+    if (down) --from;
     std::vector<NodeId> kids;
     std::string name;
     for (size_t k = from; k < end; ++k) {
@@ -422,7 +437,7 @@ void LayerMaker::weight_norm_groups(std::vector<Element>& els, const std::vector
     }
     const NodeId parent = b.parent[kids.front()];
     if (std::all_of(kids.begin(), kids.end(), [&](NodeId k) { return b.parent[k] == parent; }))
-      make(numbered(up ? "Up-conv" : readable(els[j]) + "-Norm") + ": " + name, parent, kids);
+      make(numbered(up ? "Up-conv" : down ? "Downsample" : readable(els[j]) + "-Norm") + ": " + name, parent, kids);
     j = end - 1;
   }
 }

@@ -766,3 +766,29 @@ TEST_CASE("inferred layers: a block opening with a norm and no activation keeps 
   Mod pre{"PreActBlock", {bn(), relu_module(), conv(), bn(), relu_module(), conv(), op("aten::add")}, nullptr};
   CHECK(bare_score(model({pre, pre, pre})).node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a pooling before a shortcut's conv and norm is the shortcut's downsampling") {
+  // timm's ResNet-D: the first block of a stage averages, convs and norms its shortcut
+  // (downsample = Sequential(AvgPool2d, Conv2d, BatchNorm2d)), computed after the residual
+  // function and its drop path; the later blocks add their input back as it is.
+  Mod cbr_seq[] = {conv(), bn(), relu_module()};
+  Mod drop_path{"DropPath", {op("aten::new_empty"), op("aten::bernoulli_"), op("aten::div_"), op("aten::mul")}, nullptr};
+  std::vector<Mod> body;
+  for (int k = 0; k < 2; ++k)
+    for (const Mod& m : cbr_seq) body.push_back(m);
+  body.push_back(conv());
+  body.push_back(bn());
+  body.push_back(drop_path);
+  Mod plain{"Bottleneck", body, nullptr};
+  plain.items.push_back(op("aten::add_"));
+  plain.items.push_back(relu_module());
+  Mod down{"Bottleneck", body, nullptr};
+  down.items.push_back(Mod{"Sequential", {leaf("AvgPool2d", {"aten::avg_pool2d"}), conv(), bn()}, nullptr});
+  down.items.push_back(op("aten::add_"));
+  down.items.push_back(relu_module());
+  BareRun r = bare_run(model({conv(), bn(), relu_module(), down, plain, plain, down, plain, plain}));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the blocks and their shortcuts
+  CHECK(s.node_precision == doctest::Approx(1.0));
+  CHECK(has_layer(r.annotation.tree, "Downsample 2: Pool + Conv + BatchNorm"));
+}
