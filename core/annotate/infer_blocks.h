@@ -82,6 +82,11 @@ void trim_loose_leads(const std::vector<Element>& els, std::vector<Span>& blocks
 // Loose ops leading every repeat of a kind but not its first, and trailing its last, close blocks.
 void close_with_output_ops(const std::vector<Element>& els, std::vector<Span>& blocks, const std::vector<std::string>& sig);
 
+// After the last block, a run of a recurring kind's units that sums nothing back, with more
+// units after it (MobileNetV2's last inverted residual, which changes the width, then the
+// head's conv): a block of that kind (core/annotate/infer_tuples.cpp).
+void last_block_without_sum(const std::vector<Element>& els, std::vector<Span>& blocks, std::vector<std::string>& sig);
+
 // Whether the blocks from k are `tuple`'s kinds in order, each right after the one before.
 bool tuple_at(const std::vector<uint8_t>& after, const std::vector<std::string>& sig, size_t k, const std::vector<std::string>& tuple);
 // Whether some other kind among `kinds` is a variant of `kind` (it but for a projection).

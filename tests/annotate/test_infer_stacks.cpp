@@ -792,3 +792,21 @@ TEST_CASE("inferred layers: a pooling before a shortcut's conv and norm is the s
   CHECK(s.node_precision == doctest::Approx(1.0));
   CHECK(has_layer(r.annotation.tree, "Downsample 2: Pool + Conv + BatchNorm"));
 }
+
+TEST_CASE("inferred layers: a stack's last block that sums nothing back, before the head, is a block of its kind") {
+  // MobileNetV2: inverted residuals (expand, depthwise, project), each stage's first changing
+  // the width and summing nothing back; the last one changes it too, and the head's conv, norm
+  // and activation follow it at once.
+  Mod cna{"Conv2dNormActivation", {conv(), bn(), leaf("ReLU6", {"aten::hardtanh_"})}, nullptr};
+  Mod f{"Sequential", {cna, cna, conv(), bn()}, nullptr};
+  Mod widen{"InvertedResidual", {f}, nullptr};
+  Mod same{"InvertedResidual", {f, op("aten::add")}, nullptr};
+  Mod first{"InvertedResidual", {Mod{"Sequential", {cna, conv(), bn()}, nullptr}}, nullptr};  // no expansion
+  const AccuracyScore s = bare_score(model({cna, first, widen, same, same, widen, same, same, widen, cna,
+                                            leaf("AdaptiveAvgPool2d", {"aten::adaptive_avg_pool2d"}), op("aten::flatten"), linear()}));
+  // 16 blocks a forward (the inverted residuals and their Sequentials), two forwards: all but
+  // the first inverted residual, alone of its kind and summing nothing back, which stays loose.
+  CHECK(s.blocks == 32);
+  CHECK(s.block_recall == doctest::Approx(31.0 / 32.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
