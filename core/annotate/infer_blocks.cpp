@@ -556,8 +556,10 @@ void split_stem(const std::vector<Element>& els, std::vector<Span>& blocks, std:
       if ((signature_units(other) >= 2 || (n >= 2 && count[sig[k]] < 2)) && ends_with_kind(sig[k], other))
         candidates.push_back(other);
       // Or, where the block stands alone, a recurring kind with a projection shortcut ends it
-      // (the first stage's first block after the stem).
-      else if (n >= 2 && count[sig[k]] < 2 && signature_units(other) >= 2) {
+      // (the first stage's first block after the stem), or the next block's kind does (a stage
+      // of two blocks, the first projecting, then one plain, whose kind no other stage runs).
+      else if ((n >= 2 || (k + 1 < blocks.size() && sig[k + 1] == other && blocks[k + 1].first == blocks[k].second)) &&
+               count[sig[k]] < 2 && signature_units(other) >= 2) {
         const std::string tail = last_tokens(sig[k], signature_tokens(other) + 2);
         if (tail.size() < sig[k].size() && with_projection(tail, other)) candidates.push_back(tail);
       }

@@ -810,3 +810,22 @@ TEST_CASE("inferred layers: a stack's last block that sums nothing back, before 
   CHECK(s.block_recall == doctest::Approx(62.0 / 64.0));
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a stage of two blocks, the first projecting, after the stem, is two blocks though no other stage runs their kind") {
+  // BoTNet: a stem, then a stage of two bottlenecks (the first with a projection shortcut
+  // computed after its branch), then a stage of bottlenecks whose middle conv is attention.
+  Mod bottle{"Bottleneck", {conv(), bn(), relu_module(), conv(), bn(), relu_module(), conv(), bn()}, nullptr};
+  Mod attention = separate_qkv_attention();
+  Mod bot{"BotBlock", {conv(), bn(), relu_module(), attention, bn(), relu_module(), conv(), bn()}, nullptr};
+  Mod bottle_down = bottle, bot_down = bot;
+  for (Mod* m : {&bottle_down, &bot_down}) m->items.push_back(Mod{"Sequential", {conv(), bn()}, nullptr});
+  for (Mod* m : {&bottle, &bottle_down, &bot, &bot_down}) m->items.push_back(op("aten::add")), m->items.push_back(relu_module());
+  BareRun r = bare_run(model({conv(), bn(), relu_module(), bottle_down, bottle, bot_down, bot, leaf("AdaptiveAvgPool2d", {"aten::adaptive_avg_pool2d"}),
+                              op("aten::flatten"), linear()}));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the shortcuts' Sequentials (the blocks' children differ)
+  CHECK(s.node_precision == doctest::Approx(1.0));
+  // The first stage's two bottlenecks: the projecting one apart from the stem, then the plain one.
+  CHECK(has_layer(r.annotation.tree, "Block 1: 4 Conv + 4 BatchNorm + 3 ReLU"));
+  CHECK(has_layer(r.annotation.tree, "Block 2: 3 Conv + 3 BatchNorm + 3 ReLU"));
+}
