@@ -562,6 +562,12 @@ void split_stem(const std::vector<Element>& els, std::vector<Span>& blocks, std:
                count[sig[k]] < 2 && signature_units(other) >= 2) {
         const std::string tail = last_tokens(sig[k], signature_tokens(other) + 2);
         if (tail.size() < sig[k].size() && with_projection(tail, other)) candidates.push_back(tail);
+        // Or it ends as a recurring kind without its projection (a stage of one block that
+        // keeps the width, after the stem, where the later stages' first blocks project).
+        if (n >= 2 && signature_tokens(other) > 4) {
+          const std::string plain = last_tokens(sig[k], signature_tokens(other) - 2);
+          if (plain.size() < sig[k].size() && with_projection(other, plain)) candidates.push_back(plain);
+        }
       }
     }
     std::sort(candidates.begin(), candidates.end(), [](auto& x, auto& y) { return x.size() > y.size(); });

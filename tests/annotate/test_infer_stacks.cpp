@@ -829,3 +829,20 @@ TEST_CASE("inferred layers: a stage of two blocks, the first projecting, after t
   CHECK(has_layer(r.annotation.tree, "Block 1: 4 Conv + 4 BatchNorm + 3 ReLU"));
   CHECK(has_layer(r.annotation.tree, "Block 2: 3 Conv + 3 BatchNorm + 3 ReLU"));
 }
+
+TEST_CASE("inferred layers: a first stage of one block that keeps the width is that block apart from the stem") {
+  // PSPNet's dilated ResNet with a stage of one bottleneck each: the first keeps the width (no
+  // projection), the later ones project their shortcut.
+  Mod bottle{"Bottleneck", {conv(), bn(), relu_module(), conv(), bn(), relu_module(), conv(), bn()}, nullptr};
+  Mod bottle_down = bottle;
+  bottle_down.items.push_back(Mod{"Sequential", {conv(), bn()}, nullptr});
+  for (Mod* m : {&bottle, &bottle_down}) m->items.push_back(op("aten::add_")), m->items.push_back(relu_module());
+  Mod stem{"Sequential", {conv(), bn(), relu_module(), conv(), bn(), relu_module(), leaf("MaxPool2d", {"aten::max_pool2d"})}, nullptr};
+  BareRun r = bare_run(Mod{"PSPNet", {stem, bottle, bottle_down, bottle_down, bottle_down, leaf("AdaptiveAvgPool2d", {"aten::adaptive_avg_pool2d"}),
+                                      op("aten::flatten"), linear()},
+                           nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.node_precision == doctest::Approx(1.0));
+  CHECK(has_layer(r.annotation.tree, "Block 1: 3 Conv + 3 BatchNorm + 3 ReLU"));
+  CHECK(has_layer(r.annotation.tree, "Block 4: 4 Conv + 4 BatchNorm + 3 ReLU"));
+}
