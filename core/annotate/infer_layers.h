@@ -53,7 +53,9 @@ struct LayerMaker {
   static bool gate_product(const std::vector<Element>& els, size_t j, size_t from, size_t end);
   bool mixture_of_experts(const std::vector<Element>& els, size_t from, size_t end);
   std::vector<NodeId> factorised_convs(const std::vector<Element>& els);
-  void weight_norm_groups(std::vector<Element>& els, const std::vector<NodeId>& factorised, const std::vector<Span>& blocks);
+  // `gating`: the units inside a gate or a split attention.
+  void weight_norm_groups(std::vector<Element>& els, const std::vector<NodeId>& factorised, const std::vector<Span>& blocks,
+                          bool gating = false);
 };
 
 }  // namespace strata::annot::infer

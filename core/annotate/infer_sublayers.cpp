@@ -375,7 +375,8 @@ std::vector<NodeId> LayerMaker::factorised_convs(const std::vector<Element>& els
   return around;
 }
 
-void LayerMaker::weight_norm_groups(std::vector<Element>& els, const std::vector<NodeId>& factorised, const std::vector<Span>& blocks) {
+void LayerMaker::weight_norm_groups(std::vector<Element>& els, const std::vector<NodeId>& factorised, const std::vector<Span>& blocks,
+                                    bool gating) {
   auto single_weight = [&](size_t j) {
     const Element& w = els[j];
     return w.unit && w.role == Role::Weight && w.inner.empty() && (w.kind == "conv" || w.kind == "linear");
@@ -399,7 +400,7 @@ void LayerMaker::weight_norm_groups(std::vector<Element>& els, const std::vector
     // attention's first fc with its norm and activation: grouped in their turn, so that the
     // groups are numbered in the order they run.
     if (els[j].unit && (els[j].kind == "attention_gate" || els[j].kind == "split_attention")) {
-      weight_norm_groups(els[j].inner, std::vector<NodeId>(els[j].inner.size(), kNoNode), {});
+      weight_norm_groups(els[j].inner, std::vector<NodeId>(els[j].inner.size(), kNoNode), {}, true);
       continue;
     }
     if (j + 1 == els.size() || !single_weight(j) || (els[j].kind == "conv" ? convs_after[j] : linears_after)) continue;
@@ -424,11 +425,15 @@ void LayerMaker::weight_norm_groups(std::vector<Element>& els, const std::vector
                     b.parent[els[from - 1].node] == b.parent[node_of(from)] && !restores_pool(from - 1);
     if (up) --from;
     // So is a pooling right before a conv and its norm that the residual sum takes at once: the
-    // projection shortcut's own downsampling (ResNet-D's average pool, then conv and norm).
-    const bool down = !up && from > 0 && end == j + 2 && end < els.size() && !els[end].unit && els[end].role == Role::Add &&
-                      els[from - 1].unit && els[from - 1].role == Role::Pool && els[j].kind == "conv" &&
-                      b.parent[els[from - 1].node] == b.parent[node_of(from)];
-    if (down) --from;
+    // projection shortcut's own downsampling (ResNet-D's average pool, then conv and norm);
+    // and a global pooling right before one: a pyramid's bin or an image-pooling branch
+    // (PSPNet's, ASPP's: AdaptiveAvgPool2d, Conv2d, BatchNorm2d, ReLU in one Sequential); not
+    // inside a gate, whose pooling is its own (a split attention's squeeze).
+    const bool pool_before = !up && from > 0 && els[from - 1].unit && els[from - 1].role == Role::Pool && els[j].kind == "conv" &&
+                             b.parent[els[from - 1].node] == b.parent[node_of(from)];
+    const bool down = pool_before && end == j + 2 && end < els.size() && !els[end].unit && els[end].role == Role::Add;
+    const bool global = pool_before && !gating && els[from - 1].op.find("adaptive") != std::string_view::npos;
+    if (down || global) --from;
     std::vector<NodeId> kids;
     std::string name;
     for (size_t k = from; k < end; ++k) {
@@ -437,7 +442,7 @@ void LayerMaker::weight_norm_groups(std::vector<Element>& els, const std::vector
     }
     const NodeId parent = b.parent[kids.front()];
     if (std::all_of(kids.begin(), kids.end(), [&](NodeId k) { return b.parent[k] == parent; }))
-      make(numbered(up ? "Up-conv" : down ? "Downsample" : readable(els[j]) + "-Norm") + ": " + name, parent, kids);
+      make(numbered(up ? "Up-conv" : down ? "Downsample" : global ? "Pooling" : readable(els[j]) + "-Norm") + ": " + name, parent, kids);
     j = end - 1;
   }
 }

@@ -846,3 +846,16 @@ TEST_CASE("inferred layers: a first stage of one block that keeps the width is t
   CHECK(has_layer(r.annotation.tree, "Block 1: 3 Conv + 3 BatchNorm + 3 ReLU"));
   CHECK(has_layer(r.annotation.tree, "Block 4: 4 Conv + 4 BatchNorm + 3 ReLU"));
 }
+
+TEST_CASE("inferred layers: a global pooling right before a conv and its norm is one step with them, a pyramid's bin") {
+  // PSPNet's pyramid pooling: per bin a Sequential(AdaptiveAvgPool2d, Conv2d, BatchNorm2d,
+  // ReLU), then the module upsamples it back; the bins and the map are concatenated.
+  Mod bin{"Sequential", {leaf("AdaptiveAvgPool2d", {"aten::adaptive_avg_pool2d"}), conv(), bn(), relu_module()}, nullptr};
+  Mod ppm{"PPM", {}, nullptr};
+  for (int k = 0; k < 4; ++k) ppm.items.push_back(bin), ppm.items.push_back(op("aten::upsample_bilinear2d"));
+  ppm.items.push_back(op("aten::cat"));
+  BareRun r = bare_run(Mod{"Net", {conv(), bn(), relu_module(), conv(), bn(), relu_module(), ppm, conv(), bn(), relu_module(), conv()}, nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the bins
+  CHECK(has_layer(r.annotation.tree, "Pooling 4: Pool + Conv + BatchNorm + ReLU"));
+}
