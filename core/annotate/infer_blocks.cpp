@@ -498,9 +498,6 @@ void calls_within_lone_blocks(const std::vector<Element>& els, std::vector<Span>
   }
 }
 
-namespace {
-
-// Whether `kind` is `plain` with a projection shortcut (a conv and its norm) somewhere in it.
 bool with_projection(const std::string& kind, const std::string& plain) {
   constexpr std::string_view shortcut = kProjectionShortcut;
   if (kind.size() != plain.size() + shortcut.size()) return false;
@@ -512,6 +509,8 @@ bool with_projection(const std::string& kind, const std::string& plain) {
   }
   return false;
 }
+
+namespace {
 
 // The last n tokens of a signature (all of it where it has fewer).
 std::string last_tokens(const std::string& sig, size_t n) {

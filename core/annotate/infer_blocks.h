@@ -34,6 +34,8 @@ size_t signature_tokens(std::string_view sig);
 // projection shortcut (a block's, when computed before the block's own units).
 inline constexpr std::string_view kProjectionShortcut = "conv,batch_norm,";
 inline bool projection_shortcut(const std::string& kind) { return kind == kProjectionShortcut; }
+// Whether `kind` is `plain` with a projection shortcut (a conv and its norm) somewhere in it.
+bool with_projection(const std::string& kind, const std::string& plain);
 
 // Whether the model normalises before its weight ops (pre-activation) rather than after them;
 // with a kind, before its weight ops of that kind (a CNN's convs beside a transformer's layers).

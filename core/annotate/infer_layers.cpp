@@ -341,7 +341,17 @@ void LayerMaker::stages(const std::vector<Element>& els, NodeId parent, const st
   if (sig.front() == common)
     for (auto& [kind, n] : count)
       if (n >= 2 && signature_tokens(common) == signature_tokens(kind) + 2 && holds(common, kind)) common = kind;
-  auto holds_common = [&](const std::string& kind) { return holds(kind, common); };
+  // Families: a kind with a projection shortcut (a conv and its norm more) is of the kind
+  // without it where that one runs too. Where two such families run (BoTNet's bottlenecks,
+  // then its attention blocks, each stage opening with its projecting block), each family's
+  // blocks are its stages'.
+  std::vector<std::string> family(sig);
+  std::set<std::string> projecting;  // plain kinds that have a variant with a projection
+  for (size_t k = 0; k < sig.size(); ++k)
+    for (const auto& [kind, n] : count)
+      if (with_projection(sig[k], kind)) family[k] = kind, projecting.insert(kind);
+  const bool families = projecting.size() >= 2;
+  auto common_of = [&](size_t k) -> const std::string& { return families && projecting.contains(family[k]) ? family[k] : common; };
   auto units_between = [&](size_t from, size_t to) {
     return std::any_of(els.begin() + long(from), els.begin() + long(to), [](const Element& e) { return e.unit; });
   };
@@ -367,8 +377,9 @@ void LayerMaker::stages(const std::vector<Element>& els, NodeId parent, const st
     return kind.size() > common.size() && kind.ends_with("pool,") && !common.ends_with("pool,") && kind.starts_with(common);
   };
   for (size_t k = 0; k < nodes.size(); ++k) {
-    between[k] = (sig[k] != common && !holds_common(sig[k]) && !projection(k)) || pools_after(sig[k]);
-    const bool opens = k == 0 || (sig[k] != common && !between[k]) || (many_join && !adds_back[k]) ||
+    const std::string& kind = common_of(k);
+    between[k] = (sig[k] != kind && !holds(sig[k], kind) && !projection(k)) || pools_after(sig[k]);
+    const bool opens = k == 0 || (sig[k] != kind && !between[k]) || (many_join && !adds_back[k]) || (families && family[k] != family[k - 1]) ||
                        units_between(layers[k - 1].second, layers[k].first) || runs.empty() || runs.back().second != k;
     if (between[k]) continue;
     if (opens) runs.push_back({k, k + 1});

@@ -828,6 +828,9 @@ TEST_CASE("inferred layers: a stage of two blocks, the first projecting, after t
   // The first stage's two bottlenecks: the projecting one apart from the stem, then the plain one.
   CHECK(has_layer(r.annotation.tree, "Block 1: 4 Conv + 4 BatchNorm + 3 ReLU"));
   CHECK(has_layer(r.annotation.tree, "Block 2: 3 Conv + 3 BatchNorm + 3 ReLU"));
+  // Each kind's stage, from its projecting block: two kinds with their variants, two stages.
+  CHECK(has_layer(r.annotation.tree, "Stage 1: 2 blocks"));
+  CHECK(has_layer(r.annotation.tree, "Stage 2: 2 blocks"));
 }
 
 TEST_CASE("inferred layers: a first stage of one block that keeps the width is that block apart from the stem") {
