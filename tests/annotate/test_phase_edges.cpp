@@ -144,6 +144,18 @@ TEST_CASE("phases: a column of the whole batch (x[:, i]) taken first is the forw
   CHECK(phases_of_op(q, "aten::select") == std::vector<PhaseKind>(2, PhaseKind::DataLoading));
 }
 
+TEST_CASE("phases: a row picked to gather by (a graph's edge_index[0]) at the forward's start is the forward's") {
+  // PyTorch Geometric's GINConv: x.index_select(0, edge_index[0]), then a scatter of the
+  // messages, then its MLP.
+  Mod conv_layer{"GINConv", {op("aten::select", {"aten::as_strided"}), op("aten::index_select"), op("aten::select", {"aten::as_strided"}),
+                             op("aten::scatter_add_"), op("aten::add"), leaf("Linear", {"aten::linear"}), relu_module(),
+                             leaf("Linear", {"aten::linear"})},
+                 nullptr};
+  BareRun r = bare_run(Mod{"GIN", {conv_layer, conv_layer, leaf("Linear", {"aten::linear"})}, nullptr});
+  for (PhaseKind p : phases_of_op(r, "aten::select")) CHECK(p == PhaseKind::Forward);
+  // (A batch picked with nothing gathering by it stays data loading: the case above.)
+}
+
 TEST_CASE("phases: on a trace with no device, aten::to at the forward's start is a cast, not the end of data loading") {
   // A timestep embedding computed first: arange, a cast, exp, products, sin and cos.
   Mod root = model({});
