@@ -9,8 +9,9 @@
 // tuning), of tests/data/corpus-cpu-heldout (models no rule was tuned on), of
 // tests/data/corpus-cpu-variants (variants of those families as their reference code writes
 // them, recorded after the rules, measured once, then tuned on), of
-// tests/data/corpus-cpu-variants2 (more of them, for tuning) and of tests/data/corpus-cpu-fresh
-// (more of them, the check). A directory is a
+// tests/data/corpus-cpu-variants2 (more of them, for tuning), of tests/data/corpus-cpu-objectives
+// (training objectives written by hand or composed, for tuning) and of tests/data/corpus-cpu-fresh
+// (more variants, the check). A directory is a
 // corpus with a manifest.json (per model: file, family, split, modules with hid, path, class);
 // splits are reported per corpus.
 //
@@ -84,7 +85,7 @@ bool read_manifest(const std::string& dir, std::vector<Entry>& out) {
     if (!mo["family"].get(s)) e.family = s;
     // Splits are per corpus: tests/data/corpus-cpu's "tune" and "heldout", corpus-cpu-modern's
     // and corpus-cpu-families' "tune", and the fresh models of tests/data/corpus-cpu-heldout
-    // and corpus-cpu-fresh, which no rule was tuned on; corpus-cpu-variants' and -variants2's "tune".
+    // and corpus-cpu-fresh, which no rule was tuned on; corpus-cpu-variants', -variants2's and -objectives' "tune".
     if (!mo["split"].get(s)) e.split = std::filesystem::path(dir).filename().string() + ":" + std::string(s);
     simdjson::dom::array mods;
     if (!mo["modules"].get(mods))
@@ -153,7 +154,7 @@ int main(int argc, char** argv) {
       entries.push_back({n, std::string(STRATA_TORCH2_DIR) + "/" + n, "torch2", "-", {}});
     if (!read_manifest(STRATA_CORPUS_DIR, entries)) rc = 1;
     for (const char* dir : {STRATA_CORPUS_DIR "-modern", STRATA_CORPUS_DIR "-families", STRATA_CORPUS_DIR "-heldout", STRATA_CORPUS_DIR "-variants",
-                            STRATA_CORPUS_DIR "-variants2", STRATA_CORPUS_DIR "-fresh"})
+                            STRATA_CORPUS_DIR "-variants2", STRATA_CORPUS_DIR "-objectives", STRATA_CORPUS_DIR "-fresh"})
       if (std::filesystem::is_directory(dir) && !read_manifest(dir, entries)) rc = 1;
   }
   std::printf("%-42s %-12s %-7s %-7s %7s %7s %7s %-5s %7s %5s %7s %5s %s\n", "model", "family", "split", "way", "phase%", "leafF1",
