@@ -541,11 +541,12 @@ bool lone_norm(const std::vector<Element>& els, size_t from, size_t to) {
 void split_stem(const std::vector<Element>& els, std::vector<Span>& blocks, std::vector<std::string>& sig) {
   std::map<std::string, int> count;
   for (auto& s : sig) ++count[s];
-  // Kinds whose blocks take half of their input by a split (ShuffleNet's chunk): one can only
-  // begin at a split.
-  std::set<std::string> opens_split;
+  // Kinds whose blocks all take half of their input by a split (ShuffleNet's chunk): one can
+  // only begin at a split.
+  std::set<std::string> opens_split, opens_otherwise;
   for (size_t k = 0; k < blocks.size(); ++k)
-    if (blocks[k].first < blocks[k].second && is_split(els[blocks[k].first].op)) opens_split.insert(sig[k]);
+    (blocks[k].first < blocks[k].second && is_split(els[blocks[k].first].op) ? opens_split : opens_otherwise).insert(sig[k]);
+  for (const std::string& kind : opens_otherwise) opens_split.erase(kind);  // every block of the kind, not one
   for (size_t k = 0; k < blocks.size(); ++k) {
     // The longest kind it ends like: a stage's first, downsampling block (two branches)
     // rather than the plain blocks after it, which end like both.
@@ -751,8 +752,30 @@ void close_with_output_ops(const std::vector<Element>& els, std::vector<Span>& b
   };
   std::unordered_map<std::string_view, std::vector<size_t>> of_kind;
   for (size_t k = 0; k < blocks.size(); ++k) of_kind[sig[k]].push_back(k);
-  for (auto& [kind, ks] : of_kind) {
-    if (ks.size() < 2) continue;
+  std::vector<std::pair<std::vector<size_t>, size_t>> stacks;  // a kind's repeats in one stack, where the stack ends
+  for (auto& [kind, all] : of_kind) {
+    // Per stack: the repeats led by the ops most of them are led by go on the stack (an
+    // encoder's layers); one led otherwise, after other work, opens another (the decoder's
+    // first layer, after the encoder and what comes between).
+    std::vector<std::string> leads;
+    std::map<std::string, int> count;
+    for (size_t i = 0; i < all.size(); ++i) {
+      leads.push_back(op_sequence(els, blocks[all[i]].first, blocks[all[i]].first + loose(blocks[all[i]].first, blocks[all[i]].second)));
+      if (i > 0) ++count[leads.back()];
+    }
+    if (count.empty()) continue;
+    const std::string& common = std::max_element(count.begin(), count.end(), [](auto& x, auto& y) { return x.second < y.second; })->first;
+    std::vector<size_t> ks;
+    for (size_t i = 0; i <= all.size(); ++i) {
+      if (i < all.size() && !ks.empty() && leads[i] == common && blocks[all[i] - 1].second == blocks[all[i]].first) {
+        ks.push_back(all[i]);
+        continue;
+      }
+      if (ks.size() >= 2) stacks.push_back({ks, i < all.size() ? all[i] : blocks.size()});
+      ks.assign(i < all.size() ? 1 : 0, i < all.size() ? all[i] : 0);
+    }
+  }
+  for (auto& [ks, stack_end] : stacks) {
     const size_t n = loose(blocks[ks[1]].first, blocks[ks[1]].second);
     if (n == 0) continue;
     const std::string lead = op_sequence(els, blocks[ks[1]].first, blocks[ks[1]].first + n);
@@ -764,12 +787,18 @@ void close_with_output_ops(const std::vector<Element>& els, std::vector<Span>& b
       same = f + n < t && loose(f, t) == n && op_sequence(els, f, f + n) == lead && blocks[ks[i] - 1].second == f;
     }
     if (!same) continue;
-    // The block before the last repeat: the last of its kind is followed by the ops too.
-    const size_t last = of_kind.at(sig[ks.back() - 1]).back(), after = blocks[last].second;
-    const size_t next = last + 1 < blocks.size() ? blocks[last + 1].first : els.size();
-    if (after + n > next || loose(after, after + n) != n || op_sequence(els, after, after + n) != lead) continue;
+    // The block before the last repeat: the last of its kind in the stack is followed by the
+    // ops too. (A block of other work right after it, of a kind that runs once, may have
+    // taken them as its lead.)
+    size_t last = ks.back() - 1;
+    for (size_t k = ks.back(); k < stack_end; ++k)
+      if (sig[k] == sig[ks.back() - 1]) last = k;
+    const size_t after = blocks[last].second, next = last + 1 < blocks.size() ? blocks[last + 1].first : els.size();
+    const bool taken = next == after && last + 1 < blocks.size() && after + n < blocks[last + 1].second && of_kind.at(sig[last + 1]).size() == 1;
+    if ((after + n > next && !taken) || loose(after, after + n) != n || op_sequence(els, after, after + n) != lead) continue;
     for (size_t i = 1; i < ks.size(); ++i) blocks[ks[i] - 1].second += n, blocks[ks[i]].first += n;
     blocks[last].second += n;
+    if (taken) blocks[last + 1].first += n;
   }
 }
 

@@ -356,6 +356,21 @@ TEST_CASE("torch 2's post-norm nn.TransformerEncoderLayer annotated bare: the la
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
 
+TEST_CASE("FastSpeech annotated bare: each stack's layers end with the mask they apply to their output") {
+  // Its FFT blocks (attention, add and norm, the padding mask; a feed-forward holding its sum
+  // and norm; the mask again) in an encoder, then a variance adaptor that starts with a split,
+  // then a decoder: the mask ops that follow every layer of a stack close it, in each stack.
+  const std::string file = torch2_trace("../corpus-cpu-variants/fastspeech_like.json.gz");
+  STRATA_SKIP_UNLESS(exists(file), "tests/data/corpus-cpu-variants is not here");
+  auto full = load(file);
+  const GroundTruth truth = ground_truth(*full, nullptr);
+  LoadResult bare = load_trace_bytes("bare", strip_events(*full, kStripTruthRanges | kStripModules | kStripStacks));
+  REQUIRE(bare.model);
+  const AccuracyScore s = score_against(*bare.model, annotate(*bare.model), truth);
+  CHECK(s.block_recall >= 0.3);  // the FFT blocks (none before)
+  CHECK(s.node_precision >= 0.8);
+}
+
 TEST_CASE("every corpus model annotated bare gives a well-formed tree") {
   // The inference's rewrites (stages taking a concatenation from the block after them, blocks
   // made from repeats) must leave every node inside its parent.
