@@ -1,6 +1,7 @@
 // Blocks of inferred layers: where a forward's leaf units are closed into blocks (residual
-// joins, message passing, concatenations), the stem cut from the first, and the kinds of layer
-// made of several kinds of block. See core/annotate/infer_layers.cpp's opening comment.
+// joins, message passing, concatenations, runs between resamplings, calls repeated); where
+// those blocks then begin and end is core/annotate/infer_block_edges.cpp's. See
+// core/annotate/infer_layers.cpp's opening comment.
 #include "core/annotate/infer_blocks.h"
 
 #include <algorithm>
@@ -19,17 +20,11 @@ std::string signature(const std::vector<Element>& els, size_t from, size_t to) {
   return s;
 }
 
-namespace {
-
-// How many units a signature holds.
 size_t signature_units(std::string_view sig) { return size_t(std::count(sig.begin(), sig.end(), ',')); }
 
-// Whether a signature ends with a whole kind: its last tokens, not the tail of a token.
 bool ends_with_kind(std::string_view sig, std::string_view kind) {
   return sig.size() > kind.size() && sig.ends_with(kind) && (sig[sig.size() - kind.size() - 1] == ',' || sig[sig.size() - kind.size() - 1] == ';');
 }
-
-}  // namespace
 
 void add_to_signature(std::string& s, const Element& e) {
   if (e.unit && e.role == Role::Dropout) return;
@@ -363,11 +358,6 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
   return out;
 }
 
-namespace {
-
-// Weight units other than lookups (embeddings take ids: a loop over tables is no computation
-// repeated), or SIZE_MAX where the run holds an RNN cell (an unrolled loop's time step, which
-// no module wraps).
 size_t computing_weights(const std::vector<Element>& els, size_t from, size_t to) {
   size_t weights = 0;
   for (size_t j = from; j < to; ++j) {
@@ -377,7 +367,6 @@ size_t computing_weights(const std::vector<Element>& els, size_t from, size_t to
   return weights;
 }
 
-}  // namespace
 
 std::vector<Span> plain_blocks(const std::vector<Element>& els) {
   // A gate on a skip (Attention U-Net's) is a module of its own between the runs too.
@@ -510,299 +499,6 @@ bool with_projection(const std::string& kind, const std::string& plain) {
   return false;
 }
 
-namespace {
-
-// The last n tokens of a signature (all of it where it has fewer).
-std::string last_tokens(const std::string& sig, size_t n) {
-  size_t at = sig.size();
-  while (n > 0 && at > 0) {
-    --at;
-    while (at > 0 && sig[at - 1] != ',' && sig[at - 1] != ';') --at;
-    --n;
-  }
-  return sig.substr(at);
-}
-
-bool lone_norm(const std::vector<Element>& els, size_t from, size_t to) {
-  size_t norms = 0;
-  for (size_t j = from; j < to; ++j) {
-    if (els[j].unit ? els[j].role != Role::Norm : els[j].role != Role::Shape) return false;
-    norms += els[j].unit;
-  }
-  return norms == 1;
-}
-
-}  // namespace
-
-// A block that ends like another block (of two units or more, or of one unit recurring: DCN's
-// cross layers) holds what came before that one (the stem: ResNet's conv, norm and pooling
-// before its first residual block, a transformer's embeddings before its first layer;
-// ConvNeXt's downsampling before each stage's first block): only its end is the block.
-void split_stem(const std::vector<Element>& els, std::vector<Span>& blocks, std::vector<std::string>& sig) {
-  std::map<std::string, int> count;
-  for (auto& s : sig) ++count[s];
-  // Kinds whose blocks all take half of their input by a split (ShuffleNet's chunk): one can
-  // only begin at a split.
-  std::set<std::string> opens_split, opens_otherwise;
-  for (size_t k = 0; k < blocks.size(); ++k)
-    (blocks[k].first < blocks[k].second && is_split(els[blocks[k].first].op) ? opens_split : opens_otherwise).insert(sig[k]);
-  for (const std::string& kind : opens_otherwise) opens_split.erase(kind);  // every block of the kind, not one
-  for (size_t k = 0; k < blocks.size(); ++k) {
-    // The longest kind it ends like: a stage's first, downsampling block (two branches)
-    // rather than the plain blocks after it, which end like both.
-    std::vector<std::string> candidates;
-    for (auto& [other, n] : count) {
-      // One unit recurring ends a block of a kind that recurs itself only as its last unit.
-      if ((signature_units(other) >= 2 || (n >= 2 && count[sig[k]] < 2)) && ends_with_kind(sig[k], other))
-        candidates.push_back(other);
-      // Or, where the block stands alone, a recurring kind with a projection shortcut ends it
-      // (the first stage's first block after the stem), or the next block's kind does (a stage
-      // of two blocks, the first projecting, then one plain, whose kind no other stage runs).
-      else if ((n >= 2 || (k + 1 < blocks.size() && sig[k + 1] == other && blocks[k + 1].first == blocks[k].second)) &&
-               count[sig[k]] < 2 && signature_units(other) >= 2) {
-        const std::string tail = last_tokens(sig[k], signature_tokens(other) + 2);
-        if (tail.size() < sig[k].size() && with_projection(tail, other)) candidates.push_back(tail);
-        // Or it ends as a recurring kind without its projection (a stage of one block that
-        // keeps the width, after the stem, where the later stages' first blocks project).
-        if (n >= 2 && signature_tokens(other) > 4) {
-          const std::string plain = last_tokens(sig[k], signature_tokens(other) - 2);
-          if (plain.size() < sig[k].size() && with_projection(other, plain)) candidates.push_back(plain);
-        }
-      }
-    }
-    std::sort(candidates.begin(), candidates.end(), [](auto& x, auto& y) { return x.size() > y.size(); });
-    for (const std::string& other : candidates) {
-      // Back over exactly the other's units and transposes, then the loose ops before them (a
-      // message passing's gather, the embeddings' sum); a transpose there is the stem's (a
-      // LayerNorm2d's permute back): the other block does not start with it.
-      size_t at = start_of_signature_tokens(els, blocks[k].first, blocks[k].second, other);
-      while (at > blocks[k].first && !els[at - 1].unit && !is_transpose(els[at - 1])) --at;
-      if (opens_split.contains(other) && !is_split(els[at].op)) continue;  // its branch is one of this block's
-      if (at == blocks[k].first) continue;  // no stem before it
-      // A projection shortcut computed first is the block's, no stem.
-      if (projection_shortcut(signature(els, blocks[k].first, at))) continue;
-      // So is a lone norm right after a block of the kind: no stem comes between two blocks
-      // of a kind but a downsampling, and a norm alone is the identity branch's (RepVGG's,
-      // normed before the others are computed).
-      if (k > 0 && (sig[k - 1] == other || sig[k - 1] == sig[k]) && blocks[k - 1].second == blocks[k].first && lone_norm(els, blocks[k].first, at)) continue;
-      blocks.insert(blocks.begin() + long(k) + 1, {at, blocks[k].second});
-      blocks[k].second = at;
-      sig.insert(sig.begin() + long(k) + 1, other);
-      sig[k] = signature(els, blocks[k].first, at);
-      ++count[other];
-      break;
-    }
-  }
-}
-
-// A block that is one run of units over and over (of two weight units or more) is those
-// runs, each a block, where other sums close a different number of them: a module's branch
-// has one structure, while a stage runs as many blocks as it is given (an EfficientNet's
-// stage opens with a block that sums nothing, then those that do: two runs between sums in
-// one stage, three in another). Runs twice between every two sums stay one block (a
-// pre-activation block of two separable convs), as does a run of one weight op.
-void split_repeats(const std::vector<Element>& els, std::vector<Span>& blocks, std::vector<std::string>& sig) {
-  // Closed by a sum after its last unit: a sum before an activation that ends the block (a
-  // post-activated basic block's) or a concatenation of branches (an Inception block's) may
-  // repeat a run inside one branch.
-  auto summed_last = [&](Span b) {
-    size_t last = b.second;
-    while (last > b.first && !els[last - 1].unit) --last;
-    return std::any_of(els.begin() + long(last), els.begin() + long(b.second), [](const Element& e) { return e.role == Role::Add; });
-  };
-  // Per block: its shortest period in whole units (itself where it has none).
-  std::vector<std::string> period(blocks.size());
-  std::map<std::string, std::set<size_t>> repeats;  // per period: how many of it the blocks run
-  for (size_t k = 0; k < blocks.size(); ++k) {
-    period[k] = sig[k];
-    for (size_t cut = sig[k].find_first_of(",;"); cut != std::string::npos && cut + 1 < sig[k].size(); cut = sig[k].find_first_of(",;", cut + 1)) {
-      const std::string p = sig[k].substr(0, cut + 1);
-      if (sig[k].size() % p.size() != 0) continue;
-      bool periodic = true;
-      for (size_t at = 0; at < sig[k].size() && periodic; at += p.size()) periodic = sig[k].compare(at, p.size(), p) == 0;
-      if (periodic) {
-        period[k] = p;
-        break;
-      }
-    }
-    if (!period[k].empty()) repeats[period[k]].insert(sig[k].size() / period[k].size());
-  }
-  for (size_t k = 0, at_k = 0; k < blocks.size(); ++k, ++at_k) {
-    const std::string& p = period[at_k];
-    if (p.empty() || p.size() == sig[k].size() || repeats[p].size() < 2 || !summed_last(blocks[k])) continue;
-    const size_t f = blocks[k].first, t = blocks[k].second;
-    if (const size_t w = computing_weights(els, start_of_signature_tokens(els, f, t, p), t); w < 2 || w == SIZE_MAX) continue;
-    // Each run from its first unit; loose ops before it are the run before's.
-    std::vector<Span> parts;
-    for (size_t end = t; end > f;) {
-      size_t start = start_of_signature_tokens(els, f, end, p);
-      if (parts.size() + 1 == sig[k].size() / p.size()) start = f;
-      parts.push_back({start, end});
-      end = start;
-    }
-    std::reverse(parts.begin(), parts.end());
-    blocks.erase(blocks.begin() + long(k));
-    blocks.insert(blocks.begin() + long(k), parts.begin(), parts.end());
-    sig.erase(sig.begin() + long(k));
-    for (size_t i = 0; i < parts.size(); ++i) sig.insert(sig.begin() + long(k + i), signature(els, parts[i].first, parts[i].second));
-    k += parts.size() - 1;
-  }
-}
-
-// Signatures pass over dropouts, so a dropout before a block (the embeddings') can lead it
-// where the block's repeats start with no dropout: it is not the block's.
-void trim_dropouts(const std::vector<Element>& els, std::vector<Span>& blocks, const std::vector<std::string>& sig) {
-  auto leads = [&](size_t k) { return blocks[k].second > blocks[k].first + 1 && els[blocks[k].first].role == Role::Dropout; };
-  std::unordered_map<std::string_view, size_t> without;  // per kind: its blocks that start with no dropout
-  for (size_t k = 0; k < blocks.size(); ++k) without[sig[k]] += !leads(k);
-  for (size_t k = 0; k < blocks.size(); ++k) {
-    if (!leads(k) || without[sig[k]] == 0) continue;  // a peer of its kind without one
-    while (leads(k)) ++blocks[k].first;
-    ++without[sig[k]];
-  }
-}
-
-// Where the repeats of a kind of block start with a unit, what the first one has before its
-// first unit (the attention mask computed once for all layers) was computed before it: it
-// stays outside. Transposes are part of the signature, so every repeat has them.
-void trim_loose_leads(const std::vector<Element>& els, std::vector<Span>& blocks, const std::vector<std::string>& sig) {
-  // A value read back to Python before a block's first unit (is_nonzero, item: an `if` on a
-  // tensor, LayerDrop's draw deciding whether the layer runs) is its caller's control flow:
-  // what computes it and the read are the loop's, not the block's.
-  for (auto& [f, t] : blocks) {
-    size_t first = f;
-    while (first < t && !els[first].unit) ++first;
-    for (size_t j = first; j-- > f;)
-      if (in(els[j].op, {"aten::is_nonzero", "aten::item", "aten::_local_scalar_dense"})) {
-        f = j + 1;
-        break;
-      }
-  }
-  auto loose = [&](const Element& e) { return !e.unit && !is_transpose(e); };
-  auto lead = [&](size_t k) {
-    size_t n = 0;
-    while (blocks[k].first + n < blocks[k].second && loose(els[blocks[k].first + n])) ++n;
-    return n;
-  };
-  // Per kind: its first block, and the least lead of its repeats.
-  struct Kind { size_t first = SIZE_MAX, least = SIZE_MAX; };
-  std::unordered_map<std::string_view, Kind> kinds;
-  std::vector<size_t> leads(blocks.size());
-  for (size_t k = 0; k < blocks.size(); ++k) {
-    leads[k] = lead(k);
-    Kind& kd = kinds[sig[k]];
-    if (kd.first == SIZE_MAX) kd.first = k;
-    else kd.least = std::min(kd.least, leads[k]);
-  }
-  // Only the first of its kind: a repeat's own views (a shifted window's roll) are its. But
-  // what a repeat alone computes first where its peers start with a unit (a softmax over the
-  // weights the model selects with, left between two blocks; a second tower's causal mask,
-  // views among it) is the caller's.
-  for (auto& [name, kd] : kinds)
-    if (kd.least == 0 && blocks[kd.first].first + leads[kd.first] < blocks[kd.first].second) blocks[kd.first].first += leads[kd.first];
-  // Where the repeats' leads compute nothing (reshapes only: what the block before returned,
-  // viewed), what the first one's computes (a causal mask made once for all the layers) is the
-  // caller's too, up to its last op that computes.
-  std::unordered_map<std::string_view, bool> repeats_view_only;
-  for (size_t k = 0; k < blocks.size(); ++k) {
-    const Kind& kd = kinds[sig[k]];
-    if (k == kd.first) continue;
-    bool& only = repeats_view_only.try_emplace(sig[k], true).first->second;
-    for (size_t j = blocks[k].first; j < blocks[k].first + leads[k]; ++j) only &= els[j].role == Role::Shape;
-  }
-  for (auto& [name, kd] : kinds) {
-    auto it = repeats_view_only.find(name);
-    if (kd.least == 0 || kd.least == SIZE_MAX || it == repeats_view_only.end() || !it->second) continue;
-    size_t& f = blocks[kd.first].first;
-    size_t computes = f;
-    for (size_t j = f; j < f + leads[kd.first]; ++j)
-      if (els[j].role != Role::Shape) computes = j + 1;
-    if (computes > f && computes < blocks[kd.first].second) leads[kd.first] -= computes - f, f = computes;
-  }
-  for (size_t k = 0; k < blocks.size(); ++k) {
-    const Kind& kd = kinds[sig[k]];
-    if (k == kd.first || leads[k] == 0 || kd.least != 0 || blocks[k].first + leads[k] >= blocks[k].second) continue;
-    bool computes = false;
-    for (size_t j = blocks[k].first; j < blocks[k].first + leads[k]; ++j)
-      computes |= els[j].role != Role::Shape && els[j].role != Role::Add && els[j].role != Role::Merge;
-    if (computes) blocks[k].first += leads[k];
-  }
-  // And the other way: where the first of a kind starts with no concatenation and its repeats
-  // with one, that concatenation joins the block before to what it was given (a DenseNet
-  // written as torch.cat([x, layer(x)]) in a loop): the caller's, not the block's.
-  for (size_t k = 0; k < blocks.size(); ++k) {
-    const Kind& kd = kinds[sig[k]];
-    if (k == kd.first || leads[kd.first] != 0 || leads[k] == 0) continue;
-    bool joins = true;
-    for (size_t j = blocks[k].first; j < blocks[k].first + leads[k]; ++j) joins &= els[j].role == Role::Merge;
-    if (joins && blocks[k].first + leads[k] < blocks[k].second) blocks[k].first += leads[k];
-  }
-}
-
-// Where every repeat of a kind leads with the same loose ops and its first does not, they act
-// on what the block before returned; where the same ops follow the last block of the kind
-// before too, they close each block (OPT's `(residual + x).view(shape)` at a layer's end,
-// FastSpeech's mask applied to each layer's output) rather than open the next.
-void close_with_output_ops(const std::vector<Element>& els, std::vector<Span>& blocks, const std::vector<std::string>& sig) {
-  // (Not a join: a concatenation or sum after a block takes more than what it returned.)
-  auto loose = [&](size_t from, size_t to) {
-    size_t j = from;
-    while (j < to && !els[j].unit && !is_transpose(els[j]) && els[j].role != Role::Merge && els[j].role != Role::Add) ++j;
-    return j - from;
-  };
-  std::unordered_map<std::string_view, std::vector<size_t>> of_kind;
-  for (size_t k = 0; k < blocks.size(); ++k) of_kind[sig[k]].push_back(k);
-  std::vector<std::pair<std::vector<size_t>, size_t>> stacks;  // a kind's repeats in one stack, where the stack ends
-  for (auto& [kind, all] : of_kind) {
-    // Per stack: the repeats led by the ops most of them are led by go on the stack (an
-    // encoder's layers); one led otherwise, after other work, opens another (the decoder's
-    // first layer, after the encoder and what comes between).
-    std::vector<std::string> leads;
-    std::map<std::string, int> count;
-    for (size_t i = 0; i < all.size(); ++i) {
-      leads.push_back(op_sequence(els, blocks[all[i]].first, blocks[all[i]].first + loose(blocks[all[i]].first, blocks[all[i]].second)));
-      if (i > 0) ++count[leads.back()];
-    }
-    if (count.empty()) continue;
-    const std::string& common = std::max_element(count.begin(), count.end(), [](auto& x, auto& y) { return x.second < y.second; })->first;
-    std::vector<size_t> ks;
-    for (size_t i = 0; i <= all.size(); ++i) {
-      if (i < all.size() && !ks.empty() && leads[i] == common && blocks[all[i] - 1].second == blocks[all[i]].first) {
-        ks.push_back(all[i]);
-        continue;
-      }
-      if (ks.size() >= 2) stacks.push_back({ks, i < all.size() ? all[i] : blocks.size()});
-      ks.assign(i < all.size() ? 1 : 0, i < all.size() ? all[i] : 0);
-    }
-  }
-  for (auto& [ks, stack_end] : stacks) {
-    const size_t n = loose(blocks[ks[1]].first, blocks[ks[1]].second);
-    if (n == 0) continue;
-    const std::string lead = op_sequence(els, blocks[ks[1]].first, blocks[ks[1]].first + n);
-    const auto [first_f, first_t] = blocks[ks.front()];
-    if (loose(first_f, first_t) >= n && op_sequence(els, first_f, first_f + n) == lead) continue;  // every block's own
-    bool same = true;
-    for (size_t i = 1; i < ks.size() && same; ++i) {
-      const auto [f, t] = blocks[ks[i]];
-      same = f + n < t && loose(f, t) == n && op_sequence(els, f, f + n) == lead && blocks[ks[i] - 1].second == f;
-    }
-    if (!same) continue;
-    // The block before the last repeat: the last of its kind in the stack is followed by the
-    // ops too. (A block of other work right after it, of a kind that runs once, may have
-    // taken them as its lead.)
-    size_t last = ks.back() - 1;
-    for (size_t k = ks.back(); k < stack_end; ++k)
-      if (sig[k] == sig[ks.back() - 1]) last = k;
-    const size_t after = blocks[last].second, next = last + 1 < blocks.size() ? blocks[last + 1].first : els.size();
-    const bool taken = next == after && last + 1 < blocks.size() && after + n < blocks[last + 1].second && of_kind.at(sig[last + 1]).size() == 1;
-    if ((after + n > next && !taken) || loose(after, after + n) != n || op_sequence(els, after, after + n) != lead) continue;
-    for (size_t i = 1; i < ks.size(); ++i) blocks[ks[i] - 1].second += n, blocks[ks[i]].first += n;
-    blocks[last].second += n;
-    if (taken) blocks[last + 1].first += n;
-  }
-}
-
-// Whether some other kind among `kinds` (distinct) is a variant of `kind`; not looked for
 // among very many kinds, where it would cost their square.
 bool has_variant(const std::map<std::string, int>& kinds, const std::string& kind) {
   if (kinds.size() > 256) return false;

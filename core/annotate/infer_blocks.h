@@ -27,8 +27,15 @@ size_t end_of_signature(const std::vector<Element>& els, size_t from, size_t to,
 // Back from `to` (not before `from`) over as many units and transposes as `sig` has: where a
 // run of that kind ending at `to` starts.
 size_t start_of_signature_tokens(const std::vector<Element>& els, size_t from, size_t to, std::string_view sig);
-// How many units and transposes a signature holds.
+// How many units and transposes a signature holds; how many units.
 size_t signature_tokens(std::string_view sig);
+size_t signature_units(std::string_view sig);
+// Whether a signature ends with a whole kind: its last tokens, not the tail of a token.
+bool ends_with_kind(std::string_view sig, std::string_view kind);
+// Weight units other than lookups (embeddings take ids: a loop over tables is no computation
+// repeated), or SIZE_MAX where the run holds an RNN cell (an unrolled loop's time step, which
+// no module wraps).
+size_t computing_weights(const std::vector<Element>& els, size_t from, size_t to);
 
 // Whether a kind of block is a conv and its BatchNorm alone, no activation after them: a
 // projection shortcut (a block's, when computed before the block's own units).
@@ -73,6 +80,7 @@ std::vector<Span> message_mlps(const std::vector<Element>& els, Span layer);
 // along the graph (a gather, a scatter or a concatenation) then transforms them with weights;
 // none where the layer is one such update.
 std::vector<Span> graph_updates(const std::vector<Element>& els, Span layer);
+// Where blocks begin and end (core/annotate/infer_block_edges.cpp).
 // The stem cut from a block that ends like another kind of block.
 void split_stem(const std::vector<Element>& els, std::vector<Span>& blocks, std::vector<std::string>& sig);
 // A block that is another kind of block repeated is those blocks.
