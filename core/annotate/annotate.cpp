@@ -57,9 +57,14 @@ Annotation annotate(const TraceModel& m, const AnnotateOptions& options, Progres
   std::vector<annot::IterWork> iters = annot::find_iterations(c, a);
   parallel_for(c.threads, iters.size(), [&](size_t i) {
     if (c.cancelled()) return;
-    Annotation scratch;  // find_phases writes no shared state
-    annot::find_phases(c, iters[i], scratch);
+    annot::find_phases(c, iters[i]);  // writes no shared state
   });
+  // Where neither a range nor a module frame says where the forward ends, the loss was placed
+  // by position, from its library op: said, since a composed loss is then partly forward.
+  if (std::any_of(iters.begin(), iters.end(), [](const annot::IterWork& w) { return w.loss_by_position; }))
+    a.notes.push_back("no forward or loss ranges and no nn.Module events: the loss is placed from its ops (a library loss op and the "
+                      "reshapes feeding it; written by hand, its log-likelihood or squared difference), and what a composed loss "
+                      "computes before them (masks, one-hot targets, similarities) counts as forward");
   annot::bound_phase_exits(c, iters);
   // Phases may also come from the program's own ranges ("backward"), with no autograd op.
   const auto has_backward_phase = [](const annot::IterWork& w) {

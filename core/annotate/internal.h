@@ -181,12 +181,13 @@ struct IterWork {
   std::vector<EventId> items;  // main items in [begin, end), by start
   std::vector<Segment> segments;
   std::vector<EventId> markers;  // phase markers (annotation ranges), not layers
+  bool loss_by_position = false;  // the loss was placed from its op, no range or module saying where
 };
 
 // Passes.
 void build_context(Context& c);
 std::vector<IterWork> find_iterations(Context& c, Annotation& a);
-void find_phases(Context& c, IterWork& w, Annotation& a);
+void find_phases(Context& c, IterWork& w);
 // After every step's phases: no phase's exit lasts longer than its shortest over the steps.
 void bound_phase_exits(const Context& c, std::vector<IterWork>& iters);
 // Layers and op nodes for every segment; fills node_of for op roots (and descendants later).

@@ -510,17 +510,27 @@ struct PhaseLabeler {
 
 }  // namespace
 
-void find_phases(Context& c, IterWork& w, Annotation&) {
+void find_phases(Context& c, IterWork& w) {
   PhaseLabeler p(c, w);
   p.gather();
   p.find_markers();
   p.drop_layer_ranges();
   p.by_identity_and_names();
   p.range_allocations();
+  const std::vector<int8_t> identified = p.lab;
   p.by_position();
   p.fill_gaps();
   p.serving_labels();
   p.make_segments();
+  // The forward's end is the program's where a range, a marker or a module frame labelled a
+  // forward or loss op (by_identity_and_names labels the forward only from those).
+  bool loss = false, said = false;
+  for (size_t i = 0; i < p.lab.size(); ++i) {
+    const bool fwd_or_loss = p.lab[i] == P(PhaseKind::Forward) || p.lab[i] == P(PhaseKind::Loss);
+    loss |= p.lab[i] == P(PhaseKind::Loss);
+    said |= fwd_or_loss && (p.named[i] || p.is_marker[i] || identified[i] == P(PhaseKind::Forward));
+  }
+  w.loss_by_position = loss && !said;
 }
 
 // A phase leaves through the same code every step, so its exit takes about as long in each.

@@ -156,6 +156,18 @@ TEST_CASE("phases: a row picked to gather by (a graph's edge_index[0]) at the fo
   // (A batch picked with nothing gathering by it stays data loading: the case above.)
 }
 
+TEST_CASE("phases: a loss placed by position, with no range or module saying where the forward ends, is said to be") {
+  BareRun r = bare_run(model({}));
+  auto says = [](const Annotation& a) {
+    return std::any_of(a.notes.begin(), a.notes.end(), [](const std::string& n) { return n.find("the loss is placed from its ops") != std::string::npos; });
+  };
+  CHECK(says(r.annotation));
+  // With the program's forward and loss ranges (the truth's) it is not placed by position.
+  LoadResult full = load_trace_bytes("truth.json", trace_of(model({})));
+  REQUIRE(full.model);
+  CHECK_FALSE(says(annotate(*full.model)));
+}
+
 TEST_CASE("phases: on a trace with no device, aten::to at the forward's start is a cast, not the end of data loading") {
   // A timestep embedding computed first: arange, a cast, exp, products, sin and cos.
   Mod root = model({});
