@@ -45,6 +45,12 @@ void draw_details(Viewer& v) {
     text_wrapped(v, m.path);  // a path cut where the line ends, not after each '.' of "../"
     ImGui::Text("%zu events on %zu tracks, %s", m.ev.size(), m.tracks.size(),
                 format_duration(m.time_end - m.time_begin).c_str());
+    // What the trace does not say and the annotation inferred instead, in words.
+    if (const Annotation* an = v.trace->annotation.get(); an && !an->notes.empty()) {
+      ImGui::Spacing();
+      ImGui::TextDisabled("Notes on the annotation:");
+      for (const std::string& n : an->notes) text_wrapped(v, "- " + n);
+    }
     ImGui::Spacing();
     ImGui::TextDisabled("Press ? for the keys and what the colours mean.");
     ImGui::PopTextWrapPos();
