@@ -61,6 +61,18 @@ std::string node_spelling(std::string_view n) {
 
 }  // namespace
 
+namespace {
+
+// Ops right below a forward op from which it is a composite running its steps as ops of their
+// own (a matmul's expand, bmm and views are a few; an RNN's steps, hundreds), and how many of
+// its subtree's ops are looked at.
+constexpr size_t kComposite = 16, kSubtree = 1 << 16;
+// How many of a plain op's own and its ops' spellings it is matched by (a composite's: the
+// distinct ones, up to kNames).
+constexpr uint32_t kOpNames = 16;
+
+}  // namespace
+
 ReverseOrderMatch::ReverseOrderMatch(Context& c, const IterWork& w) : c_(c) {
   for (const Segment& s : w.segments) {
     if (s.phase != PhaseKind::Forward) continue;
@@ -73,12 +85,30 @@ ReverseOrderMatch::ReverseOrderMatch(Context& c, const IterWork& w) : c_(c) {
       // Its children and theirs (aten::linear → aten::t, aten::addmm; aten::conv2d →
       // aten::convolution): the ops whose nodes it makes.
       std::vector<EventId> below = child_ops(c, r);
-      for (size_t k = 0; k < below.size() && below.size() < 12; ++k)
+      const bool composite = below.size() >= kComposite;
+      for (size_t k = 0; k < below.size() && below.size() < 12 && !composite; ++k)
         for (EventId g : child_ops(c, below[k])) below.push_back(g);
+      if (!composite) {
+        for (EventId e : below) {
+          if (f.n >= kOpNames) break;
+          f.kinds[f.n] = c.kind(e);
+          f.names[f.n++] = node_spelling(c.name(e));
+        }
+        f.capacity = f.n;
+        continue;
+      }
+      // A composite op that runs its steps as ops of their own (an RNN on the CPU: a linear,
+      // sigmoid, tanh and product per time step) makes a node per op it ran: its whole
+      // subtree, and the distinct spellings of its ops to match them by.
+      for (size_t k = 0; k < below.size() && below.size() < kSubtree; ++k)
+        for (EventId g : child_ops(c, below[k])) below.push_back(g);
+      f.capacity = uint32_t(below.size()) + 1;
       for (EventId e : below) {
         if (f.n >= kNames) break;
+        std::string spelled = node_spelling(c.name(e));
+        if (std::find(f.names, f.names + f.n, spelled) != f.names + f.n) continue;
         f.kinds[f.n] = c.kind(e);
-        f.names[f.n++] = node_spelling(c.name(e));
+        f.names[f.n++] = std::move(spelled);
       }
     }
   }
@@ -100,11 +130,11 @@ EventId ReverseOrderMatch::next(EventId backward_root) {
     if (by_kind && k == "other") break;
     for (size_t q = j_; q < fwd_.size() && q < j_ + 12; ++q) {
       Fwd& f = fwd_[q];
-      if (f.used >= f.n) continue;
+      if (f.used >= f.capacity) continue;
       const bool match = by_kind ? std::find(f.kinds, f.kinds + f.n, k) != f.kinds + f.n
                                  : std::find(f.names, f.names + f.n, spelled) != f.names + f.n;
       if (!match) continue;
-      j_ = ++f.used < f.n ? q : q + 1;
+      j_ = ++f.used < f.capacity ? q : q + 1;
       return f.root;
     }
   }

@@ -214,10 +214,11 @@ class ReverseOrderMatch {
   EventId next(EventId backward_root);  // its forward op root, or kNoEvent
 
  private:
-  static constexpr uint32_t kNames = 8;
+  static constexpr uint32_t kNames = 16;
   struct Fwd {
     EventId root = kNoEvent;
     uint32_t n = 0, used = 0;         // ops named; backward roots matched to it
+    uint32_t capacity = 0;            // how many it may take: n, or the ops a composite op ran
     std::string_view kinds[kNames];   // of the root and the ops below it
     std::string names[kNames];        // as their nodes spell them
   };

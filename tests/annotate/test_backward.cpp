@@ -1,6 +1,8 @@
 // Backward attribution: backward ops map to the forward layer the trace links them to.
 #include "helpers.h"
 
+#include "core/annotate/accuracy.h"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -274,4 +276,28 @@ TEST_CASE("hand-made trace without links: a node's function left beside its eval
   CHECK(path_of(a, events_named(*m, "autograd::engine::evaluate_function: NativeBatchNormBackward0").at(0)) ==
         "Backward/Model_0/BatchNorm2d_0/autograd::engine::evaluate_function: NativeBatchNormBackward0");
   CHECK(path_of(a, convs[1]) == "Backward/Model_0/Conv2d_0/autograd::engine::evaluate_function: ConvolutionBackward0");
+}
+
+// An LSTM on the CPU runs its time steps as ops of their own inside aten::lstm (a linear, the
+// gates' sigmoid and tanh, their products per step): its backward is hundreds of nodes, all
+// the LSTM's, matched to it by reverse order, not left with the op before them.
+TEST_CASE("reverse-order mapping: an RNN's backward nodes per time step are the RNN's") {
+  const std::string file = std::string(STRATA_TORCH2_DIR) + "/../corpus-cpu/lstm_lm.json.gz";
+  STRATA_SKIP_UNLESS(std::filesystem::exists(file), "tests/data/corpus-cpu is not here");
+  LoadResult full = load_trace(file);
+  REQUIRE(full.model);
+  LoadResult bare = load_trace_bytes("bare", strip_events(*full.model, kStripTruthRanges));
+  REQUIRE(bare.model);
+  const Annotation a = annotate(*bare.model);
+  CHECK(a.backward_mapped_links == 0);
+  CHECK(mapped_share(a) >= 0.9);
+  // The backward phase's costliest layer is the LSTM's twin.
+  const AnnotationTree& t = a.tree;
+  NodeId top = kNoNode;
+  for (NodeId i = 0; i < t.size(); ++i)
+    if (t.kind[i] == NodeKind::Layer && t.phase[i] == PhaseKind::Backward && t.first_child(i) != kNoNode &&
+        t.kind[t.first_child(i)] == NodeKind::Op && (top == kNoNode || t.duration(i) > t.duration(top)))
+      top = i;
+  REQUIRE(top != kNoNode);
+  CHECK(std::string(t.name_of(top)).starts_with("LSTM"));
 }
