@@ -3,8 +3,8 @@
 the agent -- strata_fake_agent, or strata_sim_job, the real agent over the CUPTI simulator --
 and `strata view --attach PID --duration 3 --focus "Iteration 3"` records from it under
 xvfb-run, saving a screenshot mid-recording and one after the final load. Asserts that the
-selection and the zoomed range (SPAN_MIN_MS..SPAN_MAX_MS, the job's iteration) survive the live
-re-reads and the final load, and on image statistics (never exact pixels). Exit 77 (skipped)
+selection and the zoomed range (about SPAN_MIN_MS..SPAN_MAX_MS, the job's iteration; longer on a
+loaded machine, never the whole recording) survive the live re-reads and the final load, and on image statistics (never exact pixels). Exit 77 (skipped)
 without xvfb-run or OpenGL 3.3.
 Usage: attach_screenshot_test.py STRATA OUT_DIR NAME SPAN_MIN_MS SPAN_MAX_MS -- JOB ARGS..."""
 import json, os, shutil, subprocess, sys, tempfile
@@ -49,7 +49,11 @@ layout = json.load(open(dump))
 # Selected on the first live view; still selected, and still zoomed to it, after every re-read.
 assert layout["selected"] == "Iteration 3", layout["selected"]
 span_ms = (layout["view_t1"] - layout["view_t0"]) / 1e6
-assert span_min < span_ms < span_max, span_ms
+# The job's iteration lasts about SPAN_MIN..SPAN_MAX; on a loaded machine it runs longer, so past
+# SPAN_MAX the view need only still be zoomed in: well under the 3 s recorded (reset, it shows all).
+if span_ms >= span_max:
+    print(f"the job's iteration ran long ({span_ms:.2f} ms): a loaded machine")
+assert span_min < span_ms < max(span_max, 300.0), span_ms
 assert any(s.startswith("GPU") for s in layout["sections"]), layout["sections"]
 img = layout["image"]
 assert img["distinct_colours"] >= 30, img
