@@ -125,17 +125,24 @@ EventId ReverseOrderMatch::next(EventId backward_root) {
   if (again || k == "accumulate_grad") return kNoEvent;
   // The op of the node's own spelling first (PowBackward0 an aten::pow), else one of its kind;
   // a forward op makes at most one node per op it runs: past that, matching moves on.
+  // Past a weight op not yet matched (its parameters make nodes: it has some to come), only a
+  // node of an op's own spelling matches: one of an op it runs inside (a view, a transpose)
+  // says too little to skip it.
   const std::string spelled = node_spelling(n);
   for (int by_kind = 0; by_kind < 2; ++by_kind) {
     if (by_kind && k == "other") break;
+    bool past_weights = false;
     for (size_t q = j_; q < fwd_.size() && q < j_ + 12; ++q) {
       Fwd& f = fwd_[q];
       if (f.used >= f.capacity) continue;
+      const bool own = !by_kind && f.names[0] == spelled;
       const bool match = by_kind ? std::find(f.kinds, f.kinds + f.n, k) != f.kinds + f.n
                                  : std::find(f.names, f.names + f.n, spelled) != f.names + f.n;
-      if (!match) continue;
-      j_ = ++f.used < f.capacity ? q : q + 1;
-      return f.root;
+      if (match && (own || !past_weights)) {
+        j_ = ++f.used < f.capacity ? q : q + 1;
+        return f.root;
+      }
+      past_weights |= f.used == 0 && is_weight_op(c_.name(f.root));
     }
   }
   return kNoEvent;

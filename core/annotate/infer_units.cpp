@@ -725,4 +725,9 @@ namespace strata::annot {
 
 bool is_shape_op(std::string_view n) { return infer::role_of(n) == infer::Role::Shape; }
 
+bool is_weight_op(std::string_view n) {
+  const infer::Role r = infer::role_of(n);
+  return r == infer::Role::Weight || (r == infer::Role::Norm && n != "aten::addcmul");
+}
+
 }  // namespace strata::annot

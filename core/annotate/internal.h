@@ -267,6 +267,7 @@ bool is_parametric(std::string_view n);
 bool is_optimizer_like(std::string_view n);
 bool is_backward_name(std::string_view n);
 bool is_shape_op(std::string_view n);  // moves or reshapes a tensor, computes nothing (view, transpose, squeeze_)
+bool is_weight_op(std::string_view n);  // a module's weight op or norm (conv, linear, embedding, LSTM, LayerNorm); no matmul
 std::string_view strip_prefix(std::string_view s, std::string_view p);
 std::string lower(std::string_view s);  // ASCII lower case
 
