@@ -106,6 +106,7 @@ bool read_manifest(const std::string& dir, std::vector<Entry>& out) {
 struct Row {
   std::string split;
   strata::AccuracyScore s;
+  double backward_mapped = -1;  // share of backward ops placed under a forward layer; -1: none
 };
 
 double median(std::vector<double> v) {
@@ -115,10 +116,11 @@ double median(std::vector<double> v) {
 }
 
 // "median 97.10 min 80.00, 30/35 >= 95.00" over the figures that exist (>= 0).
-std::string figure_line(const std::vector<Row>& rows, double (*get)(const strata::AccuracyScore&), double goal) {
+template <class Get>
+std::string figure_line(const std::vector<Row>& rows, Get get, double goal) {
   std::vector<double> v;
   for (const Row& r : rows)
-    if (double x = get(r.s); x >= 0) v.push_back(x);
+    if (double x = get(r); x >= 0) v.push_back(x);
   if (v.empty()) return "-";
   size_t meet = size_t(std::count_if(v.begin(), v.end(), [&](double x) { return x >= goal - 1e-9; }));
   return strata::strprintf("median %6.2f min %6.2f, %zu/%zu >= %.0f", 100 * median(v), 100 * *std::min_element(v.begin(), v.end()), meet,
@@ -202,7 +204,9 @@ int main(int argc, char** argv) {
       if (s.leaf_ops_unmatched)
         std::printf("    (%llu of %llu leaf ops not found in the annotated trace)\n", static_cast<unsigned long long>(s.leaf_ops_unmatched),
                     static_cast<unsigned long long>(s.leaf_ops));
-      if (way.strip == (strata::kStripTruthRanges | strata::kStripModules | strata::kStripStacks)) rows.push_back({en.split, s});
+      if (way.strip == (strata::kStripTruthRanges | strata::kStripModules | strata::kStripStacks))
+        rows.push_back({en.split, s,
+                        a.backward_ops ? double(a.backward_mapped_links + a.backward_mapped_order) / double(a.backward_ops) : -1.0});
     }
   }
   // Per split (the bare annotations): each figure's median and minimum, and how many meet its goal.
@@ -211,13 +215,12 @@ int main(int argc, char** argv) {
   for (const auto& [name, v] : splits) {
     size_t below = size_t(std::count_if(v.begin(), v.end(), [](const Row& r) { return r.s.below_trivial(); }));
     std::printf("\n%s (%zu models, bare):\n", name == "-" ? "no split" : name.c_str(), v.size());
-    std::printf("  phase agreement  %s\n", figure_line(v, [](const strata::AccuracyScore& s) { return s.phase_agreement; }, 0.99).c_str());
-    std::printf("  leaf F1          %s; below trivial: %zu\n",
-                figure_line(v, [](const strata::AccuracyScore& s) { return s.leaf_f1; }, 0.95).c_str(), below);
-    std::printf("  block recall     %s\n",
-                figure_line(v, [](const strata::AccuracyScore& s) { return s.blocks ? s.block_recall : -1.0; }, 0.9).c_str());
-    std::printf("  node precision   %s\n",
-                figure_line(v, [](const strata::AccuracyScore& s) { return s.nodes ? s.node_precision : -1.0; }, 0.9).c_str());
+    std::printf("  phase agreement  %s\n", figure_line(v, [](const Row& r) { return r.s.phase_agreement; }, 0.99).c_str());
+    std::printf("  leaf F1          %s; below trivial: %zu\n", figure_line(v, [](const Row& r) { return r.s.leaf_f1; }, 0.95).c_str(), below);
+    std::printf("  block recall     %s\n", figure_line(v, [](const Row& r) { return r.s.blocks ? r.s.block_recall : -1.0; }, 0.9).c_str());
+    std::printf("  node precision   %s\n", figure_line(v, [](const Row& r) { return r.s.nodes ? r.s.node_precision : -1.0; }, 0.9).c_str());
+    // Backward ops under a forward layer: by the trace's links, else by reverse op order.
+    std::printf("  backward mapped  %s\n", figure_line(v, [](const Row& r) { return r.backward_mapped; }, 0.95).c_str());
   }
   std::printf("\n%.2f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   return rc;
