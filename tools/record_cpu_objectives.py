@@ -31,7 +31,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import record_cpu_heldout as rh  # noqa: E402  (imports record_cpu_corpus: 1 thread, torch)
-from record_cpu_corpus import randint, randn  # noqa: E402
+from record_cpu_corpus import conv_bn_relu, randint, randn  # noqa: E402
 
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
@@ -41,17 +41,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(os.path.dirname(HERE), "tests", "data")
 
 
-def conv_bn_act(cin, cout, stride=1):
-    return nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
-
-
 # ---------------------------------------------------------------------------------------
 # a one-stage detector: focal loss and smooth L1 on the positive anchors (RetinaNet's)
 
 class TinyDetector(nn.Module):
     def __init__(self, classes=4, anchors=3):
         super().__init__()
-        self.backbone = nn.Sequential(conv_bn_act(3, 16, 2), conv_bn_act(16, 32, 2), conv_bn_act(32, 32))
+        self.backbone = nn.Sequential(conv_bn_relu(3, 16, s=2), conv_bn_relu(16, 32, s=2), conv_bn_relu(32, 32))
         self.cls_head = nn.Conv2d(32, anchors * classes, 3, padding=1)
         self.box_head = nn.Conv2d(32, anchors * 4, 3, padding=1)
         self.classes = classes
@@ -99,7 +95,7 @@ def b_detector():
 class SimCLR(nn.Module):
     def __init__(self):
         super().__init__()
-        self.encoder = nn.Sequential(conv_bn_act(3, 16, 2), conv_bn_act(16, 32, 2), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+        self.encoder = nn.Sequential(conv_bn_relu(3, 16, s=2), conv_bn_relu(16, 32, s=2), nn.AdaptiveAvgPool2d(1), nn.Flatten())
         self.projector = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 32))
 
     def forward(self, x1, x2):
@@ -159,11 +155,11 @@ def b_vae():
 class SmallUNet(nn.Module):
     def __init__(self, classes=3):
         super().__init__()
-        self.enc1 = nn.Sequential(conv_bn_act(3, 16), conv_bn_act(16, 16))
-        self.enc2 = nn.Sequential(conv_bn_act(16, 32), conv_bn_act(32, 32))
+        self.enc1 = nn.Sequential(conv_bn_relu(3, 16), conv_bn_relu(16, 16))
+        self.enc2 = nn.Sequential(conv_bn_relu(16, 32), conv_bn_relu(32, 32))
         self.pool = nn.MaxPool2d(2)
         self.up = nn.ConvTranspose2d(32, 16, 2, 2)
-        self.dec = nn.Sequential(conv_bn_act(32, 16), conv_bn_act(16, 16))
+        self.dec = nn.Sequential(conv_bn_relu(32, 16), conv_bn_relu(16, 16))
         self.out = nn.Conv2d(16, classes, 1)
 
     def forward(self, x):
@@ -225,7 +221,7 @@ def b_lm_smoothing():
 class EmbedNet(nn.Module):
     def __init__(self):
         super().__init__()
-        self.features = nn.Sequential(conv_bn_act(3, 16, 2), conv_bn_act(16, 32, 2), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+        self.features = nn.Sequential(conv_bn_relu(3, 16, s=2), conv_bn_relu(16, 32, s=2), nn.AdaptiveAvgPool2d(1), nn.Flatten())
         self.embed = nn.Linear(32, 16)
 
     def forward(self, a, p, n):
@@ -280,7 +276,7 @@ def b_multitask():
 class Student(nn.Module):
     def __init__(self, width=16):
         super().__init__()
-        self.features = nn.Sequential(conv_bn_act(3, width, 2), conv_bn_act(width, 2 * width, 2), nn.AdaptiveAvgPool2d(1),
+        self.features = nn.Sequential(conv_bn_relu(3, width, s=2), conv_bn_relu(width, 2 * width, s=2), nn.AdaptiveAvgPool2d(1),
                                       nn.Flatten())
         self.fc = nn.Linear(2 * width, 10)
 
@@ -312,7 +308,7 @@ def b_distill():
 class TwoTowers(nn.Module):
     def __init__(self, vocab=200, d=32):
         super().__init__()
-        self.image = nn.Sequential(conv_bn_act(3, 16, 2), conv_bn_act(16, 32, 2), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+        self.image = nn.Sequential(conv_bn_relu(3, 16, s=2), conv_bn_relu(16, 32, s=2), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
                                    nn.Linear(32, d))
         self.tokens = nn.EmbeddingBag(vocab, d, mode="mean")
         self.text = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, d))

@@ -59,17 +59,10 @@ std::string node_spelling(std::string_view n) {
   return out;
 }
 
-}  // namespace
-
-namespace {
-
 // Ops right below a forward op from which it is a composite running its steps as ops of their
 // own (a matmul's expand, bmm and views are a few; an RNN's steps, hundreds), and how many of
 // its subtree's ops are looked at.
 constexpr size_t kComposite = 16, kSubtree = 1 << 16;
-// How many of a plain op's own and its ops' spellings it is matched by (a composite's: the
-// distinct ones, up to kNames).
-constexpr uint32_t kOpNames = 16;
 
 }  // namespace
 
@@ -90,7 +83,7 @@ ReverseOrderMatch::ReverseOrderMatch(Context& c, const IterWork& w) : c_(c) {
         for (EventId g : child_ops(c, below[k])) below.push_back(g);
       if (!composite) {
         for (EventId e : below) {
-          if (f.n >= kOpNames) break;
+          if (f.n >= kNames) break;
           f.kinds[f.n] = c.kind(e);
           f.names[f.n++] = node_spelling(c.name(e));
         }

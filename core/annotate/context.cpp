@@ -59,6 +59,10 @@ bool is_factory_op(std::string_view n) {
   return std::find(names.begin(), names.end(), n) != names.end();
 }
 
+bool is_gather_op(std::string_view n) {
+  return n == "aten::index_select" || n == "aten::gather" || n == "aten::index" || n == "aten::take_along_dim";
+}
+
 bool is_data_movement(std::string_view n) {
   static constexpr std::array<std::string_view, 22> names = {
       "to",    "_to_copy", "copy_",  "lift_fresh", "view",      "pin_memory", "_pin_memory", "contiguous",

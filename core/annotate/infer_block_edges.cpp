@@ -267,14 +267,15 @@ void close_with_output_ops(const std::vector<Element>& els, std::vector<Span>& b
     if (count.empty()) continue;
     const std::string& common = std::max_element(count.begin(), count.end(), [](auto& x, auto& y) { return x.second < y.second; })->first;
     std::vector<size_t> ks;
-    for (size_t i = 0; i <= all.size(); ++i) {
-      if (i < all.size() && !ks.empty() && leads[i] == common && blocks[all[i] - 1].second == blocks[all[i]].first) {
-        ks.push_back(all[i]);
-        continue;
-      }
-      if (ks.size() >= 2) stacks.push_back({ks, i < all.size() ? all[i] : blocks.size()});
-      ks.assign(i < all.size() ? 1 : 0, i < all.size() ? all[i] : 0);
+    auto close_stack = [&](size_t end) {
+      if (ks.size() >= 2) stacks.push_back({ks, end});
+      ks.clear();
+    };
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (ks.empty() || leads[i] != common || blocks[all[i] - 1].second != blocks[all[i]].first) close_stack(all[i]);
+      ks.push_back(all[i]);
     }
+    close_stack(blocks.size());
   }
   for (auto& [ks, stack_end] : stacks) {
     const size_t n = loose(blocks[ks[1]].first, blocks[ks[1]].second);
@@ -282,12 +283,9 @@ void close_with_output_ops(const std::vector<Element>& els, std::vector<Span>& b
     const std::string lead = op_sequence(els, blocks[ks[1]].first, blocks[ks[1]].first + n);
     const auto [first_f, first_t] = blocks[ks.front()];
     if (loose(first_f, first_t) >= n && op_sequence(els, first_f, first_f + n) == lead) continue;  // every block's own
-    bool same = true;
-    for (size_t i = 1; i < ks.size() && same; ++i) {
-      const auto [f, t] = blocks[ks[i]];
-      same = f + n < t && loose(f, t) == n && op_sequence(els, f, f + n) == lead && blocks[ks[i] - 1].second == f;
-    }
-    if (!same) continue;
+    // (The stack's later repeats share that lead and follow the block before them, by how the
+    // stacks were made: each needs only units after it.)
+    if (std::any_of(ks.begin() + 1, ks.end(), [&](size_t k) { return blocks[k].first + n >= blocks[k].second; })) continue;
     // The block before the last repeat: the last of its kind in the stack is followed by the
     // ops too. (A block of other work right after it, of a kind that runs once, may have
     // taken them as its lead.)

@@ -170,6 +170,10 @@ void open_at_norms(const std::vector<Element>& els, std::vector<Span>& blocks) {
 
 }  // namespace
 
+bool sums_back(const std::vector<Element>& els, size_t from, size_t to) {
+  return std::any_of(els.begin() + long(from), els.begin() + long(to), [](const Element& e) { return !e.unit && (e.role == Role::Add || e.role == Role::Merge); });
+}
+
 bool upsamples(const Element& e) {
   return e.unit && (e.role == Role::Resample || e.op.find("conv_transpose") != std::string_view::npos);
 }

@@ -44,6 +44,9 @@ inline bool projection_shortcut(const std::string& kind) { return kind == kProje
 // Whether `kind` is `plain` with a projection shortcut (a conv and its norm) somewhere in it.
 bool with_projection(const std::string& kind, const std::string& plain);
 
+// Whether els[from, to) joins branches: a loose sum or concatenation.
+bool sums_back(const std::vector<Element>& els, size_t from, size_t to);
+
 // Whether the model normalises before its weight ops (pre-activation) rather than after them;
 // with a kind, before its weight ops of that kind (a CNN's convs beside a transformer's layers).
 bool normalises_first(const std::vector<Element>& els, std::string_view weight_kind = {});

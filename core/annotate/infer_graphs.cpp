@@ -20,7 +20,7 @@ bool is_scatter(const Element& e) {
 }
 
 // Takes the features of each edge's nodes.
-bool is_gather(const Element& e) { return !e.unit && (e.op == "aten::index" || e.op == "aten::index_select" || e.op == "aten::gather"); }
+bool is_gather(const Element& e) { return !e.unit && is_gather_op(e.op); }
 
 }  // namespace
 

@@ -364,9 +364,7 @@ void LayerMaker::stages(const std::vector<Element>& els, NodeId parent, const st
   // and MnasNet's first block of a stack) opens a stage too, where a third of the blocks or
   // more add back (stages of two blocks, the first changing the shape: half of them).
   std::vector<uint8_t> adds_back(nodes.size());
-  for (size_t k = 0; k < nodes.size(); ++k)
-    adds_back[k] = std::any_of(els.begin() + long(layers[k].first), els.begin() + long(layers[k].second),
-                           [](const Element& e) { return !e.unit && (e.role == Role::Add || e.role == Role::Merge); });
+  for (size_t k = 0; k < nodes.size(); ++k) adds_back[k] = sums_back(els, layers[k].first, layers[k].second);
   const bool many_join = 3 * size_t(std::count(adds_back.begin(), adds_back.end(), 1)) >= nodes.size();
   std::vector<uint8_t> between(nodes.size());
   std::vector<std::pair<size_t, size_t>> runs;  // [first layer, last layer + 1)

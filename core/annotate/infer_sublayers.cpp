@@ -27,12 +27,9 @@ void LayerMaker::residual_branch(const std::vector<Element>& els, size_t f, size
   auto own_dropout = [&](size_t j) {  // a dropout module on F's last unit
     return !random_mask(els[j]) && j > f && els[j - 1].unit;
   };
-  auto trim_scales = [&] {
-    while (end > f && ((els[end - 1].unit && els[end - 1].role == Role::Dropout && !own_dropout(end - 1)) ||
-                       (!els[end - 1].unit && els[end - 1].role != Role::Shape)))
-      --end;
-  };
-  trim_scales();
+  while (end > f && ((els[end - 1].unit && els[end - 1].role == Role::Dropout && !own_dropout(end - 1)) ||
+                     (!els[end - 1].unit && els[end - 1].role != Role::Shape)))
+    --end;
   // A conv and its BatchNorm that another conv follows at once is the projection shortcut,
   // computed first (an activation would follow a conv of F): F starts after it.
   auto is = [&](size_t j, std::string_view kind) { return j < end && els[j].unit && els[j].kind == kind; };

@@ -329,23 +329,20 @@ std::vector<Span> repeated_mlps(const std::vector<Element>& els, const std::vect
 
 void last_block_without_sum(const std::vector<Element>& els, std::vector<Span>& blocks, std::vector<std::string>& sig) {
   if (blocks.empty()) return;
-  auto sums = [&](size_t f, size_t t) {
-    return std::any_of(els.begin() + long(f), els.begin() + long(t), [](const Element& x) { return !x.unit && (x.role == Role::Add || x.role == Role::Merge); });
-  };
   // Recurring kinds that have a block summing nothing back (a stack's first, changing the width).
   std::map<std::string, int> count;
   std::set<std::string> without_sum;
   for (size_t k = 0; k < blocks.size(); ++k) {
     ++count[sig[k]];
-    if (!sums(blocks[k].first, blocks[k].second)) without_sum.insert(sig[k]);
+    if (!sums_back(els, blocks[k].first, blocks[k].second)) without_sum.insert(sig[k]);
   }
   const size_t from = blocks.back().second;
   std::string kind;
   size_t end = 0;
   for (const auto& [k, n] : count) {  // the longest recurring kind that runs next
-    if (n < 2 || !without_sum.contains(k) || std::count(k.begin(), k.end(), ',') < 2 || k.size() <= kind.size()) continue;  // two units or more
+    if (n < 2 || !without_sum.contains(k) || signature_units(k) < 2 || k.size() <= kind.size()) continue;
     const size_t e = end_of_signature(els, from, els.size(), k);
-    if (e == SIZE_MAX || sums(from, e) || std::none_of(els.begin() + long(e), els.end(), [](const Element& x) { return x.unit; })) continue;
+    if (e == SIZE_MAX || sums_back(els, from, e) || std::none_of(els.begin() + long(e), els.end(), [](const Element& x) { return x.unit; })) continue;
     // An activation right after it would take its last norm: the run would end inside a step.
     const size_t next = past_views(els, e, els.size());
     if (next < els.size() && els[next].unit && els[next].role == Role::Activation) continue;

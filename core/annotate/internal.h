@@ -263,6 +263,7 @@ inline bool left_beside_by_rounding(Ns before_end, Ns begin, Ns end) {
 bool is_loss_op(std::string_view n);
 bool is_factory_op(std::string_view n);  // makes a tensor from constants or a shape (full, ones_like, arange)
 bool is_data_movement(std::string_view n);
+bool is_gather_op(std::string_view n);  // reads rows by index (index_select, gather, index)
 bool is_parametric(std::string_view n);
 bool is_optimizer_like(std::string_view n);
 bool is_backward_name(std::string_view n);

@@ -294,9 +294,6 @@ struct PhaseLabeler {
         }
         return false;
       };
-      auto gathers = [](std::string_view op) {
-        return op == "aten::index_select" || op == "aten::gather" || op == "aten::index" || op == "aten::take_along_dim";
-      };
       auto view = [&](size_t i) {
         i = parent(i);
         size_t after = i + 1;
@@ -305,7 +302,7 @@ struct PhaseLabeler {
         if (!name(i).starts_with("aten::")) return false;
         // Picking a row that the next op gathers by (a graph's edge_index[0] before its
         // index_select) makes indices for the model, no batch.
-        if ((op == "select" || op == "slice") && after < n && gathers(name(after))) return true;
+        if ((op == "select" || op == "slice") && after < n && is_gather_op(name(after))) return true;
         if (op == "select") return i > 0 && name(parent(i - 1)) == "aten::slice";
         if (op == "slice") return after < n && (name(after) == "aten::select" || slices_again(i));
         if (op == "cat") return slices_again(i);  // the input joined to a state the model carries
