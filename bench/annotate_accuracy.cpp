@@ -24,7 +24,8 @@
 // when the trace has kernels, where it is compared with the kernels' F1, shown beside it),
 // block recall (repeated non-leaf module calls some layer holds exactly; how many blocks),
 // node precision (layers of two or more ops that are one call or a run of sibling calls; how
-// many layers) and a flag where the compared F1 is below the trivial one. Then, per split,
+// many layers), the share of backward ops placed under a forward layer (by the trace's links, else
+// by reverse op order) and a flag where the compared F1 is below the trivial one. Then, per split,
 // the median and the minimum of each figure and how many models meet each goal. `--ways`
 // adds rows annotated with the nn.Module frames kept ("modules") and with nothing stripped
 // ("visible"). `--dump` prints each trace's first forward, a leaf op a line: the op, its
@@ -159,10 +160,10 @@ int main(int argc, char** argv) {
                             STRATA_CORPUS_DIR "-variants2", STRATA_CORPUS_DIR "-objectives", STRATA_CORPUS_DIR "-fresh"})
       if (std::filesystem::is_directory(dir) && !read_manifest(dir, entries)) rc = 1;
   }
-  std::printf("%-42s %-12s %-7s %-7s %7s %7s %7s %-5s %7s %5s %7s %5s %s\n", "model", "family", "split", "way", "phase%", "leafF1",
-              "kernF1", "triv/", "trivial", "", "blocks", "", "nodes");
-  std::printf("%-42s %-12s %-7s %-7s %7s %7s %7s %-5s %7s %5s %7s %5s %s\n", "", "", "", "", "", "", "", "over", "", "n", "recall%", "n",
-              "precision%");
+  std::printf("%-42s %-12s %-7s %-7s %7s %7s %7s %-5s %7s %5s %7s %5s %7s %7s\n", "model", "family", "split", "way", "phase%", "leafF1",
+              "kernF1", "triv/", "trivial", "", "blocks", "", "nodes", "bwd");
+  std::printf("%-42s %-12s %-7s %-7s %7s %7s %7s %-5s %7s %5s %7s %5s %7s %7s\n", "", "", "", "", "", "", "", "over", "", "n", "recall%", "n",
+              "prec%", "mapped%");
   std::vector<Row> rows;
   for (const Entry& en : entries) {
     strata::LoadResult full = strata::load_trace(en.path);
@@ -195,18 +196,19 @@ int main(int argc, char** argv) {
       strata::Annotation a = strata::annotate(m);
       strata::AccuracyScore s = strata::score_against(m, a, truth);
       const std::string blocks = s.blocks ? pct(s.block_recall) : "-", nodes = s.nodes ? pct(s.node_precision) : "-";
-      std::printf("%-42s %-12s %-7s %-7s %7s %7s %7s %-5s %7s %5llu %7s %5llu %7s%s\n", en.name.c_str(), en.family.c_str(),
+      const double mapped =
+          a.backward_ops ? double(a.backward_mapped_links + a.backward_mapped_order) / double(a.backward_ops) : -1.0;
+      std::printf("%-42s %-12s %-7s %-7s %7s %7s %7s %-5s %7s %5llu %7s %5llu %7s %7s%s\n", en.name.c_str(), en.family.c_str(),
                   en.split.c_str(), way.name, pct(s.phase_agreement).c_str(), pct(s.leaf_f1).c_str(),
                   s.baseline_over_kernels ? pct(s.layer_f1).c_str() : "-", s.baseline_over_kernels ? "kern" : "ops",
                   pct(s.baseline_f1).c_str(), static_cast<unsigned long long>(s.blocks), blocks.c_str(),
-                  static_cast<unsigned long long>(s.nodes), nodes.c_str(), s.below_trivial() ? "  BELOW TRIVIAL" : "");
+                  static_cast<unsigned long long>(s.nodes), nodes.c_str(), pct(mapped).c_str(), s.below_trivial() ? "  BELOW TRIVIAL" : "");
       if (dump) std::printf("%s", strata::truth_dump(m, a, truth, 0).c_str());
       if (s.leaf_ops_unmatched)
         std::printf("    (%llu of %llu leaf ops not found in the annotated trace)\n", static_cast<unsigned long long>(s.leaf_ops_unmatched),
                     static_cast<unsigned long long>(s.leaf_ops));
       if (way.strip == (strata::kStripTruthRanges | strata::kStripModules | strata::kStripStacks))
-        rows.push_back({en.split, s,
-                        a.backward_ops ? double(a.backward_mapped_links + a.backward_mapped_order) / double(a.backward_ops) : -1.0});
+        rows.push_back({en.split, s, mapped});
     }
   }
   // Per split (the bare annotations): each figure's median and minimum, and how many meet its goal.

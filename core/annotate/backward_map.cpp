@@ -5,7 +5,7 @@
 // subtree; each forward op maps to the innermost forward layer holding it (the layer of the
 // node of its op root, or of the op inside a compiled graph's container), the loss's forward
 // ops to a "Loss" layer; of several, the deepest layer wins. With no link in a backward
-// segment, backward ops are matched to forward ops in reverse order by op kind.
+// segment, backward ops are matched to the forward's and the loss's ops in reverse order by op kind.
 //
 // Ops with no forward op (AccumulateGrad: a gradient added into a parameter; the engine's own
 // ops; DDP's bucket copies) follow the backward op before them on the same thread, and count
@@ -67,8 +67,9 @@ constexpr size_t kComposite = 16, kSubtree = 1 << 16;
 }  // namespace
 
 ReverseOrderMatch::ReverseOrderMatch(Context& c, const IterWork& w) : c_(c) {
+  // The loss's ops too: their nodes are the backward's first (a composed loss makes many).
   for (const Segment& s : w.segments) {
-    if (s.phase != PhaseKind::Forward) continue;
+    if (s.phase != PhaseKind::Forward && s.phase != PhaseKind::Loss) continue;
     for (EventId r : s.items) {
       if (!c.is_root(r)) continue;
       Fwd& f = fwd_.emplace_back();

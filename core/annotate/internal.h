@@ -202,7 +202,7 @@ void find_shared_inputs(Context& c, const std::vector<IterWork>& iters);
 // engine's other nodes (torch::autograd::…) and ops, DDP's bucket copies.
 bool has_forward_op(std::string_view n);
 
-// Backward op roots matched to the forward op roots they differentiate where the trace has no
+// Backward op roots matched to the forward (and loss) op roots they differentiate where the trace has no
 // links: the engine runs an iteration's autograd nodes in the reverse of their forward order,
 // so in reverse order, by the op the node is named for (PowBackward0, aten::pow) or else by op
 // kind (a forward op makes one node per op it runs: its root's and those below it), within a

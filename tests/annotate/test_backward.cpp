@@ -306,3 +306,28 @@ TEST_CASE("reverse-order mapping: an RNN's backward nodes per time step are the 
     CHECK(std::string(t.name_of(top)).starts_with("LSTM"));
   }
 }
+
+// A composed loss (label smoothing, a focal term, a VAE's ELBO) makes many autograd nodes, the
+// backward's first: matched to the loss's ops in reverse order, they are the loss's ("Loss" in
+// the backward), and the forward's nodes after them keep their place.
+TEST_CASE("reverse-order mapping: a composed loss's backward nodes are the loss's") {
+  const std::string dir = std::string(STRATA_TORCH2_DIR) + "/../corpus-cpu-objectives";
+  STRATA_SKIP_UNLESS(std::filesystem::exists(dir), "tests/data/corpus-cpu-objectives is not here");
+  for (const char* model : {"focal_detector", "vae_elbo", "lm_label_smoothing", "bpr_mf", "uncertainty_multitask"}) {
+    CAPTURE(model);
+    LoadResult full = load_trace(dir + "/" + model + ".json.gz");
+    REQUIRE(full.model);
+    LoadResult bare = load_trace_bytes("bare", strip_events(*full.model, kStripTruthRanges));
+    REQUIRE(bare.model);
+    const Annotation a = annotate(*bare.model);
+    CHECK(a.backward_mapped_links == 0);
+    CHECK(mapped_share(a) >= 0.95);
+    // The backward's loss layer holds the loss's nodes: more than its library op's one.
+    const AnnotationTree& t = a.tree;
+    size_t loss_ops = 0;
+    for (NodeId i = 0; i < t.size(); ++i)
+      if (t.kind[i] == NodeKind::Layer && t.phase[i] == PhaseKind::Backward && t.name_of(i) == "Loss")
+        for (NodeId k = t.first_child(i); k != kNoNode; k = t.next_sibling(k)) loss_ops += t.kind[k] == NodeKind::Op;
+    CHECK(loss_ops >= 2 * a.iterations.size());
+  }
+}
