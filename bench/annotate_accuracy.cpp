@@ -10,8 +10,9 @@
 // tests/data/corpus-cpu-variants (variants of those families as their reference code writes
 // them, recorded after the rules, measured once, then tuned on), of
 // tests/data/corpus-cpu-variants2 (more of them, for tuning), of tests/data/corpus-cpu-objectives
-// (training objectives written by hand or composed, for tuning) and of tests/data/corpus-cpu-fresh
-// (more variants, the check). A directory is a
+// (training objectives written by hand or composed, for tuning), of tests/data/corpus-cpu-fresh
+// (more variants, the check) and of tests/data/corpus-cpu-backward (models of those with their
+// autograd sequence numbers: the backward's truth). A directory is a
 // corpus with a manifest.json (per model: file, family, split, modules with hid, path, class);
 // splits are reported per corpus.
 //
@@ -25,7 +26,8 @@
 // block recall (repeated non-leaf module calls some layer holds exactly; how many blocks),
 // node precision (layers of two or more ops that are one call or a run of sibling calls; how
 // many layers), the share of backward ops placed under a forward layer (by the trace's links, else
-// by reverse op order) and a flag where the compared F1 is below the trivial one. Then, per split,
+// by reverse op order); where the trace has links, the share of the backward ops they place that
+// the reverse op order, with them stripped, puts under the same forward layer; and a flag where the compared F1 is below the trivial one. Then, per split,
 // the median and the minimum of each figure and how many models meet each goal. `--ways`
 // adds rows annotated with the nn.Module frames kept ("modules") and with nothing stripped
 // ("visible"). `--dump` prints each trace's first forward, a leaf op a line: the op, its
@@ -108,6 +110,7 @@ struct Row {
   std::string split;
   strata::AccuracyScore s;
   double backward_mapped = -1;  // share of backward ops placed under a forward layer; -1: none
+  double backward_order = -1;   // with links in the trace: the share reverse op order places as they do
 };
 
 double median(std::vector<double> v) {
@@ -157,13 +160,14 @@ int main(int argc, char** argv) {
       entries.push_back({n, std::string(STRATA_TORCH2_DIR) + "/" + n, "torch2", "-", {}});
     if (!read_manifest(STRATA_CORPUS_DIR, entries)) rc = 1;
     for (const char* dir : {STRATA_CORPUS_DIR "-modern", STRATA_CORPUS_DIR "-families", STRATA_CORPUS_DIR "-heldout", STRATA_CORPUS_DIR "-variants",
-                            STRATA_CORPUS_DIR "-variants2", STRATA_CORPUS_DIR "-objectives", STRATA_CORPUS_DIR "-fresh"})
+                            STRATA_CORPUS_DIR "-variants2", STRATA_CORPUS_DIR "-objectives", STRATA_CORPUS_DIR "-fresh",
+                            STRATA_CORPUS_DIR "-backward"})
       if (std::filesystem::is_directory(dir) && !read_manifest(dir, entries)) rc = 1;
   }
-  std::printf("%-42s %-12s %-7s %-7s %7s %7s %7s %-5s %7s %5s %7s %5s %7s %7s\n", "model", "family", "split", "way", "phase%", "leafF1",
-              "kernF1", "triv/", "trivial", "", "blocks", "", "nodes", "bwd");
-  std::printf("%-42s %-12s %-7s %-7s %7s %7s %7s %-5s %7s %5s %7s %5s %7s %7s\n", "", "", "", "", "", "", "", "over", "", "n", "recall%", "n",
-              "prec%", "mapped%");
+  std::printf("%-42s %-12s %-7s %-7s %7s %7s %7s %-5s %7s %5s %7s %5s %7s %7s %7s\n", "model", "family", "split", "way", "phase%", "leafF1",
+              "kernF1", "triv/", "trivial", "", "blocks", "", "nodes", "bwd", "order");
+  std::printf("%-42s %-12s %-7s %-7s %7s %7s %7s %-5s %7s %5s %7s %5s %7s %7s %7s\n", "", "", "", "", "", "", "", "over", "", "n", "recall%", "n",
+              "prec%", "mapped%", "agree%");
   std::vector<Row> rows;
   for (const Entry& en : entries) {
     strata::LoadResult full = strata::load_trace(en.path);
@@ -198,17 +202,23 @@ int main(int argc, char** argv) {
       const std::string blocks = s.blocks ? pct(s.block_recall) : "-", nodes = s.nodes ? pct(s.node_precision) : "-";
       const double mapped =
           a.backward_ops ? double(a.backward_mapped_links + a.backward_mapped_order) / double(a.backward_ops) : -1.0;
-      std::printf("%-42s %-12s %-7s %-7s %7s %7s %7s %-5s %7s %5llu %7s %5llu %7s %7s%s\n", en.name.c_str(), en.family.c_str(),
+      // With links in the trace: how the reverse op order places what the links place.
+      double order = -1;
+      if (way.strip && !full.model->bwd_to_fwd.empty()) {
+        strata::LoadResult unlinked = strata::load_trace_bytes(en.path + " (no links)", strata::strip_events(*full.model, way.strip | strata::kStripLinks));
+        if (unlinked.model) order = strata::backward_agreement(m, a, strata::annotate(*unlinked.model)).share();
+      }
+      std::printf("%-42s %-12s %-7s %-7s %7s %7s %7s %-5s %7s %5llu %7s %5llu %7s %7s %7s%s\n", en.name.c_str(), en.family.c_str(),
                   en.split.c_str(), way.name, pct(s.phase_agreement).c_str(), pct(s.leaf_f1).c_str(),
                   s.baseline_over_kernels ? pct(s.layer_f1).c_str() : "-", s.baseline_over_kernels ? "kern" : "ops",
                   pct(s.baseline_f1).c_str(), static_cast<unsigned long long>(s.blocks), blocks.c_str(),
-                  static_cast<unsigned long long>(s.nodes), nodes.c_str(), pct(mapped).c_str(), s.below_trivial() ? "  BELOW TRIVIAL" : "");
+                  static_cast<unsigned long long>(s.nodes), nodes.c_str(), pct(mapped).c_str(), pct(order).c_str(), s.below_trivial() ? "  BELOW TRIVIAL" : "");
       if (dump) std::printf("%s", strata::truth_dump(m, a, truth, 0).c_str());
       if (s.leaf_ops_unmatched)
         std::printf("    (%llu of %llu leaf ops not found in the annotated trace)\n", static_cast<unsigned long long>(s.leaf_ops_unmatched),
                     static_cast<unsigned long long>(s.leaf_ops));
       if (way.strip == (strata::kStripTruthRanges | strata::kStripModules | strata::kStripStacks))
-        rows.push_back({en.split, s, mapped});
+        rows.push_back({en.split, s, mapped, order});
     }
   }
   // Per split (the bare annotations): each figure's median and minimum, and how many meet its goal.
@@ -223,6 +233,8 @@ int main(int argc, char** argv) {
     std::printf("  node precision   %s\n", figure_line(v, [](const Row& r) { return r.s.nodes ? r.s.node_precision : -1.0; }, 0.9).c_str());
     // Backward ops under a forward layer: by the trace's links, else by reverse op order.
     std::printf("  backward mapped  %s\n", figure_line(v, [](const Row& r) { return r.backward_mapped; }, 0.95).c_str());
+    // Where the trace has links: the reverse op order's placements against theirs.
+    std::printf("  order vs links   %s\n", figure_line(v, [](const Row& r) { return r.backward_order; }, 0.95).c_str());
   }
   std::printf("\n%.2f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   return rc;

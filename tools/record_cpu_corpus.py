@@ -1539,7 +1539,11 @@ def profiler_kind():
         return "legacy"
 
 
-def record_one(name, family, opt_kind, builder, out_dir, kind):
+def record_one(name, family, opt_kind, builder, out_dir, kind, sequence_numbers=False):
+    """Records one model's training steps. With sequence_numbers, each op that has one gets
+    the autograd sequence number the profiler kept ("Sequence number", and "Fwd thread id" on
+    a backward node: the forward's thread), as Kineto writes them, which the EventList export
+    leaves out: the link from each backward node to the forward op that made it."""
     from torch.profiler import ProfilerActivity, profile, schedule
 
     record_function = Range
@@ -1599,6 +1603,8 @@ def record_one(name, family, opt_kind, builder, out_dir, kind):
     os.remove(raw)
     trace = json.loads(data)
     evs = trace["traceEvents"] if isinstance(trace, dict) else trace
+    if sequence_numbers:
+        data = with_sequence_numbers(trace, evs, events)
     path = os.path.join(out_dir, name + ".json.gz")
     with open(path, "wb") as f:
         with gzip.GzipFile(filename="", mode="wb", fileobj=f, mtime=0, compresslevel=9) as gz:
@@ -1626,6 +1632,25 @@ def record_one(name, family, opt_kind, builder, out_dir, kind):
         flush=True,
     )
     return entry
+
+
+def with_sequence_numbers(trace, evs, events):
+    """The export's bytes with each op's sequence number in its args; the export writes one
+    complete event per profiler event, in their order."""
+    xs = [e for e in evs if e.get("ph") == "X"]
+    fe = list(events)
+    def same(a, b):  # the export numbers the steps the profiler calls "ProfilerStep*"
+        return a["name"] == b.name or (a["name"].startswith("ProfilerStep#") and b.name.startswith("ProfilerStep"))
+
+    assert len(xs) == len(fe) and all(same(a, b) for a, b in zip(xs, fe)), "export order"
+    linked = 0
+    for e, f in zip(xs, fe):
+        if f.sequence_nr >= 0:
+            e.setdefault("args", {})["Sequence number"] = f.sequence_nr
+            e["args"]["Fwd thread id"] = f.fwd_thread
+            linked += f.fwd_thread > 0
+    assert linked, "no backward node has a sequence number"
+    return json.dumps(trace, separators=(",", ":")).encode()
 
 
 def environment(kind):

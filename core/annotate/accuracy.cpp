@@ -419,6 +419,39 @@ std::string strip_events(const TraceModel& m, unsigned flags) {
     pos = e;
   }
   out.append(p + pos, n - pos);
+  if (flags & kStripLinks)
+    for (std::string_view key : {std::string_view("\"Sequence number\""), std::string_view("\"fwdbwd\"")})
+      for (size_t at = out.find(key); at != std::string::npos; at = out.find(key, at + key.size()))
+        out[at + key.size() - 2] = '~';  // "Sequence numbe~", "fwdbw~": keys no reader knows
+  return out;
+}
+
+BackwardAgreement backward_agreement(const TraceModel& linked_trace, const Annotation& linked, const Annotation& unlinked) {
+  // The forward layer a backward op node is placed under: its innermost layer's twin.
+  auto twin = [](const AnnotationTree& t, NodeId n) -> NodeId {
+    for (NodeId p = t.parent[n]; p != kNoNode && t.kind[p] != NodeKind::Phase; p = t.parent[p])
+      if (t.kind[p] == NodeKind::Layer) return t.mirror[p];
+    return kNoNode;
+  };
+  auto key = [](const AnnotationTree& t, NodeId n) { return std::make_tuple(t.begin[n], t.end[n], std::string(t.name_of(n))); };
+  BackwardAgreement out;
+  const AnnotationTree& a = linked.tree;
+  const AnnotationTree& b = unlinked.tree;
+  // The op nodes placed by links: those holding a linked backward event.
+  std::unordered_set<NodeId> by_link;
+  for (const auto& [bwd, fwd] : linked_trace.bwd_to_fwd)
+    if (bwd < linked.node_of_event.size() && linked.node_of_event[bwd] != kNoNode) by_link.insert(linked.node_of_event[bwd]);
+  for (NodeId n = 0; n < a.size(); ++n) {
+    if (a.kind[n] != NodeKind::Op || a.phase[n] != PhaseKind::Backward || a.event[n] == kNoEvent || !by_link.count(n)) continue;
+    const NodeId fa = twin(a, n);
+    if (fa == kNoNode) continue;  // not placed under a forward layer (nor the loss)
+    const EventId e = a.event[n];
+    ++out.compared;
+    const NodeId m = e < unlinked.node_of_event.size() ? unlinked.node_of_event[e] : kNoNode;
+    if (m == kNoNode || b.kind[m] != NodeKind::Op) continue;
+    const NodeId fb = twin(b, m);
+    if (fb != kNoNode && key(a, fa) == key(b, fb)) ++out.agreed;
+  }
   return out;
 }
 

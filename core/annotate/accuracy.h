@@ -85,9 +85,20 @@ enum StripFlags : unsigned {
   kStripTruthRanges = 1,  // hid= ranges and the truth's phase ranges
   kStripModules = 2,      // nn.Module python frames
   kStripStacks = 4,       // every python_function frame (the modules' included)
+  kStripLinks = 8,        // forward ↔ backward links: sequence numbers and fwdbwd flows
 };
-// The trace's JSON bytes without those events.
+// The trace's JSON bytes without those events (links: their keys and categories renamed in
+// place, so that every event keeps its offset and its id in the stripped trace).
 std::string strip_events(const TraceModel& m, unsigned flags);
+
+// How well backward ops are placed without links: of the backward ops that an annotation with
+// the trace's links puts under a forward layer by them, how many an annotation of the same
+// trace without them (kStripLinks, same events) puts under the same forward layer.
+struct BackwardAgreement {
+  uint64_t compared = 0, agreed = 0;
+  double share() const { return compared ? double(agreed) / double(compared) : -1.0; }
+};
+BackwardAgreement backward_agreement(const TraceModel& linked_trace, const Annotation& linked, const Annotation& unlinked);
 
 struct AccuracyScore {
   double phase_agreement = 0;         // share of the annotated time whose phase equals the truth

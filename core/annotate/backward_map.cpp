@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <functional>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace strata::annot {
 
@@ -59,51 +60,52 @@ std::string node_spelling(std::string_view n) {
   return out;
 }
 
-// Ops right below a forward op from which it is a composite running its steps as ops of their
-// own (a matmul's expand, bmm and views are a few; an RNN's steps, hundreds), and how many of
-// its subtree's ops are looked at.
-constexpr size_t kComposite = 16, kSubtree = 1 << 16;
+// How many ops of a forward op's subtree are looked at for the ops that make its nodes.
+constexpr size_t kSubtree = 1 << 16;
+// How far ahead of where matching is, and how far behind, a node may find its op.
+constexpr size_t kAhead = 12, kBehind = 16;
 
 }  // namespace
 
 ReverseOrderMatch::ReverseOrderMatch(Context& c, const IterWork& w) : c_(c) {
+  // The spellings of the iteration's backward nodes: a forward op spelled so makes its own
+  // node (aten::bmm a BmmBackward0; what it runs below runs outside autograd); one that is not
+  // (aten::linear, aten::einsum, a CPU GRU cell) makes its nodes through the ops it runs.
+  std::unordered_set<std::string> nodes;
+  for (const Segment& s : w.segments)
+    if (s.phase == PhaseKind::Backward)
+      for (EventId r : s.items)
+        if (c.is_root(r) && is_backward_name(c.name(r))) nodes.insert(node_spelling(c.name(r)));
   // The loss's ops too: their nodes are the backward's first (a composed loss makes many).
   for (const Segment& s : w.segments) {
     if (s.phase != PhaseKind::Forward && s.phase != PhaseKind::Loss) continue;
     for (EventId r : s.items) {
       if (!c.is_root(r)) continue;
-      Fwd& f = fwd_.emplace_back();
+      Fwd f;
       f.root = r;
-      f.kinds[f.n] = c.kind(r);
-      f.names[f.n++] = node_spelling(c.name(r));
-      // Its children and theirs (aten::linear → aten::t, aten::addmm; aten::conv2d →
-      // aten::convolution): the ops whose nodes it makes.
-      std::vector<EventId> below = child_ops(c, r);
-      const bool composite = below.size() >= kComposite;
-      for (size_t k = 0; k < below.size() && below.size() < 12 && !composite; ++k)
-        for (EventId g : child_ops(c, below[k])) below.push_back(g);
-      if (!composite) {
-        for (EventId e : below) {
-          if (f.n >= kNames) break;
-          f.kinds[f.n] = c.kind(e);
-          f.names[f.n++] = node_spelling(c.name(e));
+      f.own = node_spelling(c.name(r));
+      // The ops whose nodes it makes: itself, or the first of the ops below it, and below
+      // theirs, spelled as a node is (aten::linear → aten::t, aten::addmm; aten::conv2d →
+      // aten::convolution; an RNN's linear, sigmoid and product per time step).
+      std::vector<EventId> todo{r};
+      for (size_t k = 0; k < todo.size() && todo.size() < kSubtree; ++k) {
+        std::string spelled = node_spelling(c.name(todo[k]));
+        if (!nodes.count(spelled)) {
+          for (EventId g : child_ops(c, todo[k])) todo.push_back(g);
+          continue;
         }
-        f.capacity = f.n;
-        continue;
+        auto it = std::find_if(f.ops.begin(), f.ops.end(), [&](const NodeOp& o) { return o.spelling == spelled; });
+        if (it == f.ops.end()) it = f.ops.insert(f.ops.end(), NodeOp{std::move(spelled), c.kind(todo[k]), 0});
+        ++it->left;
+        ++f.capacity;
       }
-      // A composite op that runs its steps as ops of their own (an RNN on the CPU: a linear,
-      // sigmoid, tanh and product per time step) makes a node per op it ran: its whole
-      // subtree, and the distinct spellings of its ops to match them by.
-      for (size_t k = 0; k < below.size() && below.size() < kSubtree; ++k)
-        for (EventId g : child_ops(c, below[k])) below.push_back(g);
-      f.capacity = uint32_t(below.size()) + 1;
-      for (EventId e : below) {
-        if (f.n >= kNames) break;
-        std::string spelled = node_spelling(c.name(e));
-        if (std::find(f.names, f.names + f.n, spelled) != f.names + f.n) continue;
-        f.kinds[f.n] = c.kind(e);
-        f.names[f.n++] = std::move(spelled);
+      // None spelled as a node, but it computes (a conv2d whose convolution the trace leaves
+      // out): a node of its kind may be its.
+      if (!f.capacity && c.kind(r) != "other" && c.kind(r) != "reshape") {
+        f.ops.push_back(NodeOp{f.own, c.kind(r), 1});
+        f.capacity = 1;
       }
+      if (f.capacity) fwd_.push_back(std::move(f));
     }
   }
   std::reverse(fwd_.begin(), fwd_.end());
@@ -117,29 +119,38 @@ EventId ReverseOrderMatch::next(EventId backward_root) {
   const bool again = before.starts_with("autograd::engine::evaluate_function: ") && strip_prefix(before, "autograd::engine::evaluate_function: ") == n;
   last_ = backward_root;
   if (again || k == "accumulate_grad") return kNoEvent;
-  // The op of the node's own spelling first (PowBackward0 an aten::pow), else one of its kind;
-  // a forward op makes at most one node per op it runs: past that, matching moves on.
-  // Past a weight op not yet matched (its parameters make nodes: it has some to come), only a
-  // node of an op's own spelling matches: one of an op it runs inside (a view, a transpose)
-  // says too little to skip it.
+  // The next op of the node's spelling with a node to come (PowBackward0 an aten::pow), else
+  // the next one of its kind; each op makes one node per op it runs: past its last,
+  // matching moves on. Ahead, past a weight op not yet matched (its parameters make nodes: it
+  // has some to come), only a node of an op's own spelling matches: one of an op it runs
+  // inside (a view, a transpose) says too little to skip it. With none ahead, an op just
+  // behind with a node to come is one whose node the engine ran later (it interleaves
+  // parallel branches' nodes: attention's q, k and v): it takes the node, matching stays.
   const std::string spelled = node_spelling(n);
-  for (int by_kind = 0; by_kind < 2; ++by_kind) {
-    if (by_kind && k == "other") break;
-    bool past_weights = false;
-    for (size_t q = j_; q < fwd_.size() && q < j_ + 12; ++q) {
-      Fwd& f = fwd_[q];
-      if (f.used >= f.capacity) continue;
-      const bool own = !by_kind && f.names[0] == spelled;
-      const bool match = by_kind ? std::find(f.kinds, f.kinds + f.n, k) != f.kinds + f.n
-                                 : std::find(f.names, f.names + f.n, spelled) != f.names + f.n;
-      if (match && (own || !past_weights)) {
-        j_ = ++f.used < f.capacity ? q : q + 1;
-        return f.root;
-      }
-      past_weights |= f.used == 0 && is_weight_op(c_.name(f.root));
-    }
+  auto has = [&](Fwd& f, bool by_kind) {
+    if (f.used >= f.capacity) return f.ops.end();
+    return std::find_if(f.ops.begin(), f.ops.end(), [&](const NodeOp& o) { return o.left && (by_kind ? o.kind == k : o.spelling == spelled); });
+  };
+  size_t found = fwd_.size();
+  bool past_weights = false;
+  for (size_t q = j_; q < fwd_.size() && q < j_ + kAhead && found == fwd_.size(); ++q) {
+    if (has(fwd_[q], false) != fwd_[q].ops.end() && (fwd_[q].own == spelled || !past_weights)) found = q;
+    past_weights |= fwd_[q].used == 0 && is_weight_op(c_.name(fwd_[q].root));
   }
-  return kNoEvent;
+  for (size_t d = 1; found == fwd_.size() && d <= kBehind && d <= j_; ++d)
+    if (has(fwd_[j_ - d], false) != fwd_[j_ - d].ops.end()) found = j_ - d;
+  for (size_t q = j_; found == fwd_.size() && k != "other" && q < fwd_.size() && q < j_ + kAhead; ++q) {
+    if (has(fwd_[q], true) != fwd_[q].ops.end()) found = q;
+    if (fwd_[q].used == 0 && is_weight_op(c_.name(fwd_[q].root))) break;  // by kind, never past one
+  }
+  if (found == fwd_.size()) return kNoEvent;
+  Fwd& f = fwd_[found];
+  auto it = has(f, false);
+  if (it == f.ops.end()) it = has(f, true);
+  --it->left;
+  ++f.used;
+  if (found >= j_) j_ = f.used < f.capacity ? found : found + 1;
+  return f.root;
 }
 
 bool has_forward_op(std::string_view n) {

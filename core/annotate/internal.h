@@ -203,10 +203,11 @@ void find_shared_inputs(Context& c, const std::vector<IterWork>& iters);
 bool has_forward_op(std::string_view n);
 
 // Backward op roots matched to the forward (and loss) op roots they differentiate where the trace has no
-// links: the engine runs an iteration's autograd nodes in the reverse of their forward order,
-// so in reverse order, by the op the node is named for (PowBackward0, aten::pow) or else by op
-// kind (a forward op makes one node per op it runs: its root's and those below it), within a
-// short window. next() is called for each backward root in order.
+// links: the engine runs an iteration's autograd nodes in the reverse of their forward order
+// (as their inputs' gradients are ready), so in reverse order, by the op the node is named for
+// (PowBackward0, aten::pow) or else by op kind, within a short window. A forward op makes one
+// node per op of it that the backward has nodes of: the first of its subtree's spelled so.
+// next() is called for each backward root in order.
 class ReverseOrderMatch {
  public:
   ReverseOrderMatch(Context& c, const IterWork& w);
@@ -214,13 +215,16 @@ class ReverseOrderMatch {
   EventId next(EventId backward_root);  // its forward op root, or kNoEvent
 
  private:
-  static constexpr uint32_t kNames = 16;
+  struct NodeOp {  // ops of one spelling whose nodes a forward op makes
+    std::string spelling;
+    std::string_view kind;
+    uint32_t left = 0;  // not matched yet
+  };
   struct Fwd {
     EventId root = kNoEvent;
-    uint32_t n = 0, used = 0;         // ops named; backward roots matched to it
-    uint32_t capacity = 0;            // how many it may take: n, or the ops a composite op ran
-    std::string_view kinds[kNames];   // of the root and the ops below it
-    std::string names[kNames];        // as their nodes spell them
+    std::string own;  // its own spelling
+    std::vector<NodeOp> ops;
+    uint32_t used = 0, capacity = 0;  // nodes matched to it; the nodes it makes
   };
   Context& c_;
   std::vector<Fwd> fwd_;  // the iteration's forward op roots, last first

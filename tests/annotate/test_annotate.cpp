@@ -100,8 +100,8 @@ TEST_CASE("hotline traces: one step, reverse-order backward mapping") {
   struct Case { const char* file; uint64_t bwd, order; };
   // Mapped by order: the forward's ops and the loss's (its nodes are the backward's first).
   const Case cases[] = {Case{"hotline-resnet50-rtx3090.pt.trace.json.gz", 339, 339},
-                        Case{"hotline-transformer-rtx3090.pt.trace.json.gz", 1058, 893},
-                        Case{"hotline-gnn-rtx3090.pt.trace.json.gz", 213, 161}};
+                        Case{"hotline-transformer-rtx3090.pt.trace.json.gz", 1058, 1058},
+                        Case{"hotline-gnn-rtx3090.pt.trace.json.gz", 213, 213}};
   for (Case c : cases) STRATA_SKIP_UNLESS(exists(shared_trace(c.file)), std::string("real trace not found: ") + c.file);
   for (Case c : cases) {
     std::string p = shared_trace(c.file);

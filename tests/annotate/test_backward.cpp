@@ -331,3 +331,52 @@ TEST_CASE("reverse-order mapping: a composed loss's backward nodes are the loss'
     CHECK(loss_ops >= 2 * a.iterations.size());
   }
 }
+
+// Stripping a trace's links renames their keys in place: the same events, at the same ids,
+// and no backward op mapped by links.
+TEST_CASE("strip_events(kStripLinks): the same events without their links") {
+  const std::string file = std::string(STRATA_TORCH2_DIR) + "/../corpus-cpu-backward/lstm_lm.json.gz";
+  STRATA_SKIP_UNLESS(std::filesystem::exists(file), "tests/data/corpus-cpu-backward is not here");
+  LoadResult full = load_trace(file);
+  REQUIRE(full.model);
+  REQUIRE(!full.model->bwd_to_fwd.empty());
+  LoadResult unlinked = load_trace_bytes("unlinked", strip_events(*full.model, kStripLinks));
+  REQUIRE(unlinked.model);
+  CHECK(unlinked.model->bwd_to_fwd.empty());
+  REQUIRE(unlinked.model->ev.size() == full.model->ev.size());
+  for (EventId e = 0; e < full.model->ev.size(); e += 97) CHECK(unlinked.model->name_of(e) == full.model->name_of(e));
+  const Annotation a = annotate(*unlinked.model);
+  CHECK(a.backward_mapped_links == 0);
+  CHECK(a.backward_mapped_order > 0);
+}
+
+// The reverse op order against the truth: the corpus's traces keep the sequence numbers that
+// tie each backward node to its forward op. Annotated with them and with them stripped, the
+// backward ops land under the same forward layers: attention's interleaved q, k and v
+// branches, a CPU GRU or LSTM cell's steps (a node per op it runs), einsum's views and bmm,
+// composed losses. Tuned models only (the held-out ones are the bench's, in aggregate).
+TEST_CASE("reverse-order mapping agrees with the sequence numbers on the tuned models") {
+  const std::string dir = std::string(STRATA_TORCH2_DIR) + "/../corpus-cpu-backward";
+  STRATA_SKIP_UNLESS(std::filesystem::exists(dir + "/manifest.json"), "tests/data/corpus-cpu-backward is not here");
+  size_t models = 0;
+  for (const char* model : {"resnet18", "encoder_prenorm", "lstm_lm", "swin_t", "dlrm", "llama_tiny", "lstm_attn_seq2seq",
+                            "maxvit_small", "gru_bahdanau", "bart_tiny", "mixtral_tiny", "deepspeech2", "tacotron_like",
+                            "qwen2_hf", "pyg_gat", "focal_detector", "vae_elbo"}) {
+    CAPTURE(model);
+    LoadResult full = load_trace(dir + "/" + model + ".json.gz");
+    REQUIRE(full.model);
+    const unsigned bare = kStripTruthRanges | kStripModules | kStripStacks;
+    LoadResult linked = load_trace_bytes("linked", strip_events(*full.model, bare));
+    LoadResult unlinked = load_trace_bytes("unlinked", strip_events(*full.model, bare | kStripLinks));
+    REQUIRE(linked.model);
+    REQUIRE(unlinked.model);
+    const Annotation with = annotate(*linked.model), without = annotate(*unlinked.model);
+    CHECK(with.backward_mapped_links > 0);
+    CHECK(without.backward_mapped_links == 0);
+    const BackwardAgreement agree = backward_agreement(*linked.model, with, without);
+    CHECK(agree.compared >= with.backward_mapped_links / 2);
+    CHECK(agree.share() >= 0.9);
+    ++models;
+  }
+  CHECK(models == 17);
+}
