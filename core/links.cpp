@@ -383,16 +383,26 @@ void link_flows(TraceModel& m, const std::vector<FlowRec>& flows) {
 // Forward ↔ backward from Sequence number + Fwd thread id. `Fwd thread id` is PyTorch's
 // own small thread number, not the OS tid: learn which CPU thread it names from the
 // sequence numbers that only one thread has.
+//
+// An op is given the number the next autograd node will take, whether it makes one or not
+// (a dropout that returns its input, an op on tensors needing no gradient): of the outermost
+// ops with a number, the node's maker is the last; the number moves on once it has made it.
 void link_sequence_numbers(TraceModel& m, std::vector<SeqRec>& seqs) {
   auto& ev = m.ev;
-  std::map<std::pair<int64_t, uint32_t>, EventId> forward;  // (seq, track) → outermost op
+  std::map<std::pair<int64_t, uint32_t>, EventId> forward;  // (seq, track) → the node's op
   std::unordered_map<int64_t, std::vector<uint32_t>> threads_of_seq;
   for (const SeqRec& s : seqs) {
     if (s.fwd_tid > 0) continue;
     uint32_t t = m.track_of(s.event);
     auto [it, added] = forward.emplace(std::make_pair(s.seq, t), s.event);
-    if (added) threads_of_seq[s.seq].push_back(t);
-    else if (ev.depth[s.event] < ev.depth[it->second]) it->second = s.event;
+    if (added) {
+      threads_of_seq[s.seq].push_back(t);
+      continue;
+    }
+    const EventId old = it->second, e = s.event;
+    const bool encloses = ev.start[e] <= ev.start[old] && ev.end(e) >= ev.end(old) && ev.depth[e] < ev.depth[old];
+    const bool inside = ev.start[old] <= ev.start[e] && ev.end(old) >= ev.end(e) && ev.depth[old] < ev.depth[e];
+    if (encloses || (!inside && ev.start[e] > ev.start[old])) it->second = e;
   }
   std::map<int64_t, std::map<uint32_t, uint64_t>> votes;  // fwd thread number → track → count
   for (const SeqRec& s : seqs) {

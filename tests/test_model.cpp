@@ -274,6 +274,24 @@ TEST_CASE("fwdbwd pairs from Sequence number and Fwd thread id") {
   CHECK(m->stats.fwdbwd_pairs == 2);
 }
 
+// An op takes the number of the next node whether it makes one or not: a dropout that returns
+// its input (5, no node), then the residual add that makes node 5; the add's backward is the
+// add's. Of the ops numbered 6, the linear holds the addmm that made it.
+TEST_CASE("Sequence number: the last outermost op with a number made its node") {
+  auto m = must_load(trace(R"(
+    {"ph":"X","cat":"cpu_op","name":"aten::dropout","pid":1,"tid":10,"ts":0,"dur":5,"args":{"Sequence number":5}},
+    {"ph":"X","cat":"cpu_op","name":"aten::add","pid":1,"tid":10,"ts":10,"dur":5,"args":{"Sequence number":5}},
+    {"ph":"X","cat":"cpu_op","name":"aten::linear","pid":1,"tid":10,"ts":20,"dur":20,"args":{"Sequence number":6}},
+    {"ph":"X","cat":"cpu_op","name":"aten::addmm","pid":1,"tid":10,"ts":21,"dur":10,"args":{"Sequence number":6}},
+    {"ph":"X","cat":"cpu_op","name":"AddmmBackward0","pid":1,"tid":20,"ts":100,"dur":10,
+     "args":{"Sequence number":6,"Fwd thread id":1}},
+    {"ph":"X","cat":"cpu_op","name":"AddBackward0","pid":1,"tid":20,"ts":120,"dur":5,
+     "args":{"Sequence number":5,"Fwd thread id":1}})"));
+  CHECK(m->bwd_to_fwd.at(find_event(*m, "AddBackward0")) == find_event(*m, "aten::add"));
+  CHECK(m->bwd_to_fwd.at(find_event(*m, "AddmmBackward0")) == find_event(*m, "aten::linear"));
+  CHECK(m->fwd_to_bwd.count(find_event(*m, "aten::dropout")) == 0);
+}
+
 TEST_CASE("python_function frames link to their parent frame") {
   auto m = must_load(trace(R"(
     {"ph":"X","cat":"python_function","name":"train.py(10): main","pid":1,"tid":1,"ts":0,"dur":100,

@@ -213,7 +213,8 @@ TEST_CASE("kineto 2021 format: markers written as ops still give phases") {
   // torch's record_function allocates (aten::zeros) just before Optimizer.step# opens: the step's.
   CHECK(phases_of(a, 1) == std::vector<std::string>{"Data loading", "Forward", "Loss", "Zero grad", "Backward",
                                                     "Optimizer step"});
-  CHECK(a.backward_mapped_links == 1062);
+  // By Sequence number: each node to the last outermost op with its number (the one that made it).
+  CHECK(a.backward_mapped_links == 1068);
 }
 
 TEST_CASE("compiled graph: layers from the ops inside CompiledFunction") {
