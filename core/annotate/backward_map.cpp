@@ -75,7 +75,7 @@ ReverseOrderMatch::ReverseOrderMatch(Context& c, const IterWork& w) : c_(c) {
   for (const Segment& s : w.segments)
     if (s.phase == PhaseKind::Backward)
       for (EventId r : s.items)
-        if (c.is_root(r) && is_backward_name(c.name(r))) nodes.insert(node_spelling(c.name(r)));
+        if (c.is_root(r) && is_backward_name(c.name(r))) nodes.insert(spelling(r));
   // The loss's ops too: their nodes are the backward's first (a composed loss makes many).
   for (const Segment& s : w.segments) {
     if (s.phase != PhaseKind::Forward && s.phase != PhaseKind::Loss) continue;
@@ -83,19 +83,19 @@ ReverseOrderMatch::ReverseOrderMatch(Context& c, const IterWork& w) : c_(c) {
       if (!c.is_root(r)) continue;
       Fwd f;
       f.root = r;
-      f.own = node_spelling(c.name(r));
+      f.own = spelling(r);
       // The ops whose nodes it makes: itself, or the first of the ops below it, and below
       // theirs, spelled as a node is (aten::linear → aten::t, aten::addmm; aten::conv2d →
       // aten::convolution; an RNN's linear, sigmoid and product per time step).
       std::vector<EventId> todo{r};
       for (size_t k = 0; k < todo.size() && todo.size() < kSubtree; ++k) {
-        std::string spelled = node_spelling(c.name(todo[k]));
+        const std::string& spelled = spelling(todo[k]);
         if (!nodes.count(spelled)) {
           for (EventId g : child_ops(c, todo[k])) todo.push_back(g);
           continue;
         }
         auto it = std::find_if(f.ops.begin(), f.ops.end(), [&](const NodeOp& o) { return o.spelling == spelled; });
-        if (it == f.ops.end()) it = f.ops.insert(f.ops.end(), NodeOp{std::move(spelled), c.kind(todo[k]), 0});
+        if (it == f.ops.end()) it = f.ops.insert(f.ops.end(), NodeOp{spelled, c.kind(todo[k]), 0});
         ++it->left;
         ++f.capacity;
       }
@@ -109,6 +109,12 @@ ReverseOrderMatch::ReverseOrderMatch(Context& c, const IterWork& w) : c_(c) {
     }
   }
   std::reverse(fwd_.begin(), fwd_.end());
+}
+
+const std::string& ReverseOrderMatch::spelling(EventId e) {
+  auto [it, added] = spellings_.try_emplace(c_.m.ev.name[e]);
+  if (added) it->second = node_spelling(c_.name(e));
+  return it->second;
 }
 
 EventId ReverseOrderMatch::next(EventId backward_root) {
@@ -126,9 +132,8 @@ EventId ReverseOrderMatch::next(EventId backward_root) {
   // inside (a view, a transpose) says too little to skip it. With none ahead, an op just
   // behind with a node to come is one whose node the engine ran later (it interleaves
   // parallel branches' nodes: attention's q, k and v): it takes the node, matching stays.
-  const std::string spelled = node_spelling(n);
+  const std::string& spelled = spelling(backward_root);
   auto has = [&](Fwd& f, bool by_kind) {
-    if (f.used >= f.capacity) return f.ops.end();
     return std::find_if(f.ops.begin(), f.ops.end(), [&](const NodeOp& o) { return o.left && (by_kind ? o.kind == k : o.spelling == spelled); });
   };
   size_t found = fwd_.size();

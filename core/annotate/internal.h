@@ -226,7 +226,9 @@ class ReverseOrderMatch {
     std::vector<NodeOp> ops;
     uint32_t used = 0, capacity = 0;  // nodes matched to it; the nodes it makes
   };
+  const std::string& spelling(EventId e);  // node_spelling of its name, once per name
   Context& c_;
+  std::unordered_map<StrId, std::string> spellings_;
   std::vector<Fwd> fwd_;  // the iteration's forward op roots, last first
   size_t j_ = 0;          // where matching goes on
   EventId last_ = kNoEvent;  // the backward root before

@@ -33,6 +33,15 @@ std::vector<std::string> all_traces() {
   return out;
 }
 
+// A corpus trace annotated without its truth ranges (the hid= and phase ranges).
+Annotation annotate_without_truth(const std::string& file) {
+  LoadResult full = load_trace(file);
+  REQUIRE(full.model);
+  LoadResult bare = load_trace_bytes("bare", strip_events(*full.model, kStripTruthRanges));
+  REQUIRE(bare.model);
+  return annotate(*bare.model);
+}
+
 double mapped_share(const Annotation& a) {
   return a.backward_ops ? double(a.backward_mapped_links + a.backward_mapped_order) / double(a.backward_ops) : 1.0;
 }
@@ -288,11 +297,7 @@ TEST_CASE("reverse-order mapping: an RNN's backward nodes per time step are the 
     const std::string file = std::string(STRATA_TORCH2_DIR) + "/../corpus-cpu/" + model + ".json.gz";
     STRATA_SKIP_UNLESS(std::filesystem::exists(file), "tests/data/corpus-cpu is not here");
     CAPTURE(model);
-    LoadResult full = load_trace(file);
-    REQUIRE(full.model);
-    LoadResult bare = load_trace_bytes("bare", strip_events(*full.model, kStripTruthRanges));
-    REQUIRE(bare.model);
-    const Annotation a = annotate(*bare.model);
+    const Annotation a = annotate_without_truth(file);
     CHECK(a.backward_mapped_links == 0);
     CHECK(mapped_share(a) >= 0.9);
     // The backward phase's costliest layer is the LSTM's twin.
@@ -315,11 +320,7 @@ TEST_CASE("reverse-order mapping: a composed loss's backward nodes are the loss'
   STRATA_SKIP_UNLESS(std::filesystem::exists(dir), "tests/data/corpus-cpu-objectives is not here");
   for (const char* model : {"focal_detector", "vae_elbo", "lm_label_smoothing", "bpr_mf", "uncertainty_multitask"}) {
     CAPTURE(model);
-    LoadResult full = load_trace(dir + "/" + model + ".json.gz");
-    REQUIRE(full.model);
-    LoadResult bare = load_trace_bytes("bare", strip_events(*full.model, kStripTruthRanges));
-    REQUIRE(bare.model);
-    const Annotation a = annotate(*bare.model);
+    const Annotation a = annotate_without_truth(dir + "/" + model + ".json.gz");
     CHECK(a.backward_mapped_links == 0);
     CHECK(mapped_share(a) >= 0.95);
     // The backward's loss layer holds the loss's nodes: more than its library op's one.
