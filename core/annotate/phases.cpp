@@ -362,6 +362,19 @@ struct PhaseLabeler {
       }
       if (counted >= 2 || both)
         for (size_t k : reshapes) lab[k] = P(PhaseKind::Loss);
+      // After the model's last weight op, a target's encoding (labels one-hot, a contrastive
+      // loss's identity mask) starts the loss: from there on the ops build it from the
+      // prediction and the target. What computes before (a final sigmoid or softmax) may be
+      // either and stays the model's.
+      size_t last_weight = first_fwd;
+      for (size_t k = first_fwd; k < first_loss; ++k)
+        if (is_main_op(k) && is_parametric(name(k))) last_weight = k;
+      for (size_t k = last_weight + 1; k < first_loss; ++k)
+        if (is_main_op(k) && open(k) && (name(k) == "aten::one_hot" || name(k) == "aten::eye")) {
+          for (size_t j = k; j < first_loss; ++j)
+            if (open(j)) lab[j] = P(PhaseKind::Loss);
+          break;
+        }
       for (size_t k = first_loss; k < E; ++k)
         if (open(k)) lab[k] = P(PhaseKind::Loss);
     } else if (c.has_backward && E < n && lab[E] != P(PhaseKind::Optimizer)) {

@@ -73,6 +73,24 @@ TEST_CASE("phases: a loss's reshapes or broadcast of the prediction and the targ
     CHECK(phases_of_op(r, "aten::ones_like") == std::vector<PhaseKind>(2, PhaseKind::Loss));
     for (PhaseKind k : phases_of_op(r, "aten::linear")) CHECK(k == PhaseKind::Forward);
   }
+  SUBCASE("a target's encoding after the model's last weight op starts the loss, what computes before it stays the model's") {
+    // A segmentation's Dice + cross-entropy on labels one-hot; a contrastive loss masking its
+    // similarities' diagonal with an identity.
+    for (const char* encoding : {"aten::one_hot", "aten::eye"}) {
+      BareRun r = bare_run(head_with(leaf("Softmax", {"aten::softmax"})),
+                           {{encoding, "aten::permute", "aten::mul", "aten::sum", "aten::rsub", "aten::cross_entropy_loss"}});
+      CHECK(phases_of_op(r, encoding) == std::vector<PhaseKind>(2, PhaseKind::Loss));
+      for (const char* op : {"aten::permute", "aten::mul", "aten::sum", "aten::rsub"})
+        CHECK(phases_of_op(r, op) == std::vector<PhaseKind>(2, PhaseKind::Loss));
+      CHECK(phases_of_op(r, "aten::softmax") == std::vector<PhaseKind>(2, PhaseKind::Forward));
+    }
+    // Before the model's last weight op, one-hot is the model's (a router's expert choice).
+    Mod router{"Router", {op("aten::linear"), op("aten::argmax"), op("aten::one_hot")}, nullptr};
+    BareRun r = bare_run(Mod{"MoE", {router, leaf("Linear", {"aten::linear"}), op("aten::mul")}, nullptr},
+                         {{"aten::sum", "aten::cross_entropy_loss"}});
+    CHECK(phases_of_op(r, "aten::one_hot") == std::vector<PhaseKind>(2, PhaseKind::Forward));
+    CHECK(phases_of_op(r, "aten::mul") == std::vector<PhaseKind>(2, PhaseKind::Forward));
+  }
   SUBCASE("one reshape before the loss is the model's output (a squeeze head)") {
     BareRun r = bare_run(head_with(op("aten::squeeze")), {{"aten::binary_cross_entropy_with_logits"}});
     CHECK(phases_of_op(r, "aten::squeeze") == std::vector<PhaseKind>(2, PhaseKind::Forward));
