@@ -369,8 +369,17 @@ struct PhaseLabeler {
       size_t last_weight = first_fwd;
       for (size_t k = first_fwd; k < first_loss; ++k)
         if (is_main_op(k) && is_parametric(name(k))) last_weight = k;
+      // So are the ops just before it that make no gradient by what they are, the target's
+      // preparation: a comparison's mask (labels >= 0), the rows it picks, a tensor of zeros
+      // to scatter into; not a reshape, which may be the model's output's.
+      auto prepares = [&](size_t k) {
+        const std::string_view op = strip_prefix(name(k), "aten::");
+        return !is_main_op(k) || left_beside(k) || is_factory_op(name(k)) || op == "ge" || op == "gt" || op == "le" || op == "lt" ||
+               op == "eq" || op == "ne" || op == "index" || op == "empty" || op == "fill_";
+      };
       for (size_t k = last_weight + 1; k < first_loss; ++k)
         if (is_main_op(k) && open(k) && (name(k) == "aten::one_hot" || name(k) == "aten::eye")) {
+          while (k > last_weight + 1 && open(k - 1) && prepares(k - 1)) --k;
           for (size_t j = k; j < first_loss; ++j)
             if (open(j)) lab[j] = P(PhaseKind::Loss);
           break;

@@ -84,6 +84,16 @@ TEST_CASE("phases: a loss's reshapes or broadcast of the prediction and the targ
         CHECK(phases_of_op(r, op) == std::vector<PhaseKind>(2, PhaseKind::Loss));
       CHECK(phases_of_op(r, "aten::softmax") == std::vector<PhaseKind>(2, PhaseKind::Forward));
     }
+    // A focal loss preparing its target first: a mask of the valid labels, zeros to scatter
+    // into, the labels it picks; the model's output reshape before them stays its own.
+    Mod head = head_with(leaf("Conv2d", {"aten::conv2d"}));
+    head.items.push_back(op("aten::permute"));
+    head.items.push_back(op("aten::reshape"));
+    BareRun focal = bare_run(head, {{"aten::ge", "aten::zeros_like", "aten::index", "aten::one_hot", "aten::index_put_", "aten::sigmoid",
+                                     "aten::binary_cross_entropy_with_logits"}});
+    for (const char* op : {"aten::ge", "aten::zeros_like", "aten::index", "aten::one_hot", "aten::sigmoid"})
+      CHECK(phases_of_op(focal, op) == std::vector<PhaseKind>(2, PhaseKind::Loss));
+    CHECK(phases_of_op(focal, "aten::reshape") == std::vector<PhaseKind>(2, PhaseKind::Forward));
     // Before the model's last weight op, one-hot is the model's (a router's expert choice).
     Mod router{"Router", {op("aten::linear"), op("aten::argmax"), op("aten::one_hot")}, nullptr};
     BareRun r = bare_run(Mod{"MoE", {router, leaf("Linear", {"aten::linear"}), op("aten::mul")}, nullptr},
