@@ -63,8 +63,9 @@ Annotation annotate(const TraceModel& m, const AnnotateOptions& options, Progres
   // by position, from its library op: said, since a composed loss is then partly forward.
   if (std::any_of(iters.begin(), iters.end(), [](const annot::IterWork& w) { return w.loss_by_position; }))
     a.notes.push_back("no forward or loss ranges and no nn.Module events: the loss is placed from its ops (a library loss op and the "
-                      "reshapes feeding it; written by hand, its log-likelihood or squared difference), and what a composed loss "
-                      "computes before them (masks, one-hot targets, similarities) counts as forward");
+                      "reshapes feeding it; from a target's one-hot encoding or identity mask after the model's last weight op; written "
+                      "by hand, its log-likelihood or squared difference), and what a composed loss computes on the prediction "
+                      "before them (normalised embeddings, similarities) counts as forward");
   annot::bound_phase_exits(c, iters);
   // Phases may also come from the program's own ranges ("backward"), with no autograd op.
   const auto has_backward_phase = [](const annot::IterWork& w) {
