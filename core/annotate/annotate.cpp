@@ -88,6 +88,10 @@ Annotation annotate(const TraceModel& m, const AnnotateOptions& options, Progres
     a.notes.push_back("no forward ops found: no layer tier");
   else if (a.layer_source == LayerSource::Heuristic)
     a.notes.push_back("no nn.Module events or user annotations: layers are grouped from the op sequence");
+  if (a.ranges_with_inferred_layers)
+    a.notes.push_back(a.inferred_inside + " (a range around the whole model" +
+                      (a.ranges_with_inferred_layers > 1 ? ", " + std::to_string(a.ranges_with_inferred_layers) + " calls" : std::string()) +
+                      ") holds the model's weight ops directly: the layers inside it are grouped from the op sequence");
   if (a.backward_recompute)
     a.notes.push_back(std::to_string(a.backward_recompute) +
                       " backward ops recompute their forward inside them (activation checkpointing): shown as Recompute layers");

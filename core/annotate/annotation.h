@@ -351,6 +351,8 @@ struct Annotation {
   std::vector<PhaseVerdict> verdicts;  // per phase name, in the summary's order
   IterationSource iteration_source = IterationSource::None;
   LayerSource layer_source = LayerSource::None;
+  uint32_t ranges_with_inferred_layers = 0;  // the program's ranges whose direct ops were grouped by inference
+  std::string inferred_inside;               // the first one's name
   uint32_t main_track = kNoTrack;
   std::vector<uint32_t> backward_tracks;
   // Backward op roots; of them, mapped to a forward layer (or the loss) through fwdbwd flows or

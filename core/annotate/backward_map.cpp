@@ -158,6 +158,11 @@ EventId ReverseOrderMatch::next(EventId backward_root) {
   return f.root;
 }
 
+bool is_gradient_sync(std::string_view n) {
+  return n.starts_with("torch.distributed.") || n.starts_with("nccl:") || n.starts_with("gloo:") || n.starts_with("c10d::") ||
+         n.starts_with("record_param_comms");
+}
+
 bool has_forward_op(std::string_view n) {
   n = strip_prefix(n, "autograd::engine::evaluate_function: ");
   return !n.starts_with("torch::autograd::") && is_backward_name(n);
@@ -247,11 +252,18 @@ void map_backward(Context& c, std::vector<IterWork>& iters, TreeBuilder& b, Anno
         if (c.is_root(r) && target.count(r)) ++links_here;
       bool by_order = links_here == 0 && !order.empty();
       std::unordered_map<uint32_t, NodeId> prev_layer;  // per thread: the last backward op's layer
+      std::unordered_map<uint32_t, bool> in_sync;       // per thread: inside gradient sync work
       for (EventId r : s.items) {
         if (!c.is_root(r)) continue;
         NodeId layer = kNoNode;
         bool main_thread = c.on_main(r);
-        if (!main_thread || is_backward_name(c.name(r))) {
+        // DDP's reducer and its collectives sync the whole model's gradients: the phase's own
+        // work, and so is what follows them up to the next autograd node (the reducer's views).
+        bool& syncing = in_sync[m.track_of(r)];
+        syncing = is_gradient_sync(c.name(r)) || (syncing && !has_forward_op(c.name(r)));
+        if (syncing) {
+          prev_layer[m.track_of(r)] = kNoNode;
+        } else if (!main_thread || is_backward_name(c.name(r))) {
           ++a.backward_ops;
           NodeId& prev = prev_layer.try_emplace(m.track_of(r), kNoNode).first->second;
           auto it = target.find(r);

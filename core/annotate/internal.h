@@ -201,6 +201,9 @@ void find_shared_inputs(Context& c, const std::vector<IterWork>& iters);
 // the engine's "evaluate_function: "), not work with no forward op: AccumulateGrad, the
 // engine's other nodes (torch::autograd::…) and ops, DDP's bucket copies.
 bool has_forward_op(std::string_view n);
+// Whether a backward-time root syncs gradients across ranks (DDP's reducer copies, a
+// collective's range): no layer's work.
+bool is_gradient_sync(std::string_view n);
 
 // Backward op roots matched to the forward (and loss) op roots they differentiate where the trace has no
 // links: the engine runs an iteration's autograd nodes in the reverse of their forward order

@@ -229,11 +229,28 @@ void build_layers(Context& c, std::vector<IterWork>& iters, TreeBuilder& b, Anno
   std::vector<uint8_t> has_layers(b.size(), 0);
   for (NodeId n = 0; n < b.size(); ++n)
     if (b.kind[n] == NodeKind::Layer && b.parent[n] != kNoNode) has_layers[b.parent[n]] = 1;
-  for (auto& [parent, ops] : lb.direct_ops)
-    if ((b.kind[parent] == NodeKind::Phase ||
-         std::find(lb.containers.begin(), lb.containers.end(), parent) != lb.containers.end()) &&
-        ops.size() >= 4)
+  // A range of the program's around the whole model (DistributedDataParallel.forward, its finer
+  // ranges only on part of it) holding several weight ops directly leaves them ungrouped:
+  // inference fills that gap, and says so. A range around part of the forward holding weight
+  // ops is the program's own grouping of them (a block it names), kept as it is.
+  auto coarse_range = [&](NodeId parent, const std::vector<NodeId>& ops) {
+    if (b.kind[parent] != NodeKind::Layer || b.event[parent] == kNoEvent || c.cat(b.event[parent]) != Cat::UserAnnotation) return false;
+    NodeId phase = b.parent[parent];
+    while (phase != kNoNode && b.kind[phase] != NodeKind::Phase) phase = b.parent[phase];
+    if (phase == kNoNode || 2 * (b.end[parent] - b.begin[parent]) < b.end[phase] - b.begin[phase]) return false;
+    size_t weights = 0;
+    for (NodeId op : ops) weights += b.event[op] != kNoEvent && is_weight_op(c.name(b.event[op]));
+    return weights >= 2;
+  };
+  for (auto& [parent, ops] : lb.direct_ops) {
+    if (ops.size() < 4) continue;
+    if (b.kind[parent] == NodeKind::Phase || std::find(lb.containers.begin(), lb.containers.end(), parent) != lb.containers.end()) {
       lb.heuristic_units(parent, ops, b.kind[parent] == NodeKind::Phase && !has_layers[parent]);
+    } else if (coarse_range(parent, ops)) {
+      lb.heuristic_units(parent, ops, false);
+      if (!a.ranges_with_inferred_layers++) a.inferred_inside = std::string(b.strings.view(b.name[parent]));
+    }
+  }
   a.layer_source = lb.any_module ? LayerSource::Module
                    : lb.any_annotation ? LayerSource::UserAnnotation
                    : lb.any_heuristic ? LayerSource::Heuristic

@@ -221,6 +221,72 @@ TEST_CASE("hand-made trace: fwdbwd flows map each backward op to its forward lay
   CHECK(json.find(R"("unmapped":0})") != std::string::npos);
 }
 
+// DistributedDataParallel.forward, a range around the whole model, holds its ops directly:
+// inference groups them inside it (and says so), and the backward maps to those layers. The
+// reducer's bucket copies after the backward's last node (and the views they leave beside
+// them) sync the whole model's gradients: the phase's own, no layer's and no backward op.
+TEST_CASE("hand-made trace: layers inferred inside a range around the whole model; gradient sync in the phase") {
+  Json j;
+  j.x("user_annotation", "ProfilerStep#1", 1, 0, 2000);
+  j.x("user_annotation", "## forward ##", 1, 5, 610);
+  j.x("user_annotation", "DistributedDataParallel.forward", 1, 10, 600);
+  const char* ops[] = {"aten::conv2d", "aten::batch_norm", "aten::relu_", "aten::conv2d", "aten::batch_norm",
+                       "aten::relu_", "aten::adaptive_avg_pool2d", "aten::flatten", "aten::linear"};
+  for (int k = 0; k < 9; ++k) j.x("cpu_op", ops[k], 1, 20 + 60 * k, 40);
+  j.x("cpu_op", "aten::cross_entropy_loss", 1, 640, 30);
+  const char* nodes[] = {"NllLossBackward0", "AddmmBackward0",  "ViewBackward0",           "MeanBackward1", "ReluBackward0",
+                         "NativeBatchNormBackward0", "ConvolutionBackward0", "ReluBackward0", "NativeBatchNormBackward0",
+                         "ConvolutionBackward0"};
+  for (int k = 0; k < 10; ++k) j.x("cpu_op", std::string("autograd::engine::evaluate_function: ") + nodes[k], 2, 700 + 15 * k, 10);
+  j.x("cpu_op", "torch.distributed.ddp.reducer::copy_bucket_to_grad", 2, 900, 10);
+  j.x("cpu_op", "aten::as_strided", 2, 910, 0);
+  j.x("cpu_op", "torch.distributed.ddp.reducer::copy_bucket_to_grad", 2, 912, 10);
+  j.x("user_annotation", "Optimizer.step#SGD.step", 1, 1000, 100);
+  j.x("cpu_op", "aten::_foreach_add_", 1, 1010, 50);
+  auto m = j.load();
+  Annotation a = annotate(*m);
+  check_tree(a.tree);
+  CHECK(a.layer_source == LayerSource::UserAnnotation);
+  CHECK(a.ranges_with_inferred_layers == 1);
+  CHECK(std::any_of(a.notes.begin(), a.notes.end(), [](const std::string& n) { return n.find("range around the whole model") != std::string::npos; }));
+  for (EventId e : events_named(*m, "aten::conv2d")) {
+    const std::string p = path_of(a, e);
+    CHECK(p.starts_with("Forward/DistributedDataParallel.forward/"));
+    CHECK(p.find("Conv") < p.rfind("/aten::conv2d"));  // an inferred layer between the range and the op
+  }
+  const EventId first_conv_node = events_named(*m, "autograd::engine::evaluate_function: ConvolutionBackward0").back();
+  const std::string conv_node = path_of(a, first_conv_node);
+  CHECK(conv_node.starts_with("Backward/DistributedDataParallel.forward/"));
+  CHECK(conv_node.find("Conv") < conv_node.rfind("/autograd::"));
+  for (const char* sync : {"torch.distributed.ddp.reducer::copy_bucket_to_grad", "aten::as_strided"})
+    for (EventId e : events_named(*m, sync)) CHECK(path_of(a, e) == std::string("Backward/") + sync);
+  CHECK(a.backward_ops == 10);
+
+  // A range around a part of the model holding its weight ops is the program's own grouping
+  // of them: kept as it is, nothing inferred inside.
+  Json k;
+  k.x("user_annotation", "ProfilerStep#1", 1, 0, 2000);
+  for (int i = 0; i < 9; ++i) k.x("cpu_op", ops[i], 1, 20 + 60 * i, 40);
+  k.x("user_annotation", "## dense ##", 1, 555, 150);
+  k.x("cpu_op", "aten::linear", 1, 560, 40);
+  k.x("cpu_op", "aten::relu", 1, 610, 20);
+  k.x("cpu_op", "aten::linear", 1, 640, 40);
+  k.x("cpu_op", "aten::sigmoid", 1, 690, 10);
+  k.x("cpu_op", "aten::binary_cross_entropy", 1, 720, 30);
+  for (int i = 0; i < 4; ++i) k.x("cpu_op", "autograd::engine::evaluate_function: AddmmBackward0", 2, 800 + 15 * i, 10);
+  k.x("user_annotation", "Optimizer.step#SGD.step", 1, 1000, 100);
+  k.x("cpu_op", "aten::_foreach_add_", 1, 1010, 50);
+  auto n = k.load();
+  Annotation b = annotate(*n);
+  check_tree(b.tree);
+  CHECK(b.ranges_with_inferred_layers == 0);
+  const std::vector<EventId> linears = events_named(*n, "aten::linear");  // the model's own, then the range's two
+  REQUIRE(linears.size() == 3);
+  CHECK(path_of(b, linears[0]) != "Forward/## dense ##/aten::linear");
+  CHECK(path_of(b, linears[1]) == "Forward/## dense ##/aten::linear");
+  CHECK(path_of(b, linears[2]) == "Forward/## dense ##/aten::linear");
+}
+
 // Without links the backward ops are matched to forward ops in reverse order, and an
 // AccumulateGrad still follows the op before it.
 TEST_CASE("hand-made trace without links: reverse op order, AccumulateGrad after its op") {
