@@ -159,8 +159,9 @@ EventId ReverseOrderMatch::next(EventId backward_root) {
 }
 
 bool is_gradient_sync(std::string_view n) {
-  return n.starts_with("torch.distributed.") || n.starts_with("nccl:") || n.starts_with("gloo:") || n.starts_with("c10d::") ||
-         n.starts_with("record_param_comms");
+  // (An autograd node named for a collective, TorchRec's All2All_Pooled_WaitBackward, is the
+  // backward of a forward op: its layer's.)
+  return !is_backward_name(n) && (n.starts_with("torch.distributed.") || is_host_collective(n));
 }
 
 bool has_forward_op(std::string_view n) {
