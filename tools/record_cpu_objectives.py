@@ -11,7 +11,10 @@ Dice plus cross entropy, a language model's label smoothing written with log_sof
 gather, a triplet margin over pairwise distances, uncertainty-weighted multi-task losses,
 knowledge distillation against a frozen teacher's logits, a contrastive image-text loss over
 normalised embeddings, BPR for implicit-feedback recommendation and a masked-feature
-reconstruction (MAE-style). Every model's split is "tune": the inference's rules may be tuned
+reconstruction (MAE-style); then losses a forward computes itself (a VQ-VAE's commitment loss
+before its decoder, a deeply supervised net's side head) and the networks a loss runs after a
+loss op (a frozen feature network's perceptual loss after an L1, a no-grad teacher after the
+student's cross entropy). Every model's split is "tune": the inference's rules may be tuned
 on it. No model name is shared with any other corpus.
 
 The recording, manifest and checks are record_cpu_heldout.py's (and through it
@@ -406,6 +409,138 @@ def b_mae():
     return dict(model=TinyMAE(), inputs=(randn(n, 3, 32, 32), keep), target=masked, loss=mae_loss)
 
 
+# ---------------------------------------------------------------------------------------
+# a VQ-VAE: the quantizer's codebook and commitment losses are computed inside the forward
+# (F.mse_loss in VectorQuantizer.forward), the decoder runs after them; the loss adds the
+# reconstruction's
+
+class VectorQuantizer(nn.Module):
+    def __init__(self, codes=32, d=16, beta=0.25):
+        super().__init__()
+        self.codebook = nn.Embedding(codes, d)
+        self.beta = beta
+
+    def forward(self, z):
+        n, d, h, w = z.shape
+        flat = z.permute(0, 2, 3, 1).reshape(-1, d)
+        distances = (flat.pow(2).sum(1, keepdim=True) - 2 * flat @ self.codebook.weight.t() +
+                     self.codebook.weight.pow(2).sum(1))
+        q = self.codebook(distances.argmin(1)).view(n, h, w, d).permute(0, 3, 1, 2)
+        vq_loss = F.mse_loss(q, z.detach()) + self.beta * F.mse_loss(z, q.detach())
+        return z + (q - z).detach(), vq_loss
+
+
+class VQVAE(nn.Module):
+    def __init__(self, d=16):
+        super().__init__()
+        self.encoder = nn.Sequential(nn.Conv2d(3, 32, 4, 2, 1), nn.ReLU(), nn.Conv2d(32, d, 4, 2, 1))
+        self.quantizer = VectorQuantizer(d=d)
+        self.decoder = nn.Sequential(nn.ConvTranspose2d(d, 32, 4, 2, 1), nn.ReLU(), nn.ConvTranspose2d(32, 3, 4, 2, 1))
+
+    def forward(self, x):
+        q, vq_loss = self.quantizer(self.encoder(x))
+        return self.decoder(q), vq_loss
+
+
+def vq_objective(out, x):
+    recon, vq_loss = out
+    return F.mse_loss(recon, x) + vq_loss
+
+
+def b_vqvae():
+    x = randn(4, 3, 32, 32)
+    return dict(model=VQVAE(), inputs=(x,), target=x, loss=vq_objective)
+
+
+# ---------------------------------------------------------------------------------------
+# deep supervision: an auxiliary classifier's cross entropy computed inside the forward at an
+# intermediate stage (the labels passed in), the network going on after it
+
+class DeeplySupervised(nn.Module):
+    def __init__(self, classes=10):
+        super().__init__()
+        self.stage1 = nn.Sequential(conv_bn_relu(3, 16, s=2), conv_bn_relu(16, 32, s=2))
+        self.aux = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, classes))
+        self.stage2 = nn.Sequential(conv_bn_relu(32, 64, s=2), conv_bn_relu(64, 64))
+        self.head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, classes))
+
+    def forward(self, x, labels):
+        f = self.stage1(x)
+        aux_loss = F.cross_entropy(self.aux(f), labels)
+        return self.head(self.stage2(f)), aux_loss
+
+
+def deep_supervision(out, labels):
+    logits, aux_loss = out
+    return F.cross_entropy(logits, labels) + 0.4 * aux_loss
+
+
+def b_deep_supervision():
+    labels = randint(10, 8, seed=3)
+    return dict(model=DeeplySupervised(), inputs=(randn(8, 3, 32, 32), labels), target=labels, loss=deep_supervision)
+
+
+# ---------------------------------------------------------------------------------------
+# an autoencoder trained with L1 and a perceptual loss: a frozen feature network (its
+# parameters need no gradient) run on the reconstruction and the input inside the loss
+
+class FrozenFeatures(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Conv2d(3, 16, 3, 1, 1), nn.ReLU(), nn.Conv2d(16, 32, 3, 2, 1), nn.ReLU(),
+                                 nn.Conv2d(32, 32, 3, 1, 1), nn.ReLU())
+        for q in self.parameters():
+            q.requires_grad_(False)
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class PerceptualAutoencoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Sequential(conv_bn_relu(3, 16, s=2), conv_bn_relu(16, 32, s=2))
+        self.decoder = nn.Sequential(nn.ConvTranspose2d(32, 16, 4, 2, 1), nn.ReLU(), nn.ConvTranspose2d(16, 3, 4, 2, 1))
+
+    def forward(self, x):
+        return self.decoder(self.encoder(x))
+
+
+def perceptual(features):
+    def loss(recon, x):
+        return F.l1_loss(recon, x) + 0.1 * F.mse_loss(features(recon), features(x))
+    return loss
+
+
+def b_perceptual():
+    x = randn(4, 3, 32, 32)
+    return dict(model=PerceptualAutoencoder(), inputs=(x,), target=x, loss=perceptual(FrozenFeatures()))
+
+
+# ---------------------------------------------------------------------------------------
+# distillation written the other way round: the student's cross entropy first, then the
+# teacher's forward under no_grad and the KL term, all inside the loss
+
+def distillation_ce_first(teacher, t=4.0, alpha=0.7):
+    def loss(student_logits, target):
+        x, y = target
+        hard = F.cross_entropy(student_logits, y)
+        with torch.no_grad():
+            teacher_logits = teacher(x)
+        soft = F.kl_div(F.log_softmax(student_logits / t, -1), F.softmax(teacher_logits / t, -1), reduction="batchmean")
+        return (1 - alpha) * hard + alpha * t * t * soft
+    return loss
+
+
+def b_distill_ce_first():
+    torch.manual_seed(11)
+    teacher = nn.Sequential(conv_bn_relu(3, 32, s=2), conv_bn_relu(32, 64, s=2), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                            nn.Linear(64, 10)).eval()
+    student = nn.Sequential(conv_bn_relu(3, 16, s=2), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10))
+    x = randn(8, 3, 32, 32)
+    return dict(model=student, inputs=(x,), target=(x, randint(10, 8, seed=3)), loss=distillation_ce_first(teacher))
+
+
 REGISTRY = [
     ("focal_detector", "detection", "sgd", b_detector),
     ("simclr_ntxent", "contrastive", "sgd", b_simclr),
@@ -418,6 +553,10 @@ REGISTRY = [
     ("clip_contrastive", "multimodal", "adamw", b_contrastive),
     ("bpr_mf", "recsys", "adam", b_bpr),
     ("mae_pretrain", "vit", "adamw", b_mae),
+    ("vqvae_commitment", "generative", "adam", b_vqvae),
+    ("deep_supervision", "cnn", "sgd", b_deep_supervision),
+    ("perceptual_autoencoder", "generative", "adam", b_perceptual),
+    ("kd_ce_first", "distillation", "sgd", b_distill_ce_first),
 ]
 
 SPLIT_RULE = (

@@ -335,6 +335,7 @@ struct PhaseLabeler {
     size_t first_loss = n;
     for (size_t i = first_fwd; i < E && first_loss == n; ++i)
       if (lab[i] == P(PhaseKind::Loss)) first_loss = i;
+    if (first_loss < n) first_loss = past_auxiliary_losses(first_fwd, first_loss, E);
     if (first_loss < n) {
       // A loss takes the prediction and the target: reshapes of both just before it
       // (logits.view(-1, V), y.view(-1)) are its own, and so is broadcasting one to the other
@@ -419,6 +420,46 @@ struct PhaseLabeler {
     }
     for (size_t i = first_fwd; i < E; ++i)
       if (open(i)) lab[i] = P(PhaseKind::Forward);
+  }
+
+  // A loss op with weight ops of the model after it is an auxiliary loss the forward computes
+  // (a VQ-VAE's commitment loss, a deeply supervised net's side head): the loss proper starts
+  // at the first loss op after the last weight op, and the auxiliary ones are the forward's.
+  // The backward tells whose those weight ops are: the model's accumulate gradients at once
+  // (the backward's first weight node is followed by an AccumulateGrad); a frozen network's (a
+  // perceptual loss's) has weight nodes first with none to accumulate, and a teacher's run
+  // under no_grad makes no nodes at all (the forward has more weight ops than the backward
+  // weight nodes by as many). Returns where the loss starts (n: no loss op left).
+  size_t past_auxiliary_losses(size_t first_fwd, size_t first_loss, size_t E) {
+    const size_t n = items.size();
+    size_t last_weight = n, weights_after = 0, weights = 0;
+    for (size_t k = first_fwd; k < E; ++k)
+      if (is_main_op(k) && is_weight_op(name(k))) {
+        ++weights;
+        weights_after += k > first_loss;
+        last_weight = k;
+      }
+    if (!weights_after) return first_loss;
+    size_t weight_nodes = 0, before_accumulate = 0;
+    bool accumulated = false;
+    for (size_t k = E; k < n; ++k) {
+      if (lab[k] != P(PhaseKind::Backward) || !is_backward_name(name(k))) continue;
+      const std::string_view kind = c.kind(items[k]);
+      if (kind == "accumulate_grad") accumulated = true;
+      const bool weight = kind == "conv" || kind == "linear" || kind == "embedding" || kind == "batch_norm" || kind == "layer_norm" ||
+                          kind == "group_norm" || kind == "instance_norm";
+      weight_nodes += weight;
+      before_accumulate += weight && !accumulated;
+    }
+    const bool trainable = accumulated && before_accumulate <= 1 && weights < weight_nodes + weights_after;
+    if (!trainable) return first_loss;
+    size_t loss = n;
+    for (size_t k = first_fwd; k < E; ++k) {
+      if (lab[k] != P(PhaseKind::Loss)) continue;
+      if (k < last_weight && !named[k] && outer_module_of(c, items[k]) == kNoEvent) lab[k] = kUnknown;
+      else if (loss == n && k > last_weight) loss = k;
+    }
+    return loss;
   }
 
   // After backward, without an optimizer range: in-place updates are the optimizer.

@@ -3,6 +3,7 @@
 // Each case is a small model traced with its truth (model_trace.h) and annotated bare.
 #include "model_trace.h"
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -308,4 +309,23 @@ TEST_CASE("phases: an op the clock's rounding left beside the backward's last op
   size_t backward = 0;
   for (PhaseKind p : phases_of_op(r, "aten::add_")) backward += p == PhaseKind::Backward;
   CHECK(backward == 2);
+}
+
+// Where a loss op has weight ops after it, the backward says whose they are: a model's that
+// accumulate gradients (an auxiliary loss computed in the forward: the forward goes on), a
+// frozen network's or a no-grad teacher's (the loss goes on). Real CPU recordings of each
+// (tests/data/corpus-cpu-objectives), annotated bare and scored against their phase ranges.
+TEST_CASE("phases: an auxiliary loss inside the forward is the forward's; a frozen or no-grad network after a loss op is the loss's") {
+  const std::string dir = std::string(STRATA_TORCH2_DIR) + "/../corpus-cpu-objectives";
+  STRATA_SKIP_UNLESS(std::filesystem::exists(dir + "/manifest.json"), "tests/data/corpus-cpu-objectives is not here");
+  for (const char* model : {"vqvae_commitment", "deep_supervision", "perceptual_autoencoder", "kd_ce_first"}) {
+    CAPTURE(model);
+    LoadResult full = load_trace(dir + "/" + model + ".json.gz");
+    REQUIRE(full.model);
+    const GroundTruth truth = ground_truth(*full.model);
+    LoadResult bare = load_trace_bytes("bare", strip_events(*full.model, kStripTruthRanges | kStripModules | kStripStacks));
+    REQUIRE(bare.model);
+    const AccuracyScore s = score_against(*bare.model, annotate(*bare.model), truth);
+    CHECK(s.phase_agreement >= 0.98);  // 0.70 (VQ-VAE) and 0.77 (deep supervision) with the loss from the first loss op
+  }
 }
