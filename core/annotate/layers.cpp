@@ -91,6 +91,47 @@ struct LayerBuild {
     }
   }
 
+  // A collective with the packing around it (DDP's buffer broadcast: flatten_dense_tensors,
+  // c10d::broadcast_, unflatten_dense_tensors and a copy_ per buffer) is communication, no
+  // model layer: a layer of its own, named for the collective, the rest left to inference. A
+  // lone collective (a tensor-parallel all-reduce between two linears) stays where it runs.
+  std::vector<NodeId> communication_runs(NodeId parent, const std::vector<NodeId>& ops) {
+    auto name = [&](NodeId op) { return b.event[op] == kNoEvent ? std::string_view() : c.name(b.event[op]); };
+    auto packs = [](std::string_view n) {
+      return n == "aten::flatten_dense_tensors" || n == "aten::unflatten_dense_tensors" || n == "aten::copy_" || n == "aten::narrow" ||
+             n == "aten::view" || n == "aten::as_strided" || n == "aten::empty" || n == "aten::detach" || n == "aten::set_";
+    };
+    std::vector<NodeId> rest;
+    for (size_t i = 0; i < ops.size();) {
+      size_t j = i, collectives = 0, packing = 0;
+      while (j < ops.size() && (is_host_collective(name(ops[j])) || packs(name(ops[j])))) {
+        collectives += is_host_collective(name(ops[j]));
+        packing += name(ops[j]).ends_with("dense_tensors");
+        ++j;
+      }
+      if (collectives && packing) {
+        std::string label = "Communication: ";
+        for (size_t k = i; k < j; ++k)
+          if (is_host_collective(name(ops[k])) && name(ops[k]) != "record_param_comms") {
+            std::string_view collective = strip_prefix(name(ops[k]), "c10d::");
+            if (collective.ends_with('_')) collective.remove_suffix(1);  // c10d::broadcast_
+            label += collective;
+            break;
+          }
+        const NodeId layer = b.add(NodeKind::Layer, label, parent, b.phase[ops[i]], b.begin[ops[i]], b.end[ops[i]]);
+        for (size_t k = i; k < j; ++k) {
+          b.parent[ops[k]] = layer;
+          b.widen(layer, b.begin[ops[k]], b.end[ops[k]]);
+        }
+        i = j;
+        continue;
+      }
+      for (size_t k = i; k < std::max(j, i + 1); ++k) rest.push_back(ops[k]);
+      i = std::max(j, i + 1);
+    }
+    return rest;
+  }
+
   // Layer-like units for runs of ops that have no finer structure (infer_layers.cpp): without
   // the model's text, units, blocks and the model's root by what PyTorch's modules are; with
   // it, the units take its modules' names and its module tree groups them.
@@ -242,7 +283,8 @@ void build_layers(Context& c, std::vector<IterWork>& iters, TreeBuilder& b, Anno
     for (NodeId op : ops) weights += b.event[op] != kNoEvent && is_weight_op(c.name(b.event[op]));
     return weights >= 2;
   };
-  for (auto& [parent, ops] : lb.direct_ops) {
+  for (auto& [parent, all_ops] : lb.direct_ops) {
+    const std::vector<NodeId> ops = lb.communication_runs(parent, all_ops);
     if (ops.size() < 4) continue;
     if (b.kind[parent] == NodeKind::Phase || std::find(lb.containers.begin(), lb.containers.end(), parent) != lb.containers.end()) {
       lb.heuristic_units(parent, ops, b.kind[parent] == NodeKind::Phase && !has_layers[parent]);

@@ -222,14 +222,19 @@ TEST_CASE("hand-made trace: fwdbwd flows map each backward op to its forward lay
 }
 
 // DistributedDataParallel.forward, a range around the whole model, holds its ops directly:
-// inference groups them inside it (and says so), and the backward maps to those layers. The
+// inference groups them inside it (and says so), and the backward maps to those layers; its
+// buffer broadcast with the packing around it is a communication layer of its own. The
 // reducer's bucket copies after the backward's last node (and the views they leave beside
 // them) sync the whole model's gradients: the phase's own, no layer's and no backward op.
-TEST_CASE("hand-made trace: layers inferred inside a range around the whole model; gradient sync in the phase") {
+TEST_CASE("hand-made trace: layers inferred inside a range around the whole model, its buffer sync one; gradient sync in the phase") {
   Json j;
   j.x("user_annotation", "ProfilerStep#1", 1, 0, 2000);
   j.x("user_annotation", "## forward ##", 1, 5, 610);
   j.x("user_annotation", "DistributedDataParallel.forward", 1, 10, 600);
+  // DDP's buffer broadcast first: pack, broadcast, unpack, a copy per buffer.
+  const char* buffer_sync[] = {"aten::flatten_dense_tensors", "c10d::broadcast_", "record_param_comms", "aten::unflatten_dense_tensors",
+                               "aten::copy_", "aten::copy_"};
+  for (int k = 0; k < 6; ++k) j.x("cpu_op", buffer_sync[k], 1, 11 + k, 1);
   const char* ops[] = {"aten::conv2d", "aten::batch_norm", "aten::relu_", "aten::conv2d", "aten::batch_norm",
                        "aten::relu_", "aten::adaptive_avg_pool2d", "aten::flatten", "aten::linear"};
   for (int k = 0; k < 9; ++k) j.x("cpu_op", ops[k], 1, 20 + 60 * k, 40);
@@ -254,6 +259,9 @@ TEST_CASE("hand-made trace: layers inferred inside a range around the whole mode
     CHECK(p.starts_with("Forward/DistributedDataParallel.forward/"));
     CHECK(p.find("Conv") < p.rfind("/aten::conv2d"));  // an inferred layer between the range and the op
   }
+  for (const char* op : buffer_sync)
+    for (EventId e : events_named(*m, op))
+      CHECK(path_of(a, e) == std::string("Forward/DistributedDataParallel.forward/Communication: broadcast/") + op);
   const EventId first_conv_node = events_named(*m, "autograd::engine::evaluate_function: ConvolutionBackward0").back();
   const std::string conv_node = path_of(a, first_conv_node);
   CHECK(conv_node.starts_with("Backward/DistributedDataParallel.forward/"));
