@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -221,7 +222,7 @@ void map_backward(Context& c, std::vector<IterWork>& iters, TreeBuilder& b, Anno
   }
   for (auto& w : iters) {
     if (c.cancelled()) return;  // the caller drops the partial tree
-    ReverseOrderMatch order(c, w);  // the fallback where a segment has no links
+    std::optional<ReverseOrderMatch> order;  // the fallback where a segment has no links, made then
     std::unordered_map<NodeId, NodeId> mirror;  // forward layer → backward layer (per segment)
     for (Segment& s : w.segments) {
       if (s.phase != PhaseKind::Backward) continue;
@@ -251,7 +252,8 @@ void map_backward(Context& c, std::vector<IterWork>& iters, TreeBuilder& b, Anno
       size_t links_here = 0;
       for (EventId r : s.items)
         if (c.is_root(r) && target.count(r)) ++links_here;
-      bool by_order = links_here == 0 && !order.empty();
+      if (links_here == 0 && !order) order.emplace(c, w);
+      bool by_order = links_here == 0 && !order->empty();
       std::unordered_map<uint32_t, NodeId> prev_layer;  // per thread: the last backward op's layer
       std::unordered_map<uint32_t, bool> in_sync;       // per thread: inside gradient sync work
       for (EventId r : s.items) {
@@ -273,7 +275,7 @@ void map_backward(Context& c, std::vector<IterWork>& iters, TreeBuilder& b, Anno
             layer = it->second.node;
             if (layer != kNoNode) ++a.backward_mapped_links;
           } else if (by_order && forward_op) {
-            if (const EventId f = order.next(r); f != kNoEvent) {
+            if (const EventId f = order->next(r); f != kNoEvent) {
               layer = forward_node(f);
               if (layer != kNoNode) ++a.backward_mapped_order;
             }
