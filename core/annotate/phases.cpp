@@ -441,9 +441,12 @@ struct PhaseLabeler {
       }
     if (!weights_after) return first_loss;
     size_t weight_nodes = 0, before_accumulate = 0;
-    bool accumulated = false;
+    bool accumulated = false, seen = false;
     for (size_t k = E; k < n; ++k) {
+      // this loss's backward only (a GAN's iteration runs another after its optimizer step)
+      if (seen && (lab[k] == P(PhaseKind::Optimizer) || lab[k] == P(PhaseKind::ZeroGrad))) break;
       if (lab[k] != P(PhaseKind::Backward) || !is_backward_name(name(k))) continue;
+      seen = true;
       const std::string_view kind = c.kind(items[k]);
       if (kind == "accumulate_grad") accumulated = true;
       const bool weight = kind == "conv" || kind == "linear" || kind == "embedding" || kind == "batch_norm" || kind == "layer_norm" ||
