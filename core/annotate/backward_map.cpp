@@ -254,21 +254,24 @@ void map_backward(Context& c, std::vector<IterWork>& iters, TreeBuilder& b, Anno
         if (c.is_root(r) && target.count(r)) ++links_here;
       if (links_here == 0 && !order) order.emplace(c, w);
       bool by_order = links_here == 0 && !order->empty();
-      std::unordered_map<uint32_t, NodeId> prev_layer;  // per thread: the last backward op's layer
-      std::unordered_map<uint32_t, bool> in_sync;       // per thread: inside gradient sync work
+      struct ThreadState {
+        NodeId prev = kNoNode;  // the last backward op's layer
+        bool syncing = false;   // inside gradient sync work
+      };
+      std::unordered_map<uint32_t, ThreadState> threads;
       for (EventId r : s.items) {
         if (!c.is_root(r)) continue;
         NodeId layer = kNoNode;
         bool main_thread = c.on_main(r);
         // DDP's reducer and its collectives sync the whole model's gradients: the phase's own
         // work, and so is what follows them up to the next autograd node (the reducer's views).
-        bool& syncing = in_sync[m.track_of(r)];
-        syncing = is_gradient_sync(c.name(r)) || (syncing && !has_forward_op(c.name(r)));
-        if (syncing) {
-          prev_layer[m.track_of(r)] = kNoNode;
+        ThreadState& thread = threads[m.track_of(r)];
+        thread.syncing = is_gradient_sync(c.name(r)) || (thread.syncing && !has_forward_op(c.name(r)));
+        if (thread.syncing) {
+          thread.prev = kNoNode;
         } else if (!main_thread || is_backward_name(c.name(r))) {
           ++a.backward_ops;
-          NodeId& prev = prev_layer.try_emplace(m.track_of(r), kNoNode).first->second;
+          NodeId& prev = thread.prev;
           auto it = target.find(r);
           bool forward_op = has_forward_op(c.name(r));
           if (it != target.end()) {

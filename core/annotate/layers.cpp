@@ -126,8 +126,9 @@ struct LayerBuild {
         i = j;
         continue;
       }
-      for (size_t k = i; k < std::max(j, i + 1); ++k) rest.push_back(ops[k]);
-      i = std::max(j, i + 1);
+      const size_t end = std::max(j, i + 1);
+      rest.insert(rest.end(), ops.begin() + long(i), ops.begin() + long(end));
+      i = end;
     }
     return rest;
   }

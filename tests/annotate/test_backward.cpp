@@ -79,6 +79,11 @@ struct Json {
     add(R"({"ph": "X", "cat": ")" + std::string(cat) + R"(", "name": ")" + name + R"(", "pid": 1, "tid": )" +
         std::to_string(tid) + R"(, "ts": )" + std::to_string(ts) + R"(, "dur": )" + std::to_string(dur) + "}");
   }
+  // An SGD step from `ts` on the main thread: its range and its one foreach update.
+  void optimizer_step(int ts) {
+    x("user_annotation", "Optimizer.step#SGD.step", 1, ts, 100);
+    x("cpu_op", "aten::_foreach_add_", 1, ts + 10, 50);
+  }
   // A fwdbwd flow from the forward op starting at `fwd_ts` (tid 1) to the backward event at `bwd_ts` (tid 2).
   void fwdbwd(int id, int fwd_ts, int bwd_ts) {
     add(R"({"ph": "s", "cat": "fwdbwd", "name": "fwdbwd", "id": )" + std::to_string(id) + R"(, "pid": 1, "tid": 1, "ts": )" +
@@ -174,8 +179,7 @@ TEST_CASE("hand-made trace: fwdbwd flows map each backward op to its forward lay
   j.x("cpu_op", "aten::mm", 2, 525, 20);
   j.x("cpu_op", "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", 2, 575, 10);
   j.x("cpu_op", "torch::autograd::AccumulateGrad", 2, 576, 8);
-  j.x("user_annotation", "Optimizer.step#SGD.step", 1, 700, 100);
-  j.x("cpu_op", "aten::_foreach_add_", 1, 710, 50);
+  j.optimizer_step(700);
   j.fwdbwd(1, 40, 451);   // Linear_0's addmm → the first AddmmBackward0
   j.fwdbwd(2, 150, 521);  // Linear_1's addmm → the second
   j.fwdbwd(3, 320, 401);  // the loss
@@ -246,8 +250,7 @@ TEST_CASE("hand-made trace: layers inferred inside a range around the whole mode
   j.x("cpu_op", "torch.distributed.ddp.reducer::copy_bucket_to_grad", 2, 900, 10);
   j.x("cpu_op", "aten::as_strided", 2, 910, 0);
   j.x("cpu_op", "torch.distributed.ddp.reducer::copy_bucket_to_grad", 2, 912, 10);
-  j.x("user_annotation", "Optimizer.step#SGD.step", 1, 1000, 100);
-  j.x("cpu_op", "aten::_foreach_add_", 1, 1010, 50);
+  j.optimizer_step(1000);
   auto m = j.load();
   Annotation a = annotate(*m);
   check_tree(a.tree);
@@ -282,8 +285,7 @@ TEST_CASE("hand-made trace: layers inferred inside a range around the whole mode
   k.x("cpu_op", "aten::sigmoid", 1, 690, 10);
   k.x("cpu_op", "aten::binary_cross_entropy", 1, 720, 30);
   for (int i = 0; i < 4; ++i) k.x("cpu_op", "autograd::engine::evaluate_function: AddmmBackward0", 2, 800 + 15 * i, 10);
-  k.x("user_annotation", "Optimizer.step#SGD.step", 1, 1000, 100);
-  k.x("cpu_op", "aten::_foreach_add_", 1, 1010, 50);
+  k.optimizer_step(1000);
   auto n = k.load();
   Annotation b = annotate(*n);
   check_tree(b.tree);
@@ -308,8 +310,7 @@ TEST_CASE("hand-made trace without links: reverse op order, AccumulateGrad after
   j.x("cpu_op", "autograd::engine::evaluate_function: ReluBackward0", 2, 450, 50);
   j.x("cpu_op", "autograd::engine::evaluate_function: ConvolutionBackward0", 2, 520, 50);
   j.x("cpu_op", "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", 2, 575, 10);
-  j.x("user_annotation", "Optimizer.step#SGD.step", 1, 700, 100);
-  j.x("cpu_op", "aten::_foreach_add_", 1, 710, 50);
+  j.optimizer_step(700);
   auto m = j.load();
   REQUIRE(m->bwd_to_fwd.empty());
   Annotation a = annotate(*m);
@@ -347,8 +348,7 @@ TEST_CASE("hand-made trace without links: a node's function left beside its eval
   j.x("cpu_op", "autograd::engine::evaluate_function: ConvolutionBackward0", 2, 480, 30);
   j.x("cpu_op", "autograd::engine::evaluate_function: NativeBatchNormBackward0", 2, 520, 30);
   j.x("cpu_op", "autograd::engine::evaluate_function: ConvolutionBackward0", 2, 560, 30);
-  j.x("user_annotation", "Optimizer.step#SGD.step", 1, 700, 100);
-  j.x("cpu_op", "aten::_foreach_add_", 1, 710, 50);
+  j.optimizer_step(700);
   auto m = j.load();
   REQUIRE(m->bwd_to_fwd.empty());
   Annotation a = annotate(*m);
