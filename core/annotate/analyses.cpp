@@ -3,6 +3,7 @@
 // tensor-core share, iteration time statistics, throughput, memory timeline.
 #include "core/annotate/internal.h"
 #include "core/intervals.h"
+#include "core/name_memo.h"
 
 #include <algorithm>
 #include <charconv>
@@ -103,8 +104,9 @@ struct Analyzer {
   Ns W0 = 0, W1 = 0;
   std::vector<Lane> devs, streams;
   std::vector<Interval> busy_all;  // every GPU op's busy time (any device), merged, in the window
+  NameMemo communication;          // is_communication_kernel, per name
 
-  Analyzer(Context& cx, Annotation& ax) : c(cx), a(ax), m(cx.m), r(ax.analyses) {
+  Analyzer(Context& cx, Annotation& ax) : c(cx), a(ax), m(cx.m), r(ax.analyses), communication(cx.m, is_communication_kernel) {
     r.window_begin = a.iterations.empty() ? m.time_begin : a.iterations.front().begin;
     r.window_end = a.iterations.empty() ? m.time_end : a.iterations.back().end;
     if (r.window_end <= r.window_begin) {
@@ -202,7 +204,7 @@ struct Analyzer {
     std::vector<Interval> comp, com;
     for (EventId g : c.gpu_ops) {
       if (ev.category(g) != Cat::Kernel) continue;
-      (is_communication_kernel(m.name_of(g)) ? com : comp).push_back({ev.start[g], ev.end(g)});
+      (communication(g) ? com : comp).push_back({ev.start[g], ev.end(g)});
     }
     merge_intervals(comp);
     merge_intervals(com);
@@ -306,16 +308,14 @@ void Analyzer::idle_gaps() {
   // Gaps come in time order, so every lookup is a forward cursor.
   PhaseIndex phases(t);
   std::vector<Interval> syncs, launches, collectives;  // on CPU threads, merged
-  std::vector<int8_t> collective_name(m.strings.size(), -1);  // per name: is_host_collective, once
+  NameMemo collective(m, is_host_collective);
   for (size_t ti = 0; ti < m.tracks.size(); ++ti) {
     if (m.tracks[ti].kind != TrackKind::CpuThread) continue;
     for (EventId e = m.tracks[ti].events.begin; e < m.tracks[ti].events.end; ++e) {
       if (c.is_sync(e)) syncs.push_back({ev.start[e], ev.end(e)});
       else if (m.gpu_op_of(e) != kNoEvent) launches.push_back({ev.start[e], ev.end(e)});
       if (!c.is_root(e) && ev.category(e) != Cat::UserAnnotation) continue;
-      int8_t& coll = collective_name[ev.name[e]];
-      if (coll < 0) coll = is_host_collective(m.name_of(e));
-      if (coll) collectives.push_back({ev.start[e], ev.end(e)});
+      if (collective(e)) collectives.push_back({ev.start[e], ev.end(e)});
     }
   }
   for (auto* v : {&syncs, &launches, &collectives}) merge_intervals(*v);
@@ -343,7 +343,7 @@ void Analyzer::idle_gaps() {
       EventId next = op_i < ops.size() ? ops[op_i] : kNoEvent;
       EventId ln = next != kNoEvent ? m.launch_of(next) : kNoEvent;
       if (ln != kNoEvent && ev.start[ln] + ev.dur[ln] / 2 < gs) {  // issued before the GPU went idle
-        if (ev.category(next) == Cat::Kernel && is_communication_kernel(m.name_of(next)))
+        if (ev.category(next) == Cat::Kernel && communication(next))
           return IdleCause::Communication;  // a collective waiting for its peers
         if (len <= kLaunchLatency) return IdleCause::Launch;  // the GPU's own latency between queued ops
         // A second stage still submitting it (torch_npu's task queue: the op enqueued, a

@@ -112,7 +112,7 @@ Annotation annotate(const TraceModel& m, const AnnotateOptions& options, Progres
   annot::run_analyses(c, a);
   annot::count_flops(c, a);
   whatif::judge_phases(m, a, progress);
-  a.analyses.efficiency = hardware_efficiency(m, a, options.roofline, c.threads);  // its sentences use the verdicts
+  a.analyses.efficiency = hardware_efficiency(m, a, options.roofline, c.parent, c.threads);  // its sentences use the verdicts
   return finish();
 }
 

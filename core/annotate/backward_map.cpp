@@ -12,6 +12,7 @@
 // as mapped by op order (backward_no_forward of them). The rest are unmapped: they stay with
 // the op before them, or in the phase.
 #include "core/annotate/internal.h"
+#include "core/name_memo.h"
 
 #include <algorithm>
 #include <functional>
@@ -35,6 +36,8 @@ bool recomputes_forward(const Context& c, EventId r) {
   for (size_t d = size_t(m.ev.depth[r]) + 1; d < tr.levels.size(); ++d) {
     const IndexRange& lv = tr.levels[d];
     auto lo = EventId(std::lower_bound(st + lv.begin, st + lv.end, m.ev.start[r]) - st);
+    // A level with nothing inside the op has nothing deeper either: events nest.
+    if (lo == lv.end || m.ev.start[lo] >= m.ev.end(r)) break;
     for (EventId e = lo; e < lv.end && m.ev.start[e] < m.ev.end(r); ++e) {
       std::string_view n = m.name_of(e);
       if ((c.cat(e) == Cat::PythonFunction && is_module_frame_name(n)) ||
@@ -220,6 +223,7 @@ void map_backward(Context& c, std::vector<IterWork>& iters, TreeBuilder& b, Anno
                                     (m.ev.depth[fwd] == m.ev.depth[t.fwd] && fwd < t.fwd)));
     if (better) t = {n, d, fwd};
   }
+  NameMemo backward_name(m, is_backward_name), gradient_sync(m, is_gradient_sync), forward_op_of(m, has_forward_op);
   for (auto& w : iters) {
     if (c.cancelled()) return;  // the caller drops the partial tree
     std::optional<ReverseOrderMatch> order;  // the fallback where a segment has no links, made then
@@ -266,14 +270,14 @@ void map_backward(Context& c, std::vector<IterWork>& iters, TreeBuilder& b, Anno
         // DDP's reducer and its collectives sync the whole model's gradients: the phase's own
         // work, and so is what follows them up to the next autograd node (the reducer's views).
         ThreadState& thread = threads[m.track_of(r)];
-        thread.syncing = is_gradient_sync(c.name(r)) || (thread.syncing && !has_forward_op(c.name(r)));
+        const bool forward_op = forward_op_of(r), backward_op = !main_thread || backward_name(r);
+        thread.syncing = gradient_sync(r) || (thread.syncing && !forward_op);
         if (thread.syncing) {
           thread.prev = kNoNode;
-        } else if (!main_thread || is_backward_name(c.name(r))) {
+        } else if (backward_op) {
           ++a.backward_ops;
           NodeId& prev = thread.prev;
           auto it = target.find(r);
-          bool forward_op = has_forward_op(c.name(r));
           if (it != target.end()) {
             layer = it->second.node;
             if (layer != kNoNode) ++a.backward_mapped_links;
@@ -290,7 +294,7 @@ void map_backward(Context& c, std::vector<IterWork>& iters, TreeBuilder& b, Anno
           else prev = layer;
         }
         NodeId parent = layer != kNoNode ? mirror_of(layer) : s.node;
-        if (!main_thread || is_backward_name(c.name(r)))
+        if (backward_op)
           if (recomputes_forward(c, r)) {  // shown as such: a Recompute layer around it
             parent = b.add(NodeKind::Layer, "Recompute (activation checkpointing)", parent, PhaseKind::Backward, m.ev.start[r], m.ev.end(r));
             ++a.backward_recompute;

@@ -3,6 +3,7 @@
 // ops; forward ops with neither are grouped into layer-like units named by what they do,
 // and repeated runs of units (residual blocks, transformer layers) get a block tier.
 #include "core/annotate/internal.h"
+#include "core/name_memo.h"
 
 #include <algorithm>
 #include <unordered_map>
@@ -23,9 +24,10 @@ struct LayerBuild {
   std::vector<NodeId> containers;  // layers made from one op holding a whole graph
   bool any_module = false, any_annotation = false, any_heuristic = false;
   std::vector<std::string_view> leaf_kinds;  // --model: op_kind of each leaf module's type
+  NameMemo host_collective;                   // is_host_collective, per name
 
   LayerBuild(Context& cx, TreeBuilder& bx, Annotation& ax, std::vector<NodeId>& no)
-      : c(cx), b(bx), a(ax), node_of(no) {
+      : c(cx), b(bx), a(ax), node_of(no), host_collective(cx.m, is_host_collective) {
     for (const ModelLeaf& l : c.opt.model) leaf_kinds.push_back(op_kind(l.type));
   }
 
@@ -97,6 +99,7 @@ struct LayerBuild {
   // lone collective (a tensor-parallel all-reduce between two linears) stays where it runs.
   std::vector<NodeId> communication_runs(NodeId parent, const std::vector<NodeId>& ops) {
     auto name = [&](NodeId op) { return b.event[op] == kNoEvent ? std::string_view() : c.name(b.event[op]); };
+    auto is_collective = [&](NodeId op) { return b.event[op] != kNoEvent && host_collective(b.event[op]); };
     auto packs = [](std::string_view n) {
       return n == "aten::flatten_dense_tensors" || n == "aten::unflatten_dense_tensors" || n == "aten::copy_" || n == "aten::narrow" ||
              n == "aten::view" || n == "aten::as_strided" || n == "aten::empty" || n == "aten::detach" || n == "aten::set_";
@@ -104,15 +107,15 @@ struct LayerBuild {
     std::vector<NodeId> rest;
     for (size_t i = 0; i < ops.size();) {
       size_t j = i, collectives = 0, packing = 0;
-      while (j < ops.size() && (is_host_collective(name(ops[j])) || packs(name(ops[j])))) {
-        collectives += is_host_collective(name(ops[j]));
+      while (j < ops.size() && (is_collective(ops[j]) || packs(name(ops[j])))) {
+        collectives += is_collective(ops[j]);
         packing += name(ops[j]).ends_with("dense_tensors");
         ++j;
       }
       if (collectives && packing) {
         std::string label = "Communication: ";
         for (size_t k = i; k < j; ++k)
-          if (is_host_collective(name(ops[k])) && name(ops[k]) != "record_param_comms") {
+          if (is_collective(ops[k]) && name(ops[k]) != "record_param_comms") {
             std::string_view collective = strip_prefix(name(ops[k]), "c10d::");
             if (collective.ends_with('_')) collective.remove_suffix(1);  // c10d::broadcast_
             label += collective;

@@ -9,6 +9,7 @@
 // A trace without links matches the nodes to forward ops by reverse order (ReverseOrderMatch).
 #include "core/annotate/internal.h"
 
+#include <optional>
 #include <unordered_map>
 
 namespace strata::annot {
@@ -36,13 +37,14 @@ void find_shared_inputs(Context& c, const std::vector<IterWork>& iters) {
   }
   for (const IterWork& w : iters) {
     if (c.cancelled()) return;
-    ReverseOrderMatch order(c, w);
+    std::optional<ReverseOrderMatch> order;  // only where the trace has no links
+    if (linked.empty()) order.emplace(c, w);
     for (const Segment& s : w.segments) {
       if (s.phase != PhaseKind::Backward) continue;
       for (EventId r : s.items) {
         if (!c.is_root(r) || !has_forward_op(c.name(r))) continue;
         auto it = linked.find(r);
-        const EventId f = it != linked.end() ? it->second : linked.empty() ? order.next(r) : kNoEvent;
+        const EventId f = it != linked.end() ? it->second : order ? order->next(r) : kNoEvent;
         if (f != kNoEvent && adds_gradient(c, r)) c.flags[f] |= Context::kSharesInput;
       }
     }

@@ -5,6 +5,7 @@
 
 #include "core/annotate/annotation.h"
 #include "core/efficiency/efficiency_internal.h"
+#include "core/name_memo.h"
 #include "core/parallel.h"
 
 #include <algorithm>
@@ -53,14 +54,6 @@ void EfficiencyStat::add(const KernelWork& k) {
 }
 
 namespace {
-
-// The CPU ops around an event on its thread, innermost first.
-std::vector<EventId> ops_around(const TraceModel& m, EventId e) {
-  std::vector<EventId> out;
-  for (EventId p = m.parent_of(e); p != kNoEvent; p = m.parent_of(p))
-    if (m.ev.category(p) == Cat::CpuOp) out.push_back(p);
-  return out;
-}
 
 // A convolution recorded without stride and padding (the 2021 format): the input of a following
 // op that looks like its output (the batch first, then the conv's output channels): the next op
@@ -137,20 +130,18 @@ struct Owners {
   bool has(EventId op) const { return std::binary_search(ops.begin(), ops.end(), op); }
 };
 
-Owners find_owners(const TraceModel& m, const std::vector<KernelWork>& kernels, unsigned threads) {
+Owners find_owners(const TraceModel& m, const std::vector<KernelWork>& kernels, std::span<const EventId> parent, unsigned threads) {
   Owners o;
   o.owner.assign(kernels.size(), kNoEvent);
   o.innermost.assign(kernels.size(), kNoEvent);
-  std::vector<int8_t> known(m.strings.size(), -1);  // per name: has_work_model
+  NameMemo modelled(m, has_work_model);
   for (size_t i = 0; i < kernels.size(); ++i) {
     const EventId launch = m.host_side_of(kernels[i].kernel);
-    const std::vector<EventId> chain = launch == kNoEvent ? std::vector<EventId>{} : ops_around(m, launch);
-    if (chain.empty()) continue;
-    o.innermost[i] = chain[0];
-    for (EventId op : chain) {
-      int8_t& k = known[m.ev.name[op]];
-      if (k < 0) k = has_work_model(m.name_of(op));
-      if (k) {
+    if (launch == kNoEvent) continue;
+    for (EventId op = parent[launch]; op != kNoEvent; op = parent[op]) {  // the CPU ops around it, innermost first
+      if (m.ev.category(op) != Cat::CpuOp) continue;
+      if (o.innermost[i] == kNoEvent) o.innermost[i] = op;
+      if (modelled(op)) {
         o.owner[i] = op;
         break;
       }
@@ -167,7 +158,7 @@ Owners find_owners(const TraceModel& m, const std::vector<KernelWork>& kernels, 
   o.remaining = o.works;
   for (size_t i = 0; i < o.ops.size(); ++i) {
     if (o.works[i].model != WorkModel::Modelled) continue;
-    for (EventId p = m.parent_of(o.ops[i]); p != kNoEvent; p = m.parent_of(p)) {
+    for (EventId p = parent[o.ops[i]]; p != kNoEvent; p = parent[p]) {
       if (m.ev.category(p) != Cat::CpuOp || !o.has(p)) continue;
       OpWork& r = o.remaining[o.index(p)];
       r.flops = std::max(0.0, r.flops - o.works[i].flops);
@@ -183,9 +174,9 @@ Owners find_owners(const TraceModel& m, const std::vector<KernelWork>& kernels, 
 }
 
 // A kernel's class and work: its op's share by time, or the range profiler's count.
-void attribute(const TraceModel& m, const Owners& o, size_t i, const ProfilerRangeCounters* counted, KernelWork& k) {
-  const std::string_view name = m.name_of(k.kernel);
-  if (is_communication_kernel(name)) {
+void attribute(const TraceModel& m, const Owners& o, size_t i, const ProfilerRangeCounters* counted, bool communication,
+               KernelWork& k) {
+  if (communication) {
     k.cls = KernelClass::Communication;  // the network's time: not a roofline's
     return;
   }
@@ -205,7 +196,7 @@ void attribute(const TraceModel& m, const Owners& o, size_t i, const ProfilerRan
   }
   // Counted FLOPs win over the shapes' (the bytes stay the shapes'), but the nine counters are
   // FP instructions on the CUDA cores: a tensor-core kernel's math is not among them.
-  if (counted && !is_tensor_core_kernel(name)) {
+  if (counted && !is_tensor_core_kernel(m.name_of(k.kernel))) {
     k.source = WorkSource::Counters;
     k.flops = counted->flops;
   }
@@ -273,7 +264,8 @@ void set_roofs(const TraceModel& m, const Owners& o, const std::unordered_map<in
 
 }  // namespace
 
-Efficiency hardware_efficiency(const TraceModel& m, const Annotation& a, const RooflineOverride& roofline, unsigned threads) {
+Efficiency hardware_efficiency(const TraceModel& m, const Annotation& a, const RooflineOverride& roofline,
+                               std::span<const EventId> parents, unsigned threads) {
   Efficiency ef;
   const auto peaks = rooflines(m, roofline, ef);
   const DevicePeaks given = apply_override({}, roofline);  // for devices deviceProperties do not list
@@ -291,7 +283,8 @@ Efficiency hardware_efficiency(const TraceModel& m, const Annotation& a, const R
     if (m.ev.category(e) == Cat::Kernel) add_kernel(e, m.ev.dur[e]);
   for (EventId e : lone_ranges) add_kernel(e, m.args().counters(e).measured);
 
-  const Owners o = find_owners(m, ef.kernels, threads);
+  const Owners o = find_owners(m, ef.kernels, parents, threads);
+  NameMemo communication(m, is_communication_kernel);
   for (size_t i = 0; i < ef.kernels.size(); ++i) {
     KernelWork& k = ef.kernels[i];
     const EventId launch = m.host_side_of(k.kernel);
@@ -299,7 +292,7 @@ Efficiency hardware_efficiency(const TraceModel& m, const Annotation& a, const R
     ProfilerRangeCounters own;
     if (m.ev.category(k.kernel) == Cat::ProfilerRange) counted = &(own = m.args().counters(k.kernel));
     else if (auto c = counters.find(launch); c != counters.end()) counted = &c->second;
-    attribute(m, o, i, counted, k);
+    attribute(m, o, i, counted, communication(k.kernel), k);
     ef.kernels_from_counters += k.source == WorkSource::Counters;
     ef.kernels_without_op += k.cls != KernelClass::Communication && o.innermost[i] == kNoEvent;
   }

@@ -14,6 +14,7 @@
 #include "core/efficiency/roofline.h"
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -109,8 +110,11 @@ struct Efficiency {
   std::vector<std::string> notes;
 };
 
-// The figures of a trace (annotate() runs it with AnnotateOptions::roofline).
-Efficiency hardware_efficiency(const TraceModel& m, const Annotation& a, const RooflineOverride& roofline, unsigned threads);
+// The figures of a trace (annotate() runs it with AnnotateOptions::roofline). `parents`: per
+// event, the event around it on its track (the annotator's column; TraceModel::parent_of's
+// answers, looked up once).
+Efficiency hardware_efficiency(const TraceModel& m, const Annotation& a, const RooflineOverride& roofline,
+                               std::span<const EventId> parents, unsigned threads);
 
 // The summary's block: text lines, and the fields of its `efficiency` JSON object.
 std::string efficiency_text(const Efficiency& e);

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <map>
 #include <unordered_map>
-#include <unordered_set>
 
 namespace strata::efficiency {
 
@@ -116,24 +115,28 @@ void count_ops(const TraceModel& m, const std::vector<EventId>& ops, const std::
     if (std::find(ef.assumptions.begin(), ef.assumptions.end(), w.assumption) == ef.assumptions.end())
       ef.assumptions.emplace_back(w.assumption);
   }
-  std::unordered_map<StrId, size_t> by_name;
-  std::unordered_set<EventId> calls;
+  // Per name its entry, per op whether it was counted: columns, not hash tables (a kernel each).
+  constexpr uint32_t kNone = UINT32_MAX;
+  std::vector<uint32_t> by_name(m.strings.size(), kNone);
+  std::vector<uint8_t> counted(m.ev.size(), 0);
   for (size_t i = 0; i < ef.kernels.size(); ++i) {
     const KernelWork& k = ef.kernels[i];
     if (k.cls == KernelClass::Communication || k.source != WorkSource::None) continue;
     const EventId op = owner[i] != kNoEvent ? owner[i] : innermost[i];
     if (op == kNoEvent) continue;
-    auto [it, fresh] = by_name.emplace(m.ev.name[op], ef.unmodelled.size());
-    if (fresh) {
+    uint32_t& at = by_name[m.ev.name[op]];
+    if (at == kNone) {
+      at = uint32_t(ef.unmodelled.size());
       UnmodelledOp u;
       u.name = m.name_of(op);
       if (owner[i] != kNoEvent) u.why = works[size_t(std::lower_bound(ops.begin(), ops.end(), op) - ops.begin())].model;
       ef.unmodelled.push_back(std::move(u));
     }
-    UnmodelledOp& u = ef.unmodelled[it->second];
+    UnmodelledOp& u = ef.unmodelled[at];
     ++u.kernels;
     u.time += k.time;
-    u.calls += calls.insert(op).second;
+    u.calls += !counted[op];
+    counted[op] = 1;
   }
   std::sort(ef.unmodelled.begin(), ef.unmodelled.end(), [](const UnmodelledOp& x, const UnmodelledOp& y) {
     return x.time != y.time ? x.time > y.time : x.name < y.name;
@@ -143,13 +146,15 @@ void count_ops(const TraceModel& m, const std::vector<EventId>& ops, const std::
 void group(const TraceModel& m, const Annotation& a, Efficiency& ef) {
   const AnnotationTree& t = a.tree;
   std::vector<EfficiencyStat> classes(static_cast<size_t>(KernelClass::Count));
-  std::unordered_map<StrId, size_t> by_name;
-  std::unordered_map<NodeId, size_t> layer_of;
+  // Per kernel name, per layer node, per phase node: its entry (columns: a lookup per kernel).
+  constexpr uint32_t kNone = UINT32_MAX;
+  std::vector<uint32_t> by_name(m.strings.size(), kNone), layer_of(t.size(), kNone), phase_at(t.size(), kNone);
   std::unordered_map<std::string, size_t> layer_by_path;
   std::map<std::pair<PhaseKind, std::string>, size_t> phase_of;
   std::vector<std::vector<size_t>> phase_kernels;
   std::vector<std::map<Bound, Ns>> phase_bounds;
-  auto phase_index = [&](NodeId p) {
+  auto phase_index = [&](NodeId p) -> size_t {
+    if (phase_at[p] != kNone) return phase_at[p];
     auto [it, fresh] = phase_of.emplace(std::make_pair(t.phase[p], std::string(t.name_of(p))), ef.phases.size());
     if (fresh) {
       ef.phases.push_back({});
@@ -158,6 +163,7 @@ void group(const TraceModel& m, const Annotation& a, Efficiency& ef) {
       phase_kernels.emplace_back();
       phase_bounds.emplace_back();
     }
+    phase_at[p] = uint32_t(it->second);
     return it->second;
   };
   for (NodeId n = 0; n < t.size(); ++n)
@@ -167,21 +173,21 @@ void group(const TraceModel& m, const Annotation& a, Efficiency& ef) {
     classes[size_t(k.cls)].add(k);
     if (k.cls == KernelClass::Communication) continue;  // the network's time: no roofline
     ef.total.add(k);
-    auto [ni, fresh] = by_name.emplace(m.ev.name[k.kernel], ef.kernel_names.size());
-    if (fresh) ef.kernel_names.push_back({}), ef.kernel_names.back().name = m.name_of(k.kernel);
-    ef.kernel_names[ni->second].add(k);
+    uint32_t& ni = by_name[m.ev.name[k.kernel]];
+    if (ni == kNone) ni = uint32_t(ef.kernel_names.size()), ef.kernel_names.push_back({}), ef.kernel_names.back().name = m.name_of(k.kernel);
+    ef.kernel_names[ni].add(k);
     const NodeId n = k.kernel < a.node_of_event.size() ? a.node_of_event[k.kernel] : kNoNode;
     if (n == kNoNode) continue;
     if (const NodeId layer = t.ancestor(n, NodeKind::Layer); layer != kNoNode) {
-      auto [li, new_node] = layer_of.emplace(layer, 0);
-      if (new_node) {
+      uint32_t& li = layer_of[layer];
+      if (li == kNone) {
         std::string path = t.path(layer);  // across iterations: "Forward/model/fc"
         if (size_t slash = path.find('/'); slash != std::string::npos) path.erase(0, slash + 1);
         auto [pi, new_path] = layer_by_path.emplace(path, ef.layers.size());
         if (new_path) ef.layers.push_back({}), ef.layers.back().name = path;
-        li->second = pi->second;
+        li = uint32_t(pi->second);
       }
-      ef.layers[li->second].add(k);
+      ef.layers[li].add(k);
     }
     if (const NodeId phase = t.ancestor(n, NodeKind::Phase); phase != kNoNode) {
       const size_t p = phase_index(phase);
