@@ -210,6 +210,38 @@ struct UnitFinder {
                                                "as_strided", "lift_fresh", "detach", "detach_", "empty", "index"});
   }
 
+  // After a softmax at `sm`, the weighted sum within a few ops (allocations apart: torch
+  // before 1.14 makes tensors around each record_function range, and the rounding nests them
+  // or not), or SIZE_MAX; `own(j)`: a unit there is the attention's own.
+  template <class Own>
+  static size_t second_product(const std::vector<Element>& els, size_t sm, Own own) {
+    size_t few = 0;
+    for (size_t k = sm == SIZE_MAX ? els.size() : sm + 1; k < els.size(); ++k) {
+      if (els[k].role == Role::Score) return k;
+      if ((els[k].unit && els[k].role != Role::Dropout && !own(k)) || (few += els[k].unit || !allocates(els[k].op)) > 6) break;
+    }
+    return SIZE_MAX;
+  }
+
+  // Whether the elements before a softmax compute scores elementwise from a projection: back
+  // over views and loose computing ops (products, sums, a mask), an activation at most, to a
+  // linear, with at least one product or sum between.
+  static bool scored_elementwise(const std::vector<Element>& out) {
+    size_t j = out.size(), reductions = 0, activations = 0;
+    while (j > 0) {
+      const Element& e = out[j - 1];
+      if (e.unit && e.role == Role::Weight) return e.kind == "linear" && reductions > 0;
+      if (e.unit && e.role == Role::Activation && ++activations <= 1) {
+        --j;
+        continue;
+      }
+      if (e.unit || !(e.role == Role::Shape || e.role == Role::Compute || e.role == Role::Add)) return false;
+      reductions += in(e.op, {"aten::mul", "aten::sum"});
+      --j;
+    }
+    return false;
+  }
+
   // Scores, a softmax, a weighted sum: attention, from its in-projection to its out-projection.
   std::vector<Element> attention(std::vector<Element> els) {
     std::vector<Element> out;
@@ -218,13 +250,17 @@ struct UnitFinder {
       size_t s1 = i;
       bool fused = els[i].role == Role::Score && els[i].op.find("scaled_dot_product") != std::string_view::npos;
       size_t s2 = i, k = i + 1;
-      if (!fused) {
+      // Scores computed elementwise from a projection (a graph attention's a·[Wh_i, Wh_j], an
+      // additive attention's v·tanh(Wq + Uk)), then the softmax and the weighted sum: the
+      // softmax stands for the first product.
+      const bool elementwise_scores = !fused && els[i].role == Role::Softmax && scored_elementwise(out);
+      if (!fused && !elementwise_scores) {
         if (els[i].role != Role::Score) {
           out.push_back(std::move(els[i++]));
           continue;
         }
         // softmax within a few ops, then the second product
-        size_t sm = SIZE_MAX, few = 0;
+        size_t sm = SIZE_MAX;
         bool position_projection_seen = false;
         // A projection across the heads, the scores permuted to put the heads last (talking
         // heads: CaiT's proj_l before the softmax, proj_w after it), is the attention's own.
@@ -250,14 +286,14 @@ struct UnitFinder {
             position_projection_seen = true;
           }
         }
-        // then the second product within a few ops (allocations apart: torch before 1.14 makes
-        // tensors around each record_function range, and the rounding nests them or not)
-        s2 = SIZE_MAX;
-        for (k = sm == SIZE_MAX ? els.size() : sm + 1; k < els.size(); ++k) {
-          if (els[k].role == Role::Score) { s2 = k; break; }
-          if ((els[k].unit && els[k].role != Role::Dropout && !across_heads(k)) || (few += els[k].unit || !allocates(els[k].op)) > 6) break;
-        }
+        s2 = second_product(els, sm, across_heads);
         if (sm == SIZE_MAX || s2 == SIZE_MAX) {
+          out.push_back(std::move(els[i++]));
+          continue;
+        }
+      } else if (elementwise_scores) {
+        s2 = second_product(els, i, [](size_t) { return false; });
+        if (s2 == SIZE_MAX) {
           out.push_back(std::move(els[i++]));
           continue;
         }
@@ -302,7 +338,8 @@ struct UnitFinder {
         // (Not a value read back to Python: an `if` on a tensor is its caller's control flow.)
         const bool computes = (!p.unit && (p.role == Role::Compute || p.role == Role::Score) &&
                                !in(p.op, {"aten::is_nonzero", "aten::item", "aten::_local_scalar_dense"})) ||
-                              (p.unit && p.kind == "rotary");
+                              (p.unit && p.kind == "rotary") ||
+                              (elementwise_scores && first_linear == SIZE_MAX && p.unit && p.role == Role::Activation);
         // A concatenation right after the norm, before the projections, builds their bias
         // (BEiT's q_bias, zeros, v_bias for one F.linear): the attention's.
         const bool bias = !p.unit && p.role == Role::Merge && first_linear != SIZE_MAX && back >= 2 && out[back - 2].unit &&
@@ -362,6 +399,8 @@ struct UnitFinder {
       if (hi < els.size() && projection(els[hi])) {
         hi = views(hi + 1);
         if (hi < els.size() && els[hi].role == Role::Dropout && views(hi + 1) >= hi + 3) hi = views(hi + 1);
+      } else if (elementwise_scores && hi < els.size() && els[hi].op == "aten::mean") {
+        hi = views(hi + 1);  // no out-projection: its heads averaged (a graph attention's last layer)
       }
       // nn.MultiheadAttention returns the weights averaged over its heads too (need_weights, the
       // default): their sum or mean (and division), then its batch_first transpose back.
