@@ -254,46 +254,42 @@ struct UnitFinder {
       // additive attention's v·tanh(Wq + Uk)), then the softmax and the weighted sum: the
       // softmax stands for the first product.
       const bool elementwise_scores = !fused && els[i].role == Role::Softmax && scored_elementwise(out);
-      if (!fused && !elementwise_scores) {
-        if (els[i].role != Role::Score) {
-          out.push_back(std::move(els[i++]));
-          continue;
-        }
-        // softmax within a few ops, then the second product
-        size_t sm = SIZE_MAX;
-        bool position_projection_seen = false;
-        // A projection across the heads, the scores permuted to put the heads last (talking
-        // heads: CaiT's proj_l before the softmax, proj_w after it), is the attention's own.
-        auto across_heads = [&](size_t j) { return els[j].unit && els[j].kind == "linear" && j > 0 && els[j - 1].op == "aten::permute"; };
-        // a bias and a mask may come between: a shifted window's mask, a relative position bias
-        // (T5's looked up in an embedding of its buckets)
-        // A linear whose product with the query or key adds to the scores before the softmax
-        // projects relative positions (DeBERTa's disentangled attention): the attention's too.
-        // The product follows it within a dozen elements (its views and scaling between).
-        auto position_projection = [&](size_t j) {
-          if (!els[j].unit || els[j].kind != "linear") return false;
-          for (size_t m = j + 1; m < els.size() && m <= j + 12; ++m) {
-            if (els[m].role == Role::Score) return true;
-            if (els[m].unit) return false;
+      // A projection across the heads, the scores permuted to put the heads last (talking
+      // heads: CaiT's proj_l before the softmax, proj_w after it), is the attention's own.
+      auto across_heads = [&](size_t j) { return els[j].unit && els[j].kind == "linear" && j > 0 && els[j - 1].op == "aten::permute"; };
+      if (!fused) {
+        size_t sm = elementwise_scores ? i : SIZE_MAX;  // the softmax
+        if (!elementwise_scores) {
+          if (els[i].role != Role::Score) {
+            out.push_back(std::move(els[i++]));
+            continue;
           }
-          return false;
-        };
-        for (; k < els.size(); ++k) {
-          if (els[k].role == Role::Softmax) { sm = k; break; }
-          if (els[k].role == Role::Score && position_projection_seen) continue;
-          if ((els[k].unit && els[k].role != Role::Dropout && els[k].kind != "embedding" && !across_heads(k)) || els[k].role == Role::Score) {
-            if (!position_projection(k)) break;
-            position_projection_seen = true;
+          // softmax within a few ops, then the second product
+          bool position_projection_seen = false;
+          // a bias and a mask may come between: a shifted window's mask, a relative position bias
+          // (T5's looked up in an embedding of its buckets)
+          // A linear whose product with the query or key adds to the scores before the softmax
+          // projects relative positions (DeBERTa's disentangled attention): the attention's too.
+          // The product follows it within a dozen elements (its views and scaling between).
+          auto position_projection = [&](size_t j) {
+            if (!els[j].unit || els[j].kind != "linear") return false;
+            for (size_t m = j + 1; m < els.size() && m <= j + 12; ++m) {
+              if (els[m].role == Role::Score) return true;
+              if (els[m].unit) return false;
+            }
+            return false;
+          };
+          for (; k < els.size(); ++k) {
+            if (els[k].role == Role::Softmax) { sm = k; break; }
+            if (els[k].role == Role::Score && position_projection_seen) continue;
+            if ((els[k].unit && els[k].role != Role::Dropout && els[k].kind != "embedding" && !across_heads(k)) || els[k].role == Role::Score) {
+              if (!position_projection(k)) break;
+              position_projection_seen = true;
+            }
           }
         }
         s2 = second_product(els, sm, across_heads);
         if (sm == SIZE_MAX || s2 == SIZE_MAX) {
-          out.push_back(std::move(els[i++]));
-          continue;
-        }
-      } else if (elementwise_scores) {
-        s2 = second_product(els, i, [](size_t) { return false; });
-        if (s2 == SIZE_MAX) {
           out.push_back(std::move(els[i++]));
           continue;
         }
