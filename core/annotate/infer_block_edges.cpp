@@ -240,6 +240,23 @@ void trim_loose_leads(const std::vector<Element>& els, std::vector<Span>& blocks
   }
 }
 
+// `x.permute(...).contiguous()` lays out the view it was just given, in the same expression:
+// the copy is the view's module's, whichever side of a block edge the view fell on.
+void copies_with_their_views(const std::vector<Element>& els, std::vector<Span>& blocks) {
+  auto copy_of_view = [&](size_t j) {
+    return j > 0 && j < els.size() && !els[j].unit && els[j].op == "aten::contiguous" && !els[j - 1].unit &&
+           els[j - 1].role == Role::Shape;
+  };
+  for (size_t k = 0; k < blocks.size(); ++k) {
+    auto& [f, t] = blocks[k];
+    if (copy_of_view(f) && f + 1 < t) {
+      if (k > 0 && blocks[k - 1].second == f) ++blocks[k - 1].second;
+      ++f;
+    }
+    if (copy_of_view(t) && (k + 1 == blocks.size() || blocks[k + 1].first != t)) ++t;
+  }
+}
+
 // Where every repeat of a kind leads with the same loose ops and its first does not, they act
 // on what the block before returned; where the same ops follow the last block of the kind
 // before too, they close each block (OPT's `(residual + x).view(shape)` at a layer's end,

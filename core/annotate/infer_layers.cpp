@@ -179,6 +179,7 @@ void LayerMaker::run(NodeId parent, const std::vector<NodeId>& ops, bool model_r
   close_with_output_ops(els, blocks, sig);
   trim_loose_leads(els, blocks, sig);
   last_block_without_sum(els, blocks, sig);
+  copies_with_their_views(els, blocks);
   // Views alone between two residual halves (MaxViT's window departition and the next
   // partition) are no module's body: they stay loose, and the halves around them pair.
   size_t kept = 0;

@@ -1,0 +1,34 @@
+// Where inferred blocks begin and end (core/annotate/infer_block_edges.cpp), scored against the
+// module tree that made the ops, as in test_infer_layers.cpp.
+#include "model_trace.h"
+
+#include <vector>
+
+using namespace strata;
+using namespace strata::test;
+
+namespace {
+
+// A hierarchical vision transformer's stage (SegFormer's, PVT's): a patch embedding (a strided
+// conv, its map flattened to tokens, a norm), pre-norm layers, then the stage's norm and its
+// tokens laid back out as a map for the next stage (reshape, permute, contiguous).
+std::vector<Mod> vision_stage(int layers) {
+  std::vector<Mod> out{Mod{"PatchEmbed", {conv(), op("aten::flatten"), op("aten::transpose"), layer_norm()}, nullptr}};
+  Mod mlp{"MLP", {linear(), leaf("GELU", {"aten::gelu"}), linear()}, nullptr};
+  for (int i = 0; i < layers; ++i)
+    out.push_back(Mod{"Layer", {layer_norm(), separate_qkv_attention(), op("aten::add"), layer_norm(), mlp, op("aten::add")}, nullptr});
+  out.push_back(layer_norm());
+  for (const char* o : {"aten::reshape", "aten::permute", "aten::contiguous"}) out.push_back(op(o));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("inferred layers: a view's contiguous copy stays with the view, out of the next stage's patch embedding") {
+  Mod encoder{"Encoder", {}, nullptr};
+  for (int s = 0; s < 3; ++s)
+    for (Mod& m : vision_stage(2)) encoder.items.push_back(std::move(m));
+  BareRun r = bare_run(Mod{"Net", {encoder}, nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // each patch embedding exactly, its conv first
+}
