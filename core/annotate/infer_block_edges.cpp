@@ -240,20 +240,17 @@ void trim_loose_leads(const std::vector<Element>& els, std::vector<Span>& blocks
   }
 }
 
-// `x.permute(...).contiguous()` lays out the view it was just given, in the same expression:
-// the copy is the view's module's, whichever side of a block edge the view fell on.
+// `x.permute(...).contiguous()` lays out the view it was just given, in the same expression: a
+// block that would open at the copy leaves it to the view's side (SegFormer's stage output, laid
+// out as a map before the next patch embedding's conv).
 void copies_with_their_views(const std::vector<Element>& els, std::vector<Span>& blocks) {
-  auto copy_of_view = [&](size_t j) {
-    return j > 0 && j < els.size() && !els[j].unit && els[j].op == "aten::contiguous" && !els[j - 1].unit &&
-           els[j - 1].role == Role::Shape;
-  };
   for (size_t k = 0; k < blocks.size(); ++k) {
     auto& [f, t] = blocks[k];
-    if (copy_of_view(f) && f + 1 < t) {
-      if (k > 0 && blocks[k - 1].second == f) ++blocks[k - 1].second;
-      ++f;
-    }
-    if (copy_of_view(t) && (k + 1 == blocks.size() || blocks[k + 1].first != t)) ++t;
+    const bool copy_of_view = f > 0 && f + 1 < t && !els[f].unit && els[f].op == "aten::contiguous" &&
+                              !els[f - 1].unit && els[f - 1].role == Role::Shape;
+    if (!copy_of_view) continue;
+    if (k > 0 && blocks[k - 1].second == f) ++blocks[k - 1].second;
+    ++f;
   }
 }
 

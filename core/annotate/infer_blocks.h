@@ -94,7 +94,7 @@ void trim_dropouts(const std::vector<Element>& els, std::vector<Span>& blocks, c
 void trim_loose_leads(const std::vector<Element>& els, std::vector<Span>& blocks, const std::vector<std::string>& sig);
 // Loose ops leading every repeat of a kind but not its first, and trailing its last, close blocks.
 void close_with_output_ops(const std::vector<Element>& els, std::vector<Span>& blocks, const std::vector<std::string>& sig);
-// A contiguous copy of a view goes with that view: no block edge falls between them.
+// A contiguous copy of a view goes with that view: no block opens at it.
 void copies_with_their_views(const std::vector<Element>& els, std::vector<Span>& blocks);
 
 // After the last block, a run of a recurring kind's units that sums nothing back, with more
