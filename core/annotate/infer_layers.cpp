@@ -137,19 +137,30 @@ void LayerMaker::unit_group(const std::string& what, const std::vector<Element>&
 }
 
 // Between two of them, the units that widen and activate (a Linear and its activation) are the
-// Intermediate module (HF's BertIntermediate).
+// Intermediate module (HF's BertIntermediate). Each half of the layer, what feeds an Output and
+// that Output, is one call of the layer's: the attention and its output (HF's BertAttention,
+// RecBole's attention with its add and norm), the Intermediate and its Output (a feed-forward
+// module with its add and norm, RecBole's; HF's two modules in a row).
 void LayerMaker::output_module(const std::vector<Element>& els, size_t f, size_t t) {
   size_t after_output = SIZE_MAX;  // just after the last Output made
   for (size_t j = f; j + 2 < t; ++j) {
     if (!els[j].unit || els[j].role != Role::Weight) continue;
     const size_t norm = add_and_norm_after(els, j, t);
     if (norm == 0) continue;
+    NodeId feeds = 0;
+    const char* half = nullptr;
     if (after_output != SIZE_MAX && j == after_output + 2 && els[after_output].unit && els[after_output].role == Role::Weight &&
-        els[after_output + 1].unit && els[after_output + 1].role == Role::Activation)
+        els[after_output + 1].unit && els[after_output + 1].role == Role::Activation) {
       unit_group("Intermediate", els, after_output, j);
+      feeds = b.parent[els[after_output].node], half = "MLP";
+    } else if (j > f && els[j - 1].unit && els[j - 1].kind == "attention") {
+      feeds = els[j - 1].node, half = "Attention sublayer";
+    }
     std::vector<NodeId> kids;
     for (size_t i = j; i <= norm; ++i) kids.push_back(els[i].node);
-    make(numbered("Output") + ": " + readable(els[j]) + " + " + readable(els[norm]), b.parent[kids.front()], kids);
+    const NodeId output = make(numbered("Output") + ": " + readable(els[j]) + " + " + readable(els[norm]), b.parent[kids.front()], kids);
+    if (half && b.parent[feeds] == b.parent[output])
+      make(numbered(half) + (feeds == els[j - 1].node ? ": Attention + Output" : ": Intermediate + Output"), b.parent[output], {feeds, output});
     after_output = norm + 1;
     j = norm;
   }

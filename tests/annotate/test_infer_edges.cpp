@@ -2,6 +2,8 @@
 // module tree that made the ops, as in test_infer_layers.cpp.
 #include "model_trace.h"
 
+#include <doctest/doctest.h>
+
 #include <vector>
 
 using namespace strata;

@@ -729,25 +729,6 @@ TEST_CASE("inferred layers: a graph network layer's residual sums and its last u
   CHECK(has_layer(r.annotation.tree, "Update 8: Linear + ReLU + Linear + LayerNorm"));
 }
 
-TEST_CASE("inferred layers: between a BERT layer's two output modules, its Linear and activation are the Intermediate module") {
-  // Hugging Face's BERT: SelfAttention (query, key, value modules), SelfOutput (dense, dropout,
-  // add, LayerNorm), Intermediate (dense, nn.GELU), Output (dense, dropout, add, LayerNorm).
-  Mod lin = leaf("Linear", {"aten::linear"}), drop = leaf("Dropout", {"aten::dropout"}), ln = leaf("LayerNorm", {"aten::layer_norm"});
-  Mod attention{"SelfAttention", {}, nullptr};
-  for (int p = 0; p < 3; ++p)
-    for (Mod m : {lin, op("aten::view"), op("aten::permute")}) attention.items.push_back(m);
-  for (Mod m : {op("aten::transpose"), op("aten::matmul"), op("aten::div"), op("aten::softmax"), drop, op("aten::matmul"), op("aten::permute"),
-                op("aten::contiguous"), op("aten::view")})
-    attention.items.push_back(m);
-  Mod output{"Output", {lin, drop, op("aten::add"), ln}, nullptr};
-  Mod layer{"BertLayer", {attention, output, Mod{"Intermediate", {lin, leaf("GELU", {"aten::gelu"})}, nullptr}, output}, nullptr};
-  BareRun r = bare_run(Mod{"Bert", {leaf("Embedding", {"aten::embedding"}), ln, drop, layer, layer, layer, lin}, nullptr});
-  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
-  CHECK(s.block_recall == doctest::Approx(1.0));  // the layers, their attentions, output and intermediate modules
-  CHECK(s.node_precision == doctest::Approx(1.0));
-  CHECK(has_layer(r.annotation.tree, "Intermediate 3: Linear + GELU"));
-}
-
 TEST_CASE("inferred layers: a block opening with a norm and no activation keeps its convs' norms after them") {
   // MaxViT's MBConv: a pre-norm BatchNorm, two Conv-BN-GELU steps, a bare conv, the residual add
   // (which follows that conv, as a pre-activation block's does); not pre-activation: no
