@@ -124,8 +124,9 @@ std::string LayerMaker::block_name(const std::vector<Element>& els, size_t from,
 }
 
 // A layer of the units in [from, to) and the loose ops between them, named by what it is and
-// its units ("MLP 2: Linear + BatchNorm + ReLU + Linear"), where they share a parent.
-void LayerMaker::unit_group(const std::string& what, const std::vector<Element>& els, size_t from, size_t to) {
+// its units ("MLP 2: Linear + BatchNorm + ReLU + Linear"), where they share a parent; the layer,
+// or kNoNode.
+NodeId LayerMaker::unit_group(const std::string& what, const std::vector<Element>& els, size_t from, size_t to) {
   std::vector<NodeId> kids;
   std::string name;
   for (size_t j = from; j < to; ++j) {
@@ -133,7 +134,8 @@ void LayerMaker::unit_group(const std::string& what, const std::vector<Element>&
     if (els[j].unit) name += (name.empty() ? "" : " + ") + readable(els[j]);
   }
   const NodeId parent = b.parent[kids.front()];
-  if (std::all_of(kids.begin(), kids.end(), [&](NodeId n) { return b.parent[n] == parent; })) make(numbered(what) + ": " + name, parent, kids);
+  if (!std::all_of(kids.begin(), kids.end(), [&](NodeId n) { return b.parent[n] == parent; })) return kNoNode;
+  return make(numbered(what) + ": " + name, parent, kids);
 }
 
 // Between two of them, the units that widen and activate (a Linear and its activation) are the
@@ -147,20 +149,19 @@ void LayerMaker::output_module(const std::vector<Element>& els, size_t f, size_t
     if (!els[j].unit || els[j].role != Role::Weight) continue;
     const size_t norm = add_and_norm_after(els, j, t);
     if (norm == 0) continue;
-    NodeId feeds = 0;
-    const char* half = nullptr;
+    NodeId feeds = kNoNode;  // what the half computes before its Output
+    std::string half;
     if (after_output != SIZE_MAX && j == after_output + 2 && els[after_output].unit && els[after_output].role == Role::Weight &&
         els[after_output + 1].unit && els[after_output + 1].role == Role::Activation) {
-      unit_group("Intermediate", els, after_output, j);
-      feeds = b.parent[els[after_output].node], half = "MLP";
+      feeds = unit_group("Intermediate", els, after_output, j), half = "MLP";
     } else if (j > f && els[j - 1].unit && els[j - 1].kind == "attention") {
       feeds = els[j - 1].node, half = "Attention sublayer";
     }
     std::vector<NodeId> kids;
     for (size_t i = j; i <= norm; ++i) kids.push_back(els[i].node);
     const NodeId output = make(numbered("Output") + ": " + readable(els[j]) + " + " + readable(els[norm]), b.parent[kids.front()], kids);
-    if (half && b.parent[feeds] == b.parent[output])
-      make(numbered(half) + (feeds == els[j - 1].node ? ": Attention + Output" : ": Intermediate + Output"), b.parent[output], {feeds, output});
+    if (feeds != kNoNode && b.parent[feeds] == b.parent[output])
+      make(numbered(half) + (half == "MLP" ? ": Intermediate + Output" : ": Attention + Output"), b.parent[output], {feeds, output});
     after_output = norm + 1;
     j = norm;
   }

@@ -32,7 +32,7 @@ struct LayerMaker {
   NodeId layer_over(const Element& e, NodeId parent);
   void place_units(std::vector<Element>& els, NodeId parent);
   std::string block_name(const std::vector<Element>& els, size_t from, size_t to, bool graph);
-  void unit_group(const std::string& what, const std::vector<Element>& els, size_t from, size_t to);
+  NodeId unit_group(const std::string& what, const std::vector<Element>& els, size_t from, size_t to);
   NodeId child_of(NodeId n, NodeId p) const;
 
   // Around the blocks (infer_layers.cpp).
