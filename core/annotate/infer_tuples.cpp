@@ -72,10 +72,12 @@ std::vector<std::vector<std::string>> layer_tuples(const std::vector<Span>& bloc
   std::vector<std::vector<std::string>> tuples;
   // No sublayers: kinds that follow themselves (each of those blocks is a module: a
   // ResNet's), and lone units (a pooling or an upsampling cut off as the stem of the block
-  // after it: a U-Net's, between its blocks).
+  // after it: a U-Net's, between its blocks). The last block alone is no such repeat: the
+  // model's tail after its layers may read as their last half (MAE's decoder head, a
+  // LayerNorm and an MLP, closed by the add of the target's normalisation).
   std::set<std::string> refused, joined;
   for (size_t k = 0; k < sig.size(); ++k) {
-    if (k > 0 && sig[k] == sig[k - 1] && !attention(sig[k])) refused.insert(sig[k]);
+    if (k > 0 && k + 1 < sig.size() && sig[k] == sig[k - 1] && !attention(sig[k])) refused.insert(sig[k]);
     if (blocks[k].second - blocks[k].first >= 2) joined.insert(sig[k]);
   }
   for (const std::string& s : sig)

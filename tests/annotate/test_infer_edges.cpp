@@ -1,5 +1,6 @@
-// Where inferred blocks begin and end (core/annotate/infer_block_edges.cpp), scored against the
-// module tree that made the ops, as in test_infer_layers.cpp.
+// Where inferred blocks begin and end and which of them pair into layers
+// (core/annotate/infer_block_edges.cpp, infer_tuples.cpp), scored against the module tree that
+// made the ops, as in test_infer_layers.cpp.
 #include "model_trace.h"
 
 #include <doctest/doctest.h>
@@ -33,4 +34,25 @@ TEST_CASE("inferred layers: a view's contiguous copy stays with the view, out of
   BareRun r = bare_run(Mod{"Net", {encoder}, nullptr});
   const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.block_recall == doctest::Approx(1.0));  // each patch embedding exactly, its conv first
+}
+
+TEST_CASE("inferred layers: a head after the layers that reads as their last half does not stop them pairing") {
+  // MAE's pretraining forward: pre-norm nn.TransformerEncoderLayers, then its decoder head (a
+  // LayerNorm and an MLP) and the target's normalisation ((t - mean) / (var + eps) ** 0.5):
+  // the head, closed by that add, reads as one more feed-forward half after the last layer's.
+  Mod mha{"MultiheadAttention",
+          {op("aten::linear"), op("aten::chunk"), op("aten::view"), op("aten::transpose"), op("aten::bmm"), op("aten::softmax"),
+           op("aten::dropout"), op("aten::bmm"), op("aten::transpose"), op("aten::view"), op("aten::linear"), op("aten::view")},
+          nullptr};
+  Mod tel{"TransformerEncoderLayer",
+          {layer_norm(), mha, dropout(), op("aten::add"), layer_norm(), linear(), op("aten::relu"), dropout(), linear(), dropout(),
+           op("aten::add")},
+          nullptr};
+  Mod encoder{"TransformerEncoder", {tel, tel}, nullptr};
+  Mod head{"Sequential", {layer_norm(), linear(), leaf("GELU", {"aten::gelu"}), linear()}, nullptr};
+  Mod mae{"MAE", {linear(), op("aten::add"), op("aten::gather"), encoder, op("aten::scatter_"), head}, nullptr};
+  for (const char* o : {"aten::mean", "aten::var", "aten::sub", "aten::add", "aten::pow", "aten::div"}) mae.items.push_back(op(o));
+  BareRun r = bare_run(mae);
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // each encoder layer, its attention and feed-forward halves paired
 }
