@@ -345,6 +345,15 @@ struct UnitFinder {
         --back;
       }
       if (first_linear == SIZE_MAX && last_join != SIZE_MAX) back = last_join + 1;
+      // What is computed before the first projection, on the attention's input, is its caller's
+      // (XLM's padding mask multiplied into each layer's input): the attention computes with its
+      // projections, not before them.
+      if (first_linear != SIZE_MAX)
+        for (size_t j = first_linear; j-- > back;)
+          if (!out[j].unit && (out[j].op == "aten::mul" || out[j].op == "aten::mul_")) {
+            back = j + 1;
+            break;
+          }
       size_t lead = first_linear != SIZE_MAX ? first_linear - back : 0;
       size_t lo = s1, linears = 0;
       while (out.size() > back) {

@@ -1,4 +1,4 @@
-// Post-norm transformer layers written by hand (Hugging Face's BERT, RecBole's): the output
+// Post-norm transformer layers written by hand (Hugging Face's BERT, RecBole's, XLM's): the output
 // modules that project, add and norm each half, and the halves the layer calls.
 #include "model_trace.h"
 
@@ -52,4 +52,27 @@ TEST_CASE("inferred layers: a post-norm layer's halves that add and norm inside 
   BareRun r = bare_run(Mod{"Encoder", {leaf("Embedding", {"aten::embedding"}), ln, drop, layer, layer, layer, lin}, nullptr});
   const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.block_recall == doctest::Approx(1.0));  // the layers, their attentions and feed-forwards
+}
+
+TEST_CASE("inferred layers: a mask multiplied into each layer's input is no part of the attention after it") {
+  // XLM's encoder loops over its attentions, norms and feed-forwards itself: x * mask after
+  // the embeddings and after each layer, then the attention (its query scaled before the
+  // scores), dropout, add, norm, the feed-forward inline, add, norm. Each attention module
+  // starts at its query's projection.
+  Mod lin = leaf("Linear", {"aten::linear"}), ln = leaf("LayerNorm", {"aten::layer_norm"});
+  Mod attention{"MultiHeadAttention", {lin, op("aten::view"), op("aten::transpose"), op("aten::div")}, nullptr};
+  for (int p = 0; p < 2; ++p)
+    for (Mod m : {lin, op("aten::view"), op("aten::transpose")}) attention.items.push_back(m);
+  for (Mod m : {op("aten::transpose"), op("aten::matmul"), op("aten::masked_fill"), op("aten::softmax"), op("aten::dropout"),
+                op("aten::matmul"), op("aten::transpose"), op("aten::contiguous"), op("aten::view"), lin})
+    attention.items.push_back(m);
+  Mod xlm{"XLM", {leaf("Embedding", {"aten::embedding"}), leaf("Embedding", {"aten::embedding"}), op("aten::add"), ln, op("aten::dropout")}, nullptr};
+  for (int l = 0; l < 3; ++l)
+    for (Mod m : {op("aten::unsqueeze"), op("aten::to"), op("aten::mul"), attention, op("aten::dropout"), op("aten::add"), ln, lin,
+                  op("aten::gelu"), lin, op("aten::dropout"), op("aten::add"), ln})
+      xlm.items.push_back(m);
+  xlm.items.push_back(lin);
+  BareRun r = bare_run(xlm);
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // each attention, from its query's projection to its out-projection
 }
