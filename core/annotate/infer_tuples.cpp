@@ -140,6 +140,19 @@ std::vector<std::vector<std::string>> layer_tuples(const std::vector<Span>& bloc
   return tuples;
 }
 
+namespace {
+
+bool one_unit_and_views(const std::vector<Element>& els, Span block) {
+  size_t units = 0;
+  for (size_t j = block.first; j < block.second; ++j) {
+    if (!els[j].unit && els[j].role != Role::Shape) return false;
+    units += els[j].unit;
+  }
+  return units <= 1;
+}
+
+}  // namespace
+
 Stack stack_layers(const std::vector<Element>& els, std::vector<Span>& blocks, std::vector<std::string>& sig) {
   // Layers made of sublayers: kinds of blocks that follow one another in a fixed order (a
   // transformer's attention then MLP, a decoder's self-attention, cross-attention then MLP,
@@ -207,10 +220,11 @@ Stack stack_layers(const std::vector<Element>& els, std::vector<Span>& blocks, s
       tupled.push_back({k, k + matched});
       kinds.push_back(kind);
       k += matched - 1;
-    } else if (!in_tuple(k) && (count[sig[k]] >= 2 || has_variant(count, sig[k])) && blocks[k].second - blocks[k].first >= 2) {
+    } else if (!in_tuple(k) && (count[sig[k]] >= 2 || has_variant(count, sig[k])) && !one_unit_and_views(els, blocks[k])) {
       // ...and a block of another kind that recurs (a patch merging between stages, a
       // residual block) is a module; a lone one is not told from the stem or head, and one
-      // unit alone (a pooling between stages) is already its layer.
+      // unit alone, reshapes around it or not (a pooling between stages; a stage's norm and
+      // its tokens laid out as a map), is already its layer.
       layers.push_back(blocks[k]);
       kinds.push_back(sig[k]);
     }

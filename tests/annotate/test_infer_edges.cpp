@@ -31,9 +31,10 @@ TEST_CASE("inferred layers: a view's contiguous copy stays with the view, out of
   Mod encoder{"Encoder", {}, nullptr};
   for (int s = 0; s < 3; ++s)
     for (Mod& m : vision_stage(2)) encoder.items.push_back(std::move(m));
-  BareRun r = bare_run(Mod{"Net", {encoder}, nullptr});
+  BareRun r = bare_run(Mod{"Net", {encoder, op("aten::mean"), linear()}, nullptr});
   const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.block_recall == doctest::Approx(1.0));  // each patch embedding exactly, its conv first
+  CHECK(s.node_precision == doctest::Approx(1.0));  // a stage's norm and the views after it: no block of their own
 }
 
 TEST_CASE("inferred layers: a head after the layers that reads as their last half does not stop them pairing") {
