@@ -102,7 +102,9 @@ bool pre_norm_model(const std::vector<Element>& els) {
 namespace {
 
 // Whether one kind is a variant of another: it is the other with one unit more, anywhere (a
-// projection on the shortcut where the channels change, computed before the branch or after).
+// projection on the shortcut where the channels change, computed before the branch or after;
+// a pooling, a position bias's embedding). An activation more is no such variant: two Linears
+// after a norm are no feed-forward half without its activation (DeiT's two heads summed).
 bool variant_of(const std::string& x, const std::string& y) {
   if (x.empty() || y.empty() || x == y) return false;
   const std::string& big = x.size() > y.size() ? x : y;
@@ -114,7 +116,8 @@ bool variant_of(const std::string& x, const std::string& y) {
   while (at < small.size() && big[at] == small[at]) ++at;
   while (at > 0 && small[at - 1] != ',' && small[at - 1] != ';') --at;
   const size_t extra = big.find_first_of(",;", at);
-  return extra != std::string::npos && big[extra] == ',' && big.compare(extra + 1, std::string::npos, small, at) == 0;
+  return extra != std::string::npos && big[extra] == ',' && big.compare(at, extra - at, "activation") != 0 &&
+         big.compare(extra + 1, std::string::npos, small, at) == 0;
 }
 
 // Pre-norm blocks open with their norm: a weight op or a resampling before a block's first

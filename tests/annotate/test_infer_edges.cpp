@@ -57,3 +57,17 @@ TEST_CASE("inferred layers: a head after the layers that reads as their last hal
   const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.block_recall == doctest::Approx(1.0));  // each encoder layer, its attention and feed-forward halves paired
 }
+
+TEST_CASE("inferred layers: two heads after a norm, summed, are no feed-forward half without its activation") {
+  // DeiT distilled: pre-norm blocks, then the final norm, a head on the class token and one on
+  // the distillation token, averaged: (head(x[:, 0]) + head_dist(x[:, 1])) / 2.
+  Mod mlp{"Mlp", {linear(), leaf("GELU", {"aten::gelu"}), linear()}, nullptr};
+  Mod block{"Block", {layer_norm(), separate_qkv_attention(), op("aten::add"), layer_norm(), mlp, op("aten::add")}, nullptr};
+  Mod deit{"DeiT", {conv(), op("aten::flatten"), op("aten::transpose"), op("aten::cat"), op("aten::add"), block, block, block, layer_norm(),
+                    op("aten::select"), linear(), op("aten::select"), linear(), op("aten::add"), op("aten::div")},
+           nullptr};
+  BareRun r = bare_run(deit);
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));  // no block around the heads
+}
