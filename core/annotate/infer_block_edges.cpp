@@ -238,6 +238,31 @@ void trim_loose_leads(const std::vector<Element>& els, std::vector<Span>& blocks
     for (size_t j = blocks[k].first; j < blocks[k].first + leads[k]; ++j) joins &= els[j].role == Role::Merge;
     if (joins && blocks[k].first + leads[k] < blocks[k].second) blocks[k].first += leads[k];
   }
+  // A repeat whose lead ends as the first's whole lead does and computes before that (a
+  // decoder's causal mask made right before its embeddings, whose lead slices the position ids
+  // as the encoder's does) has that extra start from its caller. Zeros made there compute
+  // nothing (a recurrent layer's initial state, its own). (The as_strided of a view is
+  // recorded or not as the clock rounds: leads compare without them.)
+  auto lead_ops = [&](size_t from, size_t to) {
+    std::vector<std::string_view> ops;
+    for (size_t j = from; j < to; ++j)
+      if (els[j].op != "aten::as_strided") ops.push_back(els[j].op);
+    return ops;
+  };
+  for (size_t k = 0; k < blocks.size(); ++k) {
+    const Kind& kd = kinds[sig[k]];
+    const size_t f = blocks[k].first, f0 = blocks[kd.first].first, mine = lead(k);
+    if (k == kd.first || f + mine >= blocks[k].second) continue;
+    const std::vector<std::string_view> own = lead_ops(f0, f0 + lead(kd.first));
+    if (own.empty()) continue;
+    for (size_t at = f + 1; at < f + mine; ++at) {
+      if (els[at].op != own.front() || lead_ops(at, f + mine) != own) continue;
+      bool computes = false;
+      for (size_t j = f; j < at; ++j) computes |= els[j].role != Role::Shape && !allocates(els[j].op);
+      if (computes) blocks[k].first = at;
+      break;
+    }
+  }
 }
 
 // `x.permute(...).contiguous()` lays out the view it was just given, in the same expression: a

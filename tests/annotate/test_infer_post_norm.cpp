@@ -76,3 +76,22 @@ TEST_CASE("inferred layers: a mask multiplied into each layer's input is no part
   const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.block_recall == doctest::Approx(1.0));  // each attention, from its query's projection to its out-projection
 }
+
+TEST_CASE("inferred layers: a mask made right before a repeated module is its caller's, not that module's") {
+  // A BERT encoder-decoder: each stack's embeddings module (the position ids sliced, three
+  // lookups, their sum, LayerNorm, dropout) before its layers; the model makes the decoder's
+  // causal mask (full, triu, unsqueeze) right before the decoder's embeddings.
+  Mod lin = leaf("Linear", {"aten::linear"}), drop = leaf("Dropout", {"aten::dropout"}), ln = leaf("LayerNorm", {"aten::layer_norm"});
+  Mod emb = leaf("Embedding", {"aten::embedding"});
+  Mod embeddings{"Embeddings", {op("aten::slice"), op("aten::slice"), op("aten::expand"), emb, emb, op("aten::add"), emb, op("aten::add_"), ln, drop},
+                 nullptr};
+  Mod output{"Output", {lin, drop, op("aten::add"), ln}, nullptr};
+  Mod layer{"BertLayer",
+            {Mod{"Attention", {bert_self_attention(), output}, nullptr}, Mod{"Intermediate", {lin, leaf("GELU", {"aten::gelu"})}, nullptr}, output},
+            nullptr};
+  Mod net{"EncoderDecoder", {embeddings, layer, layer, op("aten::full"), op("aten::triu"), op("aten::unsqueeze"), embeddings, layer, layer, lin},
+          nullptr};
+  BareRun r = bare_run(net);
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // both embeddings modules, the decoder's from its first slice
+}
