@@ -67,6 +67,11 @@ void LayerMaker::residual_branch(const std::vector<Element>& els, size_t f, size
       els[f + 1].role == Role::Weight)
     ++f, --units;
   if (units < 2) return;
+  // A pre-activation block (a norm and its activation first: PreAct ResNet's, a Wide ResNet's)
+  // computes its residual function inline, as the sublayers do (LayerMaker::sublayer).
+  if (els[f].unit && els[f].role == Role::Norm && els[f].kind == "batch_norm" && f + 1 < end && els[f + 1].unit &&
+      els[f + 1].role == Role::Activation)
+    return;
   // An attention with units after it in one branch, no sum between, is a parallel block's
   // (Falcon's, GPT-J's: x + attn(ln(x)) + mlp(ln(x))): the layer calls the two, and the units
   // after the attention are its MLP, no branch module.

@@ -1,6 +1,6 @@
-// Where inferred blocks begin and end and which of them pair into layers
-// (core/annotate/infer_block_edges.cpp, infer_tuples.cpp), scored against the module tree that
-// made the ops, as in test_infer_layers.cpp.
+// Where inferred blocks begin and end, which of them pair into layers and what a block holds
+// (core/annotate/infer_block_edges.cpp, infer_tuples.cpp, infer_sublayers.cpp), scored against
+// the module tree that made the ops, as in test_infer_layers.cpp.
 #include "model_trace.h"
 
 #include <doctest/doctest.h>
@@ -70,4 +70,22 @@ TEST_CASE("inferred layers: two heads after a norm, summed, are no feed-forward 
   const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.block_recall == doctest::Approx(1.0));
   CHECK(s.node_precision == doctest::Approx(1.0));  // no block around the heads
+}
+
+TEST_CASE("inferred layers: a pre-activation block's residual function is computed inline, no module of its own") {
+  // A Wide ResNet's blocks: bn1, F.relu, conv1, dropout, bn2, F.relu, conv2, the 1x1 shortcut
+  // conv on the activated input where the width changes, the sum.
+  auto wide_basic = [](bool shortcut) {
+    Mod b{"WideBasic", {bn(), op("aten::relu"), conv(), dropout(), bn(), op("aten::relu"), conv()}, nullptr};
+    if (shortcut) b.items.push_back(conv());
+    b.items.push_back(op("aten::add"));
+    return b;
+  };
+  Mod net{"WideResNet", {conv(), wide_basic(true), wide_basic(false), wide_basic(true), wide_basic(false), bn(), op("aten::relu"),
+                         op("aten::adaptive_avg_pool2d"), op("aten::flatten"), linear()},
+          nullptr};
+  BareRun r = bare_run(net);
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));  // no "Residual branch" inside the blocks
 }
