@@ -227,6 +227,9 @@ class OverlapPatchEmbed(nn.Module):
 
 
 class SRAttention(nn.Module):
+    """PVT v2's Attention: record_cpu_families_vision.py's SRAttention (PVT v1's, shrunk) with
+    the reference's attn_drop and proj_drop modules, whose dropout ops the traces show."""
+
     def __init__(self, dim, heads, sr):
         super().__init__()
         self.heads, self.scale, self.sr_ratio = heads, (dim // heads) ** -0.5, sr

@@ -150,18 +150,17 @@ void LayerMaker::output_module(const std::vector<Element>& els, size_t f, size_t
     const size_t norm = add_and_norm_after(els, j, t);
     if (norm == 0) continue;
     NodeId feeds = kNoNode;  // what the half computes before its Output
-    std::string half;
+    const char *half = nullptr, *parts = nullptr;
     if (after_output != SIZE_MAX && j == after_output + 2 && els[after_output].unit && els[after_output].role == Role::Weight &&
         els[after_output + 1].unit && els[after_output + 1].role == Role::Activation) {
-      feeds = unit_group("Intermediate", els, after_output, j), half = "MLP";
+      feeds = unit_group("Intermediate", els, after_output, j), half = "MLP", parts = ": Intermediate + Output";
     } else if (j > f && els[j - 1].unit && els[j - 1].kind == "attention") {
-      feeds = els[j - 1].node, half = "Attention sublayer";
+      feeds = els[j - 1].node, half = "Attention sublayer", parts = ": Attention + Output";
     }
     std::vector<NodeId> kids;
     for (size_t i = j; i <= norm; ++i) kids.push_back(els[i].node);
     const NodeId output = make(numbered("Output") + ": " + readable(els[j]) + " + " + readable(els[norm]), b.parent[kids.front()], kids);
-    if (feeds != kNoNode && b.parent[feeds] == b.parent[output])
-      make(numbered(half) + (half == "MLP" ? ": Intermediate + Output" : ": Attention + Output"), b.parent[output], {feeds, output});
+    if (feeds != kNoNode && b.parent[feeds] == b.parent[output]) make(numbered(half) + parts, b.parent[output], {feeds, output});
     after_output = norm + 1;
     j = norm;
   }

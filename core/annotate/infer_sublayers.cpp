@@ -8,6 +8,18 @@
 
 namespace strata::annot::infer {
 
+namespace {
+
+// The norm a block (or its residual function) in [from, to) opens with where its activation
+// follows at once, past views: a pre-activation block's (bn, relu, conv ...). SIZE_MAX if none.
+size_t preactivation_norm(const std::vector<Element>& els, size_t from, size_t to) {
+  while (from < to && !els[from].unit) ++from;
+  const bool opens = from + 1 < to && els[from].role == Role::Norm && els[from + 1].unit && els[from + 1].role == Role::Activation;
+  return opens ? from : SIZE_MAX;
+}
+
+}  // namespace
+
 // What a residual block adds to its input, x + F(x): F, from the block's start to the add,
 // without what scales it on the way (a layer scale, a stochastic depth), is a layer of its
 // own (InvertedResidual's conv, MBConv's block, CNBlock's block) when it is made of units
@@ -67,11 +79,9 @@ void LayerMaker::residual_branch(const std::vector<Element>& els, size_t f, size
       els[f + 1].role == Role::Weight)
     ++f, --units;
   if (units < 2) return;
-  // A pre-activation block (a norm and its activation first: PreAct ResNet's, a Wide ResNet's)
-  // computes its residual function inline, as the sublayers do (LayerMaker::sublayer).
-  if (els[f].unit && els[f].role == Role::Norm && els[f].kind == "batch_norm" && f + 1 < end && els[f + 1].unit &&
-      els[f + 1].role == Role::Activation)
-    return;
+  // A pre-activation block (a BatchNorm and its activation first: PreAct ResNet's, a Wide
+  // ResNet's) computes its residual function inline, as the sublayers do (LayerMaker::sublayer).
+  if (const size_t norm = preactivation_norm(els, f, end); norm != SIZE_MAX && els[norm].kind == "batch_norm") return;
   // An attention with units after it in one branch, no sum between, is a parallel block's
   // (Falcon's, GPT-J's: x + attn(ln(x)) + mlp(ln(x))): the layer calls the two, and the units
   // after the attention are its MLP, no branch module.
@@ -390,12 +400,8 @@ void LayerMaker::weight_norm_groups(std::vector<Element>& els, const std::vector
   // and what no block holds, keeps its convs' norms after them.
   std::vector<uint8_t> convs_after(els.size(), 0);
   if (normalises_first(els, "conv"))
-    for (auto [f, t] : blocks) {
-      size_t first = f;
-      while (first < t && !els[first].unit) ++first;
-      if (first + 1 < t && els[first].role == Role::Norm && els[first + 1].unit && els[first + 1].role == Role::Activation)
-        std::fill(convs_after.begin() + long(f), convs_after.begin() + long(t), 1);
-    }
+    for (auto [f, t] : blocks)
+      if (preactivation_norm(els, f, t) != SIZE_MAX) std::fill(convs_after.begin() + long(f), convs_after.begin() + long(t), 1);
   const bool linears_after = normalises_first(els, "linear");
   for (size_t j = 0; j < els.size(); ++j) {
     // A gate's projections with their norms (W_g, W_x: conv and BatchNorm), a split

@@ -345,9 +345,9 @@ struct UnitFinder {
         --back;
       }
       if (first_linear == SIZE_MAX && last_join != SIZE_MAX) back = last_join + 1;
-      // What is computed before the first projection, on the attention's input, is its caller's
-      // (XLM's padding mask multiplied into each layer's input): the attention computes with its
-      // projections, not before them.
+      // A product before the first projection, on the attention's input, is its caller's (XLM's
+      // padding mask multiplied into each layer's input); what else is computed there may be the
+      // attention's own (torchvision's Swin rolls and pads its windows first).
       if (first_linear != SIZE_MAX)
         for (size_t j = first_linear; j-- > back;)
           if (!out[j].unit && (out[j].op == "aten::mul" || out[j].op == "aten::mul_")) {

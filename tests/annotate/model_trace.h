@@ -59,6 +59,15 @@ inline Mod separate_qkv_attention(bool attention_dropout = false) {
   return a;
 }
 
+// nn.MultiheadAttention's own function: its packed in-projection (F.linear) chunked, bmm,
+// softmax, dropout, bmm, the out-projection.
+inline Mod multihead_attention() {
+  return {"MultiheadAttention",
+          {op("aten::linear"), op("aten::chunk"), op("aten::view"), op("aten::transpose"), op("aten::bmm"), op("aten::softmax"),
+           op("aten::dropout"), op("aten::bmm"), op("aten::transpose"), op("aten::view"), op("aten::linear"), op("aten::view")},
+          nullptr};
+}
+
 // A training step around the model: the ops of its loss and whether loss.backward()'s seed
 // (ones_like, its fill_ left after it by the rounded timestamps) opens the backward.
 struct StepOps {

@@ -127,10 +127,7 @@ TEST_CASE("inferred layers: the halves pair in every stage, and a patch merging 
 TEST_CASE("inferred layers: nn.TransformerEncoderLayer's feed-forward is inline: no MLP layer") {
   // norm_first: nn.MultiheadAttention's own function (packed in-projection, bmm), then the
   // feed-forward with F.relu, the layer's own op between its linears.
-  Mod mha{"MultiheadAttention",
-          {op("aten::linear"), op("aten::chunk"), op("aten::view"), op("aten::transpose"), op("aten::bmm"), op("aten::softmax"),
-           op("aten::dropout"), op("aten::bmm"), op("aten::transpose"), op("aten::view"), op("aten::linear"), op("aten::view")},
-          nullptr};
+  Mod mha = multihead_attention();
   Mod tel{"TransformerEncoderLayer",
           {layer_norm(), mha, dropout(), op("aten::add"), layer_norm(), linear(), op("aten::relu"), dropout(), linear(), dropout(),
            op("aten::add")},
@@ -480,10 +477,7 @@ TEST_CASE("inferred layers: message passing layers start at their gather (or the
 
 
 TEST_CASE("inferred layers: a routed half is a mixture of experts beside nn.MultiheadAttention too") {
-  Mod mha{"MultiheadAttention",
-          {op("aten::linear"), op("aten::chunk"), op("aten::view"), op("aten::transpose"), op("aten::bmm"), op("aten::softmax"),
-           op("aten::dropout"), op("aten::bmm"), op("aten::transpose"), op("aten::view"), op("aten::linear"), op("aten::view")},
-          nullptr};
+  Mod mha = multihead_attention();
   Mod block{"MoEBlock", {layer_norm(), mha, dropout(), op("aten::add"), layer_norm(), routed_experts(), op("aten::add")}, nullptr};
   const AccuracyScore s = bare_score(vit({block, block}));
   CHECK(s.blocks == 2 * (2 + 2 + 8));  // blocks, mixtures, experts; two forwards

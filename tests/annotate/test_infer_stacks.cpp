@@ -100,13 +100,6 @@ TEST_CASE("inferred layers: a pooling or an upsampling between a U-Net's residua
 
 namespace {
 
-Mod multihead_attention() {
-  return {"MultiheadAttention",
-          {op("aten::linear"), op("aten::chunk"), op("aten::view"), op("aten::transpose"), op("aten::bmm"), op("aten::softmax"),
-           op("aten::dropout"), op("aten::bmm"), op("aten::transpose"), op("aten::view"), op("aten::linear"), op("aten::view")},
-          nullptr};
-}
-
 // A pre-norm layer on nn.MultiheadAttention whose second half is `ff`.
 Mod prenorm_layer(Mod ff) {
   Mod ln = leaf("LayerNorm", {"aten::layer_norm"});
