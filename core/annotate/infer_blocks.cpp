@@ -229,6 +229,41 @@ bool residual_units_activate_first(const std::vector<Element>& els) {
 
 }  // namespace
 
+namespace {
+
+// Whether the sum at `add` lies between a split made since `from` and the concatenation that
+// joins its parts, each part computed alike: a split with no join after it up to the sum, a
+// concatenation after it before any other split, and between the split, its sums and the
+// concatenation runs of units of one kind (Res2Net's convs, one per part). Sums after runs of
+// other kinds close blocks run on a part (CSPNet's and C2f's bottlenecks on their split's part).
+bool parts_sum(const std::vector<Element>& els, size_t from, size_t add) {
+  auto loose = [&](size_t k) { return !els[k].unit; };
+  size_t split = SIZE_MAX;
+  for (size_t k = add; k-- > from && split == SIZE_MAX;) {
+    if (loose(k) && els[k].role == Role::Merge) return false;
+    if (loose(k) && is_split(els[k].op)) split = k;
+  }
+  if (split == SIZE_MAX) return false;
+  std::vector<size_t> edges{split};
+  for (size_t k = split + 1; k < els.size(); ++k) {
+    if (!loose(k)) continue;
+    if (is_split(els[k].op)) return false;
+    if (els[k].role == Role::Add) edges.push_back(k);
+    if (els[k].role != Role::Merge) continue;
+    edges.push_back(k);
+    std::string part;
+    for (size_t e = 1; e < edges.size(); ++e) {
+      const std::string sig = signature(els, edges[e - 1] + 1, edges[e]);
+      if (signature_units(sig) == 0 || (e > 1 && sig != part)) return false;
+      part = sig;
+    }
+    return edges.size() >= 3;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm) {
   // Post-norm where most adds are followed by a norm (BERT's); elsewhere a norm right after
   // an add is the next thing's (a ConvNeXt stage's last block, then the downsampling's norm).
@@ -287,6 +322,10 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
       while (k > 0 && !els[k - 1].unit && !is_split(els[k - 1].op)) --k;
       if (k > 0 && !els[k - 1].unit) continue;
     }
+    // A sum between a split and the concatenation of its parts adds one part to the output
+    // for the part before (Res2Net's hierarchical sums, xi + y into the next part's conv): the
+    // concatenation joins the parts; no sum between closes a block.
+    if (add && parts_sum(els, start, j)) continue;
     // A sum another sum takes at once (two branches summed, out + shared expert, then joined
     // back to the input): the later one is the join.
     if (add && next < els.size() && !els[next].unit && els[next].role == Role::Add) continue;

@@ -412,15 +412,20 @@ void LayerMaker::weight_norm_groups(std::vector<Element>& els, const std::vector
       continue;
     }
     if (j + 1 == els.size() || !single_weight(j) || (els[j].kind == "conv" ? convs_after[j] : linears_after)) continue;
+    auto is = [&](size_t k, Role r) { return k < els.size() && els[k].unit && els[k].role == r; };
     // A LayerNorm after a linear is the next module's pre-norm (a transformer's), not its.
-    if (!(els[j + 1].unit && els[j + 1].role == Role::Norm) || (els[j].kind == "linear" && els[j + 1].kind == "layer_norm")) continue;
-    size_t from = j, end = j + 2;
+    const bool norm_next = is(j + 1, Role::Norm) && !(els[j].kind == "linear" && els[j + 1].kind == "layer_norm");
+    // A norm of the activation's output is the group's too, in that order (Conv-ReLU-BatchNorm:
+    // a TDNN's layers; a prediction head's dense, GELU and LayerNorm).
+    const bool norm_after_activation = !norm_next && is(j + 1, Role::Activation) && is(j + 2, Role::Norm);
+    if (!norm_next && !norm_after_activation) continue;
+    size_t from = j, end = norm_after_activation ? j + 3 : j + 2;
     while (from > 0 && single_weight(from - 1) && els[from - 1].kind == els[j].kind && b.parent[node_of(from - 1)] == b.parent[node_of(j)])
       --from;
     // And the activation after them: a module of the group (nn.ReLU, nn.SiLU in a Sequential
     // with them), or F.relu(bn(conv(x))), its caller's own op, which the ops cannot tell
     // apart; the module is the commoner (four in five after a norm in the tuning corpora).
-    if (end < els.size() && els[end].unit && els[end].role == Role::Activation) ++end;
+    if (norm_next && is(end, Role::Activation)) ++end;
     // An upsampling right before the conv is the same step's (an up-convolution: upsample,
     // then conv, norm and activation), unless it restores the size of a global pooling's
     // branch before it (ASPP's image pooling: pool, conv, activation, upsample).

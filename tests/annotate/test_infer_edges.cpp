@@ -85,3 +85,34 @@ TEST_CASE("inferred layers: a pre-activation block's residual function is comput
   CHECK(s.block_recall == doctest::Approx(1.0));
   CHECK(s.node_precision == doctest::Approx(1.0));  // no "Residual branch" inside the blocks
 }
+
+namespace {
+
+// SpeechBrain's TDNNBlock: Conv1d, then ReLU, then BatchNorm1d, in that order.
+Mod tdnn() { return Mod{"TDNNBlock", {conv1d(), leaf("ReLU", {"aten::relu"}), leaf("BatchNorm1d", {"aten::add_", "aten::batch_norm"})}, nullptr}; }
+
+}  // namespace
+
+TEST_CASE("inferred layers: a weight op, its activation and the norm of the activation are one module") {
+  // An x-vector's frame layers: TDNNBlocks back to back, then pooling and a classifier.
+  Mod net{"XVector", {op("aten::transpose"), tdnn(), tdnn(), tdnn(), tdnn(), op("aten::mean"), linear()}, nullptr};
+  BareRun r = bare_run(net);
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // each TDNNBlock: conv, ReLU, BatchNorm
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
+
+TEST_CASE("inferred layers: sums between a split and the concatenation of its parts close no block") {
+  // ECAPA-TDNN's SE-Res2Net blocks: a TDNN, the Res2Net (chunks; each part after the first
+  // through a TDNN, from the third on with the part before's output added first; the parts
+  // concatenated), a TDNN, squeeze-excitation, the residual sum.
+  Mod res2net{"Res2NetBlock", {op("aten::chunk"), tdnn(), op("aten::add"), tdnn(), op("aten::add"), tdnn(), op("aten::cat")}, nullptr};
+  Mod se{"SEBlock", {op("aten::mean"), conv1d(), leaf("ReLU", {"aten::relu_"}), conv1d(), leaf("Sigmoid", {"aten::sigmoid"}), op("aten::mul")},
+         nullptr};
+  Mod block{"SERes2NetBlock", {tdnn(), res2net, tdnn(), se, op("aten::add")}, nullptr};
+  Mod net{"ECAPA", {op("aten::transpose"), tdnn(), block, block, block, op("aten::cat"), tdnn(), op("aten::mean"), linear()}, nullptr};
+  BareRun r = bare_run(net);
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall >= 0.85);  // each SE-Res2Net block and its TDNNs; not yet the Res2Net inside
+  CHECK(s.node_precision == doctest::Approx(1.0));  // no block closed at a part's sum
+}
