@@ -37,7 +37,12 @@ Span update_mlp(const std::vector<Element>& els, Span layer) {
     }
   if (weights < 2) return {};
   bool activation = false;  // between its first weight op and its last
-  for (size_t j = first; j < end; ++j) activation |= els[j].unit && els[j].role == Role::Activation;
+  for (size_t j = first; j < end; ++j) {
+    activation |= els[j].unit && els[j].role == Role::Activation;
+    // One chain of units: a sum, a concatenation or an attention between its weight ops joins
+    // other computations (a GPS layer's attention beside its message passing).
+    if ((!els[j].unit && (els[j].role == Role::Add || els[j].role == Role::Merge)) || (els[j].unit && els[j].kind == "attention")) return {};
+  }
   for (size_t j = end; j < layer.second; ++j)  // after it: norms, activations and dropouts only
     if (els[j].unit && els[j].role != Role::Norm && els[j].role != Role::Activation && els[j].role != Role::Dropout) return {};
   return activation ? Span{first, end} : Span{};
@@ -180,7 +185,11 @@ std::vector<Span> message_passing_layers(const std::vector<Element>& els) {
         size_t trimmed = end;
         while (trimmed > last && (after(trimmed - 1) || sum(trimmed - 1))) --trimmed;
         while (trimmed < end && sum(trimmed)) ++trimmed;  // sums before any of them are the layer's (its self term, its bias)
-        if (last > starts[k]) end = trimmed;
+        // A layer that norms its own sums after the aggregation (a GPS layer's: each branch
+        // added back and normed, then its feed-forward's) ends with the last of them too.
+        bool norms_sums = false;
+        for (size_t j = last; j + 1 < trimmed && !norms_sums; ++j) norms_sums = sum(j) && els[j + 1].unit && els[j + 1].role == Role::Norm;
+        if (last > starts[k] && !norms_sums) end = trimmed;
       }
       // A layer has weights: scatters without any between them are one computation's parts
       // (GraphSAGE's sum of messages and its count of them for the mean).

@@ -116,3 +116,22 @@ TEST_CASE("inferred layers: sums between a split and the concatenation of its pa
   CHECK(s.block_recall >= 0.85);  // each SE-Res2Net block and its TDNNs; not yet the Res2Net inside
   CHECK(s.node_precision == doctest::Approx(1.0));  // no block closed at a part's sum
 }
+
+TEST_CASE("inferred layers: a graph layer that norms its own sums keeps its last, and no MLP spans its attention") {
+  // GraphGPS: each layer a local message passing (a sum over edges, (1 + eps) x, a Linear-ReLU-
+  // Linear update) and a global attention over the nodes, each with its dropout, residual sum
+  // and BatchNorm, then a feed-forward with its dropouts, residual sum and BatchNorm.
+  Mod bn1d = leaf("BatchNorm1d", {"aten::add_", "aten::batch_norm"});
+  Mod gps{"GPSLayer",
+          {op("aten::zeros_like"), op("aten::index_select"), op("aten::index_add_"), op("aten::add"), op("aten::mul"), op("aten::add"), linear(),
+           leaf("ReLU", {"aten::relu"}), linear(), dropout(), op("aten::add"), bn1d, op("aten::unsqueeze"), multihead_attention(),
+           op("aten::squeeze"), dropout(), op("aten::add"), bn1d, op("aten::add"), linear(), leaf("ReLU", {"aten::relu"}), dropout(), linear(),
+           dropout(), op("aten::add"), bn1d},
+          nullptr};
+  BareRun r = bare_run(Mod{"GraphGPS", {linear(), gps, gps, gps, linear()}, nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // each GPS layer through its last BatchNorm
+  // No MLP from the update's Linear to the feed-forward's; the attentions take the squeeze
+  // after them (13 of 16 layers right).
+  CHECK(s.node_precision >= 0.8);
+}
