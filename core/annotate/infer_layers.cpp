@@ -255,8 +255,9 @@ void LayerMaker::run(NodeId parent, const std::vector<NodeId>& ops, bool model_r
   for (auto [f, t] : single) parallel_branches(els, f, t);
   // nn.TransformerEncoderLayer and DecoderLayer compute their feed-forward inline: a layer
   // on nn.MultiheadAttention whose halves are attention but one. A layer with more halves
-  // of other kinds (a Conformer's feed-forwards and convolution module) calls them as
-  // modules, and a routed half is a module whatever the attention.
+  // of other kinds beside its attention (a Conformer's feed-forwards and convolution module)
+  // calls them as modules holding their norms, and a routed half is a module whatever the
+  // attention; a layer of a conv mixer and an MLP alone (a MetaFormer's) norms before them.
   const bool on_mha = std::any_of(els.begin(), els.end(), [](const Element& e) { return e.kind == "attention" && e.multihead; });
   for (auto [from, to] : tupled) {
     size_t other = 0;
@@ -266,7 +267,7 @@ void LayerMaker::run(NodeId parent, const std::vector<NodeId>& ops, bool model_r
       conv_half |= sig[k].find("attention") == std::string::npos && sig[k].find("conv") != std::string::npos;
     }
     for (size_t k = from; k < to; ++k) {
-      sublayer(els, blocks[k].first, blocks[k].second, k > from, on_mha && other <= 1, conv_half && other >= 2);
+      sublayer(els, blocks[k].first, blocks[k].second, k > from, on_mha && other <= 1, conv_half && other >= 2 && other < to - from);
       if (on_mha && other <= 1) functional_activation(els, blocks[k].first, blocks[k].second);
     }
   }

@@ -47,15 +47,22 @@ bool variants(const std::vector<std::string>& kinds) {
       if (x.size() <= y.size() || signature_tokens(y) < 2) continue;
       // y's units in order within x's, the rest of x a few units more with weights among them
       // (the projection shortcut, with the pooling before it, computed anywhere in the block).
+      // A weight op between transposes is no shortcut: it computes on the tokens laid out as
+      // a map (a MetaFormer token mixer's depthwise conv between its two Linears).
       const std::vector<std::string_view> big = tokens(x), small = tokens(y);
-      std::vector<std::string_view> extra;
-      size_t at = 0;
-      for (std::string_view t : big) {
-        if (at < small.size() && t == small[at]) ++at;
-        else extra.push_back(t);
+      size_t extra = 0, at = 0;
+      bool shortcut = false;
+      for (size_t i = 0; i < big.size(); ++i) {
+        if (at < small.size() && big[i] == small[at]) {
+          ++at;
+          continue;
+        }
+        ++extra;
+        const bool on_map = i > 0 && i + 1 < big.size() && big[i - 1] == "T;" && big[i + 1] == "T;";
+        shortcut |= (big[i] == "conv," || big[i] == "linear,") && !on_map;
       }
-      if (at < small.size() || extra.size() > 4) continue;
-      if (std::any_of(extra.begin(), extra.end(), [](std::string_view t) { return t == "conv," || t == "linear,"; })) return true;
+      if (at < small.size() || extra > 4) continue;
+      if (shortcut) return true;
     }
   return false;
 }

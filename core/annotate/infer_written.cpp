@@ -68,14 +68,25 @@ std::vector<Element> standardised_weights(std::vector<Element> els) {
 }
 
 // A scaled activation's in-place product right after its op (NFNet's GammaAct:
-// gelu(x).mul_(gamma)) is the activation's.
+// gelu(x).mul_(gamma)) is the activation's. So is a ReLU squared (Primer's squared ReLU), with
+// the scale and bias after the square when both follow (MetaFormer's StarReLU:
+// s * relu(x) ** 2 + b): a sum alone after the square may be a residual join and stays loose.
 std::vector<Element> scaled_activations(std::vector<Element> els) {
+  auto loose = [&](size_t j, std::string_view op) { return j < els.size() && !els[j].unit && els[j].op == op; };
   std::vector<Element> out;
-  for (Element& e : els) {
-    if (!e.unit && e.op == "aten::mul_" && !out.empty() && out.back().unit && out.back().role == Role::Activation && out.back().ops.size() == 1)
-      out.back().ops.insert(out.back().ops.end(), e.ops.begin(), e.ops.end());
-    else
+  for (size_t i = 0; i < els.size(); ++i) {
+    Element& e = els[i];
+    const bool after_activation = !out.empty() && out.back().unit && out.back().role == Role::Activation;
+    size_t take = 0;
+    if (after_activation && out.back().ops.size() == 1 && loose(i, "aten::mul_")) take = 1;
+    if (after_activation && out.back().op.starts_with("aten::relu") && out.back().ops.size() == 1 && loose(i, "aten::pow"))
+      take = loose(i + 1, "aten::mul") && loose(i + 2, "aten::add") ? 3 : 1;
+    if (take == 0) {
       out.push_back(std::move(e));
+      continue;
+    }
+    take_ops(out.back(), els, i, i + take);
+    i += take - 1;
   }
   return out;
 }

@@ -135,3 +135,23 @@ TEST_CASE("inferred layers: a graph layer that norms its own sums keeps its last
   // after them (13 of 16 layers right).
   CHECK(s.node_precision >= 0.8);
 }
+
+TEST_CASE("inferred layers: a MetaFormer's conv token mixer and MLP halves, StarReLU as one activation") {
+  // CAFormer's first stages as timm writes them (channels last): MetaFormerBlocks of
+  // res_scale1(x) + SepConv(norm1(x)), then res_scale2(x) + Mlp(norm2(x)); SepConv is pwconv1,
+  // StarReLU (s * relu(x) ** 2 + b), the tokens permuted to a map for the depthwise conv and
+  // back, pwconv2; the Mlp fc1, StarReLU, fc2. A downsampling (norm, conv) between stages.
+  Mod star{"StarReLU", {op("aten::relu"), op("aten::pow"), op("aten::mul"), op("aten::add")}, nullptr};
+  Mod sepconv{"SepConv", {linear(), star, op("aten::permute"), conv(), op("aten::permute"), linear()}, nullptr};
+  Mod mlp{"Mlp", {linear(), star, linear()}, nullptr};
+  Mod scale = leaf("Scale", {"aten::mul"});
+  Mod block{"MetaFormerBlock", {scale, layer_norm(), sepconv, op("aten::add"), scale, layer_norm(), mlp, op("aten::add")}, nullptr};
+  Mod down{"Downsampling", {layer_norm(), op("aten::permute"), conv(), op("aten::permute")}, nullptr};
+  Mod net{"CAFormer", {op("aten::permute"), conv(), op("aten::permute"), Mod{"Sequential", {block, block}, nullptr},
+                       Mod{"Sequential", {down, block, block}, nullptr}, op("aten::mean"), layer_norm(), linear()},
+          nullptr};
+  BareRun r = bare_run(net);
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // each block, its SepConv and its Mlp without their norms, each stage
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
