@@ -227,10 +227,6 @@ bool residual_units_activate_first(const std::vector<Element>& els) {
   return activated_first > activated_last;
 }
 
-}  // namespace
-
-namespace {
-
 // Whether the sum at `add` lies between a split made since `from` and the concatenation that
 // joins its parts, each part computed alike: a split with no join after it up to the sum, a
 // concatenation after it before any other split, and between the split, its sums and the
@@ -258,6 +254,38 @@ bool parts_sum(const std::vector<Element>& els, size_t from, size_t add) {
       part = sig;
     }
     return edges.size() >= 3;
+  }
+  return false;
+}
+
+// Whether the sum at `add` is arithmetic on a product, no join: taken on a product (views
+// apart) and divided at once (a linear attention's normaliser plus its epsilon). A residual
+// sum scaled after (x + f(x)) / sqrt(2) takes a module's output.
+bool normaliser_sum(const std::vector<Element>& els, size_t add) {
+  size_t before = add, after = add + 1;
+  while (before > 0 && !els[before - 1].unit && els[before - 1].role == Role::Shape) --before;
+  while (after < els.size() && !els[after].unit && els[after].role == Role::Shape) ++after;
+  return before > 0 && !els[before - 1].unit && els[before - 1].role == Role::Score && after < els.size() && !els[after].unit &&
+         els[after].op.starts_with("aten::div");
+}
+
+// Whether, after the concatenation at `cat`, one weight op fuses the branches (loose ops
+// before it, a denominator's sum among them) and a sum takes its output, its norm and activation
+// and a scale apart: the fused branches joined back to their input.
+bool fused_then_summed(const std::vector<Element>& els, size_t cat) {
+  size_t weight = SIZE_MAX, scales = 0;
+  for (size_t k = cat + 1; k < els.size(); ++k) {
+    const Element& e = els[k];
+    if (e.unit && e.role == Role::Weight) {
+      if (e.kind == "embedding" || e.kind == "attention" || weight != SIZE_MAX) return false;
+      weight = k;
+      continue;
+    }
+    if (e.unit || e.role == Role::Shape) continue;
+    if (is_split(e.op) || e.role == Role::Merge) return false;
+    if (weight == SIZE_MAX) continue;
+    if (e.role == Role::Add) return true;
+    if ((e.op != "aten::mul" && e.op != "aten::mul_") || ++scales > 1) return false;
   }
   return false;
 }
@@ -352,6 +380,11 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
       continue;
     }
     if (merge && weights < 2) continue;  // one branch: a concatenation inside a block
+    // Branches concatenated, one weight op fusing them, then a sum: the sum joins the input of
+    // the branches back (Inception-ResNet's blocks, a dense block's local fusion, a multi-scale
+    // attention's aggregated projections): the concatenation is inside that block.
+    if (merge && fused_then_summed(els, j)) continue;
+    if (add && normaliser_sum(els, j)) continue;
     // A concatenation after an upsampling, with no pooling or other join since (past the
     // upsampled map's conv, a padding, a gate on the skip), takes a skip from the encoder (a
     // U-Net's decoder): the map it joins was made long before, no branch of a block.

@@ -155,3 +155,27 @@ TEST_CASE("inferred layers: a MetaFormer's conv token mixer and MLP halves, Star
   CHECK(s.block_recall == doctest::Approx(1.0));  // each block, its SepConv and its Mlp without their norms, each stage
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: branches concatenated, fused by one conv and summed back are one block") {
+  // EfficientViT's context modules: a 1x1 qkv conv, its multi-scale aggregation (a depthwise
+  // and a grouped 1x1 conv) concatenated with it, a ReLU linear attention normalised by its
+  // last channel (plus an epsilon), the projection conv and its norm, summed back to the
+  // input; each then an MBConv with its residual.
+  Mod lite{"LiteMLA",
+           {conv(), Mod{"Sequential", {conv(), conv()}, nullptr}, op("aten::cat"), op("aten::reshape"), op("aten::transpose"), op("aten::relu"),
+            op("aten::relu"), op("aten::pad"), op("aten::matmul"), op("aten::matmul"), op("aten::slice"), op("aten::add"), op("aten::div"),
+            op("aten::reshape"), conv(), bn()},
+           nullptr};
+  Mod hswish = leaf("Hardswish", {"aten::hardswish"});
+  Mod mbconv{"MBConv",
+             {Mod{"ConvLayer", {conv(), bn(), hswish}, nullptr}, Mod{"ConvLayer", {conv(), bn(), hswish}, nullptr}, Mod{"ConvLayer", {conv(), bn()}, nullptr},
+              op("aten::add")},
+             nullptr};
+  Mod block{"EfficientViTBlock", {lite, op("aten::add"), mbconv}, nullptr};
+  BareRun r = bare_run(Mod{"Net", {conv(), bn(), hswish, block, block, block, op("aten::mean"), linear()}, nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  // Each EfficientViTBlock exactly, 3 of the 7 repeated modules: not yet the LiteMLA and the
+  // MBConv inside it (the MBConv taken without its sum), nor their inner modules.
+  CHECK(s.block_recall >= 3.0 / 7 - 1e-9);
+  CHECK(s.node_precision >= 0.9);
+}
