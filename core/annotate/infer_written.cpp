@@ -300,6 +300,7 @@ std::vector<Element> written_norms(std::vector<Element> els) {
     while (cast(j)) ++j;
     if (!centred && name(j) == "add" && name(j + 1) == "mul") j += 2;  // scaled by (1 + weight): Gemma's
     else if (size_t w = through(j, "mul", 6)) j = w;                   // the scale (weight[:, None, None]: its views)
+    else return {};  // no weight: a normalisation its caller computes (a series' instance norm), no module
     if (size_t bias = through(j, "add", 6); centred && bias) j = bias;
     while (cast(j)) ++j;  // back to the input's dtype
     return {j, centred ? "layer_norm" : "rms_norm"};

@@ -179,3 +179,21 @@ TEST_CASE("inferred layers: branches concatenated, fused by one conv and summed 
   CHECK(s.block_recall >= 3.0 / 7 - 1e-9);
   CHECK(s.node_precision >= 0.9);
 }
+
+TEST_CASE("inferred layers: a normalisation written by hand with no weight is its caller's computation, no norm module") {
+  // The Time-Series-Library's forecasters normalise each series in their forward: means
+  // subtracted, divided by the standard deviation (var + eps, sqrt), no learned scale. Then a
+  // pre-norm encoder whose RMSNorms, written by hand, do scale by their weight.
+  Mod rms{"RMSNorm", {op("aten::pow"), op("aten::mean"), op("aten::add"), op("aten::rsqrt"), op("aten::mul"), op("aten::mul")}, nullptr};
+  Mod mlp{"MLP", {linear(), leaf("GELU", {"aten::gelu"}), linear()}, nullptr};
+  Mod layer{"Layer", {rms, separate_qkv_attention(), op("aten::add"), rms, mlp, op("aten::add")}, nullptr};
+  Mod net{"Forecaster",
+          {op("aten::mean"), op("aten::detach"), op("aten::sub"), op("aten::var"), op("aten::add"), op("aten::sqrt"), op("aten::div"),
+           op("aten::permute"), linear(), layer, layer, rms, linear(), op("aten::permute"), op("aten::mul"), op("aten::add")},
+          nullptr};
+  BareRun r = bare_run(net);
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));  // no LayerNorm made of the series' normalisation
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));  // each RMSNorm one
+}
