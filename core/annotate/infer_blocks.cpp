@@ -384,6 +384,7 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
     // the branches back (Inception-ResNet's blocks, a dense block's local fusion, a multi-scale
     // attention's aggregated projections): the concatenation is inside that block.
     if (merge && fused_then_summed(els, j)) continue;
+    // A sum that normalises (a linear attention's denominator) joins no branch back.
     if (add && normaliser_sum(els, j)) continue;
     // A concatenation after an upsampling, with no pooling or other join since (past the
     // upsampled map's conv, a padding, a gate on the skip), takes a skip from the encoder (a
