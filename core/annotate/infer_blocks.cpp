@@ -271,13 +271,20 @@ bool normaliser_sum(const std::vector<Element>& els, size_t add) {
 
 // Whether, after the concatenation at `cat`, one weight op fuses the branches (loose ops
 // before it, a denominator's sum among them) and a sum takes its output, its norm and activation
-// and a scale apart: the fused branches joined back to their input.
-bool fused_then_summed(const std::vector<Element>& els, size_t cat) {
+// and a scale apart: the fused branches joined back to their input. Where the concatenation
+// joins the parts of a split made since `from`, no join between (InceptionNeXt's token mixer:
+// channels split four ways, three convolved, concatenated), any units may follow before the sum.
+bool fused_then_summed(const std::vector<Element>& els, size_t from, size_t cat) {
+  bool parts = false;
+  for (size_t k = cat; k-- > from && !parts;) {
+    if (!els[k].unit && (els[k].role == Role::Add || els[k].role == Role::Merge)) break;
+    parts = !els[k].unit && is_split(els[k].op);
+  }
   size_t weight = SIZE_MAX, scales = 0;
   for (size_t k = cat + 1; k < els.size(); ++k) {
     const Element& e = els[k];
     if (e.unit && e.role == Role::Weight) {
-      if (e.kind == "embedding" || e.kind == "attention" || weight != SIZE_MAX) return false;
+      if (e.kind == "embedding" || e.kind == "attention" || (weight != SIZE_MAX && !parts)) return false;
       weight = k;
       continue;
     }
@@ -285,7 +292,7 @@ bool fused_then_summed(const std::vector<Element>& els, size_t cat) {
     if (is_split(e.op) || e.role == Role::Merge) return false;
     if (weight == SIZE_MAX) continue;
     if (e.role == Role::Add) return true;
-    if ((e.op != "aten::mul" && e.op != "aten::mul_") || ++scales > 1) return false;
+    if (!parts && ((e.op != "aten::mul" && e.op != "aten::mul_") || ++scales > 1)) return false;
   }
   return false;
 }
@@ -373,6 +380,10 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
       weights = 0;
       continue;
     }
+    // Branches concatenated, one weight op fusing them, then a sum: the sum joins the input of
+    // the branches back (Inception-ResNet's blocks, a dense block's local fusion, a multi-scale
+    // attention's aggregated projections): the concatenation is inside that block.
+    if (merge && fused_then_summed(els, start, j)) continue;
     if (merge && next < els.size() && els[next].role == Role::Norm) {  // opens the next block
       if (j > start) out.push_back({start, j});
       start = j;
@@ -380,10 +391,6 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
       continue;
     }
     if (merge && weights < 2) continue;  // one branch: a concatenation inside a block
-    // Branches concatenated, one weight op fusing them, then a sum: the sum joins the input of
-    // the branches back (Inception-ResNet's blocks, a dense block's local fusion, a multi-scale
-    // attention's aggregated projections): the concatenation is inside that block.
-    if (merge && fused_then_summed(els, j)) continue;
     // A sum that normalises (a linear attention's denominator) joins no branch back.
     if (add && normaliser_sum(els, j)) continue;
     // A concatenation after an upsampling, with no pooling or other join since (past the

@@ -197,3 +197,22 @@ TEST_CASE("inferred layers: a normalisation written by hand with no weight is it
   CHECK(s.node_precision == doctest::Approx(1.0));  // no LayerNorm made of the series' normalisation
   CHECK(s.leaf_f1 == doctest::Approx(1.0));  // each RMSNorm one
 }
+
+TEST_CASE("inferred layers: a split's parts concatenated inside a residual block close no block") {
+  // InceptionNeXt's MetaNeXtBlocks: the token mixer splits the channels four ways, three parts
+  // through depthwise convs (square, horizontal and vertical bands), the parts concatenated;
+  // then a BatchNorm, a ConvMlp, the layer scale and the residual sum. The concatenation, with
+  // a norm after it, would open a block of its own.
+  Mod mixer{"InceptionDWConv2d", {op("aten::split_with_sizes"), conv(), conv(), conv(), op("aten::cat")}, nullptr};
+  Mod mlp{"ConvMlp", {conv(), leaf("GELU", {"aten::gelu"}), conv()}, nullptr};
+  Mod block{"MetaNeXtBlock", {mixer, bn(), mlp, op("aten::reshape"), op("aten::mul"), op("aten::add")}, nullptr};
+  Mod down{"Sequential", {bn(), conv()}, nullptr};
+  BareRun r = bare_run(Mod{"InceptionNeXt", {conv(), relu_module(), block, block, block, down, block, block, block, op("aten::mean"), linear()},
+                           nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  // Each MetaNeXtBlock from its split to its sum, 6 of the 18 repeated modules: not yet the
+  // mixer, whose convs read as a branch between the split and the concatenation (ShuffleNet's
+  // layout), nor the ConvMlp, its convs and GELU the block's own.
+  CHECK(s.block_recall >= 1.0 / 3 - 1e-9);
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
