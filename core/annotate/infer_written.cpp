@@ -265,6 +265,18 @@ std::vector<Element> written_norms(std::vector<Element> els) {
     size_t end = 0;  // 0: no norm starts here
     std::string_view kind;
   };
+  // After the statistics, the weight applied first, in Python's order of evaluation:
+  // gamma[:, None] * (x - mean) / (var + eps).sqrt() + beta[:, None] (a global layer norm's):
+  // the weight's views, the centring, its product, the epsilon, the root, the division, the
+  // bias's views and sum. The index after the bias, or 0.
+  auto scaled_first = [&](size_t j) -> size_t {
+    while (shape(j)) ++j;
+    if (name(j) == "sub") ++j;
+    if (name(j) != "mul" || name(j + 1) != "add" || name(j + 2) != "sqrt" || name(j + 3) != "div") return 0;
+    j += 4;
+    while (shape(j)) ++j;
+    return name(j) == "add" ? j + 1 : j;
+  };
   auto match = [&](size_t s) -> Match {
     size_t j = s;
     while (cast(j)) ++j;
@@ -287,6 +299,7 @@ std::vector<Element> written_norms(std::vector<Element> els) {
     } else {
       return {};
     }
+    if (const size_t end = scaled_first(j); end != 0) return {end, centred ? "layer_norm" : "rms_norm"};
     if (centred && name(j) == "sub") ++j;  // x - mean again, before the epsilon's sum
     if (name(j) == "add") ++j;              // epsilon
     std::string_view apply;

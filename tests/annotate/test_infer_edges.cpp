@@ -216,3 +216,22 @@ TEST_CASE("inferred layers: a split's parts concatenated inside a residual block
   CHECK(s.block_recall >= 1.0 / 3 - 1e-9);
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a layer norm written with its weight applied before the root is one norm") {
+  // Conv-TasNet's global layer norm: gamma[:, None] * (x - mean) / (var + eps).sqrt() +
+  // beta[:, None], so Python runs the weight's views, the centring and the product before the
+  // epsilon's sum, the root and the division; between the separator's convs and PReLUs.
+  Mod gln{"GlobLN",
+          {op("aten::mean"), op("aten::sub"), op("aten::pow"), op("aten::mean"), op("aten::slice"), op("aten::unsqueeze"), op("aten::sub"),
+           op("aten::mul"), op("aten::add"), op("aten::sqrt"), op("aten::div"), op("aten::slice"), op("aten::unsqueeze"), op("aten::add")},
+          nullptr};
+  Mod prelu = leaf("PReLU", {"aten::prelu"});
+  Mod net{"Separator", {conv1d(), prelu, gln, conv1d(), prelu, gln, conv1d(), prelu, gln, conv1d()}, nullptr};
+  BareRun r = bare_run(net);
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+  // Each GlobLN one norm, not loose arithmetic in a block of the conv and PReLU before it.
+  for (const char* norm : {"LayerNorm 1", "LayerNorm 2", "LayerNorm 3"}) CHECK(has_layer(r.annotation.tree, norm));
+  CHECK_FALSE(has_layer(r.annotation.tree, "Block 1: Conv + PReLU"));
+}
