@@ -258,15 +258,18 @@ bool parts_sum(const std::vector<Element>& els, size_t from, size_t add) {
   return false;
 }
 
-// Whether the sum at `add` is arithmetic on a product, no join: taken on a product (views
-// apart) and divided at once (a linear attention's normaliser plus its epsilon). A residual
-// sum scaled after (x + f(x)) / sqrt(2) takes a module's output.
+// Whether the sum at `add` is a normaliser's epsilon, no join: rooted at once (a weight's
+// demodulation, rsqrt(w.pow(2).sum() + eps)), or taken on a product (views apart) and divided
+// at once (a linear attention's denominator). A residual sum scaled after,
+// (x + f(x)) / sqrt(2), takes a module's output.
 bool normaliser_sum(const std::vector<Element>& els, size_t add) {
   size_t before = add, after = add + 1;
   while (before > 0 && !els[before - 1].unit && els[before - 1].role == Role::Shape) --before;
   while (after < els.size() && !els[after].unit && els[after].role == Role::Shape) ++after;
-  return before > 0 && !els[before - 1].unit && els[before - 1].role == Role::Score && after < els.size() && !els[after].unit &&
-         els[after].op.starts_with("aten::div");
+  if (after >= els.size() || els[after].unit) return false;
+  const std::string_view next = els[after].op;
+  return next == "aten::rsqrt" || next == "aten::sqrt" ||
+         (before > 0 && !els[before - 1].unit && els[before - 1].role == Role::Score && next.starts_with("aten::div"));
 }
 
 // Whether, after the concatenation at `cat`, one weight op fuses the branches (loose ops

@@ -3,7 +3,7 @@
 //   units   the leaf modules: a weight op (conv, linear, embedding, an RNN over all its steps),
 //           a norm (BatchNorm with the counter it bumps first; one written by hand: RMSNorm),
 //           an activation, a pooling, a dropout (a random mask applied by a product too:
-//           stochastic depth), a resampling;
+//           stochastic depth), noise drawn and added, a resampling;
 //           attention as one unit from its in-projection through the scores, softmax and
 //           weighted sum to its out-projection (separate q/k/v projections are child units of
 //           it, a packed one is part of it);
@@ -434,7 +434,7 @@ std::string readable_unit(std::string_view kind, std::string_view op) {
       {"conv", "Conv"}, {"batch_norm", "BatchNorm"}, {"layer_norm", "LayerNorm"}, {"rms_norm", "RMSNorm"}, {"response_norm", "GRN"}, {"group_norm", "GroupNorm"},
       {"instance_norm", "InstanceNorm"},
       {"embedding", "Embedding"}, {"attention", "Attention"}, {"loss", "Loss"}, {"softmax", "Softmax"},
-      {"dropout", "Dropout"}, {"pool", "Pool"}, {"bmm", "BMM"}, {"linear", "Linear"}, {"shortcut", "Shortcut"},
+      {"dropout", "Dropout"}, {"noise", "Noise"}, {"pool", "Pool"}, {"bmm", "BMM"}, {"linear", "Linear"}, {"shortcut", "Shortcut"},
       {"mlp", "MLP"}, {"bias_mlp", "Bias MLP"}, {"ops", "Ops"}, {"squeeze_excitation", "SqueezeExcitation"}, {"split_attention", "Split attention"}, {"attention_gate", "Attention gate"}, {"gate", "Gate"}, {"lstm_cell", "LSTM cell"}, {"rotary", "Rotary embedding"}};
   std::string_view bare = strip_prefix(op, "aten::");
   if (bare.starts_with("rnn_")) return "RNN";  // rnn_tanh, rnn_relu: nn.RNN, not its nonlinearity

@@ -110,6 +110,20 @@ std::vector<Element> random_masks(std::vector<Element> els) {
   };
   std::vector<Element> out;
   for (size_t i = 0; i < els.size(); ++i) {
+    // Noise drawn and added (StyleGAN's NoiseInjection: x + weight * noise, the noise a fresh
+    // tensor's normal_ draw): one unit; its sum joins no branch back.
+    if (loose(i, {"aten::normal", "aten::randn"}) && loose(i + 1, {"aten::mul"}) && loose(i + 2, {"aten::add"})) {
+      Element d = new_unit(Role::Dropout, "noise", els[i].op);
+      size_t lo = out.size();
+      while (lo > 0 && !out[lo - 1].unit && (out[lo - 1].op.starts_with("aten::empty") || out[lo - 1].op.starts_with("aten::new_empty")))
+        --lo;
+      for (size_t j = lo; j < out.size(); ++j) d.ops.insert(d.ops.end(), out[j].ops.begin(), out[j].ops.end());
+      out.erase(out.begin() + long(lo), out.end());
+      take_ops(d, els, i, i + 3);
+      out.push_back(std::move(d));
+      i += 2;
+      continue;
+    }
     const size_t floor = floored_draw(i);
     if (!loose(i, {"aten::bernoulli"}) && floor == 0) {
       out.push_back(std::move(els[i]));

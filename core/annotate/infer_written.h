@@ -24,7 +24,8 @@ void add_work(std::string& sig, const Element& e);
 std::vector<Element> standardised_weights(std::vector<Element> els);
 // A scaled activation's in-place product as the activation's.
 std::vector<Element> scaled_activations(std::vector<Element> els);
-// A random mask applied by a product (a drop path) as one dropout unit.
+// A random mask applied by a product (a drop path) as one dropout unit; noise drawn and added
+// (StyleGAN's noise injection) as one noise unit.
 std::vector<Element> random_masks(std::vector<Element> els);
 // An LSTM cell written by hand as one unit.
 std::vector<Element> written_cells(std::vector<Element> els);

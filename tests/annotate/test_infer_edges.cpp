@@ -235,3 +235,21 @@ TEST_CASE("inferred layers: a layer norm written with its weight applied before 
   for (const char* norm : {"LayerNorm 1", "LayerNorm 2", "LayerNorm 3"}) CHECK(has_layer(r.annotation.tree, norm));
   CHECK_FALSE(has_layer(r.annotation.tree, "Block 1: Conv + PReLU"));
 }
+
+TEST_CASE("inferred layers: a weight's demodulation and noise injected are no residual joins") {
+  // StyleGAN2's StyledConvs: the style's Linear, the conv weight modulated and demodulated
+  // (w * s, then * rsqrt(w.pow(2).sum() + eps)), one conv; noise drawn and added with its
+  // weight (NoiseInjection); a bias and LeakyReLU.
+  Mod modconv{"ModulatedConv2d",
+              {linear(), op("aten::view"), op("aten::mul"), op("aten::mul"), op("aten::pow"), op("aten::sum"), op("aten::add"), op("aten::rsqrt"),
+               op("aten::view"), op("aten::mul"), op("aten::view"), op("aten::reshape"), conv(), op("aten::view")},
+              nullptr};
+  Mod noise{"NoiseInjection", {op("aten::new_empty"), op("aten::normal_"), op("aten::mul"), op("aten::add")}, nullptr};
+  Mod styled{"StyledConv", {modconv, noise, op("aten::add"), leaf("LeakyReLU", {"aten::leaky_relu"})}, nullptr};
+  BareRun r = bare_run(Mod{"Synthesis", {linear(), leaf("LeakyReLU", {"aten::leaky_relu"}), op("aten::repeat"), styled, styled, styled, styled},
+                           nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.node_precision >= 0.9);
+  CHECK(s.block_recall >= 0.5 - 1e-9);  // each StyledConv; not yet the ModulatedConv2d inside
+  for (const char* layer : {"Noise 1", "Noise 4"}) CHECK(has_layer(r.annotation.tree, layer));  // the draw, its weight and the sum
+}
