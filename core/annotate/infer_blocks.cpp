@@ -481,6 +481,24 @@ std::vector<Span> plain_blocks(const std::vector<Element>& els) {
       out.push_back(runs[k]);
       continue;
     }
+    // A run that is a recurring kind repeated whole: as many blocks of it (an encoder whose
+    // stages downsample by a strided conv, no pooling between them: nnU-Net's).
+    const auto whole = std::find_if(count.begin(), count.end(), [&](const auto& kn) {
+      const std::string& kind = kn.first;
+      if (kn.second < 2 || kind.empty() || sig[k].size() <= kind.size() || sig[k].size() % kind.size() != 0) return false;
+      for (size_t at = 0; at < sig[k].size(); at += kind.size())
+        if (sig[k].compare(at, kind.size(), kind) != 0) return false;
+      return true;
+    });
+    if (whole != count.end()) {
+      for (size_t f = runs[k].first; f < runs[k].second;) {
+        const size_t e = end_of_signature(els, f, runs[k].second, whole->first);
+        if (e == SIZE_MAX) break;
+        out.push_back({f, e});
+        for (f = e; f < runs[k].second && !els[f].unit;) ++f;
+      }
+      continue;
+    }
     // A run that starts with a recurring kind: that kind's block, then the head (the last double
     // conv, then the output conv); the forward's first run that ends with one: the stem (a
     // conv, norm and activation like the block's own), then that kind's block.

@@ -253,3 +253,21 @@ TEST_CASE("inferred layers: a weight's demodulation and noise injected are no re
   CHECK(s.block_recall >= 0.5 - 1e-9);  // each StyledConv; not yet the ModulatedConv2d inside
   for (const char* layer : {"Noise 1", "Noise 4"}) CHECK(has_layer(r.annotation.tree, layer));  // the draw, its weight and the sum
 }
+
+TEST_CASE("inferred layers: an encoder of one kind of block repeated, strided convs between, is that many blocks") {
+  // nnU-Net's PlainConvUNet: encoder stages of two Conv-InstanceNorm-LeakyReLU each, the first
+  // conv strided (no pooling between stages); the decoder a transposed conv, the skip's
+  // concatenation and the same two convs; a 1x1 segmentation conv.
+  auto cna = [] {
+    return Mod{"ConvDropoutNormReLU", {conv(), leaf("InstanceNorm2d", {"aten::instance_norm"}), leaf("LeakyReLU", {"aten::leaky_relu_"})},
+               nullptr};
+  };
+  Mod stage{"StackedConvBlocks", {Mod{"Sequential", {cna(), cna()}, nullptr}}, nullptr};
+  Mod up = leaf("ConvTranspose2d", {"aten::conv_transpose2d"});
+  Mod net{"PlainConvUNet", {stage, stage, stage, stage, up, op("aten::cat"), stage, up, op("aten::cat"), stage, up, op("aten::cat"), stage, conv()},
+          nullptr};
+  BareRun r = bare_run(net);
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // each stage, encoder's and decoder's
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
