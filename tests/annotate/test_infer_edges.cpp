@@ -1,5 +1,6 @@
-// Where inferred blocks begin and end, which of them pair into layers and what a block holds
-// (core/annotate/infer_block_edges.cpp, infer_tuples.cpp, infer_sublayers.cpp), scored against
+// Where inferred blocks begin and end, which of them pair into layers, what a block holds and
+// the units written by hand inside them (core/annotate/infer_blocks.cpp, infer_block_edges.cpp,
+// infer_tuples.cpp, infer_sublayers.cpp, infer_written.cpp, infer_graphs.cpp), scored against
 // the module tree that made the ops, as in test_infer_layers.cpp.
 #include "model_trace.h"
 
