@@ -528,8 +528,26 @@ std::vector<Span> repeated_calls(const std::vector<Element>& els, Span within) {
   std::vector<uint32_t> tok(n);
   std::unordered_map<std::string_view, uint32_t> ids;
   for (size_t i = 0; i < n; ++i) tok[i] = ids.emplace(els[at[i]].op, uint32_t(ids.size())).first->second;
+  // The loose ops right before the repeat starting at unit s that the next repeat, p units on,
+  // has right before it too: what each call computes before its first unit (DGCNN's EdgeConv
+  // finding each point's neighbours before its conv). How many.
+  auto shared_lead = [&](size_t s, size_t p) {
+    size_t lead = 0;
+    while (at[s] > within.first + lead && at[s + p] > at[s + p - 1] + 1 + lead) {
+      const Element &a = els[at[s] - lead - 1], &b = els[at[s + p] - lead - 1];
+      if (a.unit || b.unit || a.op != b.op) break;
+      ++lead;
+    }
+    return lead;
+  };
+  auto computing = [&](size_t s, size_t lead) {
+    size_t ops = 0;
+    for (size_t j = at[s] - lead; j < at[s]; ++j) ops += els[j].role != Role::Shape;
+    return ops;
+  };
   // The run of units repeating with the shortest period that covers the most (three calls,
-  // not one and a half twice), each repeat holding two computing weights or more.
+  // not one and a half twice), each repeat holding two computing weights or more, or one
+  // with four computing ops or more before it that every repeat has.
   size_t best_s = 0, best_p = 0, best_len = 0;
   for (size_t p = 2; p <= n / 2; ++p) {
     size_t run = 0;  // how many i in a row have tok[i] == tok[i + p]
@@ -540,7 +558,7 @@ std::vector<Span> repeated_calls(const std::vector<Element>& els, Span within) {
       // Lookups opening each repeat may be the caller's (features looked up, then passed in)
       // as well as the module's: the ops cannot tell, so no call is inferred there.
       const size_t w = computing_weights(els, at[s], at[s + p - 1] + 1);
-      if (w < 2 || w == SIZE_MAX || els[at[s]].kind == "embedding") continue;
+      if (w == SIZE_MAX || els[at[s]].kind == "embedding" || (w < 2 && !(w == 1 && computing(s, shared_lead(s, p)) >= 4))) continue;
       // A repeat that is itself a shorter run of a weight op and its activation repeated
       // (Linear, ReLU twice) is a stack of those layers (an MLP, a loop over a ModuleList), no
       // module of two of them called again. (Conv, norm and activation twice may well be one:
@@ -564,13 +582,15 @@ std::vector<Span> repeated_calls(const std::vector<Element>& els, Span within) {
   // ones that end with it and the first units are the stem, when a weight opens them.
   if (extra >= 2 && els[at[s + extra]].role == Role::Weight) s += extra;
   // A call runs to the next one's first unit (what it does to its output: a normalize); the
-  // last takes as many loose ops after its last unit as the one before it had.
+  // last takes as many loose ops after its last unit as the one before it had. A call of one
+  // weight op, found by what it computes before it, starts there.
+  const size_t lead = reps >= 2 && computing_weights(els, at[s], at[s + p - 1] + 1) == 1 ? shared_lead(s, p) : 0;
   std::vector<Span> out;
-  for (size_t r = 0; r + 1 < reps; ++r) out.push_back({at[s + r * p], at[s + (r + 1) * p]});
+  for (size_t r = 0; r + 1 < reps; ++r) out.push_back({at[s + r * p] - lead, at[s + (r + 1) * p] - lead});
   const size_t last = at[s + reps * p - 1] + 1, tail = out.back().second - (at[s + (reps - 1) * p - 1] + 1);
   size_t e = last;
   while (e < within.second && e < last + tail && !els[e].unit) ++e;
-  out.push_back({at[s + (reps - 1) * p], e});
+  out.push_back({at[s + (reps - 1) * p] - lead, e});
   return out;
 }
 

@@ -64,9 +64,11 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
 std::vector<Span> plain_blocks(const std::vector<Element>& els);
 // Where neither joins nor resamplings make blocks: the run of units (by their ops; loose ops
 // may differ) repeated back to back that covers the most units, each repetition holding two
-// weight units or more (lookups aside), is one module called again (a siamese encoder),
-// running to the next call's first unit; not a run holding an RNN cell, nor one opening with
-// a lookup (which may be the caller's).
+// weight units or more (lookups aside), or one with four computing ops or more before it that
+// every repetition has (DGCNN's EdgeConv: its neighbour search, then its conv), is one module
+// called again (a siamese encoder), running to the next call's first unit (or the ops it
+// computes before it); not a run holding an RNN cell, nor one opening with a lookup (which may
+// be the caller's).
 std::vector<Span> repeated_calls(const std::vector<Element>& els, Span within = {0, SIZE_MAX});
 // The calls repeated inside a block that stands alone, as blocks in its place.
 void calls_within_lone_blocks(const std::vector<Element>& els, std::vector<Span>& blocks, std::vector<std::string>& sig);

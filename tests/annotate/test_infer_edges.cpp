@@ -272,3 +272,18 @@ TEST_CASE("inferred layers: an encoder of one kind of block repeated, strided co
   CHECK(s.block_recall == doctest::Approx(1.0));  // each stage, encoder's and decoder's
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a module of one weight op that computes before it, called again, is a block each call") {
+  // DGCNN's EdgeConvs: each finds every point's k nearest neighbours (pairwise distances, top-k),
+  // gathers them and builds the edge features, then one Conv2d, BatchNorm2d and LeakyReLU, and
+  // the max over the neighbours; three of them, then an embedding conv and a head.
+  Mod edge{"EdgeConv",
+           {op("aten::transpose"), op("aten::matmul"), op("aten::mul"), op("aten::pow"), op("aten::sum"), op("aten::neg"), op("aten::sub"),
+            op("aten::topk"), op("aten::arange"), op("aten::add"), op("aten::index"), op("aten::repeat"), op("aten::sub"), op("aten::cat"),
+            op("aten::permute"), Mod{"Sequential", {conv(), bn(), leaf("LeakyReLU", {"aten::leaky_relu"})}, nullptr}, op("aten::max")},
+           nullptr};
+  BareRun r = bare_run(Mod{"DGCNN", {edge, edge, edge, op("aten::cat"), conv1d(), op("aten::max"), linear()}, nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // each EdgeConv from its neighbour search to its max, and its Sequential
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));
+}
