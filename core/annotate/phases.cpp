@@ -401,11 +401,11 @@ struct PhaseLabeler {
           --k;
           reduction |= name(k) == "aten::sum" || name(k) == "aten::mean";
         }
-        // A loss written by hand starts at its log-likelihood (-F.logsigmoid(pos - neg).mean())
-        // or its squared difference ((pred - y) ** 2): what the model computed before it (a
-        // score from two lookups' products) is still forward.
+        // A loss written by hand starts at its first log-likelihood (-F.logsigmoid(pos -
+        // neg).mean()) or squared difference ((pred - y) ** 2; a triplet loss's two distances):
+        // what the model computed before it (a score from two lookups' products) is still forward.
         size_t written = E, prev = E;
-        for (size_t j = k; j < E; ++j) {
+        for (size_t j = k; j < E && written == E; ++j) {
           if (!is_main_op(j) || !open(j)) continue;
           const std::string_view op = name(j);
           if (op == "aten::log_sigmoid" || op == "aten::log_softmax" || (op == "aten::pow" && prev < E && name(prev) == "aten::sub"))

@@ -272,7 +272,7 @@ TEST_CASE("phases: a gap far longer than the other steps' (the first step's warm
   CHECK(t.end[forwards[0]] - truth_ends[0] == usual_overrun);
 }
 
-TEST_CASE("phases: a loss written by hand starts at its log-likelihood or its squared difference, the model's score before it") {
+TEST_CASE("phases: a loss written by hand starts at its first log-likelihood or squared difference, the model's score before it") {
   // SASRec: the model scores positives and negatives by products with their lookups, summed,
   // and subtracts; the loss is -F.logsigmoid(score).mean(). No op is named a loss.
   Mod emb = leaf("Embedding", {"aten::embedding"});
@@ -288,6 +288,14 @@ TEST_CASE("phases: a loss written by hand starts at its log-likelihood or its sq
   BareRun s = bare_run(graph, {{"aten::sub", "aten::pow", "aten::mul"}});
   CHECK(phases_of_op(s, "aten::add") == std::vector<PhaseKind>(2, PhaseKind::Forward));
   CHECK(phases_of_op(s, "aten::pow") == std::vector<PhaseKind>(2, PhaseKind::Loss));
+  // A triplet margin by hand, from its first distance: (a - p).pow(2).sum(1), the same for
+  // (a - n), relu(d_ap - d_an + margin).mean(), after embeddings normalised in the forward.
+  Mod embed{"EmbedNet", {conv(), bn(), relu_module(), op("aten::mean"), leaf("Linear", {"aten::linear"}), op("aten::norm"), op("aten::div")},
+            nullptr};
+  BareRun t = bare_run(embed, {{"aten::sub", "aten::pow", "aten::sum", "aten::sub", "aten::pow", "aten::sum", "aten::sub", "aten::relu",
+                                "aten::mean"}});
+  CHECK(phases_of_op(t, "aten::div") == std::vector<PhaseKind>(2, PhaseKind::Forward));
+  CHECK(phases_of_op(t, "aten::pow") == std::vector<PhaseKind>(4, PhaseKind::Loss));  // both distances
 }
 
 TEST_CASE("phases: a slice the model takes again before each of its weight ops (a variable's column) is the forward's") {
