@@ -415,9 +415,10 @@ void LayerMaker::weight_norm_groups(std::vector<Element>& els, const std::vector
     auto is = [&](size_t k, Role r) { return k < els.size() && els[k].unit && els[k].role == r; };
     // A LayerNorm after a linear is the next module's pre-norm (a transformer's), not its.
     const bool norm_next = is(j + 1, Role::Norm) && !(els[j].kind == "linear" && els[j + 1].kind == "layer_norm");
-    // A norm of the activation's output is the group's too, in that order (Conv-ReLU-BatchNorm:
-    // a TDNN's layers; a prediction head's dense, GELU and LayerNorm).
-    const bool norm_after_activation = !norm_next && is(j + 1, Role::Activation) && is(j + 2, Role::Norm);
+    // A BatchNorm of the activation's output is the group's too, in that order
+    // (Conv-ReLU-BatchNorm: a TDNN's layers, ConvMixer's); a norm over the features after an
+    // activation (Conv-TasNet's global layer norm after its PReLU) is a module of its own.
+    const bool norm_after_activation = !norm_next && is(j + 1, Role::Activation) && is(j + 2, Role::Norm) && els[j + 2].kind == "batch_norm";
     if (!norm_next && !norm_after_activation) continue;
     size_t from = j, end = norm_after_activation ? j + 3 : j + 2;
     while (from > 0 && single_weight(from - 1) && els[from - 1].kind == els[j].kind && b.parent[node_of(from - 1)] == b.parent[node_of(j)])

@@ -235,6 +235,11 @@ TEST_CASE("inferred layers: a layer norm written with its weight applied before 
   // Each GlobLN one norm, not loose arithmetic in a block of the conv and PReLU before it.
   for (const char* norm : {"LayerNorm 1", "LayerNorm 2", "LayerNorm 3"}) CHECK(has_layer(r.annotation.tree, norm));
   CHECK_FALSE(has_layer(r.annotation.tree, "Block 1: Conv + PReLU"));
+  // Nor is a norm over the features after an activation grouped with the conv before it, as a
+  // BatchNorm there is (a TDNN's): Conv-TasNet's encoder conv, F.relu, then the separator's norm.
+  BareRun t = bare_run(Mod{"ConvTasNet", {conv1d(), op("aten::relu"), gln, conv1d(), op("aten::sigmoid"), op("aten::mul")}, nullptr});
+  CHECK(has_layer(t.annotation.tree, "LayerNorm 1"));
+  CHECK_FALSE(has_layer(t.annotation.tree, "Conv-Norm 1: Conv + ReLU + LayerNorm"));
 }
 
 TEST_CASE("inferred layers: a weight's demodulation and noise injected are no residual joins") {
