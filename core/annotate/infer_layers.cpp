@@ -8,7 +8,8 @@
 //           weighted sum to its out-projection (separate q/k/v projections are child units of
 //           it, a packed one is part of it);
 //           gates: squeeze and excitation, an additive attention gate on a U-Net's skip;
-//   groups  a weight op with the norm and activation that follow it (ConvNormActivation),
+//   groups  a weight op with the norm and activation that follow it (ConvNormActivation; a
+//           BatchNorm after the activation too),
 //           with the upsampling right before it (an up-convolution);
 //           convs back to back with nothing between, one separable conv (depthwise, pointwise);
 //   blocks  what a residual connection closes: the ops from where the block's input was made
