@@ -31,6 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import record_cpu_heldout as rh  # noqa: E402  (imports record_cpu_corpus: 1 thread, torch)
 from record_cpu_corpus import bce, ce, ce_tokens, mse, randint, randn  # noqa: E402
 from record_cpu_heldout import RMSNorm  # noqa: E402
+from record_cpu_variants4 import rotary  # noqa: E402
 
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
@@ -47,11 +48,6 @@ DATA = os.path.join(os.path.dirname(HERE), "tests", "data")
 # resid_mlp_dropout, the sum.
 
 
-def rotate_half(x):
-    a, b = x.chunk(2, dim=-1)
-    return torch.cat((-b, a), dim=-1)
-
-
 class Phi3Attention(nn.Module):
     def __init__(self, dim=64, heads=4, kv_heads=2):
         super().__init__()
@@ -65,7 +61,7 @@ class Phi3Attention(nn.Module):
         q = qkv[..., : self.h * self.d].view(b, t, self.h, self.d).transpose(1, 2)
         k = qkv[..., self.h * self.d : (self.h + self.kv) * self.d].view(b, t, self.kv, self.d).transpose(1, 2)
         v = qkv[..., (self.h + self.kv) * self.d :].view(b, t, self.kv, self.d).transpose(1, 2)
-        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        q, k = rotary(q, cos, sin), rotary(k, cos, sin)
         k = k.repeat_interleave(self.h // self.kv, dim=1)
         v = v.repeat_interleave(self.h // self.kv, dim=1)
         w = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.d) + mask

@@ -109,16 +109,21 @@ std::vector<Element> random_masks(std::vector<Element> els) {
     return loose(f, {"aten::floor"}) ? f : 0;
   };
   std::vector<Element> out;
+  // A unit drawn at els[i], with the tensor made for the draw (empty, new_empty) just before.
+  auto drawn = [&](std::string_view kind, size_t i) {
+    Element d = new_unit(Role::Dropout, kind, els[i].op);
+    size_t lo = out.size();
+    while (lo > 0 && !out[lo - 1].unit && (out[lo - 1].op.starts_with("aten::empty") || out[lo - 1].op.starts_with("aten::new_empty")))
+      --lo;
+    take_ops(d, out, lo, out.size());
+    out.erase(out.begin() + long(lo), out.end());
+    return d;
+  };
   for (size_t i = 0; i < els.size(); ++i) {
     // Noise drawn and added (StyleGAN's NoiseInjection: x + weight * noise, the noise a fresh
     // tensor's normal_ draw): one unit; its sum joins no branch back.
     if (loose(i, {"aten::normal", "aten::randn"}) && loose(i + 1, {"aten::mul"}) && loose(i + 2, {"aten::add"})) {
-      Element d = new_unit(Role::Dropout, "noise", els[i].op);
-      size_t lo = out.size();
-      while (lo > 0 && !out[lo - 1].unit && (out[lo - 1].op.starts_with("aten::empty") || out[lo - 1].op.starts_with("aten::new_empty")))
-        --lo;
-      for (size_t j = lo; j < out.size(); ++j) d.ops.insert(d.ops.end(), out[j].ops.begin(), out[j].ops.end());
-      out.erase(out.begin() + long(lo), out.end());
+      Element d = drawn("noise", i);
       take_ops(d, els, i, i + 3);
       out.push_back(std::move(d));
       i += 2;
@@ -129,12 +134,7 @@ std::vector<Element> random_masks(std::vector<Element> els) {
       out.push_back(std::move(els[i]));
       continue;
     }
-    Element d = new_unit(Role::Dropout, "dropout", els[i].op);
-    size_t lo = out.size();
-    while (lo > 0 && !out[lo - 1].unit && (out[lo - 1].op.starts_with("aten::empty") || out[lo - 1].op.starts_with("aten::new_empty")))
-      --lo;
-    for (size_t j = lo; j < out.size(); ++j) d.ops.insert(d.ops.end(), out[j].ops.begin(), out[j].ops.end());
-    out.erase(out.begin() + long(lo), out.end());
+    Element d = drawn("dropout", i);
     d.ops.insert(d.ops.end(), els[i].ops.begin(), els[i].ops.end());
     auto take = [&](size_t j) { d.ops.insert(d.ops.end(), els[j].ops.begin(), els[j].ops.end()); };
     while (i < floor) take(++i);
