@@ -362,10 +362,26 @@ bool LayerMaker::mixture_of_experts(const std::vector<Element>& els, size_t from
 // factorised conv: a separable conv module. Without shapes a pair right before a residual
 // add may as well be a branch's last conv and the shortcut's projection (a diffusion
 // ResBlock's): only a model with such a pair before a norm or an activation somewhere uses
-// separable convs. Returns, per element, the layer made around it.
+// separable convs. A padding layer right before one conv (nn.ReflectionPad2d), with the
+// resize before it, is that conv's module too (a ConvLayer, an UpsampleConvLayer: resize, pad,
+// conv). Returns, per element, the layer made around it.
 std::vector<NodeId> LayerMaker::factorised_convs(const std::vector<Element>& els) {
   std::vector<NodeId> around(els.size(), kNoNode);
   auto conv = [&](size_t j) { return els[j].unit && els[j].role == Role::Weight && els[j].inner.empty() && els[j].kind == "conv"; };
+  auto same_parent = [&](size_t j, size_t k) { return b.parent[els[j].node] == b.parent[els[k].node]; };
+  for (size_t j = 0; j + 1 < els.size(); ++j) {
+    if (!els[j].unit || els[j].role != Role::Pad || !conv(j + 1) || !same_parent(j, j + 1) || (j + 2 < els.size() && conv(j + 2)))
+      continue;
+    const bool up = j > 0 && els[j - 1].unit && els[j - 1].role == Role::Resample && same_parent(j - 1, j);
+    std::vector<NodeId> kids;
+    std::string name;
+    for (size_t k = j - up; k <= j + 1; ++k) {
+      kids.push_back(els[k].node);
+      name += (k > j - up ? " + " : "") + readable(els[k]);
+    }
+    const NodeId id = make(numbered(up ? "Up-conv" : "Padded conv") + ": " + name, b.parent[kids.front()], kids);
+    for (size_t k = j - up; k <= j + 1; ++k) around[k] = id;
+  }
   std::vector<Span> runs;
   bool separable = false;
   for (size_t j = 0; j < els.size(); ++j) {
@@ -379,6 +395,7 @@ std::vector<NodeId> LayerMaker::factorised_convs(const std::vector<Element>& els
   }
   if (!separable) return around;
   for (auto [from, to] : runs) {
+    if (around[from] != kNoNode) continue;
     std::vector<NodeId> kids;
     for (size_t k = from; k < to; ++k) kids.push_back(els[k].node);
     const NodeId id = make(numbered("Separable conv") + ": " + std::to_string(to - from) + " Conv", b.parent[kids.front()], kids);

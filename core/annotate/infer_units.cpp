@@ -29,6 +29,9 @@ Role role_of(std::string_view full) {
   if (n.find("pool") != std::string_view::npos) return Role::Pool;
   if (n.find("dropout") != std::string_view::npos) return Role::Dropout;
   if (n.starts_with("upsample") || in(n, {"interpolate", "pixel_shuffle", "pixel_unshuffle", "grid_sampler"})) return Role::Resample;
+  // A zero padding is a view's work (Swin's windows, a decoder's map padded to its skip); one
+  // that reflects or replicates the border is a layer (nn.ReflectionPad2d before a conv).
+  if (n.starts_with("reflection_pad") || n.starts_with("replication_pad")) return Role::Pad;
   if (in(n, {"matmul", "bmm", "baddbmm", "mm", "einsum", "scaled_dot_product_attention", "_scaled_dot_product_attention"}))
     return Role::Score;
   if (in(n, {"softmax", "_softmax", "log_softmax"})) return Role::Softmax;
@@ -50,7 +53,7 @@ bool is_split(std::string_view op) { return op == "aten::chunk" || op.starts_wit
 
 bool is_unit_role(Role r) {
   return r == Role::Weight || r == Role::Norm || r == Role::Activation || r == Role::Pool || r == Role::Dropout ||
-         r == Role::Resample;
+         r == Role::Resample || r == Role::Pad;
 }
 
 size_t past_views(const std::vector<Element>& els, size_t j, size_t end) {
@@ -87,6 +90,16 @@ struct UnitFinder {
   const TreeBuilder& b;
 
   std::string_view name_of(NodeId op) const { return c.name(b.event[op]); }
+  // F.pad says its mode only through the op it calls (reflection_pad2d, constant_pad_nd).
+  void pad_by_mode(Element& e) const {
+    for (EventId k : child_ops(c, b.event[e.ops.front()]))
+      if (role_of(c.name(k)) == Role::Pad) {
+        e.op = c.name(k);
+        e.role = Role::Pad;
+        e.kind = "pad";
+        return;
+      }
+  }
   bool left_beside(NodeId before, NodeId op) const { return left_beside_by_rounding(b.end[before], b.begin[op], b.end[op]); }
 
   // Leaf units over the op nodes: BatchNorm takes the counter it bumps first; attention spans
@@ -99,6 +112,7 @@ struct UnitFinder {
       e.op = name_of(ops[i]);
       e.role = role_of(e.op);
       e.kind = c.kind(b.event[ops[i]]);
+      if (e.op == "aten::pad") pad_by_mode(e);
       // nn.Flatten and nn.Unflatten are leaf modules of their own (between a trunk and its head).
       // torch.tanh is called as a function (a gate's, an additive attention's scores, a
       // vocoder's output) far more than nn.Tanh is made a module: its op is its caller's, but

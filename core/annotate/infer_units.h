@@ -12,7 +12,7 @@
 
 namespace strata::annot::infer {
 
-enum class Role : uint8_t { Weight, Norm, Activation, Pool, Dropout, Resample, Score, Softmax, Shape, Add, Merge, Compute };
+enum class Role : uint8_t { Weight, Norm, Activation, Pool, Dropout, Resample, Pad, Score, Softmax, Shape, Add, Merge, Compute };
 
 bool in(std::string_view n, std::initializer_list<std::string_view> names);
 Role role_of(std::string_view full);

@@ -292,3 +292,32 @@ TEST_CASE("inferred layers: a module of one weight op that computes before it, c
   CHECK(s.block_recall == doctest::Approx(1.0));  // each EdgeConv from its neighbour search to its max, and its Sequential
   CHECK(s.leaf_f1 == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a reflection padding is a layer of its own, its conv's module with it") {
+  // fast_neural_style's TransformerNet: ConvLayers (nn.ReflectionPad2d, then Conv2d), each
+  // followed by the net's InstanceNorm2d and ReLU; residual blocks of two; UpsampleConvLayers
+  // (F.interpolate, then the padding and the conv). And CycleGAN's ResNet generator, the same
+  // steps as one flat Sequential.
+  auto in = [] { return leaf("InstanceNorm2d", {"aten::instance_norm"}); };
+  auto padded = [] {
+    return Mod{"ConvLayer", {Mod{"ReflectionPad2d", {op("aten::pad", {"aten::reflection_pad2d"})}, nullptr}, conv()}, nullptr};
+  };
+  Mod res{"ResidualBlock", {padded(), in(), relu_module(), padded(), in(), op("aten::add")}, nullptr};
+  Mod up{"UpsampleConvLayer", {op("aten::upsample_nearest2d"), Mod{"ReflectionPad2d", {op("aten::pad", {"aten::reflection_pad2d"})}, nullptr}, conv()},
+         nullptr};
+  BareRun r = bare_run(Mod{"TransformerNet", {padded(), in(), relu_module(), padded(), in(), relu_module(), res, res, res, up, in(), relu_module(),
+                                              up, in(), relu_module(), padded()},
+                           nullptr});
+  AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));  // the padding no view of the conv's
+  CHECK(s.block_recall == doctest::Approx(1.0));  // each ConvLayer, residual block and UpsampleConvLayer
+  CHECK(s.node_precision == doctest::Approx(1.0));
+  Mod flat{"Sequential", {}, nullptr};
+  for (int i = 0; i < 4; ++i)
+    for (Mod m : {Mod{"ReflectionPad2d", {op("aten::pad", {"aten::reflection_pad2d"})}, nullptr}, conv(), in(), relu_module()})
+      flat.items.push_back(std::move(m));
+  r = bare_run(Mod{"ResnetGenerator", {flat}, nullptr});
+  s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));  // every module one op: no two in one layer
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
