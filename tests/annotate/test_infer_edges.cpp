@@ -321,3 +321,16 @@ TEST_CASE("inferred layers: a reflection padding is a layer of its own, its conv
   CHECK(s.leaf_f1 == doctest::Approx(1.0));  // every module one op: no two in one layer
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: an RNN given a packed sequence reads its batch size as its own") {
+  // NARM's encoder: embeddings, their dropout, pack_padded_sequence, nn.GRU (which reads
+  // batch_sizes[0] to the host before its op), pad_packed_sequence, then the attention's Linears.
+  Mod gru = leaf("GRU", {"aten::select", "aten::item", "aten::select", "aten::as_strided", "aten::item", "aten::gru"});
+  BareRun r = bare_run(Mod{"NARM",
+                           {leaf("Embedding", {"aten::embedding"}), dropout(), op("aten::_pack_padded_sequence"), gru,
+                            op("aten::_pad_packed_sequence"), op("aten::select"), op("aten::permute"), linear(), linear(), op("aten::add"),
+                            leaf("Sigmoid", {"aten::sigmoid"}), linear()},
+                           nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));  // the reads and the GRU one unit
+}
