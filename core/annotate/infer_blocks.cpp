@@ -387,6 +387,7 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
     // the branches back (Inception-ResNet's blocks, a dense block's local fusion, a multi-scale
     // attention's aggregated projections): the concatenation is inside that block.
     if (merge && fused_then_summed(els, start, j)) continue;
+    if (merge && trimmed_concat(els, j)) continue;
     if (merge && next < els.size() && els[next].role == Role::Norm) {  // opens the next block
       if (j > start) out.push_back({start, j});
       start = j;

@@ -67,7 +67,9 @@ std::vector<Span> message_mlps(const std::vector<Element>& els, Span layer) {
 }
 
 std::vector<Span> graph_updates(const std::vector<Element>& els, Span layer) {
-  auto moves = [&](size_t j) { return is_scatter(els[j]) || is_gather(els[j]) || (!els[j].unit && els[j].role == Role::Merge); };
+  auto moves = [&](size_t j) {
+    return is_scatter(els[j]) || is_gather(els[j]) || (!els[j].unit && els[j].role == Role::Merge && !trimmed_concat(els, j));
+  };
   std::vector<Span> out;
   size_t from = layer.first, after_unit = SIZE_MAX;  // just after the last unit, when only reshapes follow it
   bool weights = false, moved = false, units = false;

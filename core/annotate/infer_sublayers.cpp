@@ -420,6 +420,7 @@ void LayerMaker::weight_norm_groups(std::vector<Element>& els, const std::vector
     for (auto [f, t] : blocks)
       if (preactivation_norm(els, f, t) != SIZE_MAX) std::fill(convs_after.begin() + long(f), convs_after.begin() + long(t), 1);
   const bool linears_after = normalises_first(els, "linear");
+  std::vector<std::pair<Span, NodeId>> made;  // each group's units and its layer
   for (size_t j = 0; j < els.size(); ++j) {
     // A gate's projections with their norms (W_g, W_x: conv and BatchNorm), a split
     // attention's first fc with its norm and activation: grouped in their turn, so that the
@@ -473,8 +474,20 @@ void LayerMaker::weight_norm_groups(std::vector<Element>& els, const std::vector
     }
     const NodeId parent = b.parent[kids.front()];
     if (std::all_of(kids.begin(), kids.end(), [&](NodeId k) { return b.parent[k] == parent; }))
-      make(numbered(up ? "Up-conv" : down ? "Downsample" : global ? "Pooling" : readable(els[j]) + "-Norm") + ": " + name, parent, kids);
+      made.push_back({{from, end}, make(numbered(up ? "Up-conv" : down ? "Downsample" : global ? "Pooling" : readable(els[j]) + "-Norm") + ": " + name,
+                                        parent, kids)});
     j = end - 1;
+  }
+  // Two groups, the second right after the first, their outputs concatenated and cut back to
+  // a width at once: one module making features and cheap copies of them (GhostNet's).
+  for (size_t g = 1; g < made.size(); ++g) {
+    const auto [second, id] = made[g];
+    const auto [first, first_id] = made[g - 1];
+    const size_t cat = past_views(els, second.second, els.size());
+    if (first.second != second.first || cat >= els.size() || !trimmed_concat(els, cat) || b.parent[first_id] != b.parent[id] ||
+        b.parent[els[cat].node] != b.parent[id])
+      continue;
+    make(numbered("Ghost module") + ": 2 " + "Conv-Norm + cat", b.parent[id], {first_id, id, els[cat].node, els[cat + 1].node});
   }
 }
 

@@ -46,7 +46,8 @@ bool variants(const std::vector<std::string>& kinds) {
     for (const std::string& y : kinds) {
       if (x.size() <= y.size() || signature_tokens(y) < 2) continue;
       // y's units in order within x's, the rest of x a few units more with weights among them
-      // (the projection shortcut, with the pooling before it, computed anywhere in the block).
+      // (the projection shortcut, with the pooling before it, computed anywhere in the block;
+      // a strided block's depthwise Conv-BN and its shortcut's two: GhostNet's).
       // A weight op between transposes is no shortcut: it computes on the tokens laid out as
       // a map (a MetaFormer token mixer's depthwise conv between its two Linears).
       const std::vector<std::string_view> big = tokens(x), small = tokens(y);
@@ -61,7 +62,7 @@ bool variants(const std::vector<std::string>& kinds) {
         const bool on_map = i > 0 && i + 1 < big.size() && big[i - 1] == "T;" && big[i + 1] == "T;";
         shortcut |= (big[i] == "conv," || big[i] == "linear,") && !on_map;
       }
-      if (at < small.size() || extra > 4) continue;
+      if (at < small.size() || extra > 6) continue;
       if (shortcut) return true;
     }
   return false;

@@ -47,6 +47,12 @@ inline bool random_mask(const Element& e) {
   return e.unit && e.role == Role::Dropout && (e.op.starts_with("aten::bernoulli") || e.op == "aten::rand");
 }
 
+// A concatenation cut back to a width at once (a slice of it right after): a module's output
+// made of parts (GhostNet's primary features and their cheap copies), no join of branches.
+inline bool trimmed_concat(const std::vector<Element>& els, size_t j) {
+  return !els[j].unit && els[j].role == Role::Merge && j + 1 < els.size() && !els[j + 1].unit && els[j + 1].op == "aten::slice";
+}
+
 // Past the loose views (reshapes, transposes) from j, to `end` at most: the first element that
 // is no view.
 size_t past_views(const std::vector<Element>& els, size_t j, size_t end);

@@ -334,3 +334,29 @@ TEST_CASE("inferred layers: an RNN given a packed sequence reads its batch size 
   const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.leaf_f1 == doctest::Approx(1.0));  // the reads and the GRU one unit
 }
+
+TEST_CASE("inferred layers: features and their cheap copies concatenated and cut back are one module") {
+  // GhostNet's bottlenecks: GhostModules (a 1x1 Conv-BN-ReLU, a depthwise Conv-BN-ReLU on its
+  // output, the two concatenated and sliced to the width wanted), the second without ReLUs;
+  // a stride-2 bottleneck adds a depthwise Conv-BN between and a projection shortcut. Stages
+  // of one stride-2 bottleneck and one plain one.
+  auto step = [](bool act) {
+    Mod s{"Sequential", {conv(), bn()}, nullptr};
+    if (act) s.items.push_back(relu_module());
+    return s;
+  };
+  auto ghost = [&](bool act) { return Mod{"GhostModule", {step(act), step(act), op("aten::cat"), op("aten::slice")}, nullptr}; };
+  Mod same{"GhostBottleneck", {ghost(true), ghost(false), op("aten::add")}, nullptr};
+  Mod down{"GhostBottleneck", {ghost(true), Mod{"Sequential", {conv(), bn()}, nullptr}, ghost(false),
+                               Mod{"Sequential", {conv(), bn(), conv(), bn()}, nullptr}, op("aten::add")},
+           nullptr};
+  Mod net{"GhostNet", {conv(), bn(), relu_module(), same}, nullptr};
+  for (int i = 0; i < 3; ++i) net.items.insert(net.items.end(), {down, same});
+  net.items.insert(net.items.end(), {op("aten::mean"), linear()});
+  BareRun r = bare_run(net);
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall >= 0.9);  // every bottleneck and GhostModule; not yet the two-step shortcut
+  CHECK(s.node_precision == doctest::Approx(1.0));
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));
+  CHECK(has_layer(r.annotation.tree, "Ghost module 8: 2 Conv-Norm + cat"));
+}
