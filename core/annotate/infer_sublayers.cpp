@@ -393,6 +393,21 @@ std::vector<NodeId> LayerMaker::factorised_convs(const std::vector<Element>& els
     }
     if (end > j) j = end - 1;
   }
+  // A conv between an MLP's first Linear and its activation, its tokens laid out as a map for
+  // it and flattened back after (PVT v2's and SegFormer's DWConv in their feed-forward): one
+  // module with those reshapes.
+  for (size_t j = 1; j + 2 < els.size(); ++j) {
+    if (!conv(j) || around[j] != kNoNode || els[j + 1].unit || els[j + 1].op != "aten::flatten") continue;
+    const size_t lo = before_views(els, j, 0), hi = past_views(els, j + 1, els.size());
+    if (lo == j || lo == 0 || hi == els.size() || !els[lo - 1].unit || els[lo - 1].kind != "linear" || !els[hi].unit ||
+        els[hi].role != Role::Activation)
+      continue;
+    std::vector<NodeId> kids;
+    for (size_t k = lo; k < hi; ++k) kids.push_back(els[k].node);
+    if (std::any_of(kids.begin(), kids.end(), [&](NodeId k) { return b.parent[k] != b.parent[kids.front()]; })) continue;
+    const NodeId id = make(numbered("Token conv") + ": Conv", b.parent[kids.front()], kids);
+    for (size_t k = lo; k < hi; ++k) around[k] = id;
+  }
   if (!separable) return around;
   for (auto [from, to] : runs) {
     if (around[from] != kNoNode) continue;

@@ -192,6 +192,15 @@ struct UnitFinder {
       while (next + 1 < els.size() && els[next].unit && els[next].role == Role::Dropout) ++next;
       if (els[j].op == "aten::tanh" && linear(j - 1) && linear(next)) els[j].unit = true;
     }
+    // A Linear's tokens laid out as a map for a conv and flattened back to tokens after it
+    // (x.transpose(1, 2).view(b, c, h, w), the conv, x.flatten(2).transpose(1, 2): a
+    // feed-forward's depthwise conv) are reshaped: that flatten is no nn.Flatten.
+    for (size_t j = 2; j + 1 < els.size(); ++j) {
+      if (els[j].op != "aten::flatten" || els[j + 1].unit || els[j + 1].op != "aten::transpose" || !els[j - 1].unit || els[j - 1].kind != "conv")
+        continue;
+      const size_t laid = before_views(els, j - 1, 0);
+      if (laid < j - 1 && laid > 0 && els[laid - 1].unit && els[laid - 1].kind == "linear") els[j].unit = false;
+    }
     return attention(permuted_norms(written_gelus(rotary_embeddings(written_norms(written_cells(scaled_activations(standardised_weights(random_masks(std::move(els))))))))));
   }
 

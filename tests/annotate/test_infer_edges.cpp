@@ -360,3 +360,17 @@ TEST_CASE("inferred layers: features and their cheap copies concatenated and cut
   CHECK(s.leaf_f1 == doctest::Approx(1.0));
   CHECK(has_layer(r.annotation.tree, "Ghost module 8: 2 Conv-Norm + cat"));
 }
+
+TEST_CASE("inferred layers: a conv on an MLP's tokens laid out as a map is one module with its reshapes") {
+  // PVT v2's and SegFormer's feed-forward: fc1, DWConv (the tokens transposed and viewed as a
+  // map, a depthwise conv, flattened and transposed back), GELU, fc2; pre-norm layers of an
+  // attention and that feed-forward.
+  Mod dwconv{"DWConv", {op("aten::transpose"), op("aten::view"), conv(), op("aten::flatten"), op("aten::transpose")}, nullptr};
+  Mod mlp{"Mlp", {linear(), dwconv, leaf("GELU", {"aten::gelu"}), dropout(), linear(), dropout()}, nullptr};
+  Mod layer{"Block", {layer_norm(), separate_qkv_attention(), op("aten::add"), layer_norm(), mlp, op("aten::add")}, nullptr};
+  BareRun r = bare_run(Mod{"PVTv2", {linear(), layer_norm(), layer, layer, layer, layer_norm(), op("aten::mean"), linear()}, nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // each layer, its MLP and its DWConv
+  CHECK(s.node_precision == doctest::Approx(1.0));
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));  // the flatten a view of the DWConv's, no nn.Flatten
+}
