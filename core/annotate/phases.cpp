@@ -304,7 +304,12 @@ struct PhaseLabeler {
         // index_select) makes indices for the model, no batch.
         if ((op == "select" || op == "slice") && after < n && is_gather_op(name(after))) return true;
         if (op == "select") return i > 0 && name(parent(i - 1)) == "aten::slice";
-        if (op == "slice") return after < n && (name(after) == "aten::select" || slices_again(i));
+        // Columns of the whole batch (x[:, a:b]: a full slice, then a slice) likewise, and their
+        // cast on a trace with no device (x[:, a:b].long(): aten::to casts there, moves nothing).
+        if (op == "slice")
+          return after < n && (name(after) == "aten::select" || name(after) == "aten::slice" || slices_again(i) ||
+                               (i > 0 && name(parent(i - 1)) == "aten::slice"));
+        if (op == "to" && !c.has_gpu) return i > 0 && (name(parent(i - 1)) == "aten::slice" || name(parent(i - 1)) == "aten::select");
         if (op == "cat") return slices_again(i);  // the input joined to a state the model carries
         return op == "view" || op == "reshape" || op == "unsqueeze" || op == "squeeze" || op == "transpose" || op == "permute" ||
                op == "flatten" || op == "expand";

@@ -173,6 +173,24 @@ TEST_CASE("phases: a column of the whole batch (x[:, i]) taken first is the forw
   CHECK(phases_of_op(q, "aten::select") == std::vector<PhaseKind>(2, PhaseKind::DataLoading));
 }
 
+TEST_CASE("phases: columns of the whole batch (x[:, a:b]) and their cast, on a trace with no device, are the forward's") {
+  // DeepCTR's input: X[:, start:end].long() per field (a full slice, a slice, a cast), then the
+  // field's embedding.
+  Mod root{"PNN", {}, nullptr};
+  for (int f = 0; f < 3; ++f)
+    for (Mod m : {op("aten::slice"), op("aten::slice"), op("aten::to", {"aten::_to_copy"}), leaf("Embedding", {"aten::embedding"})})
+      root.items.push_back(m);
+  for (Mod m : {op("aten::cat"), leaf("Linear", {"aten::linear"})}) root.items.push_back(m);
+  BareRun r = bare_run(root);
+  for (const char* o : {"aten::slice", "aten::to"})
+    for (PhaseKind p : phases_of_op(r, o)) CHECK(p == PhaseKind::Forward);
+  // A batch picked out of the data (one slice) and cast before the model stays data loading.
+  Mod picked = model({});
+  picked.items.insert(picked.items.begin(), op("aten::slice"));
+  BareRun q = bare_run(picked);
+  CHECK(phases_of_op(q, "aten::slice") == std::vector<PhaseKind>(2, PhaseKind::DataLoading));
+}
+
 TEST_CASE("phases: a row picked to gather by (a graph's edge_index[0]) at the forward's start is the forward's") {
   // PyTorch Geometric's GINConv: x.index_select(0, edge_index[0]), then a scatter of the
   // messages, then its MLP.
