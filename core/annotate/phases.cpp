@@ -346,9 +346,11 @@ struct PhaseLabeler {
       // (logits.view(-1, V), y.view(-1)) are its own, and so is broadcasting one to the other
       // (F.mse_loss's broadcast_tensors); one reshape alone (squeeze, flatten) and anything
       // that computes (sigmoid, log_softmax) end the model. A tensor made from constants there
-      // (CTC's lengths by torch.full, a GAN's target by ones_like) is an input of the loss too.
+      // (CTC's lengths by torch.full, a GAN's target by ones_like) is an input of the loss too,
+      // and so are the same rows picked from both (out[mask], y[mask]: a graph's training
+      // nodes), one pick alone being the model's.
       std::vector<size_t> reshapes;
-      size_t counted = 0, beside = n;  // an op left beside the one before it goes with that one
+      size_t counted = 0, picks = 0, beside = n;  // an op left beside the one before it goes with that one
       bool both = false;
       for (size_t k = first_loss; k-- > first_fwd + 1;) {
         if (!is_main_op(k)) continue;
@@ -358,15 +360,16 @@ struct PhaseLabeler {
         }
         // (A factory's own empty and fill_ can end up after it when timestamps are rounded.)
         const bool made = is_factory_op(name(k)) || name(k) == "aten::empty" || name(k) == "aten::fill_";
-        const bool broadcast = name(k) == "aten::broadcast_tensors";
-        if (!open(k) || (!broadcast && !made && !is_shape_op(name(k)))) break;
+        const bool broadcast = name(k) == "aten::broadcast_tensors", pick = name(k) == "aten::index";
+        if (!open(k) || (!broadcast && !made && !pick && !is_shape_op(name(k)))) break;
         both |= broadcast || made;
+        picks += pick;
         reshapes.push_back(k);
         ++counted;
         if (beside < n && open(beside)) reshapes.push_back(beside);
         beside = n;
       }
-      if (counted >= 2 || both)
+      if ((counted >= 2 || both) && picks != 1)
         for (size_t k : reshapes) lab[k] = P(PhaseKind::Loss);
       // After the model's last weight op, a target's encoding (labels one-hot, a contrastive
       // loss's identity mask) starts the loss: from there on the ops build it from the

@@ -355,3 +355,16 @@ TEST_CASE("phases: an auxiliary loss inside the forward is the forward's; a froz
     CHECK(s.phase_agreement >= 0.98);  // 0.70 (VQ-VAE) and 0.77 (deep supervision) with the loss from the first loss op
   }
 }
+
+TEST_CASE("phases: the same rows picked from the prediction and the target are the loss's; one pick alone is the model's") {
+  // A graph's node classification: log-probabilities for every node, then
+  // F.nll_loss(out[train_mask], y[train_mask]).
+  StepOps masked;
+  masked.loss = {"aten::index", "aten::index", "aten::nll_loss"};
+  BareRun r = bare_run(Mod{"GCN", {linear(), op("aten::relu"), linear(), op("aten::log_softmax")}, nullptr}, masked);
+  for (PhaseKind p : phases_of_op(r, "aten::index")) CHECK(p == PhaseKind::Loss);
+  // A model that returns its masked positions' scores itself (logits[mask]), its loss on them
+  // and on the labels reshaped (labels.view(-1)).
+  BareRun q = bare_run(Mod{"Net", {linear(), op("aten::relu"), linear(), op("aten::index")}, nullptr}, StepOps{{"aten::view", "aten::nll_loss"}});
+  CHECK(phases_of_op(q, "aten::index") == std::vector<PhaseKind>(2, PhaseKind::Forward));
+}
