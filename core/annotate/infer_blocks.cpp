@@ -214,6 +214,7 @@ bool residual_units_activate_first(const std::vector<Element>& els) {
     return k;
   };
   size_t activated_first = 0, activated_last = 0;
+  std::vector<std::vector<Role>> runs;  // the units' roles between one sum and the next
   for (size_t j = 0, from = 0; j < els.size(); ++j) {
     if (els[j].unit || els[j].role != Role::Add) continue;
     const size_t k = before_sum(j);
@@ -222,7 +223,22 @@ bool residual_units_activate_first(const std::vector<Element>& els) {
     const bool norm_free = std::none_of(els.begin() + long(from), els.begin() + long(j), [](const Element& e) { return e.unit && e.role == Role::Norm; });
     if (norm_free && k > from && els[k - 1].unit && els[k - 1].role == Role::Weight && first < j && els[first].role == Role::Activation) ++activated_first;
     else if (k > from && els[k - 1].unit) ++activated_last;
+    runs.emplace_back();
+    for (size_t u = from; u < j; ++u)
+      if (els[u].unit) runs.back().push_back(els[u].role);
     from = j + 1;
+  }
+  // The first unit runs like the others. Where those between two sums open with an activation
+  // and the first, after what came before the stack, holds their units but that activation
+  // (a Linear first, not an activation: Deep Crossing's residual units), the activation after
+  // each sum ends its unit.
+  if (runs.size() >= 3 && runs[1] == runs[2] && runs[1].size() >= 2 && runs[1].front() == Role::Activation) {
+    const std::vector<Role>& mid = runs[1];
+    const std::vector<Role>& head = runs[0];
+    const size_t tail = mid.size() - 1;
+    if (head.size() >= tail && std::equal(mid.begin() + 1, mid.end(), head.end() - long(tail)) &&
+        (head.size() == tail || head[head.size() - tail - 1] != Role::Activation))
+      return false;
   }
   return activated_first > activated_last;
 }

@@ -374,3 +374,18 @@ TEST_CASE("inferred layers: a conv on an MLP's tokens laid out as a map is one m
   CHECK(s.node_precision == doctest::Approx(1.0));
   CHECK(s.leaf_f1 == doctest::Approx(1.0));  // the flatten a view of the DWConv's, no nn.Flatten
 }
+
+TEST_CASE("inferred layers: residual units whose first opens with its weight op activate after their sum") {
+  // Deep Crossing's residual units (FuxiCTR's ResidualBlock): Linear, ReLU, Linear, the sum,
+  // then the ReLU module again; after the stacked embeddings and their flatten, and before the
+  // scoring Linear and its Sigmoid.
+  Mod unit{"ResidualBlock", {Mod{"Sequential", {linear(), relu_module(), linear()}, nullptr}, op("aten::add"), relu_module()}, nullptr};
+  Mod net{"DeepCrossing", {leaf("Embedding", {"aten::embedding"}), leaf("Embedding", {"aten::embedding"}), op("aten::stack"), op("aten::flatten")},
+          nullptr};
+  for (int i = 0; i < 3; ++i) net.items.push_back(unit);
+  net.items.insert(net.items.end(), {linear(), leaf("Sigmoid", {"aten::sigmoid"})});
+  BareRun r = bare_run(net);
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // each unit from its first Linear to its ReLU
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
