@@ -143,6 +143,13 @@ struct UnitFinder {
         els.pop_back();
       }
       if (rnn) take_batch_size_reads(els, e);
+      // ...and, given one unsorted, puts its state back in the batch's order after its op.
+      if (e.op == "aten::index_select" && !els.empty() && els.back().unit && els.back().role == Role::Weight &&
+          (els.back().op == "aten::lstm" || els.back().op == "aten::gru" || els.back().op.starts_with("aten::rnn_")) &&
+          std::any_of(els.back().ops.begin(), els.back().ops.end(), [&](NodeId op) { return name_of(op) == "aten::item"; })) {
+        els.back().ops.push_back(ops[i]);
+        continue;
+      }
       // An op that ran last inside a unit's op (the view LayerNorm and linear return their
       // output through on torch 1.13's CPU, a conv's as_strided), left beside it where the
       // clock's rounding ended both at the same tick: one op of the unit (else it keeps a

@@ -322,10 +322,11 @@ TEST_CASE("inferred layers: a reflection padding is a layer of its own, its conv
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
 
-TEST_CASE("inferred layers: an RNN given a packed sequence reads its batch size as its own") {
+TEST_CASE("inferred layers: an RNN given a packed sequence reads its batch size and restores its order as its own") {
   // NARM's encoder: embeddings, their dropout, pack_padded_sequence, nn.GRU (which reads
-  // batch_sizes[0] to the host before its op), pad_packed_sequence, then the attention's Linears.
-  Mod gru = leaf("GRU", {"aten::select", "aten::item", "aten::select", "aten::as_strided", "aten::item", "aten::gru"});
+  // batch_sizes[0] to the host before its op and, the sequence unsorted, puts its state back
+  // in the batch's order after it), pad_packed_sequence, then the attention's Linears.
+  Mod gru = leaf("GRU", {"aten::select", "aten::item", "aten::select", "aten::as_strided", "aten::item", "aten::gru", "aten::index_select"});
   BareRun r = bare_run(Mod{"NARM",
                            {leaf("Embedding", {"aten::embedding"}), dropout(), op("aten::_pack_padded_sequence"), gru,
                             op("aten::_pad_packed_sequence"), op("aten::select"), op("aten::permute"), linear(), linear(), op("aten::add"),
