@@ -427,9 +427,13 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
     // Python feeding its cell the previous token and the attention's context), not a join.
     if (merge && next < els.size() && els[next].unit && els[next].op.ends_with("_cell")) continue;
     size_t end = j + 1;
+    // A norm of the sum of several branches and the input (two sums back to back: RepViT's
+    // RepVGGDW, bn(conv(x) + conv1(x) + x)) normalises the block's own sum, pre-norm apart.
+    const bool summed_branches = add && j > 0 && !els[j - 1].unit && els[j - 1].role == Role::Add && !pre_norm;
     if (merge) end = next;  // the branches' join is reshaped in the block (ShuffleNet's channel shuffle)
     else if (end < els.size() && els[end].unit &&
-             ((els[end].role == Role::Activation && !conditions(end) && !activates_first) || (els[end].role == Role::Norm && post_norm))) {
+             ((els[end].role == Role::Activation && !conditions(end) && !activates_first) ||
+              (els[end].role == Role::Norm && (post_norm || summed_branches)))) {
       ++end;
       // and the dropout on the activation's output (QuartzNet's, after each block's ReLU)
       if (els[end - 1].role == Role::Activation && end < els.size() && els[end].unit && els[end].role == Role::Dropout) ++end;

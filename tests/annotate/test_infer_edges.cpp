@@ -390,3 +390,18 @@ TEST_CASE("inferred layers: residual units whose first opens with its weight op 
   CHECK(s.block_recall == doctest::Approx(1.0));  // each unit from its first Linear to its ReLU
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: the norm of branches summed with the input is the block's own") {
+  // RepViT's token mixer RepVGGDW: bn((conv_bn(x) + conv1(x)) + x), between channel mixers
+  // (Residual: Conv2d_BN, GELU, Conv2d_BN, the sum).
+  auto conv_bn = [] { return Mod{"Conv2d_BN", {conv(), bn()}, nullptr}; };
+  Mod dw{"RepVGGDW", {conv_bn(), conv(), op("aten::add"), op("aten::add"), bn()}, nullptr};
+  Mod channel{"Residual", {Mod{"Sequential", {conv_bn(), leaf("GELU", {"aten::gelu"}), conv_bn()}, nullptr}, op("aten::add")}, nullptr};
+  Mod net{"RepViT", {conv_bn(), leaf("GELU", {"aten::gelu"}), conv_bn()}, nullptr};
+  for (int i = 0; i < 4; ++i) net.items.insert(net.items.end(), {dw, channel});
+  net.items.insert(net.items.end(), {op("aten::mean"), linear()});
+  BareRun r = bare_run(net);
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.node_precision == doctest::Approx(1.0));  // each RepVGGDW ends at its BatchNorm, no block opens there
+  // (Not yet each Conv2d_BN: the GELU after one is grouped with it, as a Sequential's would be.)
+}
