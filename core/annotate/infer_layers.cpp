@@ -48,7 +48,8 @@ namespace infer {
 std::string LayerMaker::readable(const Element& e) const {
   // A norm with its permutes around it (permuted_norms) is named as the class people write for
   // it, LayerNorm2d; its norm inside keeps the plain name.
-  if (e.role == Role::Norm && !e.inner.empty()) return readable_unit(e.kind, e.op) + (e.kind == "layer_norm" ? "2d" : " (permuted)");
+  if (e.role == Role::Norm && !e.inner.empty() && e.kind != "ghost_norm")
+    return readable_unit(e.kind, e.op) + (e.kind == "layer_norm" ? "2d" : " (permuted)");
   return readable_unit(e.kind, e.op);
 }
 
@@ -433,7 +434,7 @@ using infer::LayerMaker;
 std::string readable_unit(std::string_view kind, std::string_view op) {
   static constexpr std::pair<std::string_view, std::string_view> names[] = {
       {"conv", "Conv"}, {"batch_norm", "BatchNorm"}, {"layer_norm", "LayerNorm"}, {"rms_norm", "RMSNorm"}, {"response_norm", "GRN"}, {"group_norm", "GroupNorm"},
-      {"instance_norm", "InstanceNorm"},
+      {"instance_norm", "InstanceNorm"}, {"ghost_norm", "Ghost BatchNorm"},
       {"embedding", "Embedding"}, {"attention", "Attention"}, {"loss", "Loss"}, {"softmax", "Softmax"},
       {"dropout", "Dropout"}, {"noise", "Noise"}, {"pool", "Pool"}, {"bmm", "BMM"}, {"linear", "Linear"}, {"shortcut", "Shortcut"},
       {"mlp", "MLP"}, {"bias_mlp", "Bias MLP"}, {"ops", "Ops"}, {"squeeze_excitation", "SqueezeExcitation"}, {"split_attention", "Split attention"}, {"attention_gate", "Attention gate"}, {"gate", "Gate"}, {"lstm_cell", "LSTM cell"}, {"rotary", "Rotary embedding"}};

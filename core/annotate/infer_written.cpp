@@ -67,6 +67,27 @@ std::vector<Element> standardised_weights(std::vector<Element> els) {
   return out;
 }
 
+// Ghost batch normalisation (TabNet's GBN): the batch chunked, one BatchNorm module applied to
+// each chunk, the chunks concatenated back. One norm unit, from the chunk to the concatenation,
+// the BatchNorm's calls inside it.
+std::vector<Element> ghost_norms(std::vector<Element> els) {
+  std::vector<Element> out;
+  for (size_t i = 0; i < els.size(); ++i) {
+    size_t end = i + 1;
+    if (!els[i].unit && is_split(els[i].op))
+      while (end < els.size() && els[end].unit && els[end].role == Role::Norm && els[end].inner.empty() && els[end].kind == els[i + 1].kind) ++end;
+    if (end - i < 3 || end == els.size() || els[end].unit || els[end].role != Role::Merge) {
+      out.push_back(std::move(els[i]));
+      continue;
+    }
+    Element norm = grouped("ghost_norm", els.begin() + long(i), els.begin() + long(end + 1));
+    norm.role = Role::Norm;
+    out.push_back(std::move(norm));
+    i = end;
+  }
+  return out;
+}
+
 // A scaled activation's in-place product right after its op (NFNet's GammaAct:
 // gelu(x).mul_(gamma)) is the activation's. So is a ReLU squared (Primer's squared ReLU), with
 // the scale and bias after the square when both follow (MetaFormer's StarReLU:
@@ -202,6 +223,23 @@ std::vector<Element> written_gelus(std::vector<Element> els) {
       out.push_back(std::move(g));
       ++i;
       continue;
+    }
+    // A GLU written by hand (x[:, :d] * torch.sigmoid(x[:, d:]): TabNet's GLU_Layer): the
+    // two slices of a unit's output, the sigmoid of one, their product; one activation, as
+    // F.glu is.
+    if (els[i].unit && els[i].op == "aten::sigmoid" && arithmetic(i + 1) && els[i + 1].op == "aten::mul") {
+      size_t from = out.size(), slices = 0;
+      while (from > 0 && !out[from - 1].unit && (out[from - 1].op == "aten::slice" || out[from - 1].op == "aten::as_strided"))
+        slices += out[--from].op == "aten::slice";
+      if (slices >= 2 && from > 0 && out[from - 1].unit) {
+        Element g = new_unit(Role::Activation, "activation", "aten::glu");
+        take_ops(g, out, from, out.size());
+        out.resize(from);
+        take_ops(g, els, i, i + 2);
+        out.push_back(std::move(g));
+        ++i;
+        continue;
+      }
     }
     const bool tanh = els[i].op == "aten::tanh", erf = !els[i].unit && els[i].op == "aten::erf";
     size_t from = out.size(), muls = 0;

@@ -22,6 +22,9 @@ void add_work(std::string& sig, const Element& e);
 
 // A weight-standardised conv as one weight unit.
 std::vector<Element> standardised_weights(std::vector<Element> els);
+// A norm applied to each chunk of its input and the chunks concatenated as one norm (a ghost
+// batch norm).
+std::vector<Element> ghost_norms(std::vector<Element> els);
 // A scaled activation's in-place product as the activation's.
 std::vector<Element> scaled_activations(std::vector<Element> els);
 // A random mask applied by a product (a drop path) as one dropout unit; noise drawn and added

@@ -405,3 +405,18 @@ TEST_CASE("inferred layers: the norm of branches summed with the input is the bl
   CHECK(s.node_precision == doctest::Approx(1.0));  // each RepVGGDW ends at its BatchNorm, no block opens there
   // (Not yet each Conv2d_BN: the GELU after one is grouped with it, as a Sequential's would be.)
 }
+
+TEST_CASE("inferred layers: a ghost batch norm and a GLU written by hand are one unit each") {
+  // TabNet's GLU_Layer: a Linear, GBN (the batch chunked, one BatchNorm1d applied to each
+  // chunk, concatenated back), then x[:, :d] * torch.sigmoid(x[:, d:]); GLU_Blocks of two, the
+  // second summed back and scaled ((x + glu(x)) * sqrt(0.5)).
+  Mod gbn{"GBN", {op("aten::chunk")}, nullptr};
+  for (int c = 0; c < 4; ++c) gbn.items.push_back(leaf("BatchNorm1d", {"aten::add_", "aten::batch_norm"}));
+  gbn.items.push_back(op("aten::cat"));
+  Mod glu{"GLU_Layer", {linear(), gbn, op("aten::slice"), op("aten::slice"), op("aten::sigmoid"), op("aten::mul")}, nullptr};
+  Mod block{"GLU_Block", {glu, glu, op("aten::add"), op("aten::mul")}, nullptr};
+  BareRun r = bare_run(Mod{"TabNetEncoder", {leaf("BatchNorm1d", {"aten::add_", "aten::batch_norm"}), block, block, block, linear()}, nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall >= 0.5 - 1e-9);  // each GBN and GLU_Layer; not yet each GLU_Block
+  for (const char* layer : {"Ghost BatchNorm 1", "GLU 6"}) CHECK(has_layer(r.annotation.tree, layer));
+}
