@@ -3,7 +3,7 @@
 //   units   the leaf modules: a weight op (conv, linear, embedding, an RNN over all its steps),
 //           a norm (BatchNorm with the counter it bumps first; one written by hand: RMSNorm),
 //           an activation, a pooling, a dropout (a random mask applied by a product too:
-//           stochastic depth), noise drawn and added, a resampling;
+//           stochastic depth), noise drawn and added, a resampling, a reflection padding;
 //           attention as one unit from its in-projection through the scores, softmax and
 //           weighted sum to its out-projection (separate q/k/v projections are child units of
 //           it, a packed one is part of it);
@@ -12,6 +12,8 @@
 //           BatchNorm after the activation too),
 //           with the upsampling right before it (an up-convolution);
 //           convs back to back with nothing between, one separable conv (depthwise, pointwise);
+//           a padding with its conv (and the resize before); a conv on an MLP's tokens laid
+//           out as a map, with those reshapes; two groups concatenated and cut back (Ghost);
 //   blocks  what a residual connection closes: the ops from where the block's input was made
 //           to the add that joins it back (with the activation or, post-norm, the norm that
 //           follows the add), and inside it the residual function when that is units only,

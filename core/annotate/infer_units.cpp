@@ -90,22 +90,6 @@ struct UnitFinder {
   const TreeBuilder& b;
 
   std::string_view name_of(NodeId op) const { return c.name(b.event[op]); }
-  // An RNN given a packed sequence reads its first batch size to the host (batch_sizes[0],
-  // int(): select, item) and makes its zero state: the ops right before its own, its module's.
-  static void take_batch_size_reads(std::vector<Element>& els, Element& rnn) {
-    size_t k = els.size();
-    bool read = false;
-    while (k > 0 && !els[k - 1].unit &&
-           (allocates(els[k - 1].op) || in(els[k - 1].op, {"aten::select", "aten::as_strided", "aten::item", "aten::_local_scalar_dense"}))) {
-      read |= els[k - 1].op == "aten::item";
-      --k;
-    }
-    if (!read) return;
-    std::vector<NodeId> own;
-    for (size_t j = k; j < els.size(); ++j) own.insert(own.end(), els[j].ops.begin(), els[j].ops.end());
-    rnn.ops.insert(rnn.ops.begin(), own.begin(), own.end());
-    els.erase(els.begin() + long(k), els.end());
-  }
   // F.pad says its mode only through the op it calls (reflection_pad2d, constant_pad_nd).
   void pad_by_mode(Element& e) const {
     for (EventId k : child_ops(c, b.event[e.ops.front()]))

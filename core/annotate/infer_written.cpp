@@ -67,6 +67,23 @@ std::vector<Element> standardised_weights(std::vector<Element> els) {
   return out;
 }
 
+// An RNN given a packed sequence reads its first batch size to the host (batch_sizes[0],
+// int(): select, item) and makes its zero state: the ops right before its own, its module's.
+void take_batch_size_reads(std::vector<Element>& els, Element& rnn) {
+  size_t k = els.size();
+  bool read = false;
+  while (k > 0 && !els[k - 1].unit &&
+         (allocates(els[k - 1].op) || in(els[k - 1].op, {"aten::select", "aten::as_strided", "aten::item", "aten::_local_scalar_dense"}))) {
+    read |= els[k - 1].op == "aten::item";
+    --k;
+  }
+  if (!read) return;
+  std::vector<NodeId> own;
+  for (size_t j = k; j < els.size(); ++j) own.insert(own.end(), els[j].ops.begin(), els[j].ops.end());
+  rnn.ops.insert(rnn.ops.begin(), own.begin(), own.end());
+  els.erase(els.begin() + long(k), els.end());
+}
+
 // Ghost batch normalisation (TabNet's GBN): the batch chunked, one BatchNorm module applied to
 // each chunk, the chunks concatenated back. One norm unit, from the chunk to the concatenation,
 // the BatchNorm's calls inside it.
