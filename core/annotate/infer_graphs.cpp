@@ -157,9 +157,10 @@ std::vector<Span> message_passing_layers(const std::vector<Element>& els) {
         end = end_of_signature(els, starts[k], els.size(), signature(els, out.back().first, out.back().second));
         if (end == SIZE_MAX) end = std::min(els.size(), starts[k] + (out.back().second - out.back().first));
         // and at least through its last scatter and the loose ops after it (where the one before
-        // ends in units it returns without: its caller's activation)
+        // ends in units it returns without: its caller's activation), up to the model's output
+        // (F.log_softmax on the last layer's)
         size_t past = at[(k + 1) * period - 1] + 1;
-        while (past < els.size() && !els[past].unit) ++past;
+        while (past < els.size() && !els[past].unit && els[past].role != Role::Softmax) ++past;
         end = std::max(end, past);
         if (out.back().second > 1 && !els[out.back().second - 1].unit && els[out.back().second - 1].role == Role::Add)
           while (end < els.size() && !els[end].unit && els[end].role == Role::Add) ++end;  // its residual joins, as the others'

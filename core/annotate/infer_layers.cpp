@@ -178,9 +178,19 @@ void LayerMaker::run(NodeId parent, const std::vector<NodeId>& ops, bool model_r
   const bool outputs = output_modules(els, pre_norm);
   if (outputs) split_output_projections(els);
   if (model_root && ops.size() >= 2) parent = make("Model", parent, ops);
-  place_units(els, parent);
   std::vector<std::pair<size_t, size_t>> blocks = message_passing_layers(els);
   const bool graph = !blocks.empty();
+  // Between message-passing layers a graph network activates and drops out by function
+  // (x = F.dropout(F.relu(conv(x)), training=...), as PyTorch Geometric's examples write it): ops of
+  // the model's own, no modules.
+  for (size_t k = 0, j = 0; graph && j < els.size(); ++j) {
+    while (k < blocks.size() && blocks[k].second <= j) ++k;
+    const bool inside = k < blocks.size() && blocks[k].first <= j;
+    if (!inside && k > 0 && k < blocks.size() && els[j].unit && els[j].inner.empty() &&
+        (els[j].role == Role::Activation || els[j].role == Role::Dropout))
+      els[j].unit = false;
+  }
+  place_units(els, parent);
   if (blocks.empty()) blocks = residual_blocks(els, pre_norm);
   bool plain = false;
   if (!any_recurs(els, blocks)) blocks = plain_blocks(els), plain = true;

@@ -420,3 +420,17 @@ TEST_CASE("inferred layers: a ghost batch norm and a GLU written by hand are one
   CHECK(s.block_recall >= 0.5 - 1e-9);  // each GBN and GLU_Layer; not yet each GLU_Block
   for (const char* layer : {"Ghost BatchNorm 1", "GLU 6"}) CHECK(has_layer(r.annotation.tree, layer));
 }
+
+TEST_CASE("inferred layers: between message-passing layers the activation and dropout are the model's own ops") {
+  // PyTorch Geometric's examples: x = F.dropout(F.relu(conv(x)), training=self.training)
+  // between GCNConvs (transform, the normalised adjacency's sparse product, bias), then
+  // log_softmax.
+  Mod gcn{"GCNConv", {linear(), op("aten::_sparse_mm"), op("aten::add")}, nullptr};
+  Mod net{"GCN", {}, nullptr};
+  for (int k = 0; k < 3; ++k) net.items.insert(net.items.end(), {gcn, op("aten::relu"), op("aten::dropout")});
+  net.items.insert(net.items.end(), {gcn, op("aten::log_softmax")});
+  BareRun r = bare_run(net);
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));  // the relus and dropouts one leaf, the model's
+  CHECK(s.block_recall == doctest::Approx(1.0));
+}
