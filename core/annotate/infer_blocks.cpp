@@ -338,23 +338,14 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
   const bool activates_first = pre_norm && residual_units_activate_first(els);
   std::vector<Span> out;
   size_t start = 0, weights = 0, skip_closed = 0;  // skip_closed: how many blocks were out when a skip's sum last closed one
-  bool pooling_mixer = false;
   for (size_t j = 0; j < els.size(); ++j) {
     // Lookups take ids, not a tensor a branch could be added back to: embeddings summed
     // (tokens and positions) are no residual block.
     if (els[j].unit && els[j].role == Role::Weight && els[j].kind != "embedding") ++weights;
     // Pre-norm: a branch opens at its norm, so weights before it are no branch's (a patch
     // embedding's conv before a MetaFormer's first block, whose token mixer may hold none).
-    // A pooling that a norm opens, less its input at once, is a token mixer with no weights
-    // (PoolFormer's pool(x) - x): its sum joins that branch back. (A global pooling there is a
-    // head's.)
-    if (pre_norm && els[j].unit && els[j].role == Role::Norm && opens_branch(els, j)) {
-      weights = 0;
-      const size_t p = past_views(els, j + 1, els.size());
-      pooling_mixer = els[p].role == Role::Pool && els[p].op.find("adaptive") == std::string_view::npos && p + 1 < els.size() &&
-                      !els[p + 1].unit && els[p + 1].op == "aten::sub";
-    }
-    if (els[j].unit || (weights == 0 && !pooling_mixer)) continue;
+    if (pre_norm && els[j].unit && els[j].role == Role::Norm && opens_branch(els, j)) weights = 0;
+    if (els[j].unit || weights == 0) continue;
     const bool merge = els[j].role == Role::Merge, add = els[j].role == Role::Add;
     if (!add && !merge) continue;
     // Reshapes after the join are the block's; a split opens the next block's branches.
@@ -452,7 +443,6 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
     out.push_back({start, end});
     start = end;
     weights = 0;
-    pooling_mixer = false;
     j = end - 1;
   }
   // The decoder's last block, no skip summed after it, runs like the one before it.

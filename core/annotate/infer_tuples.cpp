@@ -137,19 +137,9 @@ std::vector<std::vector<std::string>> layer_tuples(const std::vector<Span>& bloc
     // Conformer's second feed-forward and the layer's final norm): that one ends the layer;
     // without attention, with its largest block.
     auto ends_normed = [](const std::string& k) { return k.ends_with("layer_norm,") || k.ends_with("rms_norm,"); };
-    auto opens_normed = [](const std::string& k) {
-      const std::string_view first = std::string_view(k).substr(0, k.find_first_of(",;"));
-      return first.ends_with("norm");
-    };
-    auto feed_forward = [](const std::string& k) {
-      return k.find("conv,activation,conv,") != std::string::npos || k.find("linear,activation,linear,") != std::string::npos;
-    };
     const auto normed = std::find_if(t.begin(), t.end(), ends_normed);
     if (normed != t.end() && std::count_if(t.begin(), t.end(), ends_normed) == 1) std::rotate(t.begin(), normed + 1, t.end());
     else if (const auto a = std::find_if(t.begin(), t.end(), attention); a != t.end()) std::rotate(t.begin(), a, t.end());
-    else if (const auto ffn = std::find_if(t.begin(), t.end(), feed_forward);
-             ffn != t.end() && std::count_if(t.begin(), t.end(), feed_forward) == 1 && std::all_of(t.begin(), t.end(), opens_normed))
-      std::rotate(t.begin(), ffn + 1, t.end());  // pre-norm halves: the mixer, then the feed-forward (a MetaFormer's)
     else  // with the block doing the most (WaveNet's gated residual half, then its skip conv)
       std::rotate(t.begin(), std::max_element(t.begin(), t.end(), [](auto& x, auto& y) { return signature_tokens(x) < signature_tokens(y); }), t.end());
     tuples.push_back(std::move(t));

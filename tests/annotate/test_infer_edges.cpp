@@ -434,19 +434,3 @@ TEST_CASE("inferred layers: between message-passing layers the activation and dr
   CHECK(s.leaf_f1 == doctest::Approx(1.0));  // the relus and dropouts one leaf, the model's
   CHECK(s.block_recall == doctest::Approx(1.0));
 }
-
-TEST_CASE("inferred layers: a pooling token mixer's sum joins its half, and a layer of pre-norm halves ends with its feed-forward") {
-  // PoolFormer's blocks: x + ls1 * (pool(norm1(x)) - norm1(x)), then x + ls2 * mlp(norm2(x)),
-  // the MLP a ConvMlp (1x1 conv, GELU, dropout, 1x1 conv, dropout).
-  auto gn = [] { return leaf("GroupNorm", {"aten::group_norm"}); };
-  Mod pooling{"Pooling", {leaf("AvgPool2d", {"aten::avg_pool2d"}), op("aten::sub")}, nullptr};
-  Mod mlp{"ConvMlp", {conv(), leaf("GELU", {"aten::gelu"}), dropout(), conv(), dropout()}, nullptr};
-  Mod block{"PoolFormerBlock", {gn(), pooling, op("aten::mul"), op("aten::add"), gn(), mlp, op("aten::mul"), op("aten::add")}, nullptr};
-  Mod net{"PoolFormer", {conv()}, nullptr};
-  for (int i = 0; i < 4; ++i) net.items.push_back(block);
-  net.items.insert(net.items.end(), {gn(), op("aten::mean"), linear()});
-  BareRun r = bare_run(net);
-  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
-  CHECK(s.block_recall >= 0.6);  // each block from its first norm, each ConvMlp; not yet the Pooling module
-  CHECK(s.node_precision == doctest::Approx(1.0));
-}
