@@ -37,6 +37,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import record_cpu_heldout as rh  # noqa: E402  (imports record_cpu_corpus: 1 thread, torch)
 from record_cpu_corpus import bce, ce, ce_tokens, mse, randint, randn  # noqa: E402
+from record_cpu_fresh import WhisperAttention  # noqa: E402
 from record_cpu_variants2 import GELUActivation  # noqa: E402
 
 import torch  # noqa: E402
@@ -455,52 +456,15 @@ class MBartLearnedPositionalEmbedding(nn.Embedding):
         return super().forward(positions + self.offset)
 
 
-class MBartAttention(nn.Module):
-    def __init__(self, embed_dim, num_heads, dropout=0.0, is_decoder=False, bias=True):
-        super().__init__()
-        self.embed_dim = embed_dim
-        self.num_heads = num_heads
-        self.dropout = dropout
-        self.head_dim = embed_dim // num_heads
-        self.scaling = self.head_dim**-0.5
-        self.is_decoder = is_decoder
-        self.k_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
-        self.v_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
-        self.q_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
-        self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
+class MBartAttention(WhisperAttention):
+    """transformers' MBartAttention: Whisper's, op for op (its k_proj keeps its bias), returning
+    the attention's output with no weights and no cache."""
 
-    def _shape(self, tensor, seq_len, bsz):
-        return tensor.view(bsz, seq_len, self.num_heads, self.head_dim).transpose(1, 2).contiguous()
+    def __init__(self, embed_dim, num_heads, dropout=0.0, is_decoder=False, bias=True):
+        super().__init__(embed_dim, num_heads, dropout=dropout, is_decoder=is_decoder, bias=bias, k_bias=bias)
 
     def forward(self, hidden_states, key_value_states=None, attention_mask=None):
-        is_cross_attention = key_value_states is not None
-        bsz, tgt_len, _ = hidden_states.size()
-        query_states = self.q_proj(hidden_states) * self.scaling
-        if is_cross_attention:
-            key_states = self._shape(self.k_proj(key_value_states), -1, bsz)
-            value_states = self._shape(self.v_proj(key_value_states), -1, bsz)
-        else:
-            key_states = self._shape(self.k_proj(hidden_states), -1, bsz)
-            value_states = self._shape(self.v_proj(hidden_states), -1, bsz)
-
-        proj_shape = (bsz * self.num_heads, -1, self.head_dim)
-        query_states = self._shape(query_states, tgt_len, bsz).view(*proj_shape)
-        key_states = key_states.reshape(*proj_shape)
-        value_states = value_states.reshape(*proj_shape)
-
-        src_len = key_states.size(1)
-        attn_weights = torch.bmm(query_states, key_states.transpose(1, 2))
-        if attention_mask is not None:
-            attn_weights = attn_weights.view(bsz, self.num_heads, tgt_len, src_len) + attention_mask
-            attn_weights = attn_weights.view(bsz * self.num_heads, tgt_len, src_len)
-        attn_weights = F.softmax(attn_weights, dim=-1)
-        attn_probs = F.dropout(attn_weights, p=self.dropout, training=self.training)
-        attn_output = torch.bmm(attn_probs, value_states)
-        attn_output = attn_output.view(bsz, self.num_heads, tgt_len, self.head_dim)
-        attn_output = attn_output.transpose(1, 2)
-        attn_output = attn_output.reshape(bsz, tgt_len, self.embed_dim)
-        attn_output = self.out_proj(attn_output)
-        return attn_output, None, None
+        return super().forward(hidden_states, key_value_states, attention_mask), None, None
 
 
 class MBartEncoderLayer(nn.Module):

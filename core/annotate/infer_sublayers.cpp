@@ -402,9 +402,10 @@ std::vector<NodeId> LayerMaker::factorised_convs(const std::vector<Element>& els
     if (lo == j || lo == 0 || hi == els.size() || !els[lo - 1].unit || els[lo - 1].kind != "linear" || !els[hi].unit ||
         els[hi].role != Role::Activation)
       continue;
+    bool together = true;
     std::vector<NodeId> kids;
-    for (size_t k = lo; k < hi; ++k) kids.push_back(els[k].node);
-    if (std::any_of(kids.begin(), kids.end(), [&](NodeId k) { return b.parent[k] != b.parent[kids.front()]; })) continue;
+    for (size_t k = lo; k < hi; ++k) together &= same_parent(k, lo), kids.push_back(els[k].node);
+    if (!together) continue;
     const NodeId id = make(numbered("Token conv") + ": Conv", b.parent[kids.front()], kids);
     for (size_t k = lo; k < hi; ++k) around[k] = id;
   }

@@ -49,6 +49,8 @@ Role role_of(std::string_view full) {
 // Makes a tensor and computes nothing: an RNN's zero state, the tensors record_function makes.
 bool allocates(std::string_view op) { return op == "aten::zeros" || op == "aten::zero_" || op == "aten::empty"; }
 
+bool whole_rnn(std::string_view op) { return op == "aten::lstm" || op == "aten::gru" || op.starts_with("aten::rnn_"); }
+
 bool is_split(std::string_view op) { return op == "aten::chunk" || op.starts_with("aten::split") || op == "aten::unbind"; }
 
 bool is_unit_role(Role r) {
@@ -120,7 +122,7 @@ struct UnitFinder {
       e.unit = (is_unit_role(e.role) && e.op != "aten::tanh") || e.op == "aten::flatten" || e.op == "aten::unflatten";
       // What a module does before its main op: BatchNorm bumps its batch counter, an RNN
       // makes its zero initial state.
-      const bool rnn = e.op == "aten::lstm" || e.op == "aten::gru" || e.op.starts_with("aten::rnn_");
+      const bool rnn = whole_rnn(e.op);
       while (!els.empty() && !els.back().unit &&
              ((e.kind == "batch_norm" && els.back().op == "aten::add_" && e.ops.size() == 1) || (rnn && allocates(els.back().op)))) {
         e.ops.insert(e.ops.begin(), els.back().ops.front());
@@ -128,8 +130,7 @@ struct UnitFinder {
       }
       if (rnn) take_batch_size_reads(els, e);
       // ...and, given one unsorted, puts its state back in the batch's order after its op.
-      if (e.op == "aten::index_select" && !els.empty() && els.back().unit && els.back().role == Role::Weight &&
-          (els.back().op == "aten::lstm" || els.back().op == "aten::gru" || els.back().op.starts_with("aten::rnn_")) &&
+      if (e.op == "aten::index_select" && !els.empty() && els.back().unit && whole_rnn(els.back().op) &&
           std::any_of(els.back().ops.begin(), els.back().ops.end(), [&](NodeId op) { return name_of(op) == "aten::item"; })) {
         els.back().ops.push_back(ops[i]);
         continue;

@@ -21,6 +21,8 @@ Role role_of(std::string_view full);
 bool allocates(std::string_view op);
 // Splits a tensor into parts that run through different branches.
 bool is_split(std::string_view op);
+// nn.LSTM, nn.GRU or nn.RNN's op over all their steps (no cell).
+bool whole_rnn(std::string_view op);
 bool is_unit_role(Role r);
 
 // A leaf unit or a loose op, in forward order.
