@@ -140,8 +140,10 @@ struct UnitFinder {
       // clock's rounding ended both at the same tick: one op of the unit (else it keeps a
       // conv's norm from its group, or stands loose between the unit and its module's end).
       // So is an op of aten's own (its name starts with '_': `_unsafe_view`, `_reshape_alias`,
-      // which no model calls) that starts at that tick or the next, its end rounded past it.
-      const bool internal = e.op.starts_with("aten::_") && !els.empty() && b.begin[ops[i]] <= b.end[els.back().ops.back()] + 1000;
+      // which no model calls, or a lazy conjugate's resolution) that starts at that tick or the
+      // next, its end rounded past it.
+      const bool internal = (e.op.starts_with("aten::_") || resolves_lazy_bit(e.op)) && !els.empty() &&
+                            b.begin[ops[i]] <= b.end[els.back().ops.back()] + 1000;
       if (!els.empty() && els.back().unit && !e.unit && (left_beside(els.back().ops.back(), ops[i]) || internal)) {
         els.back().ops.push_back(ops[i]);
         continue;

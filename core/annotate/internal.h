@@ -268,6 +268,10 @@ inline bool left_beside_by_rounding(Ns before_end, Ns begin, Ns end) {
   return begin == before_end && (end == begin || (begin % 1000 == 0 && end - begin == 1000));
 }
 
+// A conjugate's or negation's lazy resolution (aten::resolve_conj after a linear's addmm): the
+// work of the op that made the tensor, wherever the clock's rounding put it.
+inline bool resolves_lazy_bit(std::string_view op) { return op == "aten::resolve_conj" || op == "aten::resolve_neg"; }
+
 // Name classification.
 bool is_loss_op(std::string_view n);
 bool is_factory_op(std::string_view n);  // makes a tensor from constants or a shape (full, ones_like, arange)

@@ -171,7 +171,9 @@ struct PhaseLabeler {
       if (is_annotation[i]) continue;
       const Marker* in = nullptr;
       for (const Marker& mk : markers)
-        if (ev.start[e] >= mk.b && ev.start[e] < mk.e && (!in || mk.e - mk.b <= in->e - in->b)) in = &mk;
+        if (ev.start[e] >= mk.b && (ev.start[e] < mk.e || left_beside_by_rounding(mk.e, ev.start[e], ev.end(e))) &&
+            (!in || mk.e - mk.b <= in->e - in->b))
+          in = &mk;
       named[i] = in != nullptr;
       if (in) label[i] = in->label;
       if (c.on_backward(e) || is_backward_name(name(i))) {
@@ -354,7 +356,7 @@ struct PhaseLabeler {
       bool both = false;
       for (size_t k = first_loss; k-- > first_fwd + 1;) {
         if (!is_main_op(k)) continue;
-        if (left_beside(k)) {  // (a view's as_strided, a linear's resolve_conj)
+        if (left_beside(k) || resolves_lazy_bit(name(k))) {  // (a view's as_strided, a linear's resolve_conj)
           beside = k;
           continue;
         }

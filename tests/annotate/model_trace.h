@@ -25,6 +25,7 @@ struct Mod {
   std::vector<const char*> kids = {};
   bool rounded = false;  // an op that ran last inside the op before: written beside it, at its end, lasting 0 µs
   long rounded_us = 0;    // how long that op lasts as written (its end rounded past its parent's)
+  long rounded_after_us = 0;  // how long after its parent's end it is written (its start rounded past it)
   bool shared = false;    // its first op takes an input an op after it takes too (a branch's first op)
 };
 // The item, its first op taking an input a later op also takes (StepOps::backward_nodes shows it).
@@ -33,7 +34,7 @@ inline Mod shared_input(Mod m) {
   return m;
 }
 inline Mod op(const char* name, std::vector<const char*> kids = {}) { return {"", {}, name, std::move(kids)}; }
-inline Mod rounded_child(const char* name, long us = 0) { return {"", {}, name, {}, true, us}; }
+inline Mod rounded_child(const char* name, long us = 0, long after_us = 0) { return {"", {}, name, {}, true, us, after_us}; }
 inline Mod leaf(const char* cls, std::vector<const char*> ops) {
   Mod m{cls, {}, nullptr};
   for (const char* o : ops) m.items.push_back(op(o));
@@ -80,6 +81,8 @@ struct StepOps {
   bool module_allocations = false;
   // AccumulateGrad's add_ in the backward's last op, left beside it by the clock's rounding.
   bool rounded_backward_tail = false;
+  // An op of the optimizer's last, at Optimizer.step#'s end as the clock's rounding left it.
+  bool rounded_step_tail = false;
   // The backward as the autograd engine runs it: a node per forward op, last first, each an
   // evaluate_function around its function and, where the op's input is shared (Mod::shared),
   // the aten::add summing its gradient into the one a later op wrote.
@@ -133,7 +136,7 @@ struct Writer {
     int child = 0;
     for (const Mod& it : m.items) {
       if (it.rounded) {
-        x("cpu_op", it.op, t - 4, it.rounded_us);
+        x("cpu_op", it.op, t - 4 + it.rounded_after_us, it.rounded_us);
       } else if (it.op) {
         const long dur = 10 + 2 * long(it.kids.size());
         x("cpu_op", it.op, t, dur);
@@ -188,6 +191,7 @@ inline std::string trace_of(const Mod& root, const StepOps& step_ops = {}) {
     }
     w.x("user_annotation", "Optimizer.step#SGD.step", t + 5, 190);
     for (int k = 0; k < 6; ++k) w.x("cpu_op", "aten::add_", t + 10 + k * 30, 20);
+    if (step_ops.rounded_step_tail) w.x("cpu_op", "aten::zero_", t + 195, 0);
     t += 220;
     w.x("user_annotation", "ProfilerStep#" + std::to_string(it + 1), step, t - step);
     t += 100;

@@ -434,3 +434,10 @@ TEST_CASE("inferred layers: between message-passing layers the activation and dr
   CHECK(s.leaf_f1 == doctest::Approx(1.0));  // the relus and dropouts one leaf, the model's
   CHECK(s.block_recall == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a linear's resolve_conj a tick after it is one op of its module") {
+  Mod ffn{"FFN", {dropout(), linear(), relu_module(), dropout(), Mod{"Linear", {op("aten::linear"), rounded_child("aten::resolve_conj", 0, 1)}, nullptr}}, nullptr};
+  BareRun r = bare_run(Mod{"Net", {conv(), bn(), relu_module(), op("aten::mean"), ffn}, nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));  // not a loose op of the model after the head
+}

@@ -337,6 +337,14 @@ TEST_CASE("phases: an op the clock's rounding left beside the backward's last op
   CHECK(backward == 2);
 }
 
+TEST_CASE("phases: an op the clock's rounding left at the end of PyTorch's range is that range's phase") {
+  // Optimizer.zero_grad#'s last zero_ (or a step's last update), 0 µs at the range's end tick.
+  StepOps step;
+  step.rounded_step_tail = true;
+  BareRun r = bare_run(model({conv(), bn(), relu_module()}), step);
+  CHECK(phases_of_op(r, "aten::zero_") == std::vector<PhaseKind>(2, PhaseKind::Optimizer));
+}
+
 // Where a loss op has weight ops after it, the backward says whose they are: a model's that
 // accumulate gradients (an auxiliary loss computed in the forward: the forward goes on), a
 // frozen network's or a no-grad teacher's (the loss goes on). Real CPU recordings of each
@@ -367,4 +375,12 @@ TEST_CASE("phases: the same rows picked from the prediction and the target are t
   // and on the labels reshaped (labels.view(-1)).
   BareRun q = bare_run(Mod{"Net", {linear(), op("aten::relu"), linear(), op("aten::index")}, nullptr}, StepOps{{"aten::view", "aten::nll_loss"}});
   CHECK(phases_of_op(q, "aten::index") == std::vector<PhaseKind>(2, PhaseKind::Forward));
+}
+
+TEST_CASE("phases: a linear's resolve_conj a tick after it is the model's, no reshape of the loss's inputs") {
+  // A regression head (chemprop's FFN): the last nn.Linear's aten::linear, then the
+  // resolve_conj its addmm left, ended a microsecond after it; F.mse_loss broadcasts first.
+  BareRun r = bare_run(head_with(Mod{"Linear", {op("aten::linear"), rounded_child("aten::resolve_conj", 0, 1)}, nullptr}), {{"aten::broadcast_tensors", "aten::mse_loss"}});
+  CHECK(phases_of_op(r, "aten::resolve_conj") == std::vector<PhaseKind>(2, PhaseKind::Forward));
+  CHECK(phases_of_op(r, "aten::broadcast_tensors") == std::vector<PhaseKind>(2, PhaseKind::Loss));
 }
