@@ -195,7 +195,7 @@ struct UnitFinder {
       const size_t laid = before_views(els, j - 1, 0);
       if (laid < j - 1 && laid > 0 && els[laid - 1].unit && els[laid - 1].kind == "linear") els[j].unit = false;
     }
-    return attention(permuted_norms(written_gelus(rotary_embeddings(written_norms(written_cells(scaled_activations(ghost_norms(standardised_weights(random_masks(std::move(els)))))))))));
+    return attention(permuted_norms(written_gelus(rotary_embeddings(written_norms(written_cells(scaled_activations(ghost_norms(weights_set_in_place(standardised_weights(random_masks(std::move(els))))))))))));
   }
 
   // A rotary embedding (the RotaryEmbedding module of Llama-style models): positions times the

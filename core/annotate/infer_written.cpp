@@ -67,6 +67,29 @@ std::vector<Element> standardised_weights(std::vector<Element> els) {
   return out;
 }
 
+// A weight written in place before its op (PixelCNN's MaskedConv2d: self.weight.data *=
+// self.mask, then the conv): the op that makes the value and the `.data` assignment's check
+// (aten::_has_compatible_shallow_copy_type, which only a tensor's data being set runs) are the
+// weight op's module's, weight and bias alike.
+std::vector<Element> weights_set_in_place(std::vector<Element> els) {
+  std::vector<Element> out;
+  auto sets_data = [&](size_t j) { return !out[j].unit && out[j].op == "aten::_has_compatible_shallow_copy_type"; };
+  for (size_t i = 0; i < els.size(); ++i) {
+    Element& e = els[i];
+    size_t lo = out.size();
+    if (e.unit && e.role == Role::Weight)
+      while (lo >= 2 && sets_data(lo - 1) && !out[lo - 2].unit && out[lo - 2].role != Role::Shape) lo -= 2;
+    if (lo < out.size()) {
+      std::vector<NodeId> own;
+      for (size_t j = lo; j < out.size(); ++j) own.insert(own.end(), out[j].ops.begin(), out[j].ops.end());
+      e.ops.insert(e.ops.begin(), own.begin(), own.end());
+      out.erase(out.begin() + long(lo), out.end());
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 // An RNN given a packed sequence reads its first batch size to the host (batch_sizes[0],
 // int(): select, item) and makes its zero state: the ops right before its own, its module's.
 void take_batch_size_reads(std::vector<Element>& els, Element& rnn) {

@@ -441,3 +441,18 @@ TEST_CASE("inferred layers: a linear's resolve_conj a tick after it is one op of
   const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.leaf_f1 == doctest::Approx(1.0));  // not a loose op of the model after the head
 }
+
+TEST_CASE("inferred layers: a weight set in place before its conv is the conv's module") {
+  // PixelCNN's MaskedConv2d: self.weight.data *= self.mask (mul_, then the .data assignment's
+  // _has_compatible_shallow_copy_type), then the conv; in residual blocks of ReLU and convs.
+  Mod masked{"MaskedConv2d", {op("aten::mul_"), op("aten::_has_compatible_shallow_copy_type"), op("aten::conv2d")}, nullptr};
+  Mod relu{"ReLU", {op("aten::relu")}, nullptr};
+  Mod net{"PixelCNN", {masked}, nullptr};
+  for (int k = 0; k < 3; ++k)
+    net.items.push_back(Mod{"ResidualBlock", {Mod{"Sequential", {relu, conv(), relu, masked, relu, conv()}, nullptr}, op("aten::add")}, nullptr});
+  net.items.insert(net.items.end(), {relu, conv()});
+  BareRun r = bare_run(net);
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));  // no relu holding the mask's mul_
+}
