@@ -265,6 +265,59 @@ void trim_loose_leads(const std::vector<Element>& els, std::vector<Span>& blocks
   }
 }
 
+// Branches alike that all take one input (the experts of a soft-gated multi-task model, an
+// MMoE's or PLE's, each an MLP of the same layers): the backward shows each one's first op
+// taking an input a later op takes too (shared_inputs.cpp), so each runs from one such op to
+// the next, where repetition alone would cut them at their layers' period (a Linear, its
+// activation and dropout). Of units and reshapes only, two weight ops or more each, three or
+// more in a row (two alike are as often an Inception module's branches); a block holding them
+// is those branches, each a block.
+void alike_branches(const std::vector<Element>& els, std::vector<Span>& blocks) {
+  auto branch_like = [&](size_t from, size_t to) {
+    for (size_t j = from; j < to; ++j)
+      if (!els[j].unit && els[j].role != Role::Shape) return false;
+    const size_t weights = computing_weights(els, from, to);
+    return weights >= 2 && weights != SIZE_MAX;
+  };
+  // The branches in [f, t), or none.
+  auto branches_in = [&](size_t f, size_t t) {
+    std::vector<size_t> starts;
+    for (size_t j = f; j < t; ++j)
+      if (els[j].unit && els[j].shares_input) starts.push_back(j);
+    std::vector<Span> alike;
+    for (size_t k = 0; k + 1 < starts.size() && alike.empty(); ++k) {
+      const std::string kind = signature(els, starts[k], starts[k + 1]);
+      size_t at = k;
+      while (at + 1 < starts.size() && signature(els, starts[at], starts[at + 1]) == kind && branch_like(starts[at], starts[at + 1])) {
+        alike.push_back({starts[at], starts[at + 1]});
+        ++at;
+      }
+      if (alike.empty()) continue;
+      // The last one: as long as the one before it, of the same kind.
+      const size_t e = starts[at] + (alike.back().second - alike.back().first);
+      if (e <= t && signature(els, starts[at], e) == kind && branch_like(starts[at], e)) alike.push_back({starts[at], e});
+      // Joined at once: what follows the last one (past reshapes) stacks or concatenates them; a
+      // chain of blocks whose outputs are kept for later (a U-Net encoder's skips) goes on.
+      size_t join = alike.back().second;
+      while (join < t && !els[join].unit && els[join].role == Role::Shape) ++join;
+      if (alike.size() < 3 || join >= els.size() || els[join].unit || els[join].role != Role::Merge) alike.clear();
+    }
+    return alike;
+  };
+  std::vector<Span> out;
+  size_t done = 0;  // where the last block ended
+  for (size_t k = 0; k <= blocks.size(); ++k) {
+    const size_t gap_end = k < blocks.size() ? blocks[k].first : els.size();
+    for (Span s : branches_in(done, gap_end)) out.push_back(s);
+    if (k == blocks.size()) break;
+    const std::vector<Span> inside = branches_in(blocks[k].first, blocks[k].second);
+    if (inside.empty()) out.push_back(blocks[k]);
+    else out.insert(out.end(), inside.begin(), inside.end());
+    done = blocks[k].second;
+  }
+  blocks = std::move(out);
+}
+
 // `x.permute(...).contiguous()` lays out the view it was just given, in the same expression: a
 // block that would open at the copy leaves it to the view's side (SegFormer's stage output, laid
 // out as a map before the next patch embedding's conv).

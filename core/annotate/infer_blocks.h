@@ -98,6 +98,9 @@ void trim_loose_leads(const std::vector<Element>& els, std::vector<Span>& blocks
 void close_with_output_ops(const std::vector<Element>& els, std::vector<Span>& blocks, const std::vector<std::string>& sig);
 // A contiguous copy of a view goes with that view: no block opens at it.
 void copies_with_their_views(const std::vector<Element>& els, std::vector<Span>& blocks);
+// A block holding branches alike that each take its input (soft-gated experts) becomes those
+// branches, each a block.
+void alike_branches(const std::vector<Element>& els, std::vector<Span>& blocks);
 
 // After the last block, a run of a recurring kind's units that sums nothing back, with more
 // units after it (MobileNetV2's last inverted residual, which changes the width, then the

@@ -195,6 +195,7 @@ void LayerMaker::run(NodeId parent, const std::vector<NodeId>& ops, bool model_r
   bool plain = false;
   if (!any_recurs(els, blocks)) blocks = plain_blocks(els), plain = true;
   if (!any_recurs(els, blocks)) blocks = repeated_calls(els);
+  alike_branches(els, blocks);
   std::vector<std::string> sig;
   for (auto [f, t] : blocks) sig.push_back(signature(els, f, t));
   split_stem(els, blocks, sig);

@@ -456,3 +456,21 @@ TEST_CASE("inferred layers: a weight set in place before its conv is the conv's 
   CHECK(s.leaf_f1 == doctest::Approx(1.0));
   CHECK(s.node_precision == doctest::Approx(1.0));  // no relu holding the mask's mul_
 }
+
+TEST_CASE("inferred layers: soft-gated experts alike on one input are a block each, from the backward's gradient sums") {
+  // PLE's and MMoE's experts as DeepCTR writes them: each a DNN of (Linear, ReLU, Dropout)
+  // twice, all on the concatenated embeddings, stacked; then a gate per task (a Linear, its
+  // softmax, the weighted sum) and a tower. Repetition alone cuts them at each Linear.
+  Mod layer_pair{"DNN", {linear(), relu_module(), dropout(), linear(), relu_module(), dropout()}, nullptr};
+  Mod net{"PLE", {leaf("Embedding", {"aten::embedding"}), leaf("Embedding", {"aten::embedding"}), op("aten::cat")}, nullptr};
+  for (int k = 0; k < 4; ++k) net.items.push_back(shared_input(layer_pair));
+  net.items.push_back(op("aten::stack"));
+  for (int task = 0; task < 2; ++task)
+    net.items.insert(net.items.end(), {shared_input(linear()), op("aten::softmax"), op("aten::unsqueeze"), op("aten::matmul"),
+                                       op("aten::squeeze"), linear(), op("aten::sigmoid")});
+  StepOps autograd;
+  autograd.backward_nodes = true;
+  BareRun r = bare_run(net, autograd);
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // each expert's DNN exactly
+}
