@@ -435,6 +435,18 @@ struct UnitFinder {
         return j;
       };
       hi = views(hi);
+      // The weighted sum written into the output by index first (Informer's ProbAttention puts
+      // its top queries' context into a mean context: context[b, h, top, :] = attn @ v): the
+      // indices made, the write, then the out-projection, all the attention's.
+      if (hi < els.size() && !projection(els[hi])) {
+        size_t w = hi;
+        bool wrote = false;
+        for (; w < els.size() && !els[w].unit && w - hi < 24; ++w) {
+          if (els[w].op == "aten::index_put_" || els[w].op == "aten::index_copy_") wrote = true;
+          else if (els[w].role != Role::Shape && !is_factory_op(els[w].op)) break;
+        }
+        if (wrote && views(w) < els.size() && projection(els[views(w)])) hi = views(w);
+      }
       if (hi < els.size() && projection(els[hi])) {
         hi = views(hi + 1);
         if (hi < els.size() && els[hi].role == Role::Dropout && views(hi + 1) >= hi + 3) hi = views(hi + 1);

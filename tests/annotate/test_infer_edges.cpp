@@ -474,3 +474,28 @@ TEST_CASE("inferred layers: soft-gated experts alike on one input are a block ea
   const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.block_recall == doctest::Approx(1.0));  // each expert's DNN exactly
 }
+
+TEST_CASE("inferred layers: an attention that writes its weighted sum into the output by index keeps its out-projection") {
+  // Informer's ProbAttention inside its AttentionLayer: the projections, the sampled scores,
+  // the top queries' softmax and weighted sum written into a mean context by index
+  // (context[b, h, top, :] = attn @ v), then the out-projection.
+  Mod prob{"ProbAttention",
+           {op("aten::transpose"), op("aten::matmul"), op("aten::topk"), op("aten::mean"), op("aten::matmul"), op("aten::softmax"),
+            op("aten::matmul"), op("aten::arange"), op("aten::unsqueeze"), op("aten::index_put_"), op("aten::transpose"),
+            op("aten::contiguous")},
+           nullptr};
+  Mod attention{"AttentionLayer", {linear(), op("aten::view"), linear(), op("aten::view"), linear(), op("aten::view"), prob, op("aten::view"), linear()},
+                nullptr};
+  Mod layer{"EncoderLayer", {layer_norm(), attention, dropout(), op("aten::add"), layer_norm(), linear(), leaf("GELU", {"aten::gelu"}), linear(), op("aten::add")},
+            nullptr};
+  BareRun r = bare_run(Mod{"Informer", {linear(), layer, layer, layer_norm(), linear()}, nullptr});
+  const AnnotationTree& t = r.annotation.tree;
+  bool found = false;
+  for (NodeId n = 0; n < t.size(); ++n) {
+    if (!t.name_of(n).starts_with("Attention ")) continue;
+    found = true;
+    const std::vector<std::string> kids = child_names(t, n);
+    CHECK(std::count_if(kids.begin(), kids.end(), [](const std::string& c) { return c.starts_with("Linear"); }) == 4);
+  }
+  CHECK(found);
+}
