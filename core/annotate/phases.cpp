@@ -15,6 +15,7 @@
 //      in-place updates after the backward the optimizer; the rest takes its neighbours' phase.
 // Phases may interleave within one step (pipeline schedules): each run of one phase and label
 // is a segment of its own.
+#include "core/annotate/infer_units.h"
 #include "core/annotate/internal.h"
 
 #include <algorithm>
@@ -318,6 +319,11 @@ struct PhaseLabeler {
       };
       while (first_fwd < n && first_fwd > loaded && (!is_main_op(first_fwd - 1) || (open(first_fwd - 1) && view(first_fwd - 1))))
         --first_fwd;
+      // An RNN the model opens with makes its zero state first (zeros, zero_): its module's,
+      // no range's allocation.
+      if (first_fwd == weights && first_fwd < n && infer::whole_rnn(name(first_fwd)))
+        while (first_fwd > loaded && (!is_main_op(first_fwd - 1) || (open(first_fwd - 1) && infer::allocates(name(first_fwd - 1)))))
+          --first_fwd;
       while (first_fwd < n && !is_main_op(first_fwd)) ++first_fwd;
       if (first_fwd < n) lab[first_fwd] = P(PhaseKind::Forward);
     }

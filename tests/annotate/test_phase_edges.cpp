@@ -384,3 +384,11 @@ TEST_CASE("phases: a linear's resolve_conj a tick after it is the model's, no re
   CHECK(phases_of_op(r, "aten::resolve_conj") == std::vector<PhaseKind>(2, PhaseKind::Forward));
   CHECK(phases_of_op(r, "aten::broadcast_tensors") == std::vector<PhaseKind>(2, PhaseKind::Loss));
 }
+
+TEST_CASE("phases: an RNN the model opens with makes its zero state in the forward") {
+  // LAS's listener: nn.LSTM first, its h0 and c0 made (zeros, zero_) before its op.
+  Mod lstm{"LSTM", {op("aten::zeros"), op("aten::zero_"), op("aten::zeros"), op("aten::zero_"), op("aten::lstm")}, nullptr};
+  BareRun r = bare_run(Mod{"Listener", {lstm, linear()}, nullptr});
+  CHECK(phases_of_op(r, "aten::zeros") == std::vector<PhaseKind>(4, PhaseKind::Forward));
+  CHECK(phases_of_op(r, "aten::zero_") == std::vector<PhaseKind>(4, PhaseKind::Forward));
+}
