@@ -499,3 +499,19 @@ TEST_CASE("inferred layers: an attention that writes its weighted sum into the o
   }
   CHECK(found);
 }
+
+TEST_CASE("inferred layers: a decoder's time steps, unrolled in Python around RNN cells, are no blocks") {
+  // LAS's speller: per step the token's embedding and the last context concatenated, two
+  // LSTMCells, attention over the listener's keys and values (bmm, softmax, bmm), the state
+  // and context concatenated into the character classifier; no module wraps a step.
+  Mod speller{"Speller", {}, nullptr};
+  for (int step = 0; step < 4; ++step)
+    speller.items.insert(speller.items.end(),
+                         {leaf("Embedding", {"aten::embedding"}), op("aten::cat"), leaf("LSTMCell", {"aten::lstm_cell"}),
+                          leaf("LSTMCell", {"aten::lstm_cell"}),
+                          Mod{"Attention", {op("aten::unsqueeze"), op("aten::bmm"), op("aten::softmax"), op("aten::bmm"), op("aten::squeeze")}, nullptr},
+                          op("aten::cat"), linear()});
+  BareRun r = bare_run(Mod{"LAS", {leaf("LSTM", {"aten::lstm"}), linear(), linear(), speller}, nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.node_precision == doctest::Approx(1.0));  // no "Block: 2 LSTM + Attention" per step
+}
