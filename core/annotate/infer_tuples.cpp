@@ -339,6 +339,13 @@ std::vector<Span> repeated_mlps(const std::vector<Element>& els, const std::vect
       activation |= els[end].role == Role::Activation;
     }
     while (end > j && els[end - 1].role != Role::Weight) --end;  // it ends at its last linear
+    // A last Linear whose input the Linear right after it takes too (the backward's gradient
+    // sum shows it: heads on one input, a VAE's mean and log-variance) is a head beside that
+    // one, no layer of the run.
+    if (end > j + 1 && end < els.size() && els[end - 1].shares_input && els[end].unit && els[end].kind == "linear") {
+      --end, --linears;
+      while (end > j && els[end - 1].role != Role::Weight) --end;
+    }
     if (linears >= 2 && activation) {
       runs.push_back({j, end});
       ++count[op_sequence(els, j, end)];  // by op, an activation's too

@@ -515,3 +515,16 @@ TEST_CASE("inferred layers: a decoder's time steps, unrolled in Python around RN
   const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.node_precision == doctest::Approx(1.0));  // no "Block: 2 LSTM + Attention" per step
 }
+
+TEST_CASE("inferred layers: two heads on one input end no MLP run, from the backward's gradient sums") {
+  // PyTorch's VAE example: F.relu(fc1(x)), then fc21 and fc22 on it (mean and log-variance),
+  // the reparameterisation, F.relu(fc3(z)), sigmoid(fc4(h3)). No module groups a Linear, its
+  // relu and a head.
+  Mod vae{"VAE", {linear(), op("aten::relu"), shared_input(linear()), linear(), op("aten::randn_like"), op("aten::mul"), op("aten::exp"),
+                  op("aten::mul"), op("aten::add"), linear(), op("aten::relu"), linear(), op("aten::sigmoid")},
+          nullptr};
+  StepOps autograd;
+  autograd.backward_nodes = true;
+  BareRun r = bare_run(vae, autograd);
+  CHECK_FALSE(has_layer(r.annotation.tree, "MLP 1: Linear + ReLU + Linear"));
+}
