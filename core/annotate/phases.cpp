@@ -352,14 +352,16 @@ struct PhaseLabeler {
     if (first_loss < n) {
       // A loss takes the prediction and the target: reshapes of both just before it
       // (logits.view(-1, V), y.view(-1)) are its own, and so is broadcasting one to the other
-      // (F.mse_loss's broadcast_tensors); one reshape alone (squeeze, flatten) and anything
-      // that computes (sigmoid, log_softmax) end the model. A tensor made from constants there
+      // (F.mse_loss's broadcast_tensors, not one reshape before it, the model's last: a
+      // separator's mask applied and viewed back); one reshape alone (squeeze, flatten) and
+      // anything that computes (sigmoid, log_softmax) end the model. A tensor made from constants there
       // (CTC's lengths by torch.full, a GAN's target by ones_like) is an input of the loss too,
       // and so are the same rows picked from both (out[mask], y[mask]: a graph's training
       // nodes), one pick alone being the model's.
       std::vector<size_t> reshapes;
-      size_t counted = 0, picks = 0, beside = n;  // an op left beside the one before it goes with that one
-      bool both = false;
+      size_t counted = 0, picks = 0, shapes = 0, beside = n;  // an op left beside the one before it goes with that one
+      size_t broadcast_own = 0;  // how many of `reshapes` the broadcast and what follows it are
+      bool both = false, made_any = false;
       for (size_t k = first_loss; k-- > first_fwd + 1;) {
         if (!is_main_op(k)) continue;
         if (left_beside(k) || resolves_lazy_bit(name(k))) {  // (a view's as_strided, a linear's resolve_conj)
@@ -371,12 +373,16 @@ struct PhaseLabeler {
         const bool broadcast = name(k) == "aten::broadcast_tensors", pick = name(k) == "aten::index";
         if (!open(k) || (!broadcast && !made && !pick && !is_shape_op(name(k)))) break;
         both |= broadcast || made;
+        made_any |= made;
         picks += pick;
+        shapes += !broadcast && !made && !pick;
         reshapes.push_back(k);
         ++counted;
         if (beside < n && open(beside)) reshapes.push_back(beside);
+        if (broadcast && broadcast_own == 0) broadcast_own = reshapes.size();
         beside = n;
       }
+      if (broadcast_own > 0 && !made_any && picks == 0 && shapes < 2) reshapes.resize(broadcast_own);
       if ((counted >= 2 || both) && picks != 1)
         for (size_t k : reshapes) lab[k] = P(PhaseKind::Loss);
       // After the model's last weight op, a target's encoding (labels one-hot, a contrastive

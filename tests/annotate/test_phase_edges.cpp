@@ -392,3 +392,14 @@ TEST_CASE("phases: an RNN the model opens with makes its zero state in the forwa
   CHECK(phases_of_op(r, "aten::zeros") == std::vector<PhaseKind>(4, PhaseKind::Forward));
   CHECK(phases_of_op(r, "aten::zero_") == std::vector<PhaseKind>(4, PhaseKind::Forward));
 }
+
+TEST_CASE("phases: the model's last view before F.mse_loss's broadcast stays the model's") {
+  // Conv-TasNet: the separator's masks applied and viewed back to (batch, sources, time), then
+  // F.mse_loss(est, target), which broadcasts one to the other first.
+  Mod head = head_with(leaf("Conv1d", {"aten::conv1d"}));
+  head.items.push_back(op("aten::mul"));
+  head.items.push_back(op("aten::view"));
+  BareRun r = bare_run(head, {{"aten::broadcast_tensors", "aten::mse_loss"}});
+  CHECK(phases_of_op(r, "aten::view") == std::vector<PhaseKind>(2, PhaseKind::Forward));
+  CHECK(phases_of_op(r, "aten::broadcast_tensors") == std::vector<PhaseKind>(2, PhaseKind::Loss));
+}
