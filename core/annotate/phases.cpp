@@ -319,11 +319,10 @@ struct PhaseLabeler {
       };
       while (first_fwd < n && first_fwd > loaded && (!is_main_op(first_fwd - 1) || (open(first_fwd - 1) && view(first_fwd - 1))))
         --first_fwd;
-      // An RNN the model opens with makes its zero state first (zeros, zero_): its module's,
-      // no range's allocation.
-      if (first_fwd == weights && first_fwd < n && infer::whole_rnn(name(first_fwd)))
-        while (first_fwd > loaded && (!is_main_op(first_fwd - 1) || (open(first_fwd - 1) && infer::allocates(name(first_fwd - 1)))))
-          --first_fwd;
+      // A state the model makes first (an RNN's zeros, a ConvLSTM's h and c): its own, no
+      // range's allocation (a phase range's are its range's: range_allocations).
+      while (first_fwd < n && first_fwd > loaded && (!is_main_op(first_fwd - 1) || (open(first_fwd - 1) && infer::allocates(name(first_fwd - 1)))))
+        --first_fwd;
       while (first_fwd < n && !is_main_op(first_fwd)) ++first_fwd;
       if (first_fwd < n) lab[first_fwd] = P(PhaseKind::Forward);
     }

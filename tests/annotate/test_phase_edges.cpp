@@ -385,7 +385,7 @@ TEST_CASE("phases: a linear's resolve_conj a tick after it is the model's, no re
   CHECK(phases_of_op(r, "aten::broadcast_tensors") == std::vector<PhaseKind>(2, PhaseKind::Loss));
 }
 
-TEST_CASE("phases: an RNN the model opens with makes its zero state in the forward") {
+TEST_CASE("phases: a state the model makes first (an RNN's zeros) is the forward's") {
   // LAS's listener: nn.LSTM first, its h0 and c0 made (zeros, zero_) before its op.
   Mod lstm{"LSTM", {op("aten::zeros"), op("aten::zero_"), op("aten::zeros"), op("aten::zero_"), op("aten::lstm")}, nullptr};
   BareRun r = bare_run(Mod{"Listener", {lstm, linear()}, nullptr});
