@@ -318,6 +318,17 @@ void alike_branches(const std::vector<Element>& els, std::vector<Span>& blocks) 
   blocks = std::move(out);
 }
 
+// A block holding an RNN cell is (part of) a time step of a loop written in Python, which no
+// module wraps (a speller's or a decoder's step: its cells, its attention, its output): no
+// block from the loop's first cell to its last.
+void no_blocks_in_cell_loops(const std::vector<Element>& els, std::vector<Span>& blocks) {
+  size_t first_cell = SIZE_MAX, last_cell = 0;
+  for (size_t j = 0; j < els.size(); ++j)
+    if (els[j].unit && els[j].op.ends_with("_cell")) first_cell = std::min(first_cell, j), last_cell = j;
+  if (first_cell == SIZE_MAX) return;
+  std::erase_if(blocks, [&](Span s) { return s.second > first_cell && s.first <= last_cell; });
+}
+
 // `x.permute(...).contiguous()` lays out the view it was just given, in the same expression: a
 // block that would open at the copy leaves it to the view's side (SegFormer's stage output, laid
 // out as a map before the next patch embedding's conv).

@@ -101,6 +101,8 @@ void copies_with_their_views(const std::vector<Element>& els, std::vector<Span>&
 // A block holding branches alike that each take its input (soft-gated experts) becomes those
 // branches, each a block.
 void alike_branches(const std::vector<Element>& els, std::vector<Span>& blocks);
+// No block from a forward's first RNN cell to its last: a loop's time steps have no module.
+void no_blocks_in_cell_loops(const std::vector<Element>& els, std::vector<Span>& blocks);
 
 // After the last block, a run of a recurring kind's units that sums nothing back, with more
 // units after it (MobileNetV2's last inverted residual, which changes the width, then the

@@ -196,15 +196,7 @@ void LayerMaker::run(NodeId parent, const std::vector<NodeId>& ops, bool model_r
   if (!any_recurs(els, blocks)) blocks = plain_blocks(els), plain = true;
   if (!any_recurs(els, blocks)) blocks = repeated_calls(els);
   alike_branches(els, blocks);
-  // A block holding an RNN cell is (part of) a time step of a loop written in Python, which no
-  // module wraps (a speller's or a decoder's step: its cells, its attention, its output): no
-  // block from the loop's first cell to its last.
-  {
-    size_t first_cell = SIZE_MAX, last_cell = 0;
-    for (size_t j = 0; j < els.size(); ++j)
-      if (els[j].unit && els[j].op.ends_with("_cell")) first_cell = std::min(first_cell, j), last_cell = j;
-    std::erase_if(blocks, [&](Span s) { return first_cell != SIZE_MAX && s.second > first_cell && s.first <= last_cell; });
-  }
+  no_blocks_in_cell_loops(els, blocks);
   std::vector<std::string> sig;
   for (auto [f, t] : blocks) sig.push_back(signature(els, f, t));
   split_stem(els, blocks, sig);
