@@ -160,8 +160,10 @@ bool LayerMaker::branch(const std::vector<Element>& els, size_t from, size_t to)
     kids.push_back(els[j].node);
     units += els[j].unit;
   }
-  if (units < 2) return false;
-  make(numbered("Branch"), b.parent[kids.front()], kids);
+  // Only units under one parent: a branch never crosses a module made around some of them.
+  const NodeId parent = b.parent[kids.front()];
+  if (units < 2 || !std::all_of(kids.begin(), kids.end(), [&](NodeId n) { return b.parent[n] == parent; })) return false;
+  make(numbered("Branch"), parent, kids);
   return true;
 }
 
