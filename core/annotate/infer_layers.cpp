@@ -38,6 +38,7 @@
 // infer_written.cpp), blocks in infer_blocks.cpp; this file makes the layers of them and names
 // them, and infer_sublayers.cpp what a block holds inside.
 #include "core/annotate/infer_layers.h"
+#include "core/annotate/infer_written.h"
 
 #include <algorithm>
 #include <map>
@@ -174,6 +175,7 @@ void LayerMaker::run(NodeId parent, const std::vector<NodeId>& ops, bool model_r
   std::vector<Element> els = units(ops);
   for (Element& e : els)  // what the backward shows of the data flow (shared_inputs.cpp)
     e.shares_input = std::any_of(e.ops.begin(), e.ops.end(), [&](NodeId op) { return c.flags[b.event[op]] & Context::kSharesInput; });
+  els = parallel_convs(std::move(els));
   pre_norm = pre_norm_model(els);
   const bool outputs = output_modules(els, pre_norm);
   if (outputs) split_output_projections(els);
@@ -451,7 +453,7 @@ std::string readable_unit(std::string_view kind, std::string_view op) {
       {"instance_norm", "InstanceNorm"}, {"ghost_norm", "Ghost BatchNorm"},
       {"embedding", "Embedding"}, {"attention", "Attention"}, {"loss", "Loss"}, {"softmax", "Softmax"},
       {"dropout", "Dropout"}, {"noise", "Noise"}, {"pool", "Pool"}, {"bmm", "BMM"}, {"linear", "Linear"}, {"shortcut", "Shortcut"},
-      {"mlp", "MLP"}, {"bias_mlp", "Bias MLP"}, {"ops", "Ops"}, {"squeeze_excitation", "SqueezeExcitation"}, {"split_attention", "Split attention"}, {"attention_gate", "Attention gate"}, {"gate", "Gate"}, {"lstm_cell", "LSTM cell"}, {"rotary", "Rotary embedding"}};
+      {"mlp", "MLP"}, {"bias_mlp", "Bias MLP"}, {"parallel_convs", "Parallel convs"}, {"ops", "Ops"}, {"squeeze_excitation", "SqueezeExcitation"}, {"split_attention", "Split attention"}, {"attention_gate", "Attention gate"}, {"gate", "Gate"}, {"lstm_cell", "LSTM cell"}, {"rotary", "Rotary embedding"}};
   std::string_view bare = strip_prefix(op, "aten::");
   if (bare.starts_with("rnn_")) return "RNN";  // rnn_tanh, rnn_relu: nn.RNN, not its nonlinearity
   if (kind == "activation") {

@@ -90,6 +90,29 @@ std::vector<Element> weights_set_in_place(std::vector<Element> els) {
   return out;
 }
 
+// Convs back to back on one input (the backward shows each but the last taking an input a
+// later op takes too), their results stacked and averaged at once: kernels of several sizes in
+// parallel, one module (TimesNet's Inception_Block_V1).
+std::vector<Element> parallel_convs(std::vector<Element> els) {
+  std::vector<Element> out;
+  for (size_t i = 0; i < els.size(); ++i) {
+    auto conv = [&](size_t j) { return j < els.size() && els[j].unit && els[j].role == Role::Weight && els[j].kind == "conv"; };
+    size_t k = i;
+    while (conv(k) && (k == i || els[k - 1].shares_input)) ++k;
+    // Their results stacked and reduced into one (a chain of convs whose outputs are kept, an
+    // aggregation's projections concatenated, shows the same inputs shared).
+    const bool reduced = k + 1 < els.size() && !els[k].unit && els[k].role == Role::Merge && !els[k + 1].unit &&
+                         in(els[k + 1].op, {"aten::mean", "aten::sum"});
+    if (k - i < 2 || !reduced || els[k - 1].shares_input) {
+      out.push_back(std::move(els[i]));
+      continue;
+    }
+    out.push_back(grouped("parallel_convs", els.begin() + long(i), els.begin() + long(k + 2)));
+    i = k + 1;
+  }
+  return out;
+}
+
 // An RNN given a packed sequence reads its first batch size to the host (batch_sizes[0],
 // int(): select, item) and makes its zero state: the ops right before its own, its module's.
 void take_batch_size_reads(std::vector<Element>& els, Element& rnn) {

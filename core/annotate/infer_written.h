@@ -24,6 +24,8 @@ void add_work(std::string& sig, const Element& e);
 std::vector<Element> standardised_weights(std::vector<Element> els);
 // A weight set in place right before its op (weight.data *= mask): one unit with that op.
 std::vector<Element> weights_set_in_place(std::vector<Element> els);
+// Convs back to back on one input, stacked and averaged at once: one unit of parallel kernels.
+std::vector<Element> parallel_convs(std::vector<Element> els);
 // The loose ops right before an RNN's op that read a packed sequence's first batch size and
 // make its zero state (select, item, zeros), moved into the RNN's unit.
 void take_batch_size_reads(std::vector<Element>& els, Element& rnn);

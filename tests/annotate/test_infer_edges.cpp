@@ -528,3 +528,19 @@ TEST_CASE("inferred layers: two heads on one input end no MLP run, from the back
   BareRun r = bare_run(vae, autograd);
   CHECK_FALSE(has_layer(r.annotation.tree, "MLP 1: Linear + ReLU + Linear"));
 }
+
+TEST_CASE("inferred layers: convs of several kernel sizes on one input, stacked and averaged, are one module") {
+  // TimesNet's Inception_Block_V1: torch.stack([k(x) for k in self.kernels], -1).mean(-1), twice
+  // with a GELU between, in each block; the backward shows each conv but the last sharing x.
+  Mod kernels{"Inception_Block_V1", {shared_input(conv()), shared_input(conv()), conv(), op("aten::stack"), op("aten::mean")}, nullptr};
+  Mod block{"TimesBlock", {op("aten::reshape"), op("aten::permute"), Mod{"Sequential", {kernels, leaf("GELU", {"aten::gelu"}), kernels}, nullptr},
+                           op("aten::permute"), op("aten::reshape"), op("aten::add")},
+            nullptr};
+  StepOps autograd;
+  autograd.backward_nodes = true;
+  BareRun r = bare_run(Mod{"TimesNet", {linear(), block, layer_norm(), block, layer_norm(), linear()}, nullptr}, autograd);
+  CHECK(has_layer(r.annotation.tree, "Parallel convs 4"));  // two per block, with their stack and mean
+  const AnnotationTree& t = r.annotation.tree;
+  for (NodeId n = 0; n < t.size(); ++n)
+    if (t.name_of(n).starts_with("Parallel convs")) CHECK(child_names(t, n).size() == 5);  // three convs, the stack, the mean
+}
