@@ -403,3 +403,12 @@ TEST_CASE("phases: the model's last view before F.mse_loss's broadcast stays the
   CHECK(phases_of_op(r, "aten::view") == std::vector<PhaseKind>(2, PhaseKind::Forward));
   CHECK(phases_of_op(r, "aten::broadcast_tensors") == std::vector<PhaseKind>(2, PhaseKind::Loss));
 }
+
+TEST_CASE("phases: a cast between the model's first state and its first op is the forward's on a trace with no device") {
+  // NARM: its GRU's h0 made (zeros, zero_), then the item ids cast (aten::to), then the lookup.
+  BareRun r = bare_run(Mod{"NARM", {op("aten::zeros"), op("aten::zero_"), op("aten::to"), leaf("Embedding", {"aten::embedding"}),
+                                    leaf("GRU", {"aten::gru"}), linear()},
+                           nullptr});
+  CHECK(phases_of_op(r, "aten::to") == std::vector<PhaseKind>(2, PhaseKind::Forward));
+  CHECK(phases_of_op(r, "aten::zeros") == std::vector<PhaseKind>(2, PhaseKind::Forward));
+}
