@@ -426,16 +426,22 @@ def fuxictr_bce(return_dict, y_true):
     return F.binary_cross_entropy(return_dict["y_pred"], y_true, reduction="mean")
 
 
-def b_deep_crossing():
-    fmap, batch = FeatureMap(), 64
+def fuxictr_inputs(fmap, batch):
+    """A batch of FuxiCTR's feature dict: ids per categorical field (0 is the padding id), values per numeric one."""
     g = torch.Generator().manual_seed(1)
     X = BatchDict()
     for name, spec in fmap.features.items():
         if spec["type"] == "categorical":
-            X[name] = torch.randint(1, spec["vocab_size"], (batch,), generator=g)  # 0 is the padding id
+            X[name] = torch.randint(1, spec["vocab_size"], (batch,), generator=g)
         else:
             X[name] = torch.rand(batch, generator=g)
-    return dict(model=DeepCrossing(fmap), inputs=(X,), target=randint(2, batch, 1, seed=3).float(), loss=fuxictr_bce)
+    return X
+
+
+def b_deep_crossing():
+    fmap, batch = FeatureMap(), 64
+    return dict(model=DeepCrossing(fmap), inputs=(fuxictr_inputs(fmap, batch),), target=randint(2, batch, 1, seed=3).float(),
+                loss=fuxictr_bce)
 
 
 # ---------------------------------------------------------------------------------------

@@ -42,7 +42,7 @@ from record_cpu_corpus import ce, ce_tokens, mse, randint, randn  # noqa: E402
 from record_cpu_fresh import (DeepCTRBase, DeepCTRLinear, PredictionLayer, combined_dnn_input, ctr_input,  # noqa: E402
                               random_edges)
 from record_cpu_variants import DNN  # noqa: E402  (DeepCTR-Torch's DNN: ReLU(inplace=True) modules)
-from record_cpu_variants7 import masked_nll  # noqa: E402  (NLL on the training nodes)
+from record_cpu_variants7 import GCNConv, masked_nll  # noqa: E402  (PyG's GCNConv; NLL on the training nodes)
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -360,21 +360,21 @@ def b_rnnt():
 # the target then zeros) is made outside the model, as exp_informer does; MSE on the horizon.
 
 
+def sinusoid_table(n, d_model):
+    """The sinusoid encodings of positions 0..n-1, computed once in log space (PositionalEmbedding's
+    buffer, FixedEmbedding's frozen table)."""
+    table = torch.zeros(n, d_model).float()
+    position = torch.arange(0, n).float().unsqueeze(1)
+    div_term = (torch.arange(0, d_model, 2).float() * -(math.log(10000.0) / d_model)).exp()
+    table[:, 0::2] = torch.sin(position * div_term)
+    table[:, 1::2] = torch.cos(position * div_term)
+    return table
+
+
 class PositionalEmbedding(nn.Module):
     def __init__(self, d_model, max_len=5000):
         super().__init__()
-        # Compute the positional encodings once in log space.
-        pe = torch.zeros(max_len, d_model).float()
-        pe.require_grad = False
-
-        position = torch.arange(0, max_len).float().unsqueeze(1)
-        div_term = (torch.arange(0, d_model, 2).float() * -(math.log(10000.0) / d_model)).exp()
-
-        pe[:, 0::2] = torch.sin(position * div_term)
-        pe[:, 1::2] = torch.cos(position * div_term)
-
-        pe = pe.unsqueeze(0)
-        self.register_buffer("pe", pe)
+        self.register_buffer("pe", sinusoid_table(max_len, d_model).unsqueeze(0))
 
     def forward(self, x):
         return self.pe[:, :x.size(1)]
@@ -398,17 +398,8 @@ class TokenEmbedding(nn.Module):
 class FixedEmbedding(nn.Module):
     def __init__(self, c_in, d_model):
         super().__init__()
-        w = torch.zeros(c_in, d_model).float()
-        w.require_grad = False
-
-        position = torch.arange(0, c_in).float().unsqueeze(1)
-        div_term = (torch.arange(0, d_model, 2).float() * -(math.log(10000.0) / d_model)).exp()
-
-        w[:, 0::2] = torch.sin(position * div_term)
-        w[:, 1::2] = torch.cos(position * div_term)
-
         self.emb = nn.Embedding(c_in, d_model)
-        self.emb.weight = nn.Parameter(w, requires_grad=False)
+        self.emb.weight = nn.Parameter(sinusoid_table(c_in, d_model), requires_grad=False)
 
     def forward(self, x):
         return self.emb(x).detach()
@@ -1398,25 +1389,12 @@ def gcn_norm(adj, improved=False):
     return deg_inv_sqrt.view(-1, 1) * adj * deg_inv_sqrt.view(1, -1)
 
 
-class UNetGCNConv(nn.Module):
+class UNetGCNConv(GCNConv):
     """PyG's GCNConv (not cached: gcn_norm in every call) over a dense adjacency."""
 
     def __init__(self, in_channels, out_channels, improved=False, bias=True):
-        super().__init__()
-        self.in_channels = in_channels
-        self.out_channels = out_channels
+        super().__init__(in_channels, out_channels, bias)
         self.improved = improved
-        self.lin = nn.Linear(in_channels, out_channels, bias=False)
-        if bias:
-            self.bias = nn.Parameter(torch.empty(out_channels))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
-
-    def reset_parameters(self):
-        nn.init.xavier_uniform_(self.lin.weight)  # PyG Linear(weight_initializer='glorot')
-        if self.bias is not None:
-            nn.init.zeros_(self.bias)
 
     def forward(self, x, adj):
         adj = gcn_norm(adj, self.improved)

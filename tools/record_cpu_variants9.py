@@ -44,7 +44,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import record_cpu_heldout as rh  # noqa: E402  (imports record_cpu_corpus: 1 thread, torch)
 from record_cpu_corpus import ce, ce_tokens, mse, randint, randn  # noqa: E402
 from record_cpu_fresh import random_edges  # noqa: E402
-from record_cpu_variants7 import (BatchDict, DeepCrossing, FeatureEmbedding, FeatureMap, fuxictr_bce,  # noqa: E402
+from record_cpu_variants7 import (DeepCrossing, FeatureEmbedding, FeatureMap, fuxictr_bce, fuxictr_inputs,  # noqa: E402
                                   get_activation, masked_nll)
 from record_cpu_variants8 import PositionalEmbedding as TSPositionalEmbedding  # noqa: E402  (Time-Series-Library's)
 from record_cpu_variants8 import TokenEmbedding, make_pad_mask  # noqa: E402
@@ -1351,14 +1351,8 @@ class FinalMLP(nn.Module):
 
 def b_finalmlp():
     fmap, batch = FeatureMap(), 64
-    g = torch.Generator().manual_seed(1)
-    X = BatchDict()
-    for name, spec in fmap.features.items():
-        if spec["type"] == "categorical":
-            X[name] = torch.randint(1, spec["vocab_size"], (batch,), generator=g)  # 0 is the padding id
-        else:
-            X[name] = torch.rand(batch, generator=g)
-    return dict(model=FinalMLP(fmap), inputs=(X,), target=randint(2, batch, 1, seed=3).float(), loss=fuxictr_bce)
+    return dict(model=FinalMLP(fmap), inputs=(fuxictr_inputs(fmap, batch),), target=randint(2, batch, 1, seed=3).float(),
+                loss=fuxictr_bce)
 
 
 # ---------------------------------------------------------------------------------------

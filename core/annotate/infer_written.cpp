@@ -94,9 +94,9 @@ std::vector<Element> weights_set_in_place(std::vector<Element> els) {
 // later op takes too), their results stacked and averaged at once: kernels of several sizes in
 // parallel, one module (TimesNet's Inception_Block_V1).
 std::vector<Element> parallel_convs(std::vector<Element> els) {
+  auto conv = [&](size_t j) { return j < els.size() && els[j].unit && els[j].role == Role::Weight && els[j].kind == "conv"; };
   std::vector<Element> out;
   for (size_t i = 0; i < els.size(); ++i) {
-    auto conv = [&](size_t j) { return j < els.size() && els[j].unit && els[j].role == Role::Weight && els[j].kind == "conv"; };
     size_t k = i;
     while (conv(k) && (k == i || els[k - 1].shares_input)) ++k;
     // Their results stacked and reduced into one (a chain of convs whose outputs are kept, an

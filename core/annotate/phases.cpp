@@ -320,16 +320,19 @@ struct PhaseLabeler {
       while (first_fwd < n && first_fwd > loaded && (!is_main_op(first_fwd - 1) || (open(first_fwd - 1) && view(first_fwd - 1))))
         --first_fwd;
       // A state the model makes first (an RNN's zeros, a ConvLSTM's h and c): its own, no
-      // range's allocation (a phase range's are its range's: range_allocations).
-      while (first_fwd < n && first_fwd > loaded && (!is_main_op(first_fwd - 1) || (open(first_fwd - 1) && infer::allocates(name(first_fwd - 1)))))
+      // range's allocation (a phase range's are its range's: range_allocations). So is a cast
+      // right after that state on a trace with no device (aten::to moves nothing there: NARM's
+      // h0, then its ids cast).
+      auto state = [&](size_t i) { return open(i) && infer::allocates(name(i)); };
+      auto after_state = [&](size_t i) {
+        while (i > loaded && !is_main_op(i - 1)) --i;
+        return i > loaded && state(i - 1);
+      };
+      while (first_fwd < n && first_fwd > loaded) {
+        const size_t k = first_fwd - 1;
+        const bool cast = !c.has_gpu && open(k) && name(k) == "aten::to" && after_state(k);
+        if (is_main_op(k) && !state(k) && !cast) break;
         --first_fwd;
-      // So is a cast between that state and the first op on a trace with no device (aten::to
-      // moves nothing there: NARM's h0, then its ids cast): the state before it makes it the model's.
-      for (size_t k = first_fwd; !c.has_gpu && k > loaded + 1 && k < n && open(k - 1) && name(k - 1) == "aten::to";) {
-        size_t s0 = k - 1;
-        while (s0 > loaded && (!is_main_op(s0 - 1) || (open(s0 - 1) && infer::allocates(name(s0 - 1))))) --s0;
-        if (s0 == k - 1) break;
-        first_fwd = k = s0;
       }
       while (first_fwd < n && !is_main_op(first_fwd)) ++first_fwd;
       if (first_fwd < n) lab[first_fwd] = P(PhaseKind::Forward);
