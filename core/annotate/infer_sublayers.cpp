@@ -238,6 +238,13 @@ void LayerMaker::sublayer(const std::vector<Element>& els, size_t f, size_t t, b
     from = norm_at;
     while (end < add_at && loose_shape(end)) ++end;
   }
+  // F that reshapes its output back after its last weight op reshaped its input before its
+  // first (torchscale's FeedForwardNetwork: x.reshape(-1, d), ..., .view(x_shape)).
+  size_t last_weight = end;
+  while (last_weight > from && !(els[last_weight - 1].unit && els[last_weight - 1].role == Role::Weight)) --last_weight;
+  if (last_weight > from && std::any_of(els.begin() + long(last_weight), els.begin() + long(end),
+                                        [](const Element& e) { return !e.unit && e.role == Role::Shape; }))
+    while (from > norm_at + 1 && !els[from - 1].unit && els[from - 1].role == Role::Shape) --from;
   size_t units = 0;
   bool attention = false, conv = false;
   std::vector<NodeId> kids;

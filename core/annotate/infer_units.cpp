@@ -257,6 +257,25 @@ struct UnitFinder {
     return SIZE_MAX;
   }
 
+  // With no softmax, the scores of the product at `s1` weighted elementwise (a decay mask, a
+  // normalisation: a retention's q k^T ⊙ D) and then a second product within a few ops, or
+  // SIZE_MAX. Its caller asks for projections of both the first product's operands. A second
+  // product a softmax follows computes the scores (Informer's sampled queries before them).
+  static size_t decayed_product(const std::vector<Element>& els, size_t s1) {
+    size_t computes = 0;
+    for (size_t k = s1 + 1; k < els.size() && k <= s1 + 16; ++k) {
+      const Element& e = els[k];
+      if (e.role == Role::Score) {
+        for (size_t m = k + 1; m < els.size() && m <= k + 8 && !els[m].unit; ++m)
+          if (els[m].role == Role::Softmax) return SIZE_MAX;
+        return computes > 0 ? k : SIZE_MAX;
+      }
+      if (e.unit || !(e.role == Role::Compute || e.role == Role::Shape || allocates(e.op))) return SIZE_MAX;
+      computes += e.role == Role::Compute;
+    }
+    return SIZE_MAX;
+  }
+
   // Whether the elements before a softmax compute scores elementwise from a projection: back
   // over views and loose computing ops (products, sums, a mask), an activation at most, to a
   // linear, with at least one product or sum between.
@@ -284,6 +303,7 @@ struct UnitFinder {
       size_t s1 = i;
       bool fused = els[i].role == Role::Score && els[i].op.find("scaled_dot_product") != std::string_view::npos;
       size_t s2 = i, k = i + 1;
+      bool unnormalised = false;  // no softmax between the products
       // Scores computed elementwise from a projection (a graph attention's a·[Wh_i, Wh_j], an
       // additive attention's v·tanh(Wq + Uk)), then the softmax and the weighted sum: the
       // softmax stands for the first product.
@@ -322,8 +342,9 @@ struct UnitFinder {
             }
           }
         }
-        s2 = second_product(els, sm, across_heads);
-        if (sm == SIZE_MAX || s2 == SIZE_MAX) {
+        s2 = sm == SIZE_MAX ? (elementwise_scores ? SIZE_MAX : decayed_product(els, i)) : second_product(els, sm, across_heads);
+        unnormalised = sm == SIZE_MAX;
+        if (s2 == SIZE_MAX) {
           out.push_back(std::move(els[i++]));
           continue;
         }
@@ -388,6 +409,10 @@ struct UnitFinder {
             back = j + 1;
             break;
           }
+      if (unnormalised && std::count_if(out.begin() + long(back), out.end(), projection) < 2) {
+        out.push_back(std::move(els[i++]));
+        continue;
+      }
       size_t lead = first_linear != SIZE_MAX ? first_linear - back : 0;
       size_t lo = s1, linears = 0;
       while (out.size() > back) {
@@ -446,6 +471,15 @@ struct UnitFinder {
           else if (els[w].role != Role::Shape && !is_factory_op(els[w].op)) break;
         }
         if (wrote && views(w) < els.size() && projection(els[views(w)])) hi = views(w);
+      }
+      // A fourth in-projection beside query, key and value gates the output: the weighted sum
+      // (normed per head) times its activation, then the out-projection (RetNet's swish gate).
+      if (hi < els.size() && !projection(els[hi]) && linears >= 4) {
+        size_t g = hi;
+        if (els[g].unit && els[g].role == Role::Norm) g = views(g + 1);
+        if (g < els.size() && els[g].unit && els[g].role == Role::Activation) g = views(g + 1);
+        if (g < els.size() && !els[g].unit && els[g].op == "aten::mul" && views(g + 1) < els.size() && projection(els[views(g + 1)]))
+          hi = views(g + 1);
       }
       if (hi < els.size() && projection(els[hi])) {
         hi = views(hi + 1);

@@ -1,8 +1,12 @@
-// Attention units inferred where the scores are no matrix product: a graph attention's, an
-// additive attention's, computed elementwise from the projection before the softmax.
+// Attention units inferred where the scores are no matrix product (a graph attention's, an
+// additive attention's, computed elementwise from the projection before the softmax) or are
+// not normalised by a softmax (a retention's decayed scores).
 #include "model_trace.h"
 
 #include <doctest/doctest.h>
+
+#include <set>
+#include <string>
 
 using namespace strata;
 using namespace strata::test;
@@ -38,5 +42,49 @@ TEST_CASE("inferred layers: elementwise ops and a softmax with no weighted sum a
   Mod router{"Router", {linear(), op("aten::mul"), op("aten::sum"), op("aten::softmax"), op("aten::topk")}, nullptr};
   Mod expert{"Expert", {linear(), leaf("ReLU", {"aten::relu"}), linear()}, nullptr};
   BareRun r = bare_run(Mod{"MoE", {router, expert, expert, op("aten::add")}, nullptr});
+  CHECK_FALSE(has_layer(r.annotation.tree, "Attention 1"));
+}
+
+namespace {
+
+// torchscale's RetNet decoder layer: a pre-norm retention (q, k, v and a gate projected, the
+// query scaled in place, the decayed scores q k^T ⊙ D normalised by their sum, no softmax, the
+// weighted sum normed per head, times the gate's swish, the out-projection), then a
+// feed-forward that flattens its input's leading dims first and views its output back.
+Mod retnet_layer() {
+  Mod retention{"MultiScaleRetention",
+                {linear(), linear(), linear(), linear(), op("aten::mul_"), op("aten::view"), op("aten::transpose"), op("aten::matmul"),
+                 op("aten::mul"), op("aten::abs"), op("aten::sum"), op("aten::clamp"), op("aten::div"), op("aten::matmul"),
+                 op("aten::transpose"), layer_norm(), op("aten::reshape"), leaf("SiLU", {"aten::silu"}), op("aten::mul"), linear()},
+                nullptr};
+  Mod ffn{"FeedForwardNetwork", {op("aten::reshape"), linear(), leaf("GELU", {"aten::gelu"}), linear(), op("aten::view"), dropout()}, nullptr};
+  return Mod{"DecoderLayer", {layer_norm(), retention, dropout(), op("aten::add"), layer_norm(), ffn, op("aten::add")}, nullptr};
+}
+
+}  // namespace
+
+TEST_CASE("inferred layers: a retention, decayed scores and no softmax, is one attention with its gate and per-head norm") {
+  BareRun r = bare_run(Mod{"RetNet", {leaf("Embedding", {"aten::embedding"}), retnet_layer(), retnet_layer(), retnet_layer(), layer_norm(), linear()}, nullptr});
+  const AnnotationTree& t = r.annotation.tree;
+  std::set<std::string> names;  // each step numbers them again
+  for (NodeId n = 0; n < t.size(); ++n) {
+    if (!t.name_of(n).starts_with("Attention ")) continue;
+    names.insert(std::string(t.name_of(n)));
+    const std::vector<std::string> kids = child_names(t, n);
+    CAPTURE(t.name_of(n));
+    CHECK(std::count_if(kids.begin(), kids.end(), [](const std::string& c) { return c.starts_with("Linear"); }) == 5);
+    CHECK(std::count_if(kids.begin(), kids.end(), [](const std::string& c) { return c.starts_with("LayerNorm"); }) == 1);
+  }
+  CHECK(names.size() == 3);
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 > 0.95);
+  CHECK(s.node_precision > 0.9);  // the feed-forward's reshapes with it (block recall counts the retention's dropout as its own)
+}
+
+TEST_CASE("inferred layers: two products with no softmax and no projections of both operands make no attention") {
+  // A graph network propagating by its adjacency: A @ X, a normalisation by the degree, A @ (.),
+  // then the layer's one weight.
+  Mod prop{"Propagate", {op("aten::matmul"), op("aten::div"), op("aten::matmul"), linear()}, nullptr};
+  BareRun r = bare_run(Mod{"GCN", {linear(), leaf("ReLU", {"aten::relu"}), prop, leaf("ReLU", {"aten::relu"}), prop, linear()}, nullptr});
   CHECK_FALSE(has_layer(r.annotation.tree, "Attention 1"));
 }
