@@ -426,7 +426,9 @@ std::vector<Element> written_norms(std::vector<Element> els) {
     if (k == 0) return {};
     j = k;
     while (cast(j)) ++j;
-    if (!centred && name(j) == "add" && name(j + 1) == "mul") j += 2;  // scaled by (1 + weight): Gemma's
+    size_t viewed = j;  // the weight's views first (Griffin's scale reshaped to broadcast)
+    while (shape(viewed)) ++viewed;
+    if (!centred && name(viewed) == "add" && name(viewed + 1) == "mul") j = viewed + 2;  // scaled by (1 + weight): Gemma's
     else if (size_t w = through(j, "mul", 6)) j = w;                   // the scale (weight[:, None, None]: its views)
     else return {};  // no weight: a normalisation its caller computes (a series' instance norm), no module
     if (size_t bias = through(j, "add", 6); centred && bias) j = bias;

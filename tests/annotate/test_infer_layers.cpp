@@ -587,6 +587,17 @@ TEST_CASE("inferred layers: Gemma's RMSNorm (in float32, scaled by 1 + weight, c
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
 
+TEST_CASE("inferred layers: an RMSNorm whose 1 + weight is reshaped to broadcast first is one norm") {
+  // Griffin's: x * rsqrt(mean(square(x)) + eps) * (1 + scale.reshape(...)).
+  Mod griffin_norm = leaf("RMSNorm", {"aten::square", "aten::mean", "aten::add", "aten::rsqrt", "aten::mul", "aten::reshape", "aten::add",
+                                      "aten::mul"});
+  BareRun r = bare_run(decoder_lm(swiglu(), 3, griffin_norm));
+  CHECK(has_layer(r.annotation.tree, "RMSNorm 1"));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));
+  CHECK(s.block_recall == doctest::Approx(1.0));
+}
+
 TEST_CASE("inferred layers: the input an unrolled decoder concatenates for its cell each step is no join closing a block") {
   // An LSTMCell decoder with additive attention, unrolled in Python: per step, the query's
   // projection, scores, a softmax, the context, then cat([token, context]) into the cell.
