@@ -175,7 +175,7 @@ void LayerMaker::run(NodeId parent, const std::vector<NodeId>& ops, bool model_r
   std::vector<Element> els = units(ops);
   for (Element& e : els)  // what the backward shows of the data flow (shared_inputs.cpp)
     e.shares_input = std::any_of(e.ops.begin(), e.ops.end(), [&](NodeId op) { return c.flags[b.event[op]] & Context::kSharesInput; });
-  els = parallel_convs(std::move(els));
+  els = written_swishes(parallel_convs(std::move(els)));
   pre_norm = pre_norm_model(els);
   const bool outputs = output_modules(els, pre_norm);
   if (outputs) split_output_projections(els);

@@ -90,6 +90,26 @@ std::vector<Element> weights_set_in_place(std::vector<Element> els) {
   return out;
 }
 
+// Swish written by hand (x * torch.sigmoid(x): a speech model's Swish module): a sigmoid whose
+// input the product after it takes too (the backward sums that input's two gradients), then
+// the product; one activation, as F.silu is. A squeeze-excitation's sigmoid scales another
+// tensor, its input no other op's.
+std::vector<Element> written_swishes(std::vector<Element> els) {
+  std::vector<Element> out;
+  out.reserve(els.size());
+  for (size_t i = 0; i < els.size(); ++i) {
+    Element& e = els[i];
+    const bool swish = e.unit && e.op == "aten::sigmoid" && e.ops.size() == 1 && e.shares_input && i + 1 < els.size() &&
+                       !els[i + 1].unit && els[i + 1].op == "aten::mul";
+    out.push_back(std::move(e));
+    if (!swish) continue;
+    take_ops(out.back(), els, i + 1, i + 2);
+    out.back().op = "aten::silu";
+    ++i;
+  }
+  return out;
+}
+
 // Convs back to back on one input (the backward shows each but the last taking an input a
 // later op takes too), their results stacked and averaged at once: kernels of several sizes in
 // parallel, one module (TimesNet's Inception_Block_V1).

@@ -26,6 +26,8 @@ std::vector<Element> standardised_weights(std::vector<Element> els);
 std::vector<Element> weights_set_in_place(std::vector<Element> els);
 // Convs back to back on one input, stacked and averaged at once: one unit of parallel kernels.
 std::vector<Element> parallel_convs(std::vector<Element> els);
+// x * sigmoid(x), the backward showing the sigmoid's input taken twice: one activation.
+std::vector<Element> written_swishes(std::vector<Element> els);
 // The loose ops right before an RNN's op that read a packed sequence's first batch size and
 // make its zero state (select, item, zeros), moved into the RNN's unit.
 void take_batch_size_reads(std::vector<Element>& els, Element& rnn);

@@ -544,3 +544,23 @@ TEST_CASE("inferred layers: convs of several kernel sizes on one input, stacked 
   for (NodeId n = 0; n < t.size(); ++n)
     if (t.name_of(n).starts_with("Parallel convs")) CHECK(child_names(t, n).size() == 5);  // three convs, the stack, the mean
 }
+
+TEST_CASE("inferred layers: x * sigmoid(x) written by hand is one activation, a squeeze-excitation's scaling is not") {
+  // A speech encoder's feed-forward modules with a Swish module (the backward shows the
+  // sigmoid's input taken by the product too), then a conv block with a squeeze-excitation
+  // whose sigmoid scales the block's input.
+  Mod swish{"Swish", {shared_input(op("aten::sigmoid")), op("aten::mul")}, nullptr};
+  Mod ff{"FeedForwardModule", {layer_norm(), linear(), swish, dropout(), linear(), dropout()}, nullptr};
+  Mod layer{"Layer", {ff, op("aten::mul"), op("aten::add"), layer_norm()}, nullptr};
+  StepOps autograd;
+  autograd.backward_nodes = true;
+  BareRun r = bare_run(Mod{"Encoder", {linear(), layer, layer, layer, linear()}, nullptr}, autograd);
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));
+  CHECK(has_layer(r.annotation.tree, "SiLU 1"));
+
+  Mod se{"SqueezeExcitation", {op("aten::adaptive_avg_pool2d"), conv(), relu_module(), conv(), leaf("Sigmoid", {"aten::sigmoid"}), op("aten::mul")}, nullptr};
+  BareRun with_se = bare_run(Mod{"Net", {conv(), bn(), relu_module(), se, conv(), bn(), relu_module(), se, linear()}, nullptr}, autograd);
+  CHECK_FALSE(has_layer(with_se.annotation.tree, "SiLU 1"));
+  CHECK(has_layer(with_se.annotation.tree, "Sigmoid 1"));
+}
