@@ -318,6 +318,55 @@ void alike_branches(const std::vector<Element>& els, std::vector<Span>& blocks) 
   blocks = std::move(out);
 }
 
+// Candidate ops on one input, each output weighted as it comes and summed (a NAS search's mixed
+// edge, DARTS' MixedOp: sum(w * op(x) for w, op in zip(weights, ops))): the weights unbound
+// first, then three candidates or more, each of units, reshapes and concatenations (a factorised
+// reduction's), or an op zeroing its input
+// (x.mul(0.)), or none (the identity), followed by its loose product and sum, at least two of
+// different kinds of units. A residual chain scaled at each sum unbinds no weights first.
+std::vector<Mixture> weighted_mixtures(const std::vector<Element>& els) {
+  std::vector<Mixture> out;
+  auto loose = [&](size_t j, std::string_view op) { return j < els.size() && !els[j].unit && els[j].op == op; };
+  for (size_t i = 0; i < els.size(); ++i) {
+    if (!loose(i, "aten::unbind")) continue;
+    Mixture m{{i, i}, {}};
+    std::set<std::string> kinds;
+    size_t from = i + 1;
+    while (from < els.size()) {
+      size_t j = from;
+      while (j < els.size() && (els[j].unit || els[j].role == Role::Shape || els[j].role == Role::Merge) && !loose(j, "aten::mul") &&
+             !loose(j, "aten::unbind"))  // the next edge's weights
+        ++j;
+      if (loose(j, "aten::mul") && loose(j + 1, "aten::mul")) ++j;  // x.mul(0.), strided views first in a reduction
+      if (!(loose(j, "aten::mul") && j + 1 < els.size() && !els[j + 1].unit && els[j + 1].op == "aten::add")) break;
+      m.candidates.push_back({from, j});
+      for (size_t k = from; k < j; ++k)
+        if (els[k].unit) {
+          kinds.insert(signature(els, from, j));
+          break;
+        }
+      from = j + 2;
+    }
+    if (m.candidates.size() < 3 || kinds.size() < 2) continue;
+    m.whole = {i, from};
+    out.push_back(std::move(m));
+    i = from - 1;
+  }
+  return out;
+}
+
+void mixtures_as_blocks(const std::vector<Element>& els, std::vector<Span>& blocks) {
+  const std::vector<Mixture> mixtures = weighted_mixtures(els);
+  if (mixtures.empty()) return;
+  std::vector<Span> out;
+  for (Span b : blocks)
+    if (std::none_of(mixtures.begin(), mixtures.end(), [&](const Mixture& m) { return b.first < m.whole.second && m.whole.first < b.second; }))
+      out.push_back(b);
+  for (const Mixture& m : mixtures) out.push_back(m.whole);
+  std::sort(out.begin(), out.end());
+  blocks = std::move(out);
+}
+
 // A block holding an RNN cell is (part of) a time step of a loop written in Python, which no
 // module wraps (a speller's or a decoder's step: its cells, its attention, its output): no
 // block from the loop's first cell to its last.

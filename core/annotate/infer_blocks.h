@@ -101,6 +101,14 @@ void copies_with_their_views(const std::vector<Element>& els, std::vector<Span>&
 // A block holding branches alike that each take its input (soft-gated experts) becomes those
 // branches, each a block.
 void alike_branches(const std::vector<Element>& els, std::vector<Span>& blocks);
+// Candidates on one input weighted and summed one by one (a NAS search's mixed edge).
+struct Mixture {
+  Span whole;
+  std::vector<Span> candidates;
+};
+std::vector<Mixture> weighted_mixtures(const std::vector<Element>& els);
+// Each weighted mixture a block, in place of the blocks it overlaps.
+void mixtures_as_blocks(const std::vector<Element>& els, std::vector<Span>& blocks);
 // No block from a forward's first RNN cell to its last: a loop's time steps have no module.
 void no_blocks_in_cell_loops(const std::vector<Element>& els, std::vector<Span>& blocks);
 

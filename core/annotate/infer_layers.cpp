@@ -198,6 +198,7 @@ void LayerMaker::run(NodeId parent, const std::vector<NodeId>& ops, bool model_r
   if (!any_recurs(els, blocks)) blocks = plain_blocks(els), plain = true;
   if (!any_recurs(els, blocks)) blocks = repeated_calls(els);
   alike_branches(els, blocks);
+  mixtures_as_blocks(els, blocks);
   no_blocks_in_cell_loops(els, blocks);
   std::vector<std::string> sig;
   for (auto [f, t] : blocks) sig.push_back(signature(els, f, t));
@@ -259,6 +260,10 @@ void LayerMaker::run(NodeId parent, const std::vector<NodeId>& ops, bool model_r
     if (u < tupled.size() && blocks[tupled[u].first].first == layers[l].first) ++u;
     else single.push_back(layers[l]);
   }
+  // A mixed edge's candidates of two units or more are modules (DARTS' SepConv, a pool and its norm).
+  for (const Mixture& m : weighted_mixtures(els))
+    if (std::find(single.begin(), single.end(), m.whole) != single.end())
+      for (auto [cf, ct] : m.candidates) branch(els, cf, ct);
   for (auto [f, t] : single) {
     residual_branch(els, f, t);
     split_branch(els, f, t);

@@ -564,3 +564,36 @@ TEST_CASE("inferred layers: x * sigmoid(x) written by hand is one activation, a 
   CHECK_FALSE(has_layer(with_se.annotation.tree, "SiLU 1"));
   CHECK(has_layer(with_se.annotation.tree, "Sigmoid 1"));
 }
+
+TEST_CASE("inferred layers: a NAS search's mixed edges, candidates weighted and summed one by one, are a block each") {
+  // DARTS' search network: per edge, the architecture weights unbound, then sum(w * op(x)) over
+  // a zero op (x.mul(0.), strided first in a reduction), the identity, pools with their norms,
+  // a separable and a dilated conv; the cell sums its edges and concatenates its states.
+  auto seq = [](const char* cls, std::vector<Mod> items) { return Mod{cls, std::move(items), nullptr}; };
+  auto relu = [] { return leaf("ReLU", {"aten::relu"}); };
+  auto mixed = [&](bool reduction) {
+    Mod zero = reduction ? leaf("Zero", {"aten::slice", "aten::slice", "aten::mul"}) : leaf("Zero", {"aten::mul"});
+    Mod sep = seq("SepConv", {seq("Sequential", {relu(), conv(), conv(), bn(), relu(), conv(), conv(), bn()})});
+    Mod dil = seq("DilConv", {seq("Sequential", {relu(), conv(), conv(), bn()})});
+    Mod edge{"MixedOp", {op("aten::unbind"), zero, op("aten::mul"), op("aten::add")}, nullptr};
+    edge.items.insert(edge.items.end(), {op("aten::mul"), op("aten::add")});  // the identity
+    for (Mod m : {seq("Sequential", {leaf("MaxPool2d", {"aten::max_pool2d"}), bn()}), seq("Sequential", {leaf("AvgPool2d", {"aten::avg_pool2d"}), bn()}), sep, dil})
+      edge.items.insert(edge.items.end(), {m, op("aten::mul"), op("aten::add")});
+    return edge;
+  };
+  auto cell = [&](bool reduction) {
+    Mod c{"Cell", {seq("ReLUConvBN", {seq("Sequential", {relu(), conv(), bn()})}), seq("ReLUConvBN", {seq("Sequential", {relu(), conv(), bn()})})}, nullptr};
+    for (int step = 0; step < 2; ++step)  // a step sums an edge from each state so far: two, then three
+      for (int e = 0; e < 2 + step; ++e) c.items.insert(c.items.end(), {op("aten::select"), mixed(reduction), op("aten::add")});
+    c.items.push_back(op("aten::cat"));
+    return c;
+  };
+  Mod net{"Network",
+          {conv(), bn(), op("aten::softmax"), cell(false), op("aten::softmax"), cell(true), cell(false),
+           leaf("AdaptiveAvgPool2d", {"aten::adaptive_avg_pool2d"}), linear()},
+          nullptr};
+  BareRun r = bare_run(net);
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall >= 0.85);  // the mixed edges, their candidates of two units or more (the cells are not found)
+  CHECK(s.node_precision >= 0.9);
+}
