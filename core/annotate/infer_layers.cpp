@@ -468,7 +468,7 @@ std::string readable_unit(std::string_view kind, std::string_view op) {
         {"gelu", "GELU"},            {"silu", "SiLU"},         {"hardsigmoid", "Hardsigmoid"}, {"log_sigmoid", "LogSigmoid"},
         {"sigmoid", "Sigmoid"},      {"hardswish", "Hardswish"}, {"hardtanh", "Hardtanh"}, {"tanh", "Tanh"},
         {"glu", "GLU"},              {"selu", "SELU"},         {"celu", "CELU"},         {"elu", "ELU"},
-        {"mish", "Mish"},            {"softplus", "Softplus"}, {"threshold", "ReLU"}};
+        {"mish", "Mish"},            {"softplus", "Softplus"}, {"threshold", "ReLU"},    {"sin", "Sin"}};
     for (auto [k, n] : acts)
       if (op.find(k) != std::string_view::npos) return std::string(n);
     return "Activation";

@@ -307,6 +307,17 @@ std::vector<Element> written_gelus(std::vector<Element> els) {
       ++i;
       continue;
     }
+    // A sine of a learned frequency between two weight ops (sin(w * x): a SIREN layer's, Hyena's
+    // implicit filter's Sin module): one activation. Positions' sines (a sinusoidal encoding, a
+    // rotary angle) follow no weight op.
+    if (!els[i].unit && els[i].op == "aten::mul" && i + 2 < els.size() && !els[i + 1].unit && els[i + 1].op == "aten::sin" &&
+        els[i + 2].unit && els[i + 2].role == Role::Weight && !out.empty() && out.back().unit && out.back().role == Role::Weight) {
+      Element g = new_unit(Role::Activation, "activation", "aten::sin");
+      take_ops(g, els, i, i + 2);
+      out.push_back(std::move(g));
+      ++i;
+      continue;
+    }
     // A GLU written by hand (x[:, :d] * torch.sigmoid(x[:, d:]): TabNet's GLU_Layer): the
     // two slices of a unit's output, the sigmoid of one, their product; one activation, as
     // F.glu is.

@@ -597,3 +597,16 @@ TEST_CASE("inferred layers: a NAS search's mixed edges, candidates weighted and 
   CHECK(s.block_recall >= 0.85);  // the mixed edges, their candidates of two units or more (the cells are not found)
   CHECK(s.node_precision >= 0.9);
 }
+
+TEST_CASE("inferred layers: a sine of a learned frequency between weight ops is one activation, positions' sines are not") {
+  // An implicit filter (Hyena's, a SIREN's): Linear, Sin (sin(freq * x)), Linear, Sin, Linear,
+  // over positions encoded by sines first (t * freqs, sin and cos: no weight op before them).
+  Mod sin_act{"Sin", {op("aten::mul"), op("aten::sin")}, nullptr};
+  Mod encoding{"PositionalEmbedding", {op("aten::arange"), op("aten::mul"), op("aten::sin"), op("aten::cos"), op("aten::cat")}, nullptr};
+  Mod filter{"ImplicitFilter", {linear(), sin_act, linear(), sin_act, linear()}, nullptr};
+  BareRun r = bare_run(Mod{"Net", {encoding, filter, linear()}, nullptr});
+  CHECK(has_layer(r.annotation.tree, "Sin 2"));
+  CHECK_FALSE(has_layer(r.annotation.tree, "Sin 3"));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));
+}
