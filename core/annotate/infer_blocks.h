@@ -146,5 +146,8 @@ std::vector<Span> cross_stage_partials(const std::vector<Element>& els, std::vec
 // from a Linear to a Linear, of a kind seen twice or more: MLP modules (a multi-task model's
 // towers).
 std::vector<Span> repeated_mlps(const std::vector<Element>& els, const std::vector<Span>& layers);
+// The same Linear-activation run twice or more inside one layer (its experts, its towers):
+// each run with the activation and dropout after it.
+std::vector<Span> repeated_mlps_in_layer(const std::vector<Element>& els, Span layer);
 
 }  // namespace strata::annot::infer

@@ -296,6 +296,12 @@ void LayerMaker::run(NodeId parent, const std::vector<NodeId>& ops, bool model_r
   }
   if (outputs)
     for (auto [from, to] : tupled) output_module(els, blocks[from].first, blocks[to - 1].second);
+  // Runs still loose in their layer after its sublayers and MLPs were found (a soft mixture of
+  // experts' MLPs, each on its slots).
+  for (size_t k = 0; k < layers.size(); ++k)
+    for (auto [f, t] : repeated_mlps_in_layer(els, layers[k]))
+      if (std::all_of(els.begin() + long(f), els.begin() + long(t), [&](const Element& e) { return b.parent[e.node] == block_nodes[k]; }))
+        unit_group("MLP", els, f, t);
   weight_norm_groups(els, factorised_convs(els), blocks);
 }
 

@@ -316,17 +316,17 @@ std::vector<Span> cross_stage_partials(const std::vector<Element>& els, std::vec
   return out;
 }
 
-std::vector<Span> repeated_mlps(const std::vector<Element>& els, const std::vector<Span>& layers) {
-  std::vector<uint8_t> in_layer(els.size(), 0);
-  for (auto [f, t] : layers)
-    for (size_t j = f; j < t; ++j) in_layer[j] = 1;
+// The Linear-activation runs in [from, to), those of a layer's or those outside every layer
+// (`outside`), kept where the same run of ops recurs.
+static std::vector<Span> mlp_runs(const std::vector<Element>& els, const std::vector<uint8_t>& in_layer, size_t from, size_t to, bool outside) {
   auto part = [&](size_t j) {
     const Element& e = els[j];
-    return !in_layer[j] && e.unit && ((e.role == Role::Weight && e.kind == "linear") || e.role == Role::Activation || e.role == Role::Dropout);
+    return j < to && (!outside || !in_layer[j]) && e.unit &&
+           ((e.role == Role::Weight && e.kind == "linear") || e.role == Role::Activation || e.role == Role::Dropout);
   };
   std::vector<Span> runs;
   std::map<std::string, int> count;
-  for (size_t j = 0; j < els.size();) {
+  for (size_t j = from; j < to;) {
     if (!part(j) || els[j].role != Role::Weight) {
       ++j;
       continue;
@@ -356,6 +356,21 @@ std::vector<Span> repeated_mlps(const std::vector<Element>& els, const std::vect
   for (auto [f, t] : runs)
     if (count[op_sequence(els, f, t)] >= 2) out.push_back({f, t});
   return out;
+}
+
+std::vector<Span> repeated_mlps(const std::vector<Element>& els, const std::vector<Span>& layers) {
+  std::vector<uint8_t> in_layer(els.size(), 0);
+  for (auto [f, t] : layers)
+    for (size_t j = f; j < t; ++j) in_layer[j] = 1;
+  return mlp_runs(els, in_layer, 0, els.size(), true);
+}
+
+std::vector<Span> repeated_mlps_in_layer(const std::vector<Element>& els, Span layer) {
+  std::vector<Span> runs = mlp_runs(els, {}, layer.first, layer.second, false);
+  // Apart from each other, each holds the activation and dropout after its last Linear.
+  for (auto& [f, t] : runs)
+    while (t < layer.second && els[t].unit && (els[t].role == Role::Activation || els[t].role == Role::Dropout)) ++t;
+  return runs;
 }
 
 void last_block_without_sum(const std::vector<Element>& els, std::vector<Span>& blocks, std::vector<std::string>& sig) {

@@ -610,3 +610,24 @@ TEST_CASE("inferred layers: a sine of a learned frequency between weight ops is 
   const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.leaf_f1 == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: the same MLP run four times inside one layer is four modules (a soft mixture of experts)") {
+  // Soft MoE in a pre-norm ViT block: the slots dispatched (einsum, softmaxes written by hand,
+  // einsum), each
+  // expert's MLP on its slots (a slice, Linear, GELU, Dropout, Linear, Dropout), stacked and
+  // combined (einsum), then the residual sum.
+  Mod expert{"Mlp", {linear(), leaf("GELU", {"aten::gelu"}), dropout(), linear(), dropout()}, nullptr};
+  Mod moe{"SoftMoE", {op("aten::einsum")}, nullptr};
+  for (int sm = 0; sm < 2; ++sm)
+    for (const char* o : {"aten::amax", "aten::sub", "aten::exp", "aten::sum", "aten::div"}) moe.items.push_back(op(o));
+  moe.items.push_back(op("aten::einsum"));
+  for (int e = 0; e < 4; ++e) moe.items.insert(moe.items.end(), {op("aten::slice"), op("aten::select"), expert});
+  moe.items.insert(moe.items.end(), {op("aten::stack"), op("aten::einsum")});
+  Mod block{"Block", {layer_norm(), separate_qkv_attention(), op("aten::add"), layer_norm(), moe, op("aten::add")}, nullptr};
+  Mod vit{"ViT", {conv(), op("aten::flatten"), op("aten::transpose"), block, block, block, layer_norm(), linear()}, nullptr};
+  BareRun r = bare_run(vit);
+  CHECK(has_layer(r.annotation.tree, "MLP 12: Linear + GELU + Dropout + Linear + Dropout"));  // four in each of the three layers
+  CHECK_FALSE(has_layer(r.annotation.tree, "MLP 13: Linear + GELU + Dropout + Linear + Dropout"));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.node_precision > 0.8);
+}
