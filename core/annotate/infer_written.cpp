@@ -41,6 +41,36 @@ void add_work(std::string& sig, const Element& e) {
 // with no running statistics (no batch counter bumped) and reshaped back as the weight
 // (reshape_as), then the conv. One weight unit, from the first view before the norm.
 std::vector<Element> standardised_weights(std::vector<Element> els) {
+  // Or standardised by hand right before the op (BiT's StdConv2d as TransUNet writes it:
+  // var_mean, w - m, v + eps, its root, the division, then F.conv2d): where that precedes three
+  // weight ops or more, each conv's own; once, before the model's first weight op, it is the
+  // input's normalisation (a series' instance norm).
+  auto by_hand = [&](size_t w) -> size_t {  // the first of the standardisation's ops, or w
+    static constexpr std::string_view ops[] = {"aten::var_mean", "aten::sub", "aten::add", "aten::sqrt", "aten::div"};
+    if (w < std::size(ops) || !els[w].unit || els[w].role != Role::Weight || !(els[w].kind == "conv" || els[w].kind == "linear")) return w;
+    for (size_t k = 0; k < std::size(ops); ++k)
+      if (els[w - std::size(ops) + k].unit || els[w - std::size(ops) + k].op != ops[k]) return w;
+    return w - std::size(ops);
+  };
+  std::vector<size_t> from(els.size());
+  size_t standardised = 0;
+  for (size_t w = 0; w < els.size(); ++w) standardised += (from[w] = by_hand(w)) != w;
+  if (standardised >= 3) {
+    std::vector<Element> kept;
+    for (size_t w = 0; w < els.size(); ++w) {
+      if (from[w] != w) {
+        kept.resize(kept.size() - (w - from[w]));  // its standardisation's ops, taken below
+        Element unit = std::move(els[w]);
+        std::vector<NodeId> own;
+        for (size_t j = from[w]; j < w; ++j) own.insert(own.end(), els[j].ops.begin(), els[j].ops.end());
+        unit.ops.insert(unit.ops.begin(), own.begin(), own.end());
+        kept.push_back(std::move(unit));
+        continue;
+      }
+      kept.push_back(els[w]);
+    }
+    els = std::move(kept);
+  }
   std::vector<Element> out;
   for (size_t i = 0; i < els.size(); ++i) {
     Element& e = els[i];

@@ -631,3 +631,24 @@ TEST_CASE("inferred layers: the same MLP run four times inside one layer is four
   const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.node_precision > 0.8);
 }
+
+TEST_CASE("inferred layers: a weight standardised by hand before each conv is the conv's, an input normalised once is not") {
+  // BiT's StdConv2d as TransUNet writes it (var_mean of the weight, w - m, v + eps, the root,
+  // the division, F.conv2d) in pre-activation bottlenecks: GroupNorm, ReLU, conv, three times.
+  Mod std_conv = leaf("StdConv2d", {"aten::var_mean", "aten::sub", "aten::add", "aten::sqrt", "aten::div", "aten::conv2d"});
+  Mod gn = leaf("GroupNorm", {"aten::group_norm"});
+  Mod unit{"PreActBottleneck", {gn, relu_module(), std_conv, gn, relu_module(), std_conv, gn, relu_module(), std_conv, op("aten::add")}, nullptr};
+  BareRun r = bare_run(Mod{"ResNetV2", {std_conv, gn, relu_module(), unit, unit, unit, linear()}, nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));
+  CHECK(s.block_recall == doctest::Approx(1.0));
+
+  // A series normalised once (mean, x - m, var, + eps, root, division) before its embedding's
+  // conv: the model's own ops, no conv's.
+  Mod embed = leaf("TokenEmbedding", {"aten::conv1d"});
+  Mod series{"Model", {op("aten::var_mean"), op("aten::sub"), op("aten::add"), op("aten::sqrt"), op("aten::div"), embed, linear(),
+                       leaf("GELU", {"aten::gelu"}), linear()},
+             nullptr};
+  BareRun once = bare_run(series);
+  CHECK(score_against(*once.bare.model, once.annotation, once.truth).leaf_f1 == doctest::Approx(1.0));
+}
