@@ -321,9 +321,9 @@ void alike_branches(const std::vector<Element>& els, std::vector<Span>& blocks) 
 // Candidate ops on one input, each output weighted as it comes and summed (a NAS search's mixed
 // edge, DARTS' MixedOp: sum(w * op(x) for w, op in zip(weights, ops))): the weights unbound
 // first, then three candidates or more, each of units, reshapes and concatenations (a factorised
-// reduction's), or an op zeroing its input
-// (x.mul(0.)), or none (the identity), followed by its loose product and sum, at least two of
-// different kinds of units. A residual chain scaled at each sum unbinds no weights first.
+// reduction's), an op zeroing its input (x.mul(0.)) or nothing (the identity), followed by its
+// loose product and sum, two of them at least of different units. A residual chain scaled at
+// each sum unbinds no weights first.
 std::vector<Mixture> weighted_mixtures(const std::vector<Element>& els) {
   std::vector<Mixture> out;
   auto loose = [&](size_t j, std::string_view op) { return j < els.size() && !els[j].unit && els[j].op == op; };

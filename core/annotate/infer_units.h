@@ -65,6 +65,12 @@ std::string op_sequence(const std::vector<Element>& els, size_t from, size_t to)
 
 // The forward's op nodes as leaf units and loose ops, in order.
 std::vector<Element> leaf_units(Context& c, const TreeBuilder& b, const std::vector<NodeId>& ops);
+// Takes an attention's parts [from, to) out of it, with their ops (its ops are its parts', in
+// order).
+std::vector<Element> take_parts(Element& a, size_t from, size_t to);
+// Attentions among the elements as units, each from its in-projections to its out-projection
+// (core/annotate/infer_attention.cpp).
+std::vector<Element> attention_units(const TreeBuilder& b, std::vector<Element> els);
 
 // Whether the model's post-norm halves end with output modules (BERT's SelfOutput and Output).
 bool output_modules(const std::vector<Element>& els, bool pre_norm);

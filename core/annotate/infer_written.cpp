@@ -36,41 +36,45 @@ void add_work(std::string& sig, const Element& e) {
   if (e.role != Role::Shape) sig += std::string(e.op) + ",";
 }
 
+// A weight standardised by hand right before its op (BiT's StdConv2d as TransUNet writes it:
+// var_mean, w - m, v + eps, its root, the division, then F.conv2d) is the op's where that
+// precedes three weight ops or more; once, before the model's first, it normalises the input (a
+// series' instance norm).
+static std::vector<Element> standardised_by_hand(std::vector<Element> els) {
+  static constexpr std::string_view ops[] = {"aten::var_mean", "aten::sub", "aten::add", "aten::sqrt", "aten::div"};
+  constexpr size_t n = std::size(ops);
+  auto standardised = [&](size_t w) {
+    if (w < n || !els[w].unit || els[w].role != Role::Weight || !(els[w].kind == "conv" || els[w].kind == "linear")) return false;
+    for (size_t k = 0; k < n; ++k)
+      if (els[w - n + k].unit || els[w - n + k].op != ops[k]) return false;
+    return true;
+  };
+  std::vector<uint8_t> own(els.size(), 0);
+  size_t count = 0;
+  for (size_t w = 0; w < els.size(); ++w) count += own[w] = standardised(w);
+  if (count < 3) return els;
+  std::vector<Element> out;
+  out.reserve(els.size());
+  for (size_t w = 0; w < els.size(); ++w) {
+    out.push_back(std::move(els[w]));
+    if (!own[w]) continue;
+    Element unit = std::move(out.back());
+    out.pop_back();
+    std::vector<NodeId> before;
+    for (size_t j = out.size() - n; j < out.size(); ++j) before.insert(before.end(), out[j].ops.begin(), out[j].ops.end());
+    unit.ops.insert(unit.ops.begin(), before.begin(), before.end());
+    out.resize(out.size() - n);
+    out.push_back(std::move(unit));
+  }
+  return out;
+}
+
 // A weight-standardised conv (NFNet's ScaledStdConv2d, BiT's StdConv2d): its weight
 // flattened (a view), its gain computed and viewed, the weight normalised by batch_norm
 // with no running statistics (no batch counter bumped) and reshaped back as the weight
 // (reshape_as), then the conv. One weight unit, from the first view before the norm.
 std::vector<Element> standardised_weights(std::vector<Element> els) {
-  // Or standardised by hand right before the op (BiT's StdConv2d as TransUNet writes it:
-  // var_mean, w - m, v + eps, its root, the division, then F.conv2d): where that precedes three
-  // weight ops or more, each conv's own; once, before the model's first weight op, it is the
-  // input's normalisation (a series' instance norm).
-  auto by_hand = [&](size_t w) -> size_t {  // the first of the standardisation's ops, or w
-    static constexpr std::string_view ops[] = {"aten::var_mean", "aten::sub", "aten::add", "aten::sqrt", "aten::div"};
-    if (w < std::size(ops) || !els[w].unit || els[w].role != Role::Weight || !(els[w].kind == "conv" || els[w].kind == "linear")) return w;
-    for (size_t k = 0; k < std::size(ops); ++k)
-      if (els[w - std::size(ops) + k].unit || els[w - std::size(ops) + k].op != ops[k]) return w;
-    return w - std::size(ops);
-  };
-  std::vector<size_t> from(els.size());
-  size_t standardised = 0;
-  for (size_t w = 0; w < els.size(); ++w) standardised += (from[w] = by_hand(w)) != w;
-  if (standardised >= 3) {
-    std::vector<Element> kept;
-    for (size_t w = 0; w < els.size(); ++w) {
-      if (from[w] != w) {
-        kept.resize(kept.size() - (w - from[w]));  // its standardisation's ops, taken below
-        Element unit = std::move(els[w]);
-        std::vector<NodeId> own;
-        for (size_t j = from[w]; j < w; ++j) own.insert(own.end(), els[j].ops.begin(), els[j].ops.end());
-        unit.ops.insert(unit.ops.begin(), own.begin(), own.end());
-        kept.push_back(std::move(unit));
-        continue;
-      }
-      kept.push_back(els[w]);
-    }
-    els = std::move(kept);
-  }
+  els = standardised_by_hand(std::move(els));
   std::vector<Element> out;
   for (size_t i = 0; i < els.size(); ++i) {
     Element& e = els[i];
