@@ -145,8 +145,9 @@ std::vector<Element> written_swishes(std::vector<Element> els) {
 }
 
 // Convs back to back on one input (the backward shows each but the last taking an input a
-// later op takes too), their results stacked and averaged at once: kernels of several sizes in
-// parallel, one module (TimesNet's Inception_Block_V1).
+// later op takes too, and the last as well where the caller takes it after: a residual sum),
+// their results stacked and averaged at once: kernels of several sizes in parallel, one module
+// (TimesNet's Inception_Block_V1).
 std::vector<Element> parallel_convs(std::vector<Element> els) {
   auto conv = [&](size_t j) { return j < els.size() && els[j].unit && els[j].role == Role::Weight && els[j].kind == "conv"; };
   std::vector<Element> out;
@@ -157,7 +158,7 @@ std::vector<Element> parallel_convs(std::vector<Element> els) {
     // aggregation's projections concatenated, shows the same inputs shared).
     const bool reduced = k + 1 < els.size() && !els[k].unit && els[k].role == Role::Merge && !els[k + 1].unit &&
                          in(els[k + 1].op, {"aten::mean", "aten::sum"});
-    if (k - i < 2 || !reduced || els[k - 1].shares_input) {
+    if (k - i < 2 || !reduced) {
       out.push_back(std::move(els[i]));
       continue;
     }

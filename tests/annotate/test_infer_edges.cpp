@@ -531,9 +531,12 @@ TEST_CASE("inferred layers: two heads on one input end no MLP run, from the back
 
 TEST_CASE("inferred layers: convs of several kernel sizes on one input, stacked and averaged, are one module") {
   // TimesNet's Inception_Block_V1: torch.stack([k(x) for k in self.kernels], -1).mean(-1), twice
-  // with a GELU between, in each block; the backward shows each conv but the last sharing x.
+  // with a GELU between, in each block; the backward shows each conv but the last sharing x, and
+  // the last too in the first, whose input the block's residual sum takes as well.
   Mod kernels{"Inception_Block_V1", {shared_input(conv()), shared_input(conv()), conv(), op("aten::stack"), op("aten::mean")}, nullptr};
-  Mod block{"TimesBlock", {op("aten::reshape"), op("aten::permute"), Mod{"Sequential", {kernels, leaf("GELU", {"aten::gelu"}), kernels}, nullptr},
+  Mod first_kernels{"Inception_Block_V1", {shared_input(conv()), shared_input(conv()), shared_input(conv()), op("aten::stack"), op("aten::mean")},
+                    nullptr};
+  Mod block{"TimesBlock", {op("aten::reshape"), op("aten::permute"), Mod{"Sequential", {first_kernels, leaf("GELU", {"aten::gelu"}), kernels}, nullptr},
                            op("aten::permute"), op("aten::reshape"), op("aten::add")},
             nullptr};
   StepOps autograd;
