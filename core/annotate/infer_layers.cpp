@@ -226,10 +226,15 @@ void LayerMaker::run(NodeId parent, const std::vector<NodeId>& ops, bool model_r
   std::vector<std::string>& kinds = stack.kinds;
   const std::vector<Span> partial = cross_stage_partials(els, layers, kinds);
   std::vector<NodeId> block_nodes;
+  const std::vector<Mixture> mixtures = weighted_mixtures(els);
   for (auto [f, t] : layers) {
     std::vector<NodeId> kids;
     for (size_t j = f; j < t; ++j) kids.push_back(els[j].node);
-    block_nodes.push_back(make(block_name(els, f, t, graph), parent, kids));
+    // A mixed edge is named for what it mixes.
+    auto mixture = std::find_if(mixtures.begin(), mixtures.end(), [&](const Mixture& m) { return m.whole == Span{f, t}; });
+    block_nodes.push_back(make(mixture != mixtures.end() ? numbered("Mixed op") + ": " + std::to_string(mixture->candidates.size()) + " candidates"
+                                                         : block_name(els, f, t, graph),
+                               parent, kids));
   }
   // Cross-stage partial modules hold the blocks of the stack: they, not stages, group it.
   for (auto [f, t] : partial) {
@@ -261,7 +266,7 @@ void LayerMaker::run(NodeId parent, const std::vector<NodeId>& ops, bool model_r
     else single.push_back(layers[l]);
   }
   // A mixed edge's candidates of two units or more are modules (DARTS' SepConv, a pool and its norm).
-  for (const Mixture& m : weighted_mixtures(els))
+  for (const Mixture& m : mixtures)
     if (std::find(single.begin(), single.end(), m.whole) != single.end())
       for (auto [cf, ct] : m.candidates) branch(els, cf, ct);
   for (auto [f, t] : single) {

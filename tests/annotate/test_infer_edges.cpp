@@ -598,6 +598,7 @@ TEST_CASE("inferred layers: a NAS search's mixed edges, candidates weighted and 
   BareRun r = bare_run(net);
   const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.block_recall >= 0.85);  // the mixed edges, their candidates of two units or more (the cells are not found)
+  CHECK(has_layer(r.annotation.tree, "Mixed op 1: 6 candidates"));
   CHECK(s.node_precision >= 0.9);
 }
 
