@@ -154,6 +154,7 @@ void LayerMaker::split_branch(const std::vector<Element>& els, size_t f, size_t 
 
 // A branch module of els[from, to) where that holds two units or more; whether it made one.
 bool LayerMaker::branch(const std::vector<Element>& els, size_t from, size_t to) {
+  if (from >= to) return false;  // (a mixed edge's identity candidate has no ops)
   std::vector<NodeId> kids;
   size_t units = 0;
   for (size_t j = from; j < to; ++j) {
