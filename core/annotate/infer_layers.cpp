@@ -231,7 +231,8 @@ void LayerMaker::run(NodeId parent, const std::vector<NodeId>& ops, bool model_r
     std::vector<NodeId> kids;
     for (size_t j = f; j < t; ++j) kids.push_back(els[j].node);
     // A mixed edge is named for what it mixes.
-    auto mixture = std::find_if(mixtures.begin(), mixtures.end(), [&](const Mixture& m) { return m.whole == Span{f, t}; });
+    const Span span{f, t};
+    auto mixture = std::find_if(mixtures.begin(), mixtures.end(), [&](const Mixture& m) { return m.whole == span; });
     block_nodes.push_back(make(mixture != mixtures.end() ? numbered("Mixed op") + ": " + std::to_string(mixture->candidates.size()) + " candidates"
                                                          : block_name(els, f, t, graph),
                                parent, kids));
