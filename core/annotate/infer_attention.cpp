@@ -13,8 +13,6 @@ namespace {
 struct AttentionFinder {
   const TreeBuilder& b;
 
-  bool left_beside(NodeId before, NodeId op) const { return left_beside_by_rounding(b.end[before], b.begin[op], b.end[op]); }
-
   // After a softmax at `sm`, the weighted sum within a few ops (allocations apart: torch
   // before 1.14 makes tensors around each record_function range, and the rounding nests them
   // or not), or SIZE_MAX; `own(j)`: a unit there is the attention's own.
@@ -218,7 +216,7 @@ struct AttentionFinder {
           if (els[j].op != "aten::as_strided") return false;
           if (j > lo && mha_own(j - 1)) return true;
           const Element* before = j > lo ? &els[j - 1] : out.empty() ? nullptr : &out.back();
-          return mha_own(j + 1) && !(before && left_beside(before->ops.back(), els[j].ops.front()));
+          return mha_own(j + 1) && !(before && left_beside(b, before->ops.back(), els[j].ops.front()));
         };
         while (own > lo && (mha_own(own - 1) || strided(own - 1))) --own;
         for (; lo < own; ++lo, --lead) out.push_back(std::move(els[lo]));

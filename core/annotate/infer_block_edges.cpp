@@ -329,7 +329,7 @@ std::vector<Mixture> weighted_mixtures(const std::vector<Element>& els) {
   auto loose = [&](size_t j, std::string_view op) { return j < els.size() && !els[j].unit && els[j].op == op; };
   for (size_t i = 0; i < els.size(); ++i) {
     if (!loose(i, "aten::unbind")) continue;
-    Mixture m{{i, i}, {}};
+    Mixture m;
     std::set<std::string> kinds;
     size_t from = i + 1;
     while (from < els.size()) {
@@ -340,11 +340,8 @@ std::vector<Mixture> weighted_mixtures(const std::vector<Element>& els) {
       if (loose(j, "aten::mul") && loose(j + 1, "aten::mul")) ++j;  // x.mul(0.), strided views first in a reduction
       if (!(loose(j, "aten::mul") && j + 1 < els.size() && !els[j + 1].unit && els[j + 1].op == "aten::add")) break;
       m.candidates.push_back({from, j});
-      for (size_t k = from; k < j; ++k)
-        if (els[k].unit) {
-          kinds.insert(signature(els, from, j));
-          break;
-        }
+      if (std::any_of(els.begin() + long(from), els.begin() + long(j), [](const Element& e) { return e.unit; }))
+        kinds.insert(signature(els, from, j));
       from = j + 2;
     }
     if (m.candidates.size() < 3 || kinds.size() < 2) continue;
@@ -355,8 +352,7 @@ std::vector<Mixture> weighted_mixtures(const std::vector<Element>& els) {
   return out;
 }
 
-void mixtures_as_blocks(const std::vector<Element>& els, std::vector<Span>& blocks) {
-  const std::vector<Mixture> mixtures = weighted_mixtures(els);
+void mixtures_as_blocks(const std::vector<Mixture>& mixtures, std::vector<Span>& blocks) {
   if (mixtures.empty()) return;
   std::vector<Span> out;
   for (Span b : blocks)

@@ -108,7 +108,7 @@ struct Mixture {
 };
 std::vector<Mixture> weighted_mixtures(const std::vector<Element>& els);
 // Each weighted mixture a block, in place of the blocks it overlaps.
-void mixtures_as_blocks(const std::vector<Element>& els, std::vector<Span>& blocks);
+void mixtures_as_blocks(const std::vector<Mixture>& mixtures, std::vector<Span>& blocks);
 // No block from a forward's first RNN cell to its last: a loop's time steps have no module.
 void no_blocks_in_cell_loops(const std::vector<Element>& els, std::vector<Span>& blocks);
 

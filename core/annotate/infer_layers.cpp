@@ -198,7 +198,8 @@ void LayerMaker::run(NodeId parent, const std::vector<NodeId>& ops, bool model_r
   if (!any_recurs(els, blocks)) blocks = plain_blocks(els), plain = true;
   if (!any_recurs(els, blocks)) blocks = repeated_calls(els);
   alike_branches(els, blocks);
-  mixtures_as_blocks(els, blocks);
+  const std::vector<Mixture> mixtures = weighted_mixtures(els);  // (els stay as they are from here)
+  mixtures_as_blocks(mixtures, blocks);
   no_blocks_in_cell_loops(els, blocks);
   std::vector<std::string> sig;
   for (auto [f, t] : blocks) sig.push_back(signature(els, f, t));
@@ -226,7 +227,6 @@ void LayerMaker::run(NodeId parent, const std::vector<NodeId>& ops, bool model_r
   std::vector<std::string>& kinds = stack.kinds;
   const std::vector<Span> partial = cross_stage_partials(els, layers, kinds);
   std::vector<NodeId> block_nodes;
-  const std::vector<Mixture> mixtures = weighted_mixtures(els);
   for (auto [f, t] : layers) {
     std::vector<NodeId> kids;
     for (size_t j = f; j < t; ++j) kids.push_back(els[j].node);

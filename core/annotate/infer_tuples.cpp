@@ -316,12 +316,12 @@ std::vector<Span> cross_stage_partials(const std::vector<Element>& els, std::vec
   return out;
 }
 
-// The Linear-activation runs in [from, to), those of a layer's or those outside every layer
-// (`outside`), kept where the same run of ops recurs.
-static std::vector<Span> mlp_runs(const std::vector<Element>& els, const std::vector<uint8_t>& in_layer, size_t from, size_t to, bool outside) {
+// The Linear-activation runs in [from, to), outside every layer where `in_layer` marks the
+// layers, kept where the same run of ops recurs.
+static std::vector<Span> mlp_runs(const std::vector<Element>& els, const std::vector<uint8_t>& in_layer, size_t from, size_t to) {
   auto part = [&](size_t j) {
     const Element& e = els[j];
-    return j < to && (!outside || !in_layer[j]) && e.unit &&
+    return j < to && (in_layer.empty() || !in_layer[j]) && e.unit &&
            ((e.role == Role::Weight && e.kind == "linear") || e.role == Role::Activation || e.role == Role::Dropout);
   };
   std::vector<Span> runs;
@@ -362,11 +362,11 @@ std::vector<Span> repeated_mlps(const std::vector<Element>& els, const std::vect
   std::vector<uint8_t> in_layer(els.size(), 0);
   for (auto [f, t] : layers)
     for (size_t j = f; j < t; ++j) in_layer[j] = 1;
-  return mlp_runs(els, in_layer, 0, els.size(), true);
+  return mlp_runs(els, in_layer, 0, els.size());
 }
 
 std::vector<Span> repeated_mlps_in_layer(const std::vector<Element>& els, Span layer) {
-  std::vector<Span> runs = mlp_runs(els, {}, layer.first, layer.second, false);
+  std::vector<Span> runs = mlp_runs(els, {}, layer.first, layer.second);
   // Apart from each other, each holds the activation and dropout after its last Linear.
   for (auto& [f, t] : runs)
     while (t < layer.second && els[t].unit && (els[t].role == Role::Activation || els[t].role == Role::Dropout)) ++t;

@@ -100,7 +100,6 @@ struct UnitFinder {
         return;
       }
   }
-  bool left_beside(NodeId before, NodeId op) const { return left_beside_by_rounding(b.end[before], b.begin[op], b.end[op]); }
 
   // Leaf units over the op nodes: BatchNorm takes the counter it bumps first; attention spans
   // its projections; the rest are single ops.
@@ -142,7 +141,7 @@ struct UnitFinder {
       // next, its end rounded past it.
       const bool internal = (e.op.starts_with("aten::_") || resolves_lazy_bit(e.op)) && !els.empty() &&
                             b.begin[ops[i]] <= b.end[els.back().ops.back()] + 1000;
-      if (!els.empty() && els.back().unit && !e.unit && (left_beside(els.back().ops.back(), ops[i]) || internal)) {
+      if (!els.empty() && els.back().unit && !e.unit && (left_beside(b, els.back().ops.back(), ops[i]) || internal)) {
         els.back().ops.push_back(ops[i]);
         continue;
       }
@@ -193,7 +192,7 @@ struct UnitFinder {
       const size_t laid = before_views(els, j - 1, 0);
       if (laid < j - 1 && laid > 0 && els[laid - 1].unit && els[laid - 1].kind == "linear") els[j].unit = false;
     }
-    return gates(attention_units(b, permuted_norms(written_gelus(rotary_embeddings(written_norms(written_cells(scaled_activations(ghost_norms(weights_set_in_place(standardised_weights(random_masks(std::move(els)))))))))))));
+    return gates(attention_units(b, permuted_norms(written_activations(rotary_embeddings(written_norms(written_cells(scaled_activations(ghost_norms(weights_set_in_place(standardised_weights(random_masks(std::move(els)))))))))))));
   }
 
   // A rotary embedding (the RotaryEmbedding module of Llama-style models): positions times the
@@ -224,7 +223,7 @@ struct UnitFinder {
       // as_strided.)
       size_t from = out.size();
       while (from > 0 && !out[from - 1].unit && prepares_element(out[from - 1]) &&
-             !(from >= 2 && left_beside(out[from - 2].ops.back(), out[from - 1].ops.front()) &&
+             !(from >= 2 && left_beside(b, out[from - 2].ops.back(), out[from - 1].ops.front()) &&
                (out[from - 2].unit || !prepares_element(out[from - 2]))))
         --from;
       Element r = new_unit(Role::Compute, "rotary", els[i].op);

@@ -324,7 +324,7 @@ std::vector<Element> written_cells(std::vector<Element> els) {
 // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), products, sums and a power before the
 // tanh; or the exact one (BERT's original `gelu`): x 0.5 (1 + erf(x / sqrt(2))), a product
 // and a division before the erf. Then (1 + tanh or erf) times x. One activation unit.
-std::vector<Element> written_gelus(std::vector<Element> els) {
+std::vector<Element> written_activations(std::vector<Element> els) {
   auto loose_arithmetic = [](const Element& e) { return !e.unit && in(strip_prefix(e.op, "aten::"), {"mul", "add", "pow"}); };
   auto scaling = [](const Element& e) { return !e.unit && in(strip_prefix(e.op, "aten::"), {"mul", "div"}); };
   auto arithmetic = [&](size_t j) { return j < els.size() && loose_arithmetic(els[j]); };

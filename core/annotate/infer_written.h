@@ -41,8 +41,9 @@ std::vector<Element> scaled_activations(std::vector<Element> els);
 std::vector<Element> random_masks(std::vector<Element> els);
 // An LSTM cell written by hand as one unit.
 std::vector<Element> written_cells(std::vector<Element> els);
-// GELU written by hand (tanh, erf and sigmoid forms) as one activation.
-std::vector<Element> written_gelus(std::vector<Element> els);
+// Activations written by hand as one each: GELU (tanh, erf and sigmoid forms), GLU, a sine of
+// a learned frequency.
+std::vector<Element> written_activations(std::vector<Element> els);
 // A norm between a permute and the permute back as one norm (a LayerNorm2d).
 std::vector<Element> permuted_norms(std::vector<Element> els);
 // A normalisation written by hand (RMSNorm, a channels-first LayerNorm, a GRN) as one norm.

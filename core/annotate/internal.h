@@ -267,6 +267,8 @@ EventId outer_module_of(const Context& c, EventId e);
 inline bool left_beside_by_rounding(Ns before_end, Ns begin, Ns end) {
   return begin == before_end && (end == begin || (begin % 1000 == 0 && end - begin == 1000));
 }
+// The same for two op nodes of the tree: `op` left beside `before`.
+inline bool left_beside(const TreeBuilder& b, NodeId before, NodeId op) { return left_beside_by_rounding(b.end[before], b.begin[op], b.end[op]); }
 
 // A conjugate's or negation's lazy resolution (aten::resolve_conj after a linear's addmm): the
 // work of the op that made the tensor, wherever the clock's rounding put it.
