@@ -454,6 +454,32 @@ struct PhaseLabeler {
       if (open(i)) lab[i] = P(PhaseKind::Forward);
   }
 
+  // What this loss's backward says of the weights (a GAN's iteration runs another after its
+  // optimizer step): the kinds of its weight nodes in the order it runs them, and how many come
+  // before the first gradient is accumulated.
+  struct BackwardWeights {
+    std::vector<std::string_view> kinds;
+    size_t before_accumulate = 0;
+    bool accumulated = false;
+  };
+  BackwardWeights backward_weights(size_t E) {
+    BackwardWeights bw;
+    bool seen = false;
+    for (size_t k = E; k < items.size(); ++k) {
+      if (seen && (lab[k] == P(PhaseKind::Optimizer) || lab[k] == P(PhaseKind::ZeroGrad))) break;
+      if (lab[k] != P(PhaseKind::Backward) || !is_backward_name(name(k))) continue;
+      seen = true;
+      const std::string_view kind = c.kind(items[k]);
+      if (kind == "accumulate_grad") bw.accumulated = true;
+      const bool weight = kind == "conv" || kind == "linear" || kind == "embedding" || kind == "batch_norm" || kind == "layer_norm" ||
+                          kind == "group_norm" || kind == "instance_norm";
+      if (!weight) continue;
+      bw.kinds.push_back(kind);
+      bw.before_accumulate += !bw.accumulated;
+    }
+    return bw;
+  }
+
   // A loss op with weight ops of the model after it is an auxiliary loss the forward computes
   // (a VQ-VAE's commitment loss, a deeply supervised net's side head): the loss proper starts
   // at the first loss op after the last weight op, and the auxiliary ones are the forward's.
@@ -471,22 +497,9 @@ struct PhaseLabeler {
         weights_after += k > first_loss;
         last_weight = k;
       }
-    if (!weights_after) return first_loss;
-    size_t weight_nodes = 0, before_accumulate = 0;
-    bool accumulated = false, seen = false;
-    for (size_t k = E; k < n; ++k) {
-      // this loss's backward only (a GAN's iteration runs another after its optimizer step)
-      if (seen && (lab[k] == P(PhaseKind::Optimizer) || lab[k] == P(PhaseKind::ZeroGrad))) break;
-      if (lab[k] != P(PhaseKind::Backward) || !is_backward_name(name(k))) continue;
-      seen = true;
-      const std::string_view kind = c.kind(items[k]);
-      if (kind == "accumulate_grad") accumulated = true;
-      const bool weight = kind == "conv" || kind == "linear" || kind == "embedding" || kind == "batch_norm" || kind == "layer_norm" ||
-                          kind == "group_norm" || kind == "instance_norm";
-      weight_nodes += weight;
-      before_accumulate += weight && !accumulated;
-    }
-    const bool trainable = accumulated && before_accumulate <= 1 && weights < weight_nodes + weights_after;
+    if (!weights_after) return teacher_before_loss(first_fwd, first_loss, E);
+    const BackwardWeights bw = backward_weights(E);
+    const bool trainable = bw.accumulated && bw.before_accumulate <= 1 && weights < bw.kinds.size() + weights_after;
     if (!trainable) return first_loss;
     size_t loss = n;
     for (size_t k = first_fwd; k < E; ++k) {
@@ -495,6 +508,27 @@ struct PhaseLabeler {
       else if (loss == n && k > last_weight) loss = k;
     }
     return loss;
+  }
+
+  // A teacher run under no_grad between the model and the loss op (Hinton's distillation: the
+  // student's logits, then the teacher's on the same batch, then the KL term) makes no backward
+  // nodes: the backward's weight nodes are the forward's first weight ops, in reverse, and the
+  // weight ops after them are the teacher's: a network of its own (two or more) that takes the
+  // same batch, so it opens with the model's first kind of layer. The loss starts at the
+  // teacher's first. Where the kinds do not match that way (a frozen backbone under a trained
+  // head, a weight op whose gradient autograd writes as a batched product), nothing moves.
+  size_t teacher_before_loss(size_t first_fwd, size_t first_loss, size_t E) {
+    std::vector<size_t> weights;
+    for (size_t k = first_fwd; k < first_loss; ++k)
+      if (is_main_op(k) && is_weight_op(name(k))) weights.push_back(k);
+    const BackwardWeights bw = backward_weights(E);
+    const size_t model = bw.kinds.size();
+    if (!bw.accumulated || bw.before_accumulate > 1 || model == 0 || weights.size() < model + 2) return first_loss;
+    for (size_t j = 0; j < model; ++j)
+      if (c.kind(items[weights[model - 1 - j]]) != bw.kinds[j]) return first_loss;
+    const size_t teacher = weights[model];
+    if (c.kind(items[teacher]) != c.kind(items[weights.front()])) return first_loss;
+    return lab[teacher] == kUnknown && !named[teacher] ? teacher : first_loss;
   }
 
   // After backward, without an optimizer range: in-place updates are the optimizer.

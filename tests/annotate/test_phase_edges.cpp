@@ -364,6 +364,22 @@ TEST_CASE("phases: an auxiliary loss inside the forward is the forward's; a froz
   }
 }
 
+// Hinton's distillation as its examples write it: the student's logits, then the teacher on the
+// same batch under no_grad, then the KL term on both. The teacher makes no backward nodes, so
+// the backward's weight nodes are the student's weight ops in reverse and the teacher's convs,
+// norms and linear after them are the loss's (0.74 of the time with the loss from the KL term).
+TEST_CASE("phases: a no-grad teacher between the model and its loss op is the loss's") {
+  const std::string dir = std::string(STRATA_TORCH2_DIR) + "/../corpus-cpu-objectives";
+  STRATA_SKIP_UNLESS(std::filesystem::exists(dir + "/manifest.json"), "tests/data/corpus-cpu-objectives is not here");
+  LoadResult full = load_trace(dir + "/kd_student.json.gz");
+  REQUIRE(full.model);
+  const GroundTruth truth = ground_truth(*full.model);
+  LoadResult bare = load_trace_bytes("bare", strip_events(*full.model, kStripTruthRanges | kStripModules | kStripStacks));
+  REQUIRE(bare.model);
+  const AccuracyScore s = score_against(*bare.model, annotate(*bare.model), truth);
+  CHECK(s.phase_agreement >= 0.98);
+}
+
 TEST_CASE("phases: the same rows picked from the prediction and the target are the loss's; one pick alone is the model's") {
   // A graph's node classification: log-probabilities for every node, then
   // F.nll_loss(out[train_mask], y[train_mask]).
