@@ -392,13 +392,23 @@ void ModelBuilder::recognise_uncategorised() {
     runtime = it != m_.category_names.end() ? uint8_t(it - m_.category_names.begin()) : uint8_t(Cat::CudaRuntime);
     return runtime;
   };
+  // A custom autograd Function's call is recorded under its class's name, and its backward node
+  // under that name and "Backward" (tabnet's SparsemaxFunction, SparsemaxFunctionBackward): an
+  // op, as the newer export's cpu_op category says, not a range of the program's.
+  std::vector<int8_t> function_calls(m_.strings.size(), -1);
+  auto function_call = [&](StrId name) {
+    int8_t& known = function_calls[name];
+    if (known < 0) known = m_.strings.find(std::string(m_.strings.view(name)) + "Backward") != kNoStr;
+    return known == 1;
+  };
   for (PlacedChunk& ch : chunks_)
     for (size_t i = 0; i < ch.cat.size(); ++i) {
       if (ch.cat[i] != uint8_t(Cat::None) || ch.phase[i] != EventPhase::Complete) continue;
       uint8_t cat;
       if (role[ch.track[i]] == Stream) cat = uint8_t(device_task_kind(m_.strings.view(ch.name[i])));
       else if (role[ch.track[i]] == Host && is_runtime_api_call_name(m_.strings.view(ch.name[i]))) cat = runtime_category();
-      else if (role[ch.track[i]] == Host && legacy && !is_legacy_op_name(m_.strings.view(ch.name[i]))) cat = uint8_t(Cat::UserAnnotation);
+      else if (role[ch.track[i]] == Host && legacy && !is_legacy_op_name(m_.strings.view(ch.name[i])) && !function_call(ch.name[i]))
+        cat = uint8_t(Cat::UserAnnotation);
       else continue;
       ch.cat[i] = cat;
       per_category[size_t(Cat::None)]--;

@@ -56,3 +56,24 @@ TEST_CASE("importers: the real traces of each format are read by their own impor
   CHECK(sized > 0);
   CHECK(m.args().integer(0, Arg::Bytes) == -1);  // an op without it: absent
 }
+
+TEST_CASE("importers: in the legacy export, a custom autograd Function's call is an op, a record_function range an annotation") {
+  // Neither has a category there. The Function's backward node is its name and "Backward".
+  const char* json = R"([
+{"name": "forward", "ph": "X", "ts": 1, "dur": 50, "tid": 1, "pid": "CPU functions"},
+{"name": "SparsemaxFunction", "ph": "X", "ts": 2, "dur": 10, "tid": 1, "pid": "CPU functions"},
+{"name": "aten::sort", "ph": "X", "ts": 3, "dur": 2, "tid": 1, "pid": "CPU functions"},
+{"name": "SparsemaxFunctionBackward", "ph": "X", "ts": 60, "dur": 5, "tid": 1, "pid": "CPU functions"}])";
+  LoadResult r = load_trace_bytes("legacy.json", json);
+  REQUIRE(r.model);
+  const TraceModel& m = *r.model;
+  REQUIRE(m.stats.importer == "autograd-legacy");
+  auto category_of = [&](std::string_view name) {
+    for (EventId e = 0; e < m.ev.size(); ++e)
+      if (m.name_of(e) == name) return m.ev.category(e);
+    return Cat::Trace;
+  };
+  CHECK(category_of("forward") == Cat::UserAnnotation);
+  CHECK(category_of("SparsemaxFunction") != Cat::UserAnnotation);
+  CHECK(category_of("SparsemaxFunction") == category_of("aten::sort"));
+}

@@ -66,10 +66,12 @@ struct LayerBuild {
       chain(r, ch);
       // A compiled graph (CompiledFunction, TorchScript) holds the whole forward in one op:
       // its child ops are what gets grouped. An aten op is one op whatever it runs inside
-      // (cosine_similarity's products and sums, aten::max's squeeze_ and as_strided_).
+      // (cosine_similarity's products and sums, aten::max's squeeze_ and as_strided_), and so
+      // is an autograd Function that computes one function with no weights (tabnet's sparsemax).
       if (ch.empty() && !is_parametric(c.name(r)) && !c.name(r).starts_with("aten::")) {
         std::vector<EventId> kids = child_ops(c, r);
-        if (kids.size() >= 8) {
+        const bool weights = std::any_of(kids.begin(), kids.end(), [&](EventId k) { return is_parametric(c.name(k)); });
+        if (kids.size() >= 8 && weights) {
           NodeId box = b.add_named(NodeKind::Layer, c.m.ev.name[r], c.name(r), phase_node, s.phase, c.m.ev.start[r],
                                    c.m.ev.end(r), r);
           node_of[r] = box;

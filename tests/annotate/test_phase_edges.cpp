@@ -380,6 +380,23 @@ TEST_CASE("phases: a no-grad teacher between the model and its loss op is the lo
   CHECK(s.phase_agreement >= 0.98);
 }
 
+// TabNet's attentive transformers call Sparsemax, an autograd Function written by hand: the
+// legacy export writes its call as a range of the class's name, no category, and its backward
+// node as that name and "Backward". It is an op of the forward, no phase of its own (the
+// forward was cut in three around it, 0.96 of the time), and one op, no graph to group.
+TEST_CASE("phases: a custom autograd Function's call is an op of the forward") {
+  const std::string dir = std::string(STRATA_TORCH2_DIR) + "/../corpus-cpu-variants7";
+  STRATA_SKIP_UNLESS(std::filesystem::exists(dir + "/manifest.json"), "tests/data/corpus-cpu-variants7 is not here");
+  LoadResult full = load_trace(dir + "/tabnet_lite.json.gz");
+  REQUIRE(full.model);
+  const GroundTruth truth = ground_truth(*full.model);
+  LoadResult bare = load_trace_bytes("bare", strip_events(*full.model, kStripTruthRanges | kStripModules | kStripStacks));
+  REQUIRE(bare.model);
+  const Annotation a = annotate(*bare.model);
+  CHECK(score_against(*bare.model, a, truth).phase_agreement >= 0.99);
+  CHECK_FALSE(has_layer(a.tree, "SparsemaxFunction"));
+}
+
 TEST_CASE("phases: the same rows picked from the prediction and the target are the loss's; one pick alone is the model's") {
   // A graph's node classification: log-probabilities for every node, then
   // F.nll_loss(out[train_mask], y[train_mask]).
