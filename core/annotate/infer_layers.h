@@ -44,6 +44,7 @@ struct LayerMaker {
 
   // Inside a block (infer_sublayers.cpp).
   void residual_branch(const std::vector<Element>& els, size_t f, size_t t);
+  bool output_dropout(const std::vector<Element>& els, size_t attention, size_t dropout);
   void shared_input_branches(const std::vector<Element>& els, size_t f, size_t t);
   void split_branch(const std::vector<Element>& els, size_t f, size_t t);
   bool branch(const std::vector<Element>& els, size_t from, size_t to);

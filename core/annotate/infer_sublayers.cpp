@@ -20,6 +20,23 @@ size_t preactivation_norm(const std::vector<Element>& els, size_t from, size_t t
 
 }  // namespace
 
+// Attention and the dropout after its out-projection: the attention module's own output
+// dropout (resid_dropout, proj_drop), not a module around the two, and put inside it. An
+// attention that transposes its projection's output back to its caller's layout has returned:
+// the dropout after that is the layer's (false).
+bool LayerMaker::output_dropout(const std::vector<Element>& els, size_t attention, size_t dropout) {
+  // (The as_strided a transpose runs, left beside it by the clock's rounding, apart.)
+  const auto& inner = els[attention].inner;
+  size_t last = inner.size() - 1;
+  while (last > 0 && left_beside_by_rounding(b.end[inner[last - 1].ops.back()], b.begin[inner[last].ops.front()], b.end[inner[last].ops.back()]))
+    --last;
+  if (inner[last].op == "aten::transpose" || inner[last].op == "aten::permute") return false;
+  const NodeId a = els[attention].node, d = els[dropout].node;
+  for (size_t j = attention + 1; j <= dropout; ++j) b.parent[els[j].node] = a;
+  b.widen(a, b.begin[d], b.end[d]);
+  return true;
+}
+
 // What a residual block adds to its input, x + F(x): F, from the block's start to the add,
 // without what scales it on the way (a layer scale, a stochastic depth), is a layer of its
 // own (InvertedResidual's conv, MBConv's block, CNBlock's block) when it is made of units
@@ -85,11 +102,18 @@ void LayerMaker::residual_branch(const std::vector<Element>& els, size_t f, size
   // An attention with units after it in one branch, no sum between, is a parallel block's
   // (Falcon's, GPT-J's: x + attn(ln(x)) + mlp(ln(x))): the layer calls the two, and the units
   // after the attention are its MLP, no branch module.
+  // Where the MLP takes the same normed input (one norm for both: GPT-J's, CodeGen's), the
+  // dropout between the attention and the MLP's first weight op is the attention's output
+  // dropout (resid_dropout), no MLP's. A branch with a norm of its own after it (E-Branchformer's
+  // cgMLP) leaves that dropout to the layer.
   for (size_t a = f; a < end; ++a) {
     if (!(els[a].unit && els[a].kind == "attention")) continue;
-    size_t mlp_units = 0;
-    for (size_t j = a + 1; j < end; ++j) mlp_units += els[j].unit;
-    if (mlp_units >= 2) unit_group("MLP", els, a + 1, end);
+    size_t mlp = a + 1, mlp_units = 0;
+    if (mlp + 1 < end && els[mlp].unit && els[mlp].role == Role::Dropout && els[mlp + 1].unit && els[mlp + 1].role == Role::Weight &&
+        !els[a].inner.empty() && output_dropout(els, a, mlp))
+      ++mlp;
+    for (size_t j = mlp; j < end; ++j) mlp_units += els[j].unit;
+    if (mlp_units >= 2) unit_group("MLP", els, mlp, end);
     return;
   }
   std::vector<NodeId> kids;
@@ -259,20 +283,8 @@ void LayerMaker::sublayer(const std::vector<Element>& els, size_t f, size_t t, b
     name += (units++ ? " + " : "") + readable(els[j]);
   }
   if (units < 2) return;
-  // Attention and the dropout after its out-projection: the attention module's own output
-  // dropout (resid_dropout, proj_drop), not a module around the two. An attention that
-  // transposes its projection's output back to its caller's layout has returned: the
-  // dropout after that is the layer's.
   if (attention && units == 2 && els[end - 1].unit && els[end - 1].role == Role::Dropout) {
-    // (The as_strided a transpose runs, left beside it by the clock's rounding, apart.)
-    const auto& inner = els[from].inner;
-    size_t last = inner.size() - 1;
-    while (last > 0 && left_beside_by_rounding(b.end[inner[last - 1].ops.back()], b.begin[inner[last].ops.front()], b.end[inner[last].ops.back()]))
-      --last;
-    if (inner[last].op == "aten::transpose" || inner[last].op == "aten::permute") return;
-    const NodeId a = els[from].node, d = els[end - 1].node;
-    for (size_t j = from + 1; j < end; ++j) b.parent[els[j].node] = a;
-    b.widen(a, b.begin[d], b.end[d]);
+    output_dropout(els, from, end - 1);
     return;
   }
   make(numbered(attention ? "Attention sublayer" : conv ? "Conv module" : "MLP") + ": " + name, b.parent[kids.front()], kids);

@@ -385,6 +385,28 @@ TEST_CASE("inferred layers: Falcon's parallel layer: rotary angles from an einsu
   CHECK(s.node_precision > 0.75);
 }
 
+TEST_CASE("inferred layers: a parallel layer's dropout between its attention and its MLP's first Linear is the attention's") {
+  // CodeGen's and GPT-J's block: x + attn(ln(x)) + mlp(ln(x)), the attention ending with its
+  // resid_dropout, the MLP's fc_in right after it on the same normed input.
+  Mod attention{"CodeGenAttention",
+                {leaf("Linear", {"aten::linear"}), op("aten::reshape"), op("aten::split"), op("aten::permute"), op("aten::permute"),
+                 op("aten::permute"), op("aten::transpose"), op("aten::matmul"), op("aten::div"), op("aten::softmax"),
+                 leaf("Dropout", {"aten::dropout"}), op("aten::matmul"), op("aten::permute"), op("aten::reshape"),
+                 leaf("Linear", {"aten::linear"}), leaf("Dropout", {"aten::dropout"})},
+                nullptr};
+  Mod mlp{"CodeGenMLP",
+          {leaf("Linear", {"aten::linear"}), leaf("GELU", {"aten::gelu"}), leaf("Linear", {"aten::linear"}), leaf("Dropout", {"aten::dropout"})},
+          nullptr};
+  Mod layer{"CodeGenBlock", {leaf("LayerNorm", {"aten::layer_norm"}), attention, mlp, op("aten::add"), op("aten::add")}, nullptr};
+  Mod root{"CodeGen", {leaf("Embedding", {"aten::embedding"}), leaf("Dropout", {"aten::dropout"}), layer, layer, layer,
+                       leaf("LayerNorm", {"aten::layer_norm"}), leaf("Linear", {"aten::linear"})},
+           nullptr};
+  BareRun r = bare_run(root);
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the layers, their attentions and MLPs
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
+
 TEST_CASE("inferred layers: BEiT's attention builds its qkv bias by a concatenation before its one projection") {
   // qkv_bias = cat(q_bias, zeros, v_bias), F.linear(x, qkv.weight, qkv_bias), then a relative
   // position bias gathered from a table and added to the scores; gamma_1 * attn(norm1(x)).
