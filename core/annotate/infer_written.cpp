@@ -69,12 +69,70 @@ static std::vector<Element> standardised_by_hand(std::vector<Element> els) {
   return out;
 }
 
+// A weight op scaled by hand (the equalized learning rate: ProGAN's WSConv2d and WSLinear,
+// conv(x * scale) + bias.view(1, -1, 1, 1)): the product right before the op and the bias's
+// views and sum right after are the op's, where that pattern surrounds three weight ops or
+// more (one product before one conv is a caller's: a squeeze-excitation's scale). Where an
+// activation and a product follow the sum, the bias, the activation and its gain are one
+// activation module (StyleGAN2's FusedLeakyReLU after its EqualConv2d), the op keeps its product.
+static std::vector<Element> scaled_by_hand(std::vector<Element> els) {
+  auto loose = [&](size_t j, std::string_view op) { return j < els.size() && !els[j].unit && els[j].op == op; };
+  auto bias_end = [&](size_t w) -> size_t {  // the index after the bias's sum, or 0
+    size_t j = w + 1;
+    if (!loose(j, "aten::view") && !loose(j, "aten::reshape")) return 0;
+    while (j < els.size() && !els[j].unit && els[j].role == Role::Shape) ++j;
+    return loose(j, "aten::add") ? j + 1 : 0;
+  };
+  auto scaled = [&](size_t w) {
+    return w > 0 && els[w].unit && els[w].role == Role::Weight && (els[w].kind == "conv" || els[w].kind == "linear") &&
+           loose(w - 1, "aten::mul") && bias_end(w) != 0;
+  };
+  auto fused = [&](size_t end) {  // an activation and its gain after the bias's sum
+    return end + 1 < els.size() && els[end].unit && els[end].role == Role::Activation && loose(end + 1, "aten::mul");
+  };
+  size_t count = 0;
+  for (size_t w = 0; w < els.size(); ++w) count += scaled(w);
+  if (count < 3) return els;
+  auto joined = [&](size_t from, size_t to, size_t unit) {  // els[unit] with the ops of [from, to) in order
+    std::vector<NodeId> ops;
+    for (size_t j = from; j < to; ++j) ops.insert(ops.end(), els[j].ops.begin(), els[j].ops.end());
+    Element u = std::move(els[unit]);
+    u.ops = std::move(ops);
+    return u;
+  };
+  std::vector<Element> out;
+  out.reserve(els.size());
+  for (size_t w = 0; w < els.size(); ++w) {
+    if (w + 1 < els.size() && scaled(w + 1)) {
+      const size_t end = bias_end(w + 1);
+      if (fused(end)) {
+        out.push_back(joined(w, w + 2, w + 1));
+        out.push_back(joined(w + 2, end + 2, end));
+        w = end + 1;
+      } else {
+        out.push_back(joined(w, end, w + 1));
+        w = end - 1;
+      }
+      continue;
+    }
+    // In such a model a weight op with no bias of its own is scaled the same (a shortcut's).
+    if (w + 1 < els.size() && loose(w, "aten::mul") && els[w + 1].unit && els[w + 1].role == Role::Weight &&
+        (els[w + 1].kind == "conv" || els[w + 1].kind == "linear")) {
+      out.push_back(joined(w, w + 2, w + 1));
+      ++w;
+      continue;
+    }
+    out.push_back(std::move(els[w]));
+  }
+  return out;
+}
+
 // A weight-standardised conv (NFNet's ScaledStdConv2d, BiT's StdConv2d): its weight
 // flattened (a view), its gain computed and viewed, the weight normalised by batch_norm
 // with no running statistics (no batch counter bumped) and reshaped back as the weight
 // (reshape_as), then the conv. One weight unit, from the first view before the norm.
 std::vector<Element> standardised_weights(std::vector<Element> els) {
-  els = standardised_by_hand(std::move(els));
+  els = scaled_by_hand(standardised_by_hand(std::move(els)));
   std::vector<Element> out;
   for (size_t i = 0; i < els.size(); ++i) {
     Element& e = els[i];
@@ -496,7 +554,9 @@ std::vector<Element> written_norms(std::vector<Element> els) {
     while (shape(viewed)) ++viewed;
     if (!centred && name(viewed) == "add" && name(viewed + 1) == "mul") j = viewed + 2;  // scaled by (1 + weight): Gemma's
     else if (size_t w = through(j, "mul", 6)) j = w;                   // the scale (weight[:, None, None]: its views)
-    else return {};  // no weight: a normalisation its caller computes (a series' instance norm), no module
+    // No weight: centred, a normalisation its caller computes (a series' instance norm), no
+    // module; by the mean square alone, a module (ProGAN's and StyleGAN's PixelNorm).
+    else if (centred) return {};
     if (size_t bias = through(j, "add", 6); centred && bias) j = bias;
     while (cast(j)) ++j;  // back to the input's dtype
     return {j, centred ? "layer_norm" : "rms_norm"};

@@ -656,3 +656,30 @@ TEST_CASE("inferred layers: a weight standardised by hand before each conv is th
   BareRun once = bare_run(series);
   CHECK(score_against(*once.bare.model, once.annotation, once.truth).leaf_f1 == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a weight op scaled by hand, its input's product before it and its bias's sum after, is one unit") {
+  // ProGAN's WSConv2d, conv(x * scale) + bias.view(1, -1, 1, 1), each followed by a LeakyReLU
+  // and a PixelNorm, x / sqrt(mean(x ** 2) + eps), with no weight of its own: ConvBlocks.
+  Mod ws = leaf("WSConv2d", {"aten::mul", "aten::conv2d", "aten::view", "aten::add"});
+  Mod lrelu = leaf("LeakyReLU", {"aten::leaky_relu"});
+  Mod pixel = leaf("PixelNorm", {"aten::pow", "aten::mean", "aten::add", "aten::sqrt", "aten::div"});
+  Mod block{"ConvBlock", {ws, lrelu, pixel, ws, lrelu, pixel}, nullptr};
+  Mod initial{"Sequential", {pixel, leaf("ConvTranspose2d", {"aten::conv_transpose2d"}), lrelu, ws, lrelu, pixel}, nullptr};
+  Mod up = leaf("Upsample", {"aten::upsample_nearest2d"});
+  BareRun r = bare_run(Mod{"Generator", {initial, up, block, up, block, up, block, ws}, nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 == doctest::Approx(1.0));
+  CHECK(s.block_recall == doctest::Approx(1.0));
+
+  // StyleGAN2's EqualConv2d (its weight scaled: a product, then the conv) before a
+  // FusedLeakyReLU (the bias viewed and added, the activation, its gain).
+  Mod equal = leaf("EqualConv2d", {"aten::mul", "aten::conv2d"});
+  Mod fused = leaf("FusedLeakyReLU", {"aten::view", "aten::add", "aten::leaky_relu", "aten::mul"});
+  BareRun g = bare_run(Mod{"Discriminator", {equal, fused, equal, fused, equal, fused, linear()}, nullptr});
+  CHECK(score_against(*g.bare.model, g.annotation, g.truth).leaf_f1 == doctest::Approx(1.0));
+
+  // One product before one conv is its caller's (a squeeze-excitation's scale), its bias apart.
+  Mod one{"Net", {conv(), relu_module(), op("aten::mul"), conv(), op("aten::view"), op("aten::add"), linear()}, nullptr};
+  BareRun n = bare_run(one);
+  CHECK(score_against(*n.bare.model, n.annotation, n.truth).leaf_f1 == doctest::Approx(1.0));
+}
