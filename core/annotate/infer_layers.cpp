@@ -209,6 +209,7 @@ void LayerMaker::run(NodeId parent, const std::vector<NodeId>& ops, bool model_r
   trim_dropouts(els, blocks, sig);
   close_with_output_ops(els, blocks, sig);
   trim_loose_leads(els, blocks, sig);
+  trim_dropouts(els, blocks, sig);  // (one the loose lead hid: the embeddings' sum, then their dropout)
   last_block_without_sum(els, blocks, sig);
   copies_with_their_views(els, blocks);
   // Views alone between two residual halves (MaxViT's window departition and the next

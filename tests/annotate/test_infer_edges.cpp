@@ -683,3 +683,27 @@ TEST_CASE("inferred layers: a weight op scaled by hand, its input's product befo
   BareRun n = bare_run(one);
   CHECK(score_against(*n.bare.model, n.annotation, n.truth).leaf_f1 == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: the embeddings' dropout after their position sum is theirs, no first layer's") {
+  // A video ViT (ViViT's): the tubelets' conv, flattened, the class token joined, the positions
+  // added, the dropout; then pre-norm layers. The sum is loose, so it leads the first layer's repeat
+  // until trimmed, and the dropout under it must go too.
+  Mod attention{"Attention",
+                {leaf("Linear", {"aten::linear"}), op("aten::reshape"), op("aten::permute"), op("aten::unbind"), op("aten::transpose"),
+                 op("aten::matmul"), op("aten::mul"), op("aten::softmax"), leaf("Dropout", {"aten::dropout"}), op("aten::matmul"),
+                 op("aten::transpose"), op("aten::reshape"), leaf("Linear", {"aten::linear"}), leaf("Dropout", {"aten::dropout"})},
+                nullptr};
+  Mod mlp{"Mlp", {linear(), leaf("GELU", {"aten::gelu"}), leaf("Dropout", {"aten::dropout"}), linear(), leaf("Dropout", {"aten::dropout"})},
+          nullptr};
+  Mod ln = leaf("LayerNorm", {"aten::layer_norm"});
+  Mod block{"Block", {ln, attention, op("aten::add"), ln, mlp, op("aten::add")}, nullptr};
+  Mod conv3d = leaf("Conv3d", {"aten::conv3d"});
+  Mod embed{"TubeletEmbeddings", {op("aten::permute"), conv3d, conv3d, op("aten::flatten"), op("aten::transpose")}, nullptr};
+  BareRun r = bare_run(Mod{"VisionTransformer",
+                           {embed, op("aten::tile"), op("aten::cat"), op("aten::add"), leaf("Dropout", {"aten::dropout"}), block, block, block,
+                            ln, op("aten::select"), linear()},
+                           nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
