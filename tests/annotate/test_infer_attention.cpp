@@ -1,6 +1,7 @@
 // Attention units inferred where the scores are no matrix product (a graph attention's, an
 // additive attention's, computed elementwise from the projection before the softmax) or are
-// not normalised by a softmax (a retention's decayed scores).
+// not normalised by a softmax (a retention's decayed scores), or have a bias computed by an MLP
+// between them and the softmax (CrossFormer's dynamic position bias).
 #include "model_trace.h"
 
 #include <doctest/doctest.h>
@@ -87,4 +88,27 @@ TEST_CASE("inferred layers: two products with no softmax and no projections of b
   Mod prop{"Propagate", {op("aten::matmul"), op("aten::div"), op("aten::matmul"), linear()}, nullptr};
   BareRun r = bare_run(Mod{"GCN", {linear(), leaf("ReLU", {"aten::relu"}), prop, leaf("ReLU", {"aten::relu"}), prop, linear()}, nullptr});
   CHECK_FALSE(has_layer(r.annotation.tree, "Attention 1"));
+}
+
+TEST_CASE("inferred layers: an MLP between an attention's scores and its softmax, added to the scores, is that attention's bias") {
+  // CrossFormer's attention: the scores, then its DynamicPosBias (a projection and three
+  // LayerNorm-ReLU-Linear steps on a table of relative offsets), the result gathered by the
+  // position index, permuted and added to the scores before the softmax.
+  Mod step{"Sequential", {layer_norm(), relu_module(), linear()}, nullptr};
+  Mod bias{"DynamicPosBias", {linear(), step, step, step}, nullptr};
+  Mod attention{"Attention", {}, nullptr};
+  for (Mod m : {linear(), op("aten::reshape"), op("aten::permute"), op("aten::select"), op("aten::select"), op("aten::select"),
+                op("aten::mul"), op("aten::transpose"), op("aten::matmul"), bias, op("aten::view"), op("aten::index"), op("aten::view"),
+                op("aten::permute"), op("aten::contiguous"), op("aten::unsqueeze"), op("aten::add"), op("aten::softmax"), dropout(),
+                op("aten::matmul"), op("aten::transpose"), op("aten::reshape"), linear(), dropout()})
+    attention.items.push_back(m);
+  Mod mlp{"Mlp", {linear(), leaf("GELU", {"aten::gelu"}), dropout(), linear(), dropout()}, nullptr};
+  Mod block{"CrossFormerBlock", {layer_norm(), attention, op("aten::add"), layer_norm(), mlp, op("aten::add")}, nullptr};
+  BareRun r = bare_run(Mod{"CrossFormer", {conv(), op("aten::flatten"), layer_norm(), block, block, block, layer_norm(), linear()}, nullptr});
+  CHECK(has_layer(r.annotation.tree, "Attention 3"));
+  CHECK(has_layer(r.annotation.tree, "Bias MLP 3"));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 >= 0.95);
+  CHECK(s.block_recall >= 0.5);  // each block, attention, MLP and bias; the bias's steps are not
+  CHECK(s.node_precision == doctest::Approx(1.0));
 }
