@@ -5,6 +5,7 @@
 #include "core/annotate/infer_written.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace strata::annot::infer {
 
@@ -104,31 +105,27 @@ struct AttentionFinder {
           };
           // An MLP between the scores and the softmax whose output is only reshaped, gathered and
           // added to the scores (CrossFormer's dynamic position bias on its table of offsets) is
-          // the bias this attention computes: the softmax it reaches, or SIZE_MAX.
-          auto bias_mlp = [&](size_t j) {
+          // the bias this attention computes: the MLP's end and the softmax it reaches, or SIZE_MAX.
+          auto bias_mlp = [&](size_t j) -> std::pair<size_t, size_t> {
             size_t weights = 0;
             for (; j < els.size() && els[j].unit &&
                         (els[j].role == Role::Weight || els[j].role == Role::Norm || els[j].role == Role::Activation);
                  ++j)
               weights += els[j].role == Role::Weight;
             bool added = false;
-            for (; weights >= 2 && j < els.size(); ++j) {
-              if (els[j].role == Role::Softmax) return added ? j : SIZE_MAX;
-              if (els[j].unit || !(els[j].role == Role::Shape || els[j].role == Role::Compute || els[j].role == Role::Add)) break;
-              added |= els[j].role == Role::Add;
+            for (size_t m = j; weights >= 2 && m < els.size(); ++m) {
+              if (els[m].role == Role::Softmax) return {j, added ? m : SIZE_MAX};
+              if (els[m].unit || !(els[m].role == Role::Shape || els[m].role == Role::Compute || els[m].role == Role::Add)) break;
+              added |= els[m].role == Role::Add;
             }
-            return SIZE_MAX;
+            return {j, SIZE_MAX};
           };
           for (; k < els.size(); ++k) {
             if (els[k].role == Role::Softmax) { sm = k; break; }
             if (els[k].role == Role::Score && position_projection_seen) continue;
-            if (const size_t biased = els[k].unit ? bias_mlp(k) : SIZE_MAX; biased != SIZE_MAX) {
-              size_t end = k;
-              while (els[end].unit) ++end;
-              Element mlp = grouped("bias_mlp", els.begin() + long(k), els.begin() + long(end));
-              els.erase(els.begin() + long(k) + 1, els.begin() + long(end));
-              els[k] = std::move(mlp);
-              sm = biased - (end - k - 1);
+            if (const auto [end, softmax] = bias_mlp(k); softmax != SIZE_MAX) {
+              group_in_place(els, "bias_mlp", k, end);
+              sm = softmax - (end - k - 1);
               break;
             }
             if ((els[k].unit && els[k].role != Role::Dropout && els[k].kind != "embedding" && !across_heads(k)) || els[k].role == Role::Score) {

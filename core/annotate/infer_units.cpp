@@ -342,9 +342,7 @@ struct UnitFinder {
       const size_t mlp = past_views(els, i + 1, end), gate = end - 1;
       if (kind == std::string_view("squeeze_excitation") && mlp > i + 1 && before_views(els, gate) < gate) {
         const size_t sig = before_views(els, gate) - 1;
-        Element fc = grouped("mlp", els.begin() + long(mlp), els.begin() + long(sig + 1));
-        els.erase(els.begin() + long(mlp) + 1, els.begin() + long(sig + 1));
-        els[mlp] = std::move(fc);
+        group_in_place(els, "mlp", mlp, sig + 1);
         end -= sig - mlp;
       }
       out.push_back(grouped(kind, els.begin() + long(i), els.begin() + long(end)));

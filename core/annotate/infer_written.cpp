@@ -29,6 +29,11 @@ Element grouped(std::string_view kind, std::vector<Element>::iterator b, std::ve
   g.inner.assign(std::make_move_iterator(b), std::make_move_iterator(e));
   return g;
 }
+void group_in_place(std::vector<Element>& els, std::string_view kind, size_t from, size_t to) {
+  Element g = grouped(kind, els.begin() + long(from), els.begin() + long(to));
+  els.erase(els.begin() + long(from) + 1, els.begin() + long(to));
+  els[from] = std::move(g);
+}
 
 // What an element does, views apart (the profiler records one more or less), for comparing
 // runs of elements.

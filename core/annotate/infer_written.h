@@ -17,6 +17,8 @@ void take_ops(Element& u, std::vector<Element>::const_iterator b, std::vector<El
 void take_ops(Element& u, const std::vector<Element>& els, size_t from, size_t to);
 // One unit of the elements in [b, e), moved inside it (a gate, an attention's bias MLP).
 Element grouped(std::string_view kind, std::vector<Element>::iterator b, std::vector<Element>::iterator e);
+// The same, left in place of [from, to) in els.
+void group_in_place(std::vector<Element>& els, std::string_view kind, size_t from, size_t to);
 // What an element does, views apart, for comparing runs of elements.
 void add_work(std::string& sig, const Element& e);
 
