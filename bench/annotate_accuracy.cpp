@@ -9,7 +9,7 @@
 // tuning), of tests/data/corpus-cpu-heldout (models no rule was tuned on), of
 // tests/data/corpus-cpu-variants (variants of those families as their reference code writes
 // them, recorded after the rules, measured once, then tuned on), of
-// tests/data/corpus-cpu-variants2 to -variants11 (more of them, for tuning), of tests/data/corpus-cpu-objectives
+// tests/data/corpus-cpu-variants2 to -variants12 (more of them, for tuning), of tests/data/corpus-cpu-objectives
 // (training objectives written by hand or composed, for tuning), of tests/data/corpus-cpu-fresh
 // (more variants, the check) and of tests/data/corpus-cpu-backward (models of those with their
 // autograd sequence numbers: the backward's truth). A directory is a
@@ -88,7 +88,7 @@ bool read_manifest(const std::string& dir, std::vector<Entry>& out) {
     if (!mo["family"].get(s)) e.family = s;
     // Splits are per corpus: tests/data/corpus-cpu's "tune" and "heldout", corpus-cpu-modern's
     // and corpus-cpu-families' "tune", and the fresh models of tests/data/corpus-cpu-heldout
-    // and corpus-cpu-fresh, which no rule was tuned on; corpus-cpu-variants' to -variants11's and -objectives' "tune".
+    // and corpus-cpu-fresh, which no rule was tuned on; corpus-cpu-variants' to -variants12's and -objectives' "tune".
     if (!mo["split"].get(s)) e.split = std::filesystem::path(dir).filename().string() + ":" + std::string(s);
     simdjson::dom::array mods;
     if (!mo["modules"].get(mods))
@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
     for (const char* dir : {STRATA_CORPUS_DIR "-modern", STRATA_CORPUS_DIR "-families", STRATA_CORPUS_DIR "-heldout", STRATA_CORPUS_DIR "-variants",
                             STRATA_CORPUS_DIR "-variants2", STRATA_CORPUS_DIR "-variants3", STRATA_CORPUS_DIR "-variants4",
                             STRATA_CORPUS_DIR "-variants5", STRATA_CORPUS_DIR "-variants6",
-                            STRATA_CORPUS_DIR "-variants7", STRATA_CORPUS_DIR "-variants8", STRATA_CORPUS_DIR "-variants9", STRATA_CORPUS_DIR "-variants10", STRATA_CORPUS_DIR "-variants11", STRATA_CORPUS_DIR "-objectives", STRATA_CORPUS_DIR "-fresh",
+                            STRATA_CORPUS_DIR "-variants7", STRATA_CORPUS_DIR "-variants8", STRATA_CORPUS_DIR "-variants9", STRATA_CORPUS_DIR "-variants10", STRATA_CORPUS_DIR "-variants11", STRATA_CORPUS_DIR "-variants12", STRATA_CORPUS_DIR "-objectives", STRATA_CORPUS_DIR "-fresh",
                             STRATA_CORPUS_DIR "-backward"})
       if (std::filesystem::is_directory(dir) && !read_manifest(dir, entries)) rc = 1;
   }

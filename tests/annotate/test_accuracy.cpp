@@ -376,7 +376,7 @@ TEST_CASE("every corpus model annotated bare gives a well-formed tree") {
   // made from repeats) must leave every node inside its parent.
   for (const char* corpus : {"../corpus-cpu", "../corpus-cpu-modern", "../corpus-cpu-families", "../corpus-cpu-heldout", "../corpus-cpu-variants",
                              "../corpus-cpu-variants2", "../corpus-cpu-variants3", "../corpus-cpu-variants4", "../corpus-cpu-variants5",
-                             "../corpus-cpu-variants6", "../corpus-cpu-variants7", "../corpus-cpu-variants8", "../corpus-cpu-variants9", "../corpus-cpu-variants10", "../corpus-cpu-variants11", "../corpus-cpu-objectives", "../corpus-cpu-fresh",
+                             "../corpus-cpu-variants6", "../corpus-cpu-variants7", "../corpus-cpu-variants8", "../corpus-cpu-variants9", "../corpus-cpu-variants10", "../corpus-cpu-variants11", "../corpus-cpu-variants12", "../corpus-cpu-objectives", "../corpus-cpu-fresh",
                              "../corpus-cpu-backward"}) {
     const std::string dir = torch2_trace(corpus);
     if (!exists(dir + "/manifest.json")) continue;
