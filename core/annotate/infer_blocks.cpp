@@ -316,9 +316,24 @@ bool fused_then_summed(const std::vector<Element>& els, size_t from, size_t cat)
   return false;
 }
 
+// Where the block a sum closes at `add` opens, from `start`: the backward shows the first op to
+// take the block's input beside its shortcut (shared_inputs.cpp). A weight op alone, marked
+// so, after another weight op since `start` opens it; what runs before it is no branch of it
+// (a block with no shortcut before it: ContextNet's first, conv module, SE and Swish).
+size_t opening_weight(const std::vector<Element>& els, size_t start, size_t add) {
+  bool weighted = false;
+  for (size_t k = start; k < add; ++k) {
+    const Element& e = els[k];
+    const bool weight = e.unit && e.role == Role::Weight;
+    if (weighted && weight && e.shares_input && e.ops.size() == 1 && e.inner.empty() && (e.kind == "conv" || e.kind == "linear")) return k;
+    weighted |= weight;
+  }
+  return start;
+}
+
 }  // namespace
 
-std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm) {
+std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm, bool open_at_shared) {
   // Post-norm where most adds are followed by a norm (BERT's); elsewhere a norm right after
   // an add is the next thing's (a ConvNeXt stage's last block, then the downsampling's norm).
   size_t adds = 0, normed = 0;
@@ -440,6 +455,7 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
     }
     else if (end + 1 < els.size() && els[end].unit && els[end].role == Role::Norm && els[end + 1].unit && els[end + 1].role == Role::Norm)
       ++end;  // two norms back to back: the first ends the layer (a Conformer block's final norm)
+    if (add && open_at_shared) start = opening_weight(els, start, j);
     out.push_back({start, end});
     start = end;
     weights = 0;

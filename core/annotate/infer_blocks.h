@@ -54,8 +54,9 @@ bool normalises_first(const std::vector<Element>& els, std::string_view weight_k
 bool pre_norm_model(const std::vector<Element>& els);
 
 // Blocks closed where branches join: residual adds and concatenations (`pre_norm`:
-// pre_norm_model's answer).
-std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm);
+// pre_norm_model's answer). With `open_at_shared`, a sum's block opens at the weight op the
+// backward shows taking its input beside the shortcut, where one follows another weight op.
+std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm, bool open_at_shared = false);
 // Where no branches join (a U-Net's encoder and decoder, a VGG): the runs of units between
 // resamplings (pooling, upsampling, a transposed conv) and concatenations, each of two weight
 // units or more (lookups aside), whose kind recurs (a U-Net's double convs); a run that starts

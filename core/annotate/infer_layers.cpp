@@ -194,6 +194,10 @@ void LayerMaker::run(NodeId parent, const std::vector<NodeId>& ops, bool model_r
   }
   place_units(els, parent);
   if (blocks.empty()) blocks = residual_blocks(els, pre_norm);
+  // Blocks of one kind after one without a shortcut (ContextNet's) recur once each opens where
+  // the backward shows its input taken beside the shortcut.
+  if (!graph && !pre_norm && !any_recurs(els, blocks))
+    if (std::vector<Span> opened = residual_blocks(els, pre_norm, true); any_recurs(els, opened)) blocks = std::move(opened);
   bool plain = false;
   if (!any_recurs(els, blocks)) blocks = plain_blocks(els), plain = true;
   if (!any_recurs(els, blocks)) blocks = repeated_calls(els);

@@ -469,14 +469,18 @@ void LayerMaker::weight_norm_groups(std::vector<Element>& els, const std::vector
     }
     if (j + 1 == els.size() || !single_weight(j) || (els[j].kind == "conv" ? convs_after[j] : linears_after)) continue;
     auto is = [&](size_t k, Role r) { return k < els.size() && els[k].unit && els[k].role == r; };
+    // The norm takes the conv's output at once; what a sequence model's conv module computes
+    // between them is the output lengths from the input's ((len + 2 * pad - kernel) // stride
+    // + 1: sums and an integer division), ops of the module.
+    const size_t n = els[j].kind == "conv" ? past_length_arithmetic(els, j + 1) : j + 1;
     // A LayerNorm after a linear is the next module's pre-norm (a transformer's), not its.
-    const bool norm_next = is(j + 1, Role::Norm) && !(els[j].kind == "linear" && els[j + 1].kind == "layer_norm");
+    const bool norm_next = is(n, Role::Norm) && !(els[j].kind == "linear" && els[n].kind == "layer_norm");
     // A BatchNorm of the activation's output is the group's too, in that order
     // (Conv-ReLU-BatchNorm: a TDNN's layers, ConvMixer's); a norm over the features after an
     // activation (Conv-TasNet's global layer norm after its PReLU) is a module of its own.
-    const bool norm_after_activation = !norm_next && is(j + 1, Role::Activation) && is(j + 2, Role::Norm) && els[j + 2].kind == "batch_norm";
+    const bool norm_after_activation = !norm_next && is(n, Role::Activation) && is(n + 1, Role::Norm) && els[n + 1].kind == "batch_norm";
     if (!norm_next && !norm_after_activation) continue;
-    size_t from = j, end = norm_after_activation ? j + 3 : j + 2;
+    size_t from = j, end = norm_after_activation ? n + 2 : n + 1;
     while (from > 0 && single_weight(from - 1) && els[from - 1].kind == els[j].kind && b.parent[node_of(from - 1)] == b.parent[node_of(j)])
       --from;
     // And the activation after them: a module of the group (nn.ReLU, nn.SiLU in a Sequential
@@ -501,14 +505,14 @@ void LayerMaker::weight_norm_groups(std::vector<Element>& els, const std::vector
     // inside a gate, whose pooling is its own (a split attention's squeeze).
     const bool pool_before = !up && from > 0 && els[from - 1].unit && els[from - 1].role == Role::Pool && els[j].kind == "conv" &&
                              b.parent[els[from - 1].node] == b.parent[node_of(from)];
-    const bool down = pool_before && end == j + 2 && end < els.size() && !els[end].unit && els[end].role == Role::Add;
+    const bool down = pool_before && end == n + 1 && end < els.size() && !els[end].unit && els[end].role == Role::Add;
     const bool global = pool_before && !gating && els[from - 1].op.find("adaptive") != std::string_view::npos;
     if (down || global) --from;
     std::vector<NodeId> kids;
     std::string name;
     for (size_t k = from; k < end; ++k) {
       if (kids.empty() || kids.back() != node_of(k)) kids.push_back(node_of(k));
-      name += (k > from ? " + " : "") + readable(els[k]);
+      if (els[k].unit) name += (k > from ? " + " : "") + readable(els[k]);
     }
     const NodeId parent = b.parent[kids.front()];
     if (std::all_of(kids.begin(), kids.end(), [&](NodeId k) { return b.parent[k] == parent; }))

@@ -58,6 +58,14 @@ bool is_unit_role(Role r) {
          r == Role::Resample || r == Role::Pad;
 }
 
+size_t past_length_arithmetic(const std::vector<Element>& els, size_t j) {
+  size_t end = j;
+  bool integer = false;
+  for (; end < els.size() && !els[end].unit && in(strip_prefix(els[end].op, "aten::"), {"add", "sub", "mul", "div", "floor_divide", "floor"}); ++end)
+    integer |= els[end].op == "aten::floor_divide" || els[end].op == "aten::floor";
+  return integer ? end : j;
+}
+
 size_t past_views(const std::vector<Element>& els, size_t j, size_t end) {
   while (j < end && !els[j].unit && els[j].role == Role::Shape) ++j;
   return j;
@@ -192,6 +200,11 @@ struct UnitFinder {
       const size_t laid = before_views(els, j - 1, 0);
       if (laid < j - 1 && laid > 0 && els[laid - 1].unit && els[laid - 1].kind == "linear") els[j].unit = false;
     }
+    // A sequence model's conv module computes the output lengths from the input's after its conv
+    // ((len + 2 * pad - kernel) // stride + 1): bookkeeping, no residual sum.
+    for (size_t j = 0; j < els.size(); ++j)
+      if (els[j].unit && els[j].kind == "conv")
+        for (size_t k = j + 1, end = past_length_arithmetic(els, j + 1); k < end; ++k) els[k].role = Role::Compute;
     return gates(attention_units(b, permuted_norms(written_activations(rotary_embeddings(written_norms(written_cells(scaled_activations(ghost_norms(weights_set_in_place(standardised_weights(random_masks(std::move(els)))))))))))));
   }
 
@@ -256,19 +269,25 @@ struct UnitFinder {
       const size_t psi = normed(x + 2);
       return psi && sigmoid(psi) && product(psi + 1) ? psi + 1 : 0;
     };
-    // Squeeze and excitation: a global pooling (or mean), a weight op, an activation, a weight op, a
+    // The squeeze: a global pooling, the mean over the map (timm's SqueezeExcite), or a sum
+    // divided by the lengths, views between (the mean over a padded sequence's valid steps): the
+    // index after it, or 0.
+    auto views = [&](size_t j) { return past_views(els, j, els.size()); };
+    auto squeezed = [&](size_t i) -> size_t {
+      auto loose = [&](size_t j, std::string_view op) { return j < els.size() && !els[j].unit && els[j].op == op; };
+      if ((at(i, Role::Pool) && els[i].op.find("adaptive") != std::string_view::npos) || loose(i, "aten::mean")) return i + 1;
+      return loose(i, "aten::sum") && loose(views(i + 1), "aten::div") ? views(i + 1) + 1 : 0;
+    };
+    // Squeeze and excitation: the squeeze, a weight op, an activation, a weight op, a
     // sigmoid and the product, views between them (an SE block on Linear layers flattens the
     // pooled map and views the scale back): the index after the product, or 0.
     auto excitation = [&](size_t i) -> size_t {
-      // (The squeeze: a global pooling, or the mean over the map: timm's SqueezeExcite.)
-      const bool squeeze = (at(i, Role::Pool) && els[i].op.find("adaptive") != std::string_view::npos) ||
-                           (i < els.size() && !els[i].unit && els[i].op == "aten::mean");
-      if (!squeeze) return 0;
-      auto views = [&](size_t j) { return past_views(els, j, els.size()); };
-      size_t j = views(i + 1);
-      if (!at(j, Role::Weight) || !at(j = views(j + 1), Role::Activation) || !at(j = views(j + 1), Role::Weight) || !sigmoid(j = views(j + 1)) ||
-          !product(j = views(j + 1)))
-        return 0;
+      size_t j = squeezed(i);
+      if (!j) return 0;
+      j = views(j);
+      if (!at(j, Role::Weight) || !at(j = views(j + 1), Role::Activation)) return 0;
+      if (sigmoid(j) && product(j + 1)) ++j;  // x * sigmoid(x): a Swish written by hand
+      if (!at(j = views(j + 1), Role::Weight) || !sigmoid(j = views(j + 1)) || !product(j = views(j + 1))) return 0;
       return j + 1;
     };
     // A gated unit: a tensor split in two, one half through a unit or two (a norm and a
@@ -299,7 +318,6 @@ struct UnitFinder {
       while (loose_op(j, {"split", "stack", "add", "sum"})) ++j;
       const bool squeeze = j > i && ((at(j, Role::Pool) && els[j].op.find("adaptive") != std::string_view::npos) || loose_op(j, {"mean"}));
       if (!squeeze) return 0;
-      auto views = [&](size_t k) { return past_views(els, k, els.size()); };
       if (!at(j = views(j + 1), Role::Weight)) return 0;
       if (at(j = views(j + 1), Role::Norm)) j = views(j + 1);
       if (!at(j, Role::Activation) || !at(j = views(j + 1), Role::Weight)) return 0;
@@ -337,10 +355,18 @@ struct UnitFinder {
         out.push_back(std::move(els[i++]));
         continue;
       }
+      // A Swish written by hand between its weight ops (x * x.sigmoid()) is one activation.
+      for (size_t k = i; kind == std::string_view("squeeze_excitation") && k + 2 < end; ++k)
+        if (sigmoid(k) && product(k + 1)) {
+          take_ops(els[k], els, k + 1, k + 2);
+          els[k].op = "aten::silu";
+          els.erase(els.begin() + long(k + 1));
+          --end;
+        }
       // An SE block on Linear layers calls them as one Sequential between its views (the
       // reference SENet's `fc`): the weights, the activation and the sigmoid, one MLP inside it.
-      const size_t mlp = past_views(els, i + 1, end), gate = end - 1;
-      if (kind == std::string_view("squeeze_excitation") && mlp > i + 1 && before_views(els, gate) < gate) {
+      const size_t pooled = kind == std::string_view("squeeze_excitation") ? squeezed(i) : 0, mlp = past_views(els, pooled, end), gate = end - 1;
+      if (pooled && mlp > pooled && before_views(els, gate) < gate) {
         const size_t sig = before_views(els, gate) - 1;
         group_in_place(els, "mlp", mlp, sig + 1);
         end -= sig - mlp;

@@ -55,6 +55,9 @@ inline bool trimmed_concat(const std::vector<Element>& els, size_t j) {
   return !els[j].unit && els[j].role == Role::Merge && j + 1 < els.size() && !els[j + 1].unit && els[j + 1].op == "aten::slice";
 }
 
+// Past a run of loose sums and products with an integer division among them from j (a
+// sequence's lengths computed from others: no layer's data goes through a floor division), or j.
+size_t past_length_arithmetic(const std::vector<Element>& els, size_t j);
 // Past the loose views (reshapes, transposes) from j, to `end` at most: the first element that
 // is no view.
 size_t past_views(const std::vector<Element>& els, size_t j, size_t end);

@@ -1,0 +1,91 @@
+// Inferred layers of a sequence model's conv modules (ContextNet's, as openspeech writes it):
+// the output lengths computed between a conv and its norm, a squeeze-excitation over the valid
+// steps (a sum divided by the lengths) with a Swish written by hand, and blocks with a shortcut
+// after one without.
+#include "model_trace.h"
+
+#include <doctest/doctest.h>
+
+using namespace strata;
+using namespace strata::test;
+
+namespace {
+
+// Swish as a module of x * x.sigmoid(): the backward shows the sigmoid's input taken by the
+// product too.
+Mod swish() { return Mod{"Swish", {shared_input(op("aten::sigmoid")), op("aten::mul")}, nullptr}; }
+
+// ContextNetConvModule: the conv, the output lengths ((len + 2 * pad - kernel) // stride + 1),
+// BatchNorm1d, and Swish where it activates; `first` marks the conv as taking the block's input
+// beside the shortcut.
+Mod conv_module(bool activation, bool first = false) {
+  Mod conv = first ? shared_input(conv1d()) : conv1d();
+  Mod m{"ContextNetConvModule",
+        {conv, op("aten::add"), op("aten::sub"), op("aten::sub"), op("aten::floor_divide"), op("aten::add"),
+         leaf("BatchNorm1d", {"aten::add_", "aten::batch_norm"})},
+        nullptr};
+  if (activation) m.items.push_back(swish());
+  return m;
+}
+
+// ContextNetSEModule: the sum over time divided by the lengths, a Sequential of Linear, Swish
+// and Linear, the sigmoid, unsqueezed and repeated over time, times the input.
+Mod squeeze_excitation() {
+  return Mod{"ContextNetSEModule",
+             {shared_input(op("aten::sum")), op("aten::unsqueeze"), op("aten::div"), Mod{"Sequential", {linear(), swish(), linear()}, nullptr},
+              op("aten::sigmoid"), op("aten::unsqueeze"), op("aten::repeat"), op("aten::mul")},
+             nullptr};
+}
+
+// A ContextNetBlock: its conv modules, the SE, then (with a residual) the residual conv module
+// on the block's input added in place, and Swish.
+Mod block(bool residual) {
+  Mod b{"ContextNetBlock", {conv_module(true, residual)}, nullptr};
+  if (residual) b.items.push_back(conv_module(true));
+  b.items.push_back(squeeze_excitation());
+  if (residual) b.items.insert(b.items.end(), {conv_module(false), op("aten::add_")});
+  b.items.push_back(swish());
+  return b;
+}
+
+BareRun contextnet() {
+  StepOps autograd;
+  autograd.backward_nodes = true;
+  return bare_run(Mod{"ContextNet", {op("aten::transpose"), block(false), block(true), block(true), block(false), op("aten::transpose"), linear()},
+                      nullptr},
+                  autograd);
+}
+
+}  // namespace
+
+TEST_CASE("inferred layers: the output lengths a conv module computes between its conv and its norm are that module's") {
+  BareRun r = contextnet();
+  // Each conv module is one layer: the conv, the lengths' arithmetic, the norm (and its Swish).
+  CHECK(has_layer(r.annotation.tree, "Conv-Norm 7: Conv + BatchNorm"));  // a residual conv module: no activation
+  CHECK(has_layer(r.annotation.tree, "Conv-Norm 1: Conv + BatchNorm + SiLU"));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.leaf_f1 >= 0.9);  // (the SE's sigmoid, its own op, is a unit)
+}
+
+TEST_CASE("inferred layers: a sum divided by the lengths, then two weight ops and a sigmoid scaling the input, is a squeeze-excitation") {
+  BareRun r = contextnet();
+  CHECK(has_layer(r.annotation.tree, "SqueezeExcitation 4"));
+  // The Swish between its Linears is one activation inside it.
+  const AnnotationTree& t = r.annotation.tree;
+  for (NodeId n = 0; n < t.size(); ++n)
+    if (t.name_of(n).starts_with("SqueezeExcitation")) {
+      size_t silu = 0;
+      for (const std::string& kid : child_names(t, n)) silu += kid.starts_with("SiLU");
+      CHECK(silu == 1);
+    }
+}
+
+TEST_CASE("inferred layers: blocks with a shortcut after one without open where the backward shows their input shared") {
+  // The first block has no shortcut: the sum that closes the second would take both in; each
+  // block with a shortcut opens at its first conv, whose input the residual conv module takes.
+  BareRun r = contextnet();
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall >= 0.6);  // both blocks with a shortcut and every conv module and SE
+  CHECK(s.node_precision == doctest::Approx(1.0));
+  CHECK(has_layer(r.annotation.tree, "Block 2: 3 Conv + 3 BatchNorm + 3 SiLU + SqueezeExcitation"));
+}
