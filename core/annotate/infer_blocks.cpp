@@ -316,6 +316,13 @@ bool fused_then_summed(const std::vector<Element>& els, size_t from, size_t cat)
   return false;
 }
 
+// Whether the loose op at j, past reshapes and products, is a sum.
+bool summed_at_once(const std::vector<Element>& els, size_t j) {
+  while (j < els.size() && !els[j].unit && (els[j].role == Role::Shape || in(strip_prefix(els[j].op, "aten::"), {"matmul", "mm", "bmm", "mul"})))
+    ++j;
+  return j < els.size() && !els[j].unit && els[j].role == Role::Add;
+}
+
 // Where the block a sum closes at `add` opens, from `start`: the backward shows the first op to
 // take the block's input beside its shortcut (shared_inputs.cpp). A weight op alone, marked
 // so, after another weight op since `start` opens it; what runs before it is no branch of it
@@ -426,6 +433,13 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
       continue;
     }
     if (merge && weights < 2) continue;  // one branch: a concatenation inside a block
+    // A concatenation a sum takes at once, past reshapes and products (a projection by a
+    // parameter, written by hand, on the shortcut), is the branch the sum joins back (Wukong's
+    // layer: cat(fmb, lcb) + residual_projection(x)). Not one joining a split's parts, between
+    // which a sum adds one part to the next (Res2Net's).
+    if (merge && summed_at_once(els, next) &&
+        std::none_of(els.begin() + long(start), els.begin() + long(j), [](const Element& e) { return !e.unit && is_split(e.op); }))
+      continue;
     // A sum that normalises (a linear attention's denominator) joins no branch back.
     if (add && normaliser_sum(els, j)) continue;
     // A concatenation after an upsampling, with no pooling or other join since (past the

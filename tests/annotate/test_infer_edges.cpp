@@ -707,3 +707,23 @@ TEST_CASE("inferred layers: the embeddings' dropout after their position sum is 
   CHECK(s.block_recall == doctest::Approx(1.0));
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a concatenation a sum takes at once is the branch the sum joins back, not the block's end") {
+  // Wukong's layers: a linear-compress block and a factorisation-machine block (products by
+  // their parameters, written by hand, and an MLP), concatenated, plus the input (projected by a
+  // parameter where the width changes, by hand too), then a LayerNorm.
+  Mod bn1d = leaf("BatchNorm1d", {"aten::add_", "aten::batch_norm"});
+  Mod mlp{"MLP", {linear(), bn1d, relu_module(), dropout(), linear()}, nullptr};
+  Mod lcb{"LinearCompressBlock", {op("aten::permute"), op("aten::matmul"), op("aten::permute")}, nullptr};
+  Mod fmb{"FactorizationMachineBlock", {op("aten::permute"), op("aten::matmul"), op("aten::bmm"), op("aten::view"), layer_norm(), mlp, op("aten::view")},
+          nullptr};
+  Mod projection{"ResidualProjection", {op("aten::permute"), op("aten::matmul"), op("aten::permute")}, nullptr};
+  Mod first{"WukongLayer", {lcb, fmb, op("aten::concat"), projection, op("aten::add"), layer_norm()}, nullptr};
+  Mod layer{"WukongLayer", {lcb, fmb, op("aten::concat"), op("aten::add"), layer_norm()}, nullptr};
+  BareRun r = bare_run(Mod{"Wukong", {leaf("Embedding", {"aten::embedding"}), linear(), op("aten::view"), op("aten::cat"), first, layer, layer,
+                                      op("aten::view"), linear(), relu_module(), linear()},
+                           nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall >= 0.25);  // the two layers with no projection (the blocks inside are products by hand)
+  CHECK(s.node_precision == doctest::Approx(1.0));
+}
