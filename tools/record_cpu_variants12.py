@@ -19,6 +19,10 @@ what its models are as their reference code writes them:
   heads, norm_attn_norm, a router and experts whose weights are one nn.Parameter viewed per
   expert) and timm's XCiT (a convolutional patch embedding, Fourier positions, cross-covariance
   attention, local patch interaction by depthwise convs, class-attention blocks).
+- variants12_lm.py: Hugging Face's Jamba (Mamba mixers by their torch path, a selective scan
+  looped in Python, alternating with grouped-query attention layers; a sparse MoE block with a
+  router) and GPTBigCode (multi-query attention: one fused c_attn split into the query and one
+  shared key and value, baddbmm onto zeros, a cached mask value).
 
 The recording, manifest and checks are record_cpu_heldout.py's (and through it
 record_cpu_corpus.py's), imported unchanged. Run with the interpreter that has torch:
@@ -36,13 +40,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import record_cpu_heldout as rh  # noqa: E402  (imports record_cpu_corpus: 1 thread, torch)
+import variants12_lm  # noqa: E402
 import variants12_moevit  # noqa: E402
 import variants12_seqgraph  # noqa: E402
 import variants12_speechrec  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(HERE), "tests", "data")
 
-REGISTRY = (variants12_speechrec.REGISTRY + variants12_seqgraph.REGISTRY + variants12_moevit.REGISTRY)
+REGISTRY = (variants12_speechrec.REGISTRY + variants12_seqgraph.REGISTRY + variants12_moevit.REGISTRY + variants12_lm.REGISTRY)
 
 SPLIT_RULE = (
     "every model is tune: recorded after the layer inference's rules and measured once as a "
