@@ -222,6 +222,13 @@ struct AttentionFinder {
       // key and value, an op attention written by hand has no use for.
       bool own_function = els[s1].op == "aten::bmm" || els[s1].op == "aten::baddbmm";
       for (size_t j = lo; j < s1 && fused && !own_function; ++j) own_function = els[j].op == "aten::unflatten";
+      // Its packed projection's output is chunked (torch 1.13) or unflattened: one split into
+      // parts of given sizes after it (a query apart from one key and value the heads share:
+      // multi-query attention, GPTBigCode's) is attention written by hand.
+      for (size_t j = lo, seen = 0; j < s1 && own_function && linears == 1; ++j) {
+        seen += projection(els[j]);
+        if (seen && !els[j].unit && els[j].op == "aten::split_with_sizes") own_function = false;
+      }
       bool packed = linears < 2;
       for (size_t j = lo; j < s1 && !packed; ++j) {
         if (els[j].unit) break;

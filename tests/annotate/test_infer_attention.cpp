@@ -1,7 +1,8 @@
 // Attention units inferred where the scores are no matrix product (a graph attention's, an
 // additive attention's, computed elementwise from the projection before the softmax) or are
 // not normalised by a softmax (a retention's decayed scores), or have a bias computed by an MLP
-// between them and the softmax (CrossFormer's dynamic position bias).
+// between them and the softmax (CrossFormer's dynamic position bias), or are scored by bmm as
+// nn.MultiheadAttention's function does but written by hand (GPTBigCode's multi-query attention).
 #include "model_trace.h"
 
 #include <doctest/doctest.h>
@@ -111,4 +112,24 @@ TEST_CASE("inferred layers: an MLP between an attention's scores and its softmax
   CHECK(s.leaf_f1 >= 0.95);
   CHECK(s.block_recall >= 0.5);  // each block, attention, MLP and bias; the bias's steps are not
   CHECK(s.node_precision == doctest::Approx(1.0));
+}
+
+TEST_CASE("inferred layers: one projection split by sizes into a query and one shared key and value, scored by baddbmm, is attention written by hand") {
+  // GPTBigCode's multi-query attention: c_attn's output split into the query and a key/value
+  // pair the heads share, the scores by baddbmm onto an empty buffer, the mask by torch.where,
+  // softmax, dropout, bmm, c_proj and its dropout, all the attention module's; nn.MultiheadAttention
+  // chunks its packed projection instead, its caller owning the dropout after it.
+  Mod attention{"GPTBigCodeAttention", {}, nullptr};
+  for (Mod m : {linear(), op("aten::split_with_sizes"), op("aten::split_with_sizes"), op("aten::transpose"), op("aten::reshape"), op("aten::zeros"),
+                op("aten::zero_"), op("aten::baddbmm"), op("aten::view"), op("aten::where"), op("aten::softmax"), dropout(), op("aten::view"),
+                op("aten::bmm"), op("aten::view"), linear(), dropout()})
+    attention.items.push_back(m);
+  Mod mlp{"GPTBigCodeMLP", {linear(), leaf("GELUActivation", {"aten::gelu"}), linear(), dropout()}, nullptr};
+  Mod block{"GPTBigCodeBlock", {layer_norm(), attention, op("aten::add"), layer_norm(), mlp, op("aten::add")}, nullptr};
+  Mod embedding = leaf("Embedding", {"aten::embedding"});
+  BareRun r = bare_run(Mod{"GPTBigCode", {embedding, embedding, op("aten::add"), dropout(), block, block, block, layer_norm(), linear()}, nullptr});
+  CHECK(has_layer(r.annotation.tree, "MLP 3: Linear + GELU + Linear + Dropout"));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the blocks, their attentions and MLPs
+  CHECK(s.node_precision >= 0.9);
 }
