@@ -301,7 +301,7 @@ void LayerMaker::run(NodeId parent, const std::vector<NodeId>& ops, bool model_r
       conv_half |= sig[k].find("attention") == std::string::npos && sig[k].find("conv") != std::string::npos;
     }
     for (size_t k = from; k < to; ++k) {
-      sublayer(els, blocks[k].first, blocks[k].second, k > from, on_mha && other <= 1, conv_half && other >= 2 && other < to - from);
+      sublayer(els, blocks[k].first, blocks[k].second, k > from, on_mha && other <= 1, conv_half && other >= 3 && other < to - from);
       if (on_mha && other <= 1) functional_activation(els, blocks[k].first, blocks[k].second);
     }
   }

@@ -262,6 +262,18 @@ void LayerMaker::sublayer(const std::vector<Element>& els, size_t f, size_t t, b
   if (inside) {
     from = norm_at;
     while (end < add_at && loose_shape(end)) ++end;
+  } else if (auto weights = [&](std::string_view kind) {
+               return std::any_of(els.begin() + long(from), els.begin() + long(end), [&](const Element& e) { return e.unit && e.kind == kind; });
+             };
+             weights("conv") && !weights("linear")) {
+    // A half of convs alone on tokens lays them out as a map and back inside its module (XCiT's
+    // LPI): the reshapes around its convs are its own. One with Linears too works on the layout
+    // its layer gives it (FocalNet's modulation on the block's (B, H, W, C) view).
+    auto layout = [&](size_t j) {
+      return !els[j].unit && in(strip_prefix(els[j].op, "aten::"), {"permute", "transpose", "reshape", "view", "flatten", "contiguous"});
+    };
+    while (from > norm_at + 1 && layout(from - 1)) --from;
+    while (end < add_at && layout(end)) ++end;
   }
   // F that reshapes its output back after its last weight op reshaped its input before its
   // first (torchscale's FeedForwardNetwork: x.reshape(-1, d), ..., .view(x_shape)).

@@ -1,7 +1,8 @@
 // Inferred layers of a sequence model's conv modules (ContextNet's, as openspeech writes it):
 // the output lengths computed between a conv and its norm, a squeeze-excitation over the valid
 // steps (a sum divided by the lengths) with a Swish written by hand, and blocks with a shortcut
-// after one without.
+// after one without; and a token layer's conv half (XCiT's local patch interaction), its
+// reshapes to a map and back its own.
 #include "model_trace.h"
 
 #include <doctest/doctest.h>
@@ -88,4 +89,27 @@ TEST_CASE("inferred layers: blocks with a shortcut after one without open where 
   CHECK(s.block_recall >= 0.6);  // both blocks with a shortcut and every conv module and SE
   CHECK(s.node_precision == doctest::Approx(1.0));
   CHECK(has_layer(r.annotation.tree, "Block 2: 3 Conv + 3 BatchNorm + 3 SiLU + SqueezeExcitation"));
+}
+
+TEST_CASE("inferred layers: a pre-norm half of convs alone on tokens is a module with its reshapes, its norm the layer's") {
+  // XCiT's blocks: norm1 and the cross-covariance attention, norm3 and LPI (the tokens laid out
+  // as a map, conv, GELU, BatchNorm, conv, back to tokens), norm2 and the Mlp, each scaled by its
+  // layer scale before the sum. Not a Conformer's layer (two feed-forwards, a conv module holding
+  // its norm): the norms are the block's.
+  Mod attention{"XCA", {linear(), op("aten::reshape"), op("aten::permute"), op("aten::unbind"), op("aten::linalg_vector_norm"), op("aten::clamp_min"),
+                        op("aten::expand_as"), op("aten::div"), op("aten::linalg_vector_norm"), op("aten::clamp_min"), op("aten::expand_as"),
+                        op("aten::div"), op("aten::transpose"), op("aten::matmul"), op("aten::mul"), op("aten::softmax"), dropout(), op("aten::matmul"),
+                        op("aten::permute"), op("aten::reshape"), linear(), dropout()},
+                 nullptr};
+  Mod lpi{"LPI", {op("aten::permute"), op("aten::reshape"), conv(), leaf("GELU", {"aten::gelu"}), bn(), conv(), op("aten::reshape"), op("aten::permute")},
+          nullptr};
+  Mod mlp{"Mlp", {linear(), leaf("GELU", {"aten::gelu"}), dropout(), linear(), dropout()}, nullptr};
+  Mod block{"XCABlock", {layer_norm(), attention, op("aten::mul"), op("aten::add"), layer_norm(), lpi, op("aten::mul"), op("aten::add"), layer_norm(), mlp,
+                         op("aten::mul"), op("aten::add")},
+            nullptr};
+  BareRun r = bare_run(Mod{"Xcit", {conv(), bn(), op("aten::flatten"), op("aten::transpose"), block, block, block, layer_norm(), linear()}, nullptr});
+  CHECK(has_layer(r.annotation.tree, "Conv module 3: Conv + GELU + BatchNorm + Conv"));
+  CHECK(has_layer(r.annotation.tree, "MLP 3: Linear + GELU + Dropout + Linear + Dropout"));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the blocks, their attentions, LPIs (with their reshapes) and Mlps
 }
