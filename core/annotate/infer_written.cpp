@@ -563,7 +563,11 @@ std::vector<Element> written_norms(std::vector<Element> els) {
     // module; by the mean square alone, a module (ProGAN's and StyleGAN's PixelNorm).
     else if (centred) return {};
     if (size_t bias = through(j, "add", 6); centred && bias) j = bias;
-    while (cast(j)) ++j;  // back to the input's dtype
+    // Back to the input's dtype; not the cast that opens the next norm's statistics (norms back
+    // to back: Mamba's dt, B and C norms, an attention's q and k norms).
+    size_t back = j;
+    while (cast(back)) ++back;
+    if (!in(name(back), {"pow", "square", "mean", "var", "var_mean", "std"})) j = back;
     return {j, centred ? "layer_norm" : "rms_norm"};
   };
   std::vector<Element> out;

@@ -2,10 +2,12 @@
 // the output lengths computed between a conv and its norm, a squeeze-excitation over the valid
 // steps (a sum divided by the lengths) with a Swish written by hand, and blocks with a shortcut
 // after one without; and a token layer's conv half (XCiT's local patch interaction), its
-// reshapes to a map and back its own.
+// reshapes to a map and back its own; a Mamba mixer's norms back to back.
 #include "model_trace.h"
 
 #include <doctest/doctest.h>
+
+#include <string>
 
 using namespace strata;
 using namespace strata::test;
@@ -112,4 +114,27 @@ TEST_CASE("inferred layers: a pre-norm half of convs alone on tokens is a module
   CHECK(has_layer(r.annotation.tree, "MLP 3: Linear + GELU + Dropout + Linear + Dropout"));
   const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.block_recall == doctest::Approx(1.0));  // the blocks, their attentions, LPIs (with their reshapes) and Mlps
+}
+
+TEST_CASE("inferred layers: RMSNorms back to back each keep their own cast into float32") {
+  // Jamba's Mamba mixer norms dt, B and C one after the other, each as Llama's RMSNorm writes it
+  // (x.to(float32), pow, mean, + eps, rsqrt, product, cast back, the weight's product): the cast
+  // opening one norm is not the one before's cast back.
+  Mod norm = leaf("JambaRMSNorm", {"aten::to", "aten::pow", "aten::mean", "aten::add", "aten::rsqrt", "aten::mul", "aten::to", "aten::mul"});
+  Mod mixer{"JambaMambaMixer",
+            {linear(), op("aten::transpose"), op("aten::chunk"), conv1d(), op("aten::slice"), leaf("SiLU", {"aten::silu"}), op("aten::transpose"),
+             linear(), op("aten::split_with_sizes"), norm, norm, norm, linear(), leaf("Softplus", {"aten::softplus"}), op("aten::transpose"),
+             op("aten::mul"), op("aten::exp"), op("aten::mul"), op("aten::add"), op("aten::matmul"), op("aten::stack"), op("aten::add"),
+             leaf("SiLU", {"aten::silu"}), op("aten::mul"), linear()},
+            nullptr};
+  Mod layer{"JambaMambaDecoderLayer", {norm, mixer, op("aten::add")}, nullptr};
+  BareRun r = bare_run(Mod{"Jamba", {leaf("Embedding", {"aten::embedding"}), layer, layer, layer, norm, linear()}, nullptr});
+  const AnnotationTree& t = r.annotation.tree;
+  size_t norms = 0;
+  for (NodeId n = 0; n < t.size(); ++n)
+    if (t.name_of(n).starts_with("RMSNorm ")) {
+      ++norms;
+      CHECK(child_names(t, n).size() == 8);
+    }
+  CHECK(norms >= 13);  // each layer's, its mixer's three, the final one (and the backward's)
 }
