@@ -24,7 +24,13 @@ size_t preactivation_norm(const std::vector<Element>& els, size_t from, size_t t
 // dropout (resid_dropout, proj_drop), not a module around the two, and put inside it. An
 // attention that transposes its projection's output back to its caller's layout has returned:
 // the dropout after that is the layer's (false).
+// One that scales its query, projected apart from key and value, and whose dropout the sum
+// takes at once is written as fairseq writes attention (BART's, Whisper's, Graphormer's): its
+// layer drops its output out (false). A layer scale between (CaiT's class attention, timm's)
+// scales the module's output, dropout and all.
 bool LayerMaker::output_dropout(const std::vector<Element>& els, size_t attention, size_t dropout) {
+  const bool scaled_after = dropout + 1 < els.size() && !els[dropout + 1].unit && els[dropout + 1].op == "aten::mul";
+  if (separate_projections(els[attention]) && scales_query(els[attention]) && !scaled_after) return false;
   // (The as_strided a transpose runs, left beside it by the clock's rounding, apart.)
   const auto& inner = els[attention].inner;
   size_t last = inner.size() - 1;

@@ -392,16 +392,29 @@ std::vector<Element> leaf_units(Context& c, const TreeBuilder& b, const std::vec
 // BERT's scales the scores.
 bool output_modules(const std::vector<Element>& els, bool pre_norm) {
   return !pre_norm && std::any_of(els.begin(), els.end(), [](const Element& e) {
-    if (!e.unit || e.kind != "attention" || e.one_module) return false;
-    size_t projections = 0;
-    bool query_scaled = false;
-    for (const Element& in : e.inner) {
-      if (in.role == Role::Score) break;
-      projections += in.unit && in.role == Role::Weight;
-      query_scaled |= projections > 0 && !in.unit && (in.op == "aten::mul" || in.op == "aten::div");
-    }
-    return projections >= 3 && !query_scaled;
+    return e.unit && e.kind == "attention" && !e.one_module && separate_projections(e) && !scales_query(e);
   });
+}
+
+bool separate_projections(const Element& attention) {
+  size_t projections = 0;
+  for (const Element& e : attention.inner) {
+    if (e.role == Role::Score) break;
+    projections += e.unit && e.role == Role::Weight;
+  }
+  return projections >= 3;
+}
+
+bool scales_query(const Element& attention) {
+  // (Not a rotary embedding's products, whose halves a sum joins before the scores.)
+  bool projected = false, scaled = false;
+  for (const Element& e : attention.inner) {
+    if (e.role == Role::Score) break;
+    if (projected && !e.unit && in(e.op, {"aten::mul", "aten::mul_", "aten::div", "aten::div_"})) scaled = true;
+    if (!e.unit && e.role == Role::Add) scaled = false;
+    projected |= e.unit && e.role == Role::Weight;
+  }
+  return scaled;
 }
 
 // Where els[i] is followed by its dropout (or not), the add and the norm: the norm's index.

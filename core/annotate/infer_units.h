@@ -77,6 +77,10 @@ std::vector<Element> attention_units(const TreeBuilder& b, std::vector<Element> 
 
 // Whether the model's post-norm halves end with output modules (BERT's SelfOutput and Output).
 bool output_modules(const std::vector<Element>& els, bool pre_norm);
+// Whether an attention unit projects query, key and value apart; whether it scales its query
+// (q_proj(x) * scaling, q *= scaling) before the scores rather than the scores.
+bool separate_projections(const Element& attention);
+bool scales_query(const Element& attention);
 // Where els[i] is followed by its dropout (or not), the add and the norm: the norm's index; 0
 // where it is not.
 size_t add_and_norm_after(const std::vector<Element>& els, size_t i, size_t end);

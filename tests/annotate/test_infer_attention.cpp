@@ -2,7 +2,8 @@
 // additive attention's, computed elementwise from the projection before the softmax) or are
 // not normalised by a softmax (a retention's decayed scores), or have a bias computed by an MLP
 // between them and the softmax (CrossFormer's dynamic position bias), or are scored by bmm as
-// nn.MultiheadAttention's function does but written by hand (GPTBigCode's multi-query attention).
+// nn.MultiheadAttention's function does but written by hand (GPTBigCode's multi-query attention),
+// or scale their query as fairseq writes attention, their layer dropping their output out.
 #include "model_trace.h"
 
 #include <doctest/doctest.h>
@@ -132,4 +133,24 @@ TEST_CASE("inferred layers: one projection split by sizes into a query and one s
   const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.block_recall == doctest::Approx(1.0));  // the blocks, their attentions and MLPs
   CHECK(s.node_precision >= 0.9);
+}
+
+TEST_CASE("inferred layers: a pre-norm attention that scales its query leaves the dropout after it to its layer") {
+  // Whisper's and mBART's layers as transformers writes them (BART's attention): q_proj(x) *
+  // scaling, k_proj, v_proj, bmm, softmax, dropout, bmm, out_proj; then the layer's functional
+  // dropout and the residual sum. GPT-2's attention scales its scores and owns that dropout.
+  Mod attention{"WhisperAttention", {}, nullptr};
+  for (Mod m : {linear(), op("aten::mul"), linear(), op("aten::view"), op("aten::transpose"), linear(), op("aten::view"), op("aten::transpose"),
+                op("aten::view"), op("aten::transpose"), op("aten::reshape"), op("aten::reshape"), op("aten::reshape"), op("aten::bmm"),
+                op("aten::softmax"), op("aten::dropout"), op("aten::bmm"), op("aten::view"), op("aten::transpose"), op("aten::reshape"), linear()})
+    attention.items.push_back(m);
+  Mod layer{"WhisperEncoderLayer",
+            {layer_norm(), attention, op("aten::dropout"), op("aten::add"), layer_norm(), linear(), leaf("GELUActivation", {"aten::gelu"}),
+             op("aten::dropout"), linear(), op("aten::dropout"), op("aten::add")},
+            nullptr};
+  BareRun r = bare_run(Mod{"WhisperEncoder", {conv1d(), leaf("GELUActivation", {"aten::gelu"}), op("aten::permute"), op("aten::add"), op("aten::dropout"),
+                                              layer, layer, layer, layer_norm(), linear()},
+                           nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the layers and their attentions, without that dropout
 }
