@@ -300,8 +300,17 @@ void LayerMaker::run(NodeId parent, const std::vector<NodeId>& ops, bool model_r
       other += sig[k].find("attention") == std::string::npos;
       conv_half |= sig[k].find("attention") == std::string::npos && sig[k].find("conv") != std::string::npos;
     }
+    // T5's layers (attention that scales neither its query nor its scores) call each half as a
+    // module of its norm, its attention or feed-forward, its dropout and the sum.
+    bool halves = pre_norm;
+    for (size_t k = from; k < to && halves; ++k)
+      halves = std::none_of(els.begin() + long(blocks[k].first), els.begin() + long(blocks[k].second),
+                            [](const Element& e) { return e.unit && e.kind == "attention" && !unscaled_attention(e); });
+    halves = halves && std::any_of(els.begin() + long(blocks[from].first), els.begin() + long(blocks[to - 1].second),
+                                   [](const Element& e) { return e.unit && e.kind == "attention"; });
     for (size_t k = from; k < to; ++k) {
-      sublayer(els, blocks[k].first, blocks[k].second, k > from, on_mha && other <= 1, conv_half && other >= 3 && other < to - from);
+      if (halves) half_module(els, blocks[k].first, blocks[k].second);
+      sublayer(els, blocks[k].first, blocks[k].second, k > from, on_mha && other <= 1, conv_half && other >= 3 && other < to - from, halves);
       if (on_mha && other <= 1) functional_activation(els, blocks[k].first, blocks[k].second);
     }
   }

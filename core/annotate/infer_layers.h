@@ -49,7 +49,8 @@ struct LayerMaker {
   void split_branch(const std::vector<Element>& els, size_t f, size_t t);
   bool branch(const std::vector<Element>& els, size_t from, size_t to);
   void parallel_branches(const std::vector<Element>& els, size_t f, size_t t);
-  void sublayer(const std::vector<Element>& els, size_t f, size_t t, bool shares_norm, bool experts_only, bool norm_inside);
+  void sublayer(const std::vector<Element>& els, size_t f, size_t t, bool shares_norm, bool experts_only, bool norm_inside, bool in_half);
+  void half_module(const std::vector<Element>& els, size_t f, size_t t);
   void functional_activation(const std::vector<Element>& els, size_t from, size_t end);
   static bool gate_product(const std::vector<Element>& els, size_t j, size_t from, size_t end);
   bool mixture_of_experts(const std::vector<Element>& els, size_t from, size_t end);

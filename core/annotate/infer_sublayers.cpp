@@ -43,6 +43,19 @@ bool LayerMaker::output_dropout(const std::vector<Element>& els, size_t attentio
   return true;
 }
 
+// A pre-norm half, [f, t) from its norm to its sum, as one module (T5's layers' halves).
+void LayerMaker::half_module(const std::vector<Element>& els, size_t f, size_t t) {
+  std::vector<NodeId> kids;
+  std::string name;
+  size_t units = 0;
+  for (size_t j = f; j < t; ++j) {
+    kids.push_back(els[j].node);
+    if (els[j].unit) name += (units++ ? " + " : "") + readable(els[j]);
+  }
+  if (units < 2 || !std::all_of(kids.begin(), kids.end(), [&](NodeId k) { return b.parent[k] == b.parent[kids.front()]; })) return;
+  make(numbered("Sublayer") + ": " + name, b.parent[kids.front()], kids);
+}
+
 // What a residual block adds to its input, x + F(x): F, from the block's start to the add,
 // without what scales it on the way (a layer scale, a stochastic depth), is a layer of its
 // own (InvertedResidual's conv, MBConv's block, CNBlock's block) when it is made of units
@@ -228,7 +241,9 @@ void LayerMaker::parallel_branches(const std::vector<Element>& els, size_t f, si
 // feed-forward inline, with no module around it.
 // A later half with no norm of its own takes the first half's (GPT-J's and NeoX's parallel
 // attention and MLP, x + attn(h) + mlp(h)): F runs from its start.
-void LayerMaker::sublayer(const std::vector<Element>& els, size_t f, size_t t, bool shares_norm, bool experts_only, bool norm_inside) {
+// `in_half`: the half is a module of its own (T5's T5LayerSelfAttention, T5LayerFF), its
+// dropout before the sum its own, not F's.
+void LayerMaker::sublayer(const std::vector<Element>& els, size_t f, size_t t, bool shares_norm, bool experts_only, bool norm_inside, bool in_half) {
   size_t from = f;
   while (from < t && !els[from].unit) ++from;
   if (from == t) return;
@@ -265,6 +280,7 @@ void LayerMaker::sublayer(const std::vector<Element>& els, size_t f, size_t t, b
   // A norm of the branch's output right before it joins (Swin V2's res-post-norm, a sandwich
   // norm) is the layer's, as the norm opening a pre-norm half is.
   if (end > from && els[end - 1].unit && els[end - 1].role == Role::Norm) --end;
+  if (in_half && end > from && els[end - 1].unit && els[end - 1].role == Role::Dropout) --end;
   if (inside) {
     from = norm_at;
     while (end < add_at && loose_shape(end)) ++end;

@@ -405,6 +405,24 @@ bool separate_projections(const Element& attention) {
   return projections >= 3;
 }
 
+bool unscaled_attention(const Element& attention) {
+  // Scores by matmul or bmm (baddbmm scales by its alpha, a fused kernel inside), and no
+  // product or division from the first projection to the softmax but those that compute a
+  // lookup's ids (T5's relative position buckets: a log, divided, scaled, then the bias's
+  // embedding).
+  if (attention.one_module) return false;
+  bool projected = false, scored = false, scaled = false;
+  for (const Element& e : attention.inner) {
+    if (e.role == Role::Softmax) return scored && !scaled;
+    if (e.role == Role::Score && !in(e.op, {"aten::matmul", "aten::bmm"})) return false;
+    scored |= projected && e.role == Role::Score;
+    if (projected && !e.unit && in(e.op, {"aten::mul", "aten::mul_", "aten::div", "aten::div_"})) scaled = true;
+    if (e.unit && e.kind == "embedding") scaled = false;
+    projected |= e.unit && e.role == Role::Weight && e.kind != "embedding";
+  }
+  return false;
+}
+
 bool scales_query(const Element& attention) {
   // (Not a rotary embedding's products, whose halves a sum joins before the scores.)
   bool projected = false, scaled = false;

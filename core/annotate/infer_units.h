@@ -81,6 +81,9 @@ bool output_modules(const std::vector<Element>& els, bool pre_norm);
 // (q_proj(x) * scaling, q *= scaling) before the scores rather than the scores.
 bool separate_projections(const Element& attention);
 bool scales_query(const Element& attention);
+// Whether an attention unit scales neither its query nor its scores (T5's: the scaling folded
+// into the initialisation).
+bool unscaled_attention(const Element& attention);
 // Where els[i] is followed by its dropout (or not), the add and the norm: the norm's index; 0
 // where it is not.
 size_t add_and_norm_after(const std::vector<Element>& els, size_t i, size_t end);

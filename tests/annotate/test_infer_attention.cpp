@@ -3,7 +3,8 @@
 // not normalised by a softmax (a retention's decayed scores), or have a bias computed by an MLP
 // between them and the softmax (CrossFormer's dynamic position bias), or are scored by bmm as
 // nn.MultiheadAttention's function does but written by hand (GPTBigCode's multi-query attention),
-// or scale their query as fairseq writes attention, their layer dropping their output out.
+// or scale their query as fairseq writes attention, their layer dropping their output out, or
+// scale nothing (T5's, whose layers call each half as a module).
 #include "model_trace.h"
 
 #include <doctest/doctest.h>
@@ -153,4 +154,36 @@ TEST_CASE("inferred layers: a pre-norm attention that scales its query leaves th
                            nullptr});
   const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
   CHECK(s.block_recall == doctest::Approx(1.0));  // the layers and their attentions, without that dropout
+}
+
+TEST_CASE("inferred layers: attention that scales neither query nor scores makes each half of its layer a module") {
+  // T5 as transformers writes it: T5Block of T5LayerSelfAttention (layer_norm, SelfAttention,
+  // dropout, the sum) and T5LayerFF (layer_norm, DenseReluDense: wi, ReLU, dropout, wo; dropout,
+  // the sum). The first block's attention computes the relative position bias: the buckets (a log,
+  // divided and scaled), the bias's embedding, added to the scores.
+  Mod rms = leaf("T5LayerNorm", {"aten::pow", "aten::mean", "aten::add", "aten::rsqrt", "aten::mul", "aten::mul"});
+  auto attention = [&](bool bias) {
+    Mod a{"T5Attention", {}, nullptr};
+    for (Mod m : {linear(), op("aten::view"), op("aten::transpose"), linear(), op("aten::view"), op("aten::transpose"), linear(), op("aten::view"),
+                  op("aten::transpose"), op("aten::transpose"), op("aten::matmul")})
+      a.items.push_back(m);
+    if (bias)
+      for (Mod m : {op("aten::arange"), op("aten::arange"), op("aten::sub"), op("aten::abs"), op("aten::lt"), op("aten::log"), op("aten::div"),
+                    op("aten::mul"), op("aten::to"), op("aten::add"), op("aten::minimum"), op("aten::where"), op("aten::add"),
+                    leaf("Embedding", {"aten::embedding"}), op("aten::permute"), op("aten::unsqueeze")})
+        a.items.push_back(m);
+    for (Mod m : {op("aten::add"), op("aten::softmax"), dropout(), op("aten::matmul"), op("aten::transpose"), op("aten::view"), linear()})
+      a.items.push_back(m);
+    return a;
+  };
+  auto block = [&](bool bias) {
+    Mod self{"T5LayerSelfAttention", {rms, attention(bias), dropout(), op("aten::add")}, nullptr};
+    Mod ff{"T5LayerFF", {rms, Mod{"T5DenseActDense", {linear(), relu_module(), dropout(), linear()}, nullptr}, dropout(), op("aten::add")}, nullptr};
+    return Mod{"T5Block", {self, ff}, nullptr};
+  };
+  BareRun r = bare_run(Mod{"T5EncoderModel", {leaf("Embedding", {"aten::embedding"}), dropout(), block(true), block(false), block(false), rms, dropout(), linear()},
+                           nullptr});
+  CHECK(has_layer(r.annotation.tree, "Sublayer 6: RMSNorm + Linear + ReLU + Dropout + Linear + Dropout"));
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  CHECK(s.block_recall == doctest::Approx(1.0));  // the blocks, their halves, attentions and feed-forwards
 }

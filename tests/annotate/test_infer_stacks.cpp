@@ -595,14 +595,18 @@ TEST_CASE("inferred layers: a relative position bias looked up between the score
   };
   auto block = [&](bool bias) {
     Mod mlp{"DenseReluDense", {lin, leaf("ReLU", {"aten::relu"}), drop, lin}, nullptr};
-    return Mod{"T5Block", {norm, attention(bias), drop, op("aten::add"), norm, mlp, drop, op("aten::add")}, nullptr};
+    return Mod{"T5Block",
+               {Mod{"T5LayerSelfAttention", {norm, attention(bias), drop, op("aten::add")}, nullptr},
+                Mod{"T5LayerFF", {norm, mlp, drop, op("aten::add")}, nullptr}},
+               nullptr};
   };
   BareRun r = bare_run(Mod{"T5Encoder", {leaf("Embedding", {"aten::embedding"}), drop, block(true), block(false), block(false), block(false), norm, drop}, nullptr});
   for (int k = 1; k <= 4; ++k) CHECK(has_layer(r.annotation.tree, "Layer " + std::to_string(k) + ": attention + MLP"));
   bool bias_in_attention = false;
   for (NodeId n = 0; n < r.annotation.tree.size(); ++n)
     if (r.annotation.tree.phase[n] == PhaseKind::Forward && r.annotation.tree.name_of(n) == "Embedding 2")
-      bias_in_attention = r.annotation.tree.path(n).find("/Layer 1: attention + MLP/Attention 1/") != std::string::npos;
+      bias_in_attention = r.annotation.tree.path(n).find("/Layer 1: attention + MLP/Sublayer 1: RMSNorm + Attention + Dropout/Attention 1/") !=
+                          std::string::npos;
   CHECK(bias_in_attention);
 }
 
