@@ -383,6 +383,9 @@ std::vector<Span> residual_blocks(const std::vector<Element>& els, bool pre_norm
       while (k > 0 && !els[k - 1].unit && els[k - 1].role == Role::Shape) grows |= els[--k].op == "aten::unsqueeze";
       if (grows) continue;
     }
+    // A sum right after a product written by hand is its bias (x @ w + b: Griffin's
+    // BlockDiagonalLinear, an einsum and its b), no join.
+    if (add && j > 0 && !els[j - 1].unit && in(strip_prefix(els[j - 1].op, "aten::"), {"einsum", "matmul", "mm", "bmm"})) continue;
     // Sums three or more between two units are a loop's, written in Python (a selective
     // scan's state updates, one per time step), no joins; nor is the stack of its outputs.
     {

@@ -727,3 +727,21 @@ TEST_CASE("inferred layers: a concatenation a sum takes at once is the branch th
   CHECK(s.block_recall >= 0.25);  // the two layers with no projection (the blocks inside are products by hand)
   CHECK(s.node_precision == doctest::Approx(1.0));
 }
+
+TEST_CASE("inferred layers: a sum right after a product written by hand is its bias, not a residual join") {
+  // Griffin's recurrent block: the input and gate Linears, then BlockDiagonalLinear gates
+  // (reshape, einsum with the weight, + b) with their sigmoids, the gated product and the output
+  // Linear, in one residual branch; then the MLP block.
+  Mod gate{"BlockDiagonalLinear", {op("aten::reshape"), op("aten::einsum"), op("aten::add"), op("aten::reshape")}, nullptr};
+  Mod lru{"RGLRU", {gate, leaf("Sigmoid", {"aten::sigmoid"}), gate, leaf("Sigmoid", {"aten::sigmoid"}), op("aten::mul"), op("aten::mul")}, nullptr};
+  Mod recurrent{"RecurrentBlock", {linear(), leaf("GELU", {"aten::gelu"}), linear(), lru, op("aten::mul"), linear()}, nullptr};
+  Mod mlp{"MLPBlock", {linear(), leaf("GELU", {"aten::gelu"}), linear()}, nullptr};
+  Mod block{"ResidualBlock", {layer_norm(), recurrent, op("aten::add"), layer_norm(), mlp, op("aten::add")}, nullptr};
+  BareRun r = bare_run(Mod{"Griffin", {leaf("Embedding", {"aten::embedding"}), block, block, block, layer_norm(), linear()}, nullptr});
+  const AccuracyScore s = score_against(*r.bare.model, r.annotation, r.truth);
+  // Each half a block with its residual branch: the recurrent blocks and MLP blocks found (the
+  // halves then read as stages of two blocks, not as layers; the gates inside are products by
+  // hand, no units).
+  CHECK(s.block_recall >= 0.5);
+  CHECK(has_layer(r.annotation.tree, "Block 3: LayerNorm + 3 Linear + GELU + 2 Sigmoid"));
+}
