@@ -41,6 +41,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import record_cpu_heldout as rh  # noqa: E402,F401
 from record_cpu_corpus import ce, mse, randint, randn  # noqa: E402,F401
 import torch, torch.nn as nn, torch.nn.functional as F  # noqa: E402,E401
+# transformers' Llama RMSNorm and repeat_kv, which Jamba's modeling file copies
+from record_cpu_variants2 import LlamaRMSNorm, repeat_kv  # noqa: E402
 
 
 # ---------------------------------------------------------------------------------------
@@ -101,32 +103,8 @@ class JambaLmConfig:
                 for i in range(self.num_hidden_layers)]
 
 
-class JambaRMSNorm(nn.Module):
-    """Llama's RMSNorm under Jamba's name (T5LayerNorm)."""
-
-    def __init__(self, hidden_size, eps=1e-6):
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(hidden_size))
-        self.variance_epsilon = eps
-
-    def forward(self, hidden_states):
-        input_dtype = hidden_states.dtype
-        hidden_states = hidden_states.to(torch.float32)
-        variance = hidden_states.pow(2).mean(-1, keepdim=True)
-        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
-        return self.weight * hidden_states.to(input_dtype)
-
-    def extra_repr(self):
-        return f"{tuple(self.weight.shape)}, eps={self.variance_epsilon}"
-
-
-def jamba_repeat_kv(hidden_states, n_rep):
-    """(batch, kv_heads, seq, head_dim) -> (batch, kv_heads * n_rep, seq, head_dim) by expand and reshape."""
-    batch, num_key_value_heads, slen, head_dim = hidden_states.shape
-    if n_rep == 1:
-        return hidden_states
-    hidden_states = hidden_states[:, :, None, :, :].expand(batch, num_key_value_heads, n_rep, slen, head_dim)
-    return hidden_states.reshape(batch, num_key_value_heads * n_rep, slen, head_dim)
+class JambaRMSNorm(LlamaRMSNorm):
+    """Llama's RMSNorm under Jamba's name (T5LayerNorm), op for op."""
 
 
 class JambaAttention(nn.Module):
@@ -160,8 +138,8 @@ class JambaAttention(nn.Module):
         key_states = key_states.view(bsz, q_len, self.num_key_value_heads, self.head_dim).transpose(1, 2)
         value_states = value_states.view(bsz, q_len, self.num_key_value_heads, self.head_dim).transpose(1, 2)
 
-        key_states = jamba_repeat_kv(key_states, self.num_key_value_groups)
-        value_states = jamba_repeat_kv(value_states, self.num_key_value_groups)
+        key_states = repeat_kv(key_states, self.num_key_value_groups)
+        value_states = repeat_kv(value_states, self.num_key_value_groups)
 
         attn_weights = torch.matmul(query_states, key_states.transpose(2, 3)) / math.sqrt(self.head_dim)
 

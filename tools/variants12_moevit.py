@@ -42,6 +42,8 @@ import record_cpu_heldout as rh  # noqa: E402,F401
 from record_cpu_corpus import ce, mse, randint, randn  # noqa: E402,F401
 import torch, torch.nn as nn, torch.nn.functional as F  # noqa: E401,E402
 from record_cpu_variants2 import DropPath  # noqa: E402  (timm's DropPath / drop_path)
+# transformers' Llama helpers, which DBRX's modeling file copies
+from record_cpu_variants2 import apply_rotary_pos_emb, repeat_kv  # noqa: E402
 
 
 # ---------------------------------------------------------------------------------------
@@ -124,28 +126,6 @@ class DbrxRotaryEmbedding(nn.Module):
         cos = emb.cos()
         sin = emb.sin()
         return cos.to(dtype=x.dtype), sin.to(dtype=x.dtype)
-
-
-def rotate_half(x):
-    x1 = x[..., : x.shape[-1] // 2]
-    x2 = x[..., x.shape[-1] // 2:]
-    return torch.cat((-x2, x1), dim=-1)
-
-
-def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
-    cos = cos.unsqueeze(unsqueeze_dim)
-    sin = sin.unsqueeze(unsqueeze_dim)
-    q_embed = (q * cos) + (rotate_half(q) * sin)
-    k_embed = (k * cos) + (rotate_half(k) * sin)
-    return q_embed, k_embed
-
-
-def repeat_kv(hidden_states, n_rep):
-    batch, num_key_value_heads, slen, head_dim = hidden_states.shape
-    if n_rep == 1:
-        return hidden_states
-    hidden_states = hidden_states[:, :, None, :, :].expand(batch, num_key_value_heads, n_rep, slen, head_dim)
-    return hidden_states.reshape(batch, num_key_value_heads * n_rep, slen, head_dim)
 
 
 class DbrxAttention(nn.Module):
